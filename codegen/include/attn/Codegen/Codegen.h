@@ -1,0 +1,82 @@
+//===- Codegen.h - from a spec to PTX and launch metadata ------*- C++ -*-===//
+#ifndef ATTN_CODEGEN_CODEGEN_H
+#define ATTN_CODEGEN_CODEGEN_H
+
+#include "attn/Dialect/AttnDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::attn {
+
+#define GEN_PASS_DECL
+#include "attn/Codegen/Passes.h.inc"
+#define GEN_PASS_REGISTRATION
+#include "attn/Codegen/Passes.h.inc"
+
+/// What a user asks for: one forward-attention kernel variant.
+struct AttentionSpec {
+  TargetKind target = TargetKind::sm_90a;
+  int64_t headDim = 128;
+  bool bf16 = true; ///< false: f16
+  bool causal = false;
+  double scale = 0; ///< 0: 1/sqrt(head_dim)
+  bool withLse = true;
+  // Tile overrides (0: chosen by attn-tile).
+  int64_t blockM = 0, blockN = 0, numWarps = 0;
+  bool skipMaskedBlocks = true; ///< run attn-causal-blocks
+};
+
+/// Everything the runtime needs to launch a kernel (see docs/ABI.md).
+struct KernelMetadata {
+  std::string kernel;
+  TargetKind target = TargetKind::sm_90a;
+  std::string dtype;
+  int64_t headDim = 0;
+  bool causal = false;
+  double scale = 0;
+  int64_t blockM = 0, blockN = 0, numThreads = 0, smemBytes = 0;
+  bool usesTma = false;
+  std::vector<std::string> params;
+};
+
+/// Checks a spec and returns an error that says what is supported.
+llvm::Error validateSpec(const AttentionSpec &spec);
+
+/// Builds `module { func.func @<name>(q, k, v, o, lse) { attn.attention } }`.
+OwningOpRef<ModuleOp> buildSpecModule(MLIRContext &ctx,
+                                      const AttentionSpec &spec);
+
+/// The kernel name for a spec, e.g. attn_fwd_sm90a_bf16_d128_causal.
+std::string kernelName(const AttentionSpec &spec);
+
+/// Adds the FlashAttention passes (tile, causal block skipping, online
+/// softmax) to `pm`.
+void buildTilePipeline(OpPassManager &pm, const AttentionSpec &spec);
+
+/// Adds attn-to-nvvm and the upstream conversions to the LLVM dialect.
+void buildLoweringPipeline(OpPassManager &pm);
+
+/// Reads the launch metadata off a lowered module (attributes set by
+/// attn-to-nvvm on the kernel).
+llvm::Expected<KernelMetadata> readKernelMetadata(ModuleOp module);
+
+/// Metadata as the JSON object of docs/ABI.md.
+std::string metadataToJson(const KernelMetadata &metadata);
+
+/// Translates an LLVM-dialect module to LLVM IR, optimises it (O3) and runs
+/// the NVPTX backend in process. `emitLlvm` returns the optimised LLVM IR
+/// text instead of PTX.
+llvm::Expected<std::string> emitPtx(ModuleOp module, TargetKind target,
+                                    bool emitLlvm = false);
+
+/// Registers the dialects and translations the code generator needs.
+void registerCodegenDialects(DialectRegistry &registry);
+
+} // namespace mlir::attn
+
+#endif // ATTN_CODEGEN_CODEGEN_H

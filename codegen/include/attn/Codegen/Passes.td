@@ -1,0 +1,33 @@
+//===- Passes.td - code generation passes -------------------*- tablegen -*-===//
+#ifndef ATTN_CODEGEN_PASSES_TD
+#define ATTN_CODEGEN_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def AttnToNVVM : Pass<"attn-to-nvvm", "ModuleOp"> {
+  let summary = "Lower tile programs to the LLVM and NVVM dialects for the module's target";
+  let description = [{
+    Turns each tile-program kernel (`func.func` with `attn.kernel`) into an
+    `llvm.func` with the kernel ABI of docs/ABI.md (TMA descriptors on sm_90a,
+    tensor pointers, element strides, sizes) and lowers its body:
+
+    * register tiles become per-thread scalars laid out as MMA fragments
+      (shared by both targets: masks, row reductions with `shfl.sync.bfly`,
+      `ex2.approx`, rescales, the epilogue stores);
+    * sm_80: `attn.copy_async` -> `cp.async.cg` 16-byte chunks into the 128-byte
+      swizzle, `attn.wait` -> `cp.async.wait_group` + `bar.sync`,
+      `attn.mma` -> `ldmatrix` + `mma.sync.m16n8k16`;
+    * sm_90a: `attn.copy_async` -> `mbarrier.arrive.expect_tx` +
+      `cp.async.bulk.tensor` (TMA), `attn.wait` -> `mbarrier.try_wait.parity`,
+      `attn.mma` -> `wgmma.mma_async` m64nNk16 with shared-memory descriptors
+      (A from registers for P V).
+
+    The result still holds `scf`/`arith` ops; `attngen` finishes with the
+    upstream conversions to LLVM before translating to LLVM IR.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+#endif // ATTN_CODEGEN_PASSES_TD

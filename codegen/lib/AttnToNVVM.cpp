@@ -1,0 +1,413 @@
+//===- AttnToNVVM.cpp - attn-to-nvvm: tile program -> LLVM + NVVM ---------===//
+//
+// Builds the kernel's llvm.func with the ABI of docs/ABI.md, places the
+// shared-memory buffers, then walks the tile program in order: scalar (index)
+// ops are cloned, structured control flow is rebuilt with register tiles
+// flattened into per-thread scalars, and every attn op goes either to the
+// shared fragment lowering or to the target's lowering.
+//
+//===----------------------------------------------------------------------===//
+#include "Lowering.h"
+#include "attn/Codegen/Codegen.h"
+#include "attn/Passes/TileConfig.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMTypes.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#define DEBUG_TYPE "attn-to-nvvm"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_ATTNTONVVM
+#include "attn/Codegen/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+/// Name of the dynamic shared-memory symbol.
+constexpr llvm::StringLiteral kSmemSymbol = "attn_dynamic_smem";
+/// Bytes of a CUtensorMap kernel parameter and its alignment.
+constexpr int64_t kTensorMapBytes = 128;
+constexpr int64_t kTensorMapAlign = 64;
+
+/// Parameter names in ABI order (docs/ABI.md); the runtime checks them.
+SmallVector<std::string> abiParamNames(bool usesTma) {
+  SmallVector<std::string> names;
+  if (usesTma)
+    names = {"tma_q", "tma_k", "tma_v"};
+  for (const char *t : {"q", "k", "v", "o", "lse"})
+    names.push_back(t);
+  for (const char *t : {"q", "k", "v", "o"})
+    for (const char *d : {"b", "n", "h"})
+      names.push_back(std::string(t) + "_stride_" + d);
+  for (const char *s : {"nq", "nk", "num_heads", "num_kv_heads"})
+    names.push_back(s);
+  return names;
+}
+
+class KernelLowering {
+public:
+  KernelLowering(func::FuncOp func, TargetKind target,
+                 std::unique_ptr<TargetLowering> targetLowering)
+      : func(func), target(target), targetLowering(std::move(targetLowering)) {}
+
+  LogicalResult run();
+
+private:
+  LogicalResult lowerBlock(Block &block);
+  LogicalResult lowerOp(Operation *op);
+  LogicalResult lowerFor(scf::ForOp op);
+  LogicalResult lowerIf(scf::IfOp op);
+  LogicalResult lowerDim(memref::DimOp op);
+  /// Appends the lowered values of `v` (a tile's scalars or one scalar).
+  void flatten(Value v, SmallVectorImpl<Value> &out);
+  /// Maps `v` to the next values of `flat` starting at `pos`.
+  void unflatten(Value v, ValueRange flat, size_t &pos);
+  void placeBuffers();
+
+  func::FuncOp func;
+  TargetKind target;
+  std::unique_ptr<TargetLowering> targetLowering;
+  std::unique_ptr<Lowering> l;
+  IRMapping scalarMap;
+};
+
+void KernelLowering::flatten(Value v, SmallVectorImpl<Value> &out) {
+  if (isa<RegTileType>(v.getType())) {
+    auto it = l->tiles.find(v);
+    assert(it != l->tiles.end() && "tile used before it was lowered");
+    out.append(it->second.begin(), it->second.end());
+    return;
+  }
+  out.push_back(l->scalar(v));
+}
+
+void KernelLowering::unflatten(Value v, ValueRange flat, size_t &pos) {
+  if (auto type = dyn_cast<RegTileType>(v.getType())) {
+    size_t count = l->tiles.lookup(v).size();
+    (void)type;
+    l->tiles[v] = SmallVector<Value>(flat.begin() + pos,
+                                     flat.begin() + pos + count);
+    pos += count;
+    return;
+  }
+  l->scalars[v] = flat[pos++];
+}
+
+LogicalResult KernelLowering::lowerFor(scf::ForOp op) {
+  OpBuilder &b = l->b;
+  SmallVector<Value> inits;
+  for (Value init : op.getInitArgs())
+    flatten(init, inits);
+  // Iteration arguments take the shape of their initial values.
+  for (auto [arg, init] : llvm::zip(op.getRegionIterArgs(), op.getInitArgs()))
+    if (isa<RegTileType>(arg.getType()))
+      l->tiles[arg] = l->tiles[init];
+  LogicalResult status = success();
+  auto newFor = scf::ForOp::create(
+      b, op.getLoc(), l->scalar(op.getLowerBound()),
+      l->scalar(op.getUpperBound()), l->scalar(op.getStep()), inits,
+      [&](OpBuilder &, Location, Value iv, ValueRange iterArgs) {
+        l->scalars[op.getInductionVar()] = iv;
+        size_t pos = 0;
+        for (Value arg : op.getRegionIterArgs())
+          unflatten(arg, iterArgs, pos);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToEnd(b.getInsertionBlock());
+        status = lowerBlock(*op.getBody());
+      });
+  if (failed(status))
+    return failure();
+  // Results take the shape of the yielded values.
+  auto yield = cast<scf::YieldOp>(op.getBody()->getTerminator());
+  for (auto [result, yielded] : llvm::zip(op.getResults(), yield.getOperands()))
+    if (isa<RegTileType>(result.getType()))
+      l->tiles[result] = l->tiles[yielded];
+  size_t pos = 0;
+  for (Value result : op.getResults())
+    unflatten(result, newFor.getResults(), pos);
+  return success();
+}
+
+LogicalResult KernelLowering::lowerIf(scf::IfOp op) {
+  if (op.getNumResults() != 0 || !op.getElseRegion().empty())
+    return op.emitOpError("attn-to-nvvm handles only scf.if without results "
+                          "or else region");
+  LogicalResult status = success();
+  l->emitIf(l->scalar(op.getCondition()),
+            [&] { status = lowerBlock(*op.thenBlock()); });
+  return status;
+}
+
+/// memref.dim of a kernel tensor reads the kernel's size parameters.
+LogicalResult KernelLowering::lowerDim(memref::DimOp op) {
+  std::optional<int64_t> dim = op.getConstantIndex();
+  auto tensor = l->tensors.find(op.getSource());
+  if (!dim || tensor == l->tensors.end())
+    return op.emitOpError("attn-to-nvvm needs a constant dimension of a "
+                          "kernel tensor");
+  OpBuilder &b = l->b;
+  Value size;
+  bool isQuery = tensor->second == Tensor::Q || tensor->second == Tensor::O;
+  switch (*dim) {
+  case 0:
+    size = NVVM::GridDimZOp::create(b, op.getLoc(), b.getI32Type());
+    break;
+  case 1:
+    size = isQuery ? l->params.nq : l->params.nk;
+    break;
+  case 2:
+    size = isQuery ? l->params.numHeads : l->params.numKvHeads;
+    break;
+  default:
+    size = l->i32(l->headDim);
+  }
+  l->scalars[op] = arith::IndexCastOp::create(b, op.getLoc(),
+                                              b.getIndexType(), size);
+  return success();
+}
+
+LogicalResult KernelLowering::lowerOp(Operation *op) {
+  OpBuilder &b = l->b;
+  l->loc = op->getLoc();
+  bool handled = false;
+  if (failed(lowerFragmentOp(*l, op, handled)))
+    return failure();
+  if (handled)
+    return success();
+  return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+      .Case<scf::ForOp>([&](auto o) { return lowerFor(o); })
+      .Case<scf::IfOp>([&](auto o) { return lowerIf(o); })
+      .Case<memref::DimOp>([&](auto o) { return lowerDim(o); })
+      .Case<ProgramIdOp>([&](ProgramIdOp o) {
+        Type i32 = b.getI32Type();
+        Value id;
+        if (o.getDim() == 0)
+          id = NVVM::BlockIdXOp::create(b, o.getLoc(), i32);
+        else if (o.getDim() == 1)
+          id = NVVM::BlockIdYOp::create(b, o.getLoc(), i32);
+        else
+          id = NVVM::BlockIdZOp::create(b, o.getLoc(), i32);
+        l->scalars[o] =
+            arith::IndexCastOp::create(b, o.getLoc(), b.getIndexType(), id);
+        return success();
+      })
+      .Case<AllocSmemOp>([&](auto) { return success(); }) // placed up front
+      .Case<CopyAsyncOp>(
+          [&](auto o) { return targetLowering->lowerCopy(*l, o); })
+      .Case<WaitOp>([&](auto o) { return targetLowering->lowerWait(*l, o); })
+      .Case<MmaOp>([&](auto o) { return targetLowering->lowerMma(*l, o); })
+      .Case<func::ReturnOp>([&](auto o) {
+        LLVM::ReturnOp::create(b, o.getLoc(), ValueRange());
+        return success();
+      })
+      .Default([&](Operation *other) -> LogicalResult {
+        if (other->getDialect() &&
+            isa<arith::ArithDialect>(other->getDialect())) {
+          Operation *clone = b.clone(*other, scalarMap);
+          for (auto [from, to] :
+               llvm::zip(other->getResults(), clone->getResults()))
+            l->scalars[from] = to;
+          return success();
+        }
+        return other->emitOpError("is not supported by attn-to-nvvm");
+      });
+}
+
+LogicalResult KernelLowering::lowerBlock(Block &block) {
+  for (Operation &op : block) {
+    if (isa<scf::YieldOp>(op)) {
+      // A loop's yield: flatten; an if's yield is rebuilt by emitIf.
+      if (!isa<scf::ForOp>(op.getParentOp()))
+        continue;
+      SmallVector<Value> flat;
+      for (Value v : op.getOperands())
+        flatten(v, flat);
+      scf::YieldOp::create(l->b, op.getLoc(), flat);
+      continue;
+    }
+    // Keep the clone mapping in sync with lowered scalars.
+    for (Value operand : op.getOperands())
+      if (Value mapped = l->scalars.lookup(operand))
+        scalarMap.map(operand, mapped);
+    if (failed(lowerOp(&op)))
+      return failure();
+  }
+  return success();
+}
+
+/// Q, K, V, O, then the barriers: each tile 1024-byte aligned for the
+/// 128-byte swizzle, each barrier 8 bytes.
+void KernelLowering::placeBuffers() {
+  int64_t offset = 0;
+  SmallVector<Value> order;
+  func.walk([&](AllocSmemOp alloc) { order.push_back(alloc); });
+  for (Value buffer : order) {
+    SmemBuffer entry;
+    entry.type = cast<SmemTileType>(buffer.getType());
+    entry.offset = offset;
+    offset += llvm::alignTo(entry.type.getSizeInBytes(), kSwizzleAtomBytes);
+    l->buffers[buffer] = entry;
+  }
+  for (Value buffer : order) {
+    l->buffers[buffer].barrierOffset = offset;
+    offset += 8;
+  }
+  // Slack to align the dynamic shared memory base to 1024 bytes.
+  l->smemBytes = offset + kSwizzleAtomBytes;
+}
+
+LogicalResult KernelLowering::run() {
+  MLIRContext *ctx = func.getContext();
+  auto tiling = func->getAttrOfType<TilingAttr>(kTilingAttrName);
+  if (!tiling)
+    return func.emitOpError("kernel has no 'attn.tiling' attribute; run "
+                            "attn-tile first");
+  if (func.getNumArguments() < 4 || func.getNumArguments() > 5)
+    return func.emitOpError("kernel must take q, k, v, o and optionally lse");
+  auto qType = cast<MemRefType>(func.getArgument(0).getType());
+  ModuleOp module = func->getParentOfType<ModuleOp>();
+  OpBuilder moduleBuilder(module.getBodyRegion());
+  moduleBuilder.setInsertionPointToStart(module.getBody());
+
+  // The dynamic shared memory: `extern .shared .align 1024 .b8 [];`.
+  if (!module.lookupSymbol(kSmemSymbol)) {
+    auto arrayType = LLVM::LLVMArrayType::get(moduleBuilder.getI8Type(), 0);
+    auto global = LLVM::GlobalOp::create(
+        moduleBuilder, func.getLoc(), arrayType, /*isConstant=*/false,
+        LLVM::Linkage::External, kSmemSymbol, Attribute(),
+        /*alignment=*/kSwizzleAtomBytes, kSharedAddressSpace);
+    (void)global;
+  }
+
+  // Kernel signature (docs/ABI.md).
+  bool usesTma = targetLowering->usesTma();
+  auto genericPtr = LLVM::LLVMPointerType::get(ctx);
+  auto globalPtr = LLVM::LLVMPointerType::get(ctx, kGlobalAddressSpace);
+  Type i32 = IntegerType::get(ctx, 32), i64 = IntegerType::get(ctx, 64);
+  SmallVector<Type> paramTypes;
+  if (usesTma)
+    paramTypes.append(3, genericPtr);
+  paramTypes.append(5, globalPtr);
+  paramTypes.append(12, i64);
+  paramTypes.append(4, i32);
+  auto fnType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
+                                            paramTypes);
+  OpBuilder b(func);
+  auto kernel = LLVM::LLVMFuncOp::create(b, func.getLoc(), func.getName(),
+                                         fnType);
+  int64_t threads = 32 * tiling.getNumWarps();
+  kernel->setAttr("nvvm.kernel", UnitAttr::get(ctx));
+  kernel->setAttr("nvvm.maxntid",
+                  DenseI32ArrayAttr::get(ctx, {int32_t(threads), 1, 1}));
+  if (usesTma)
+    for (unsigned i = 0; i < 3; ++i) {
+      kernel.setArgAttr(i, "llvm.byval",
+                        TypeAttr::get(LLVM::LLVMArrayType::get(
+                            IntegerType::get(ctx, 8), kTensorMapBytes)));
+      kernel.setArgAttr(i, "llvm.align",
+                        b.getI64IntegerAttr(kTensorMapAlign));
+      kernel.setArgAttr(i, "nvvm.grid_constant", UnitAttr::get(ctx));
+    }
+  for (unsigned i = usesTma ? 3 : 0, e = i + 5; i < e; ++i)
+    kernel.setArgAttr(i, "llvm.noalias", UnitAttr::get(ctx));
+
+  Block *entry = kernel.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  l = std::make_unique<Lowering>(b, func.getLoc(), target, tiling,
+                                 qType.getDimSize(3), qType.getElementType());
+  // Parameters.
+  unsigned argIndex = 0;
+  if (usesTma)
+    for (Value &tma : l->params.tma)
+      tma = entry->getArgument(argIndex++);
+  for (Value &ptr : l->params.ptr)
+    ptr = entry->getArgument(argIndex++);
+  for (auto &strides : l->params.stride)
+    for (Value &stride : strides)
+      stride = entry->getArgument(argIndex++);
+  l->params.nq = entry->getArgument(argIndex++);
+  l->params.nk = entry->getArgument(argIndex++);
+  l->params.numHeads = entry->getArgument(argIndex++);
+  l->params.numKvHeads = entry->getArgument(argIndex++);
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    l->tensors[func.getArgument(i)] = static_cast<Tensor>(i);
+
+  // Thread coordinates and the 1024-byte aligned shared-memory base.
+  l->tid = NVVM::ThreadIdXOp::create(b, func.getLoc(), i32);
+  l->warp = arith::ShRUIOp::create(b, func.getLoc(), l->tid, l->i32(5));
+  l->lane = arith::AndIOp::create(b, func.getLoc(), l->tid, l->i32(31));
+  auto sharedPtr = LLVM::LLVMPointerType::get(ctx, kSharedAddressSpace);
+  Value raw = LLVM::AddressOfOp::create(b, func.getLoc(), sharedPtr,
+                                        kSmemSymbol);
+  Value rawAddr = LLVM::PtrToIntOp::create(b, func.getLoc(), i32, raw);
+  Value pad = arith::AndIOp::create(
+      b, func.getLoc(), arith::SubIOp::create(b, func.getLoc(), l->i32(0), rawAddr),
+      l->i32(kSwizzleAtomBytes - 1));
+  l->smemBase = LLVM::GEPOp::create(b, func.getLoc(), sharedPtr, b.getI8Type(),
+                                    raw, ValueRange{pad});
+
+  placeBuffers();
+  if (failed(targetLowering->lowerPrologue(*l)))
+    return failure();
+  if (failed(lowerBlock(func.getBody().front())))
+    return failure();
+
+  if (l->smemBytes > maxSharedMemoryBytes(target))
+    return func.emitOpError() << "needs " << l->smemBytes
+                              << " bytes of shared memory, more than the "
+                              << maxSharedMemoryBytes(target)
+                              << " a CTA may use";
+
+  // Launch metadata for the runtime.
+  kernel->setAttr("attn.block_m", b.getI64IntegerAttr(tiling.getBlockM()));
+  kernel->setAttr("attn.block_n", b.getI64IntegerAttr(tiling.getBlockN()));
+  kernel->setAttr("attn.num_threads", b.getI64IntegerAttr(threads));
+  kernel->setAttr("attn.smem_bytes", b.getI64IntegerAttr(l->smemBytes));
+  kernel->setAttr("attn.head_dim", b.getI64IntegerAttr(l->headDim));
+  kernel->setAttr("attn.dtype", b.getStringAttr(l->elementType.isBF16()
+                                                    ? "bf16"
+                                                    : "f16"));
+  kernel->setAttr("attn.uses_tma", b.getBoolAttr(usesTma));
+  for (StringRef name : {"attn.causal", "attn.scale"})
+    if (Attribute attr = func->getAttr(name))
+      kernel->setAttr(name, attr);
+  SmallVector<Attribute> names;
+  for (const std::string &name : abiParamNames(usesTma))
+    names.push_back(b.getStringAttr(name));
+  kernel->setAttr("attn.params", b.getArrayAttr(names));
+  func.erase();
+  return success();
+}
+
+struct AttnToNVVMPass
+    : public mlir::attn::impl::AttnToNVVMBase<AttnToNVVMPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::optional<TargetKind> target = getTarget(module);
+    SmallVector<func::FuncOp> kernels;
+    module.walk([&](func::FuncOp func) {
+      if (func->hasAttr(kKernelAttrName))
+        kernels.push_back(func);
+    });
+    if (!kernels.empty() && !target) {
+      module.emitError("attn-to-nvvm needs the module attribute "
+                       "'attn.target'");
+      return signalPassFailure();
+    }
+    for (func::FuncOp func : kernels) {
+      auto lowering = *target == TargetKind::sm_90a ? createSm90Lowering()
+                                                    : createSm80Lowering();
+      if (failed(KernelLowering(func, *target, std::move(lowering)).run()))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,434 @@
+//===- FragmentLowering.cpp - register-tile ops, shared by all targets ----===//
+//
+// Softmax, masking and the epilogue work on the MMA fragment layout described
+// in Lowering.h, which mma.sync (sm_80) and wgmma (sm_90a) share, so this
+// file is the same code for both targets.
+//
+//===----------------------------------------------------------------------===//
+#include "Lowering.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMTypes.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+#include <limits>
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+//===----------------------------------------------------------------------===//
+// Lowering helpers
+//===----------------------------------------------------------------------===//
+
+Value Lowering::i32(int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v);
+}
+Value Lowering::i64(int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v);
+}
+Value Lowering::f32(float v) {
+  return arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
+                                        llvm::APFloat(v));
+}
+Value Lowering::toI32(Value index) {
+  return arith::IndexCastOp::create(b, loc, b.getI32Type(), index);
+}
+Value Lowering::toI64(Value v) {
+  return arith::ExtUIOp::create(b, loc, b.getI64Type(), v);
+}
+Value Lowering::scalar(Value v) {
+  Value mapped = scalars.lookup(v);
+  assert(mapped && "tile-program scalar used before it was lowered");
+  return mapped;
+}
+
+Value Lowering::smemPtr(Value byteOffset) {
+  auto ptrType = LLVM::LLVMPointerType::get(b.getContext(), kSharedAddressSpace);
+  return LLVM::GEPOp::create(b, loc, ptrType, b.getI8Type(), smemBase,
+                             ValueRange{byteOffset});
+}
+
+Value Lowering::smemAddress(Value byteOffset) {
+  Value ptr = smemPtr(byteOffset);
+  return LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), ptr);
+}
+
+Value Lowering::swizzledOffset(const SmemBuffer &buffer, Value row,
+                               Value col) {
+  int64_t rows = buffer.type.getRows();
+  Value panel = arith::ShRUIOp::create(b, loc, col, i32(6));
+  Value chunk = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, col, i32(3)), i32(7));
+  Value swizzled = arith::XOrIOp::create(
+      b, loc, chunk, arith::AndIOp::create(b, loc, row, i32(7)));
+  Value offset = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, panel, i32(rows * kPanelRowBytes)),
+      arith::MulIOp::create(b, loc, row, i32(kPanelRowBytes)));
+  offset = arith::AddIOp::create(
+      b, loc, offset, arith::ShLIOp::create(b, loc, swizzled, i32(4)));
+  Value within = arith::ShLIOp::create(
+      b, loc, arith::AndIOp::create(b, loc, col, i32(7)), i32(1));
+  offset = arith::AddIOp::create(b, loc, offset, within);
+  return arith::AddIOp::create(b, loc, offset, i32(buffer.offset));
+}
+
+Value Lowering::globalAddress(Tensor tensor, Value batch, Value row,
+                              Value head, Value col) {
+  int t = static_cast<int>(tensor);
+  auto mul = [&](Value x, Value stride) {
+    return arith::MulIOp::create(b, loc, toI64(x), stride);
+  };
+  Value offset = arith::AddIOp::create(b, loc, mul(batch, params.stride[t][0]),
+                                       mul(row, params.stride[t][1]));
+  offset = arith::AddIOp::create(b, loc, offset, mul(head, params.stride[t][2]));
+  offset = arith::AddIOp::create(b, loc, offset, toI64(col));
+  auto ptrType =
+      LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
+  return LLVM::GEPOp::create(b, loc, ptrType, b.getI16Type(), params.ptr[t],
+                             ValueRange{offset});
+}
+
+FragmentShape Lowering::fragmentShape(RegTileType type) const {
+  int64_t rowsPerSlice = 16 * numWarps();
+  FragmentShape shape;
+  shape.mTiles = type.getRows() / rowsPerSlice;
+  if (type.getFragment() == FragmentKind::acc)
+    shape.nBlocks = type.getShape()[1] / 8;
+  else if (type.getFragment() == FragmentKind::operand_a)
+    shape.nBlocks = type.getShape()[1] / 16;
+  return shape;
+}
+
+Value Lowering::fragmentRow(int64_t t, int64_t h) {
+  // 16 * warp + 16 * W * t + lane / 4 + 8 * h
+  Value base = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, warp, i32(16)),
+      arith::ShRUIOp::create(b, loc, lane, i32(2)));
+  return arith::AddIOp::create(b, loc, base,
+                               i32(16 * numWarps() * t + 8 * h));
+}
+
+Value Lowering::fragmentCol(int64_t n, int64_t e) {
+  // 8 * n + 2 * (lane % 4) + e
+  Value base = arith::ShLIOp::create(
+      b, loc, arith::AndIOp::create(b, loc, lane, i32(3)), i32(1));
+  return arith::AddIOp::create(b, loc, base, i32(8 * n + e));
+}
+
+void Lowering::emitIf(Value cond, llvm::function_ref<void()> body) {
+  auto ifOp = scf::IfOp::create(b, loc, cond, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  body();
+}
+
+//===----------------------------------------------------------------------===//
+// Register-tile ops
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Number of per-thread values of a register tile.
+int64_t valueCount(Lowering &l, RegTileType type) {
+  FragmentShape shape = l.fragmentShape(type);
+  if (type.isRow())
+    return shape.mTiles * 2;
+  return shape.mTiles * shape.nBlocks * 4;
+}
+
+/// Row-vector index for element `index` of a tile (acc: (t, n, i) -> t*2 + i/2;
+/// row: itself).
+int64_t rowIndexOf(Lowering &l, RegTileType type, int64_t index) {
+  if (type.isRow())
+    return index;
+  FragmentShape shape = l.fragmentShape(type);
+  int64_t t = index / (shape.nBlocks * 4);
+  int64_t i = index % 4;
+  return t * 2 + i / 2;
+}
+
+Value exp2(Lowering &l, Value x) {
+  auto fmf = LLVM::FastmathFlagsAttr::get(l.b.getContext(),
+                                          LLVM::FastmathFlags::afn);
+  return LLVM::Exp2Op::create(l.b, l.loc, x.getType(), x, fmf);
+}
+
+/// Packs two f32 into one i32 holding two 16-bit floats (a in the low half).
+Value pack(Lowering &l, Value a, Value c) {
+  OpBuilder &b = l.b;
+  Type half = l.elementType;
+  auto vecType = VectorType::get({2}, half);
+  Value vec = LLVM::PoisonOp::create(b, l.loc, vecType);
+  vec = LLVM::InsertElementOp::create(
+      b, l.loc, vec, arith::TruncFOp::create(b, l.loc, half, a), l.i32(0));
+  vec = LLVM::InsertElementOp::create(
+      b, l.loc, vec, arith::TruncFOp::create(b, l.loc, half, c), l.i32(1));
+  return LLVM::BitcastOp::create(b, l.loc, b.getI32Type(), vec);
+}
+
+void lowerSplat(Lowering &l, SplatOp op) {
+  auto type = cast<RegTileType>(op.getType());
+  Value c = l.f32(op.getValue().convertToFloat());
+  l.tiles[op] = SmallVector<Value>(valueCount(l, type), c);
+}
+
+/// -inf where col >= kv_len, or (causal) col > row.
+void lowerMask(Lowering &l, MaskOp op) {
+  OpBuilder &b = l.b;
+  auto type = cast<RegTileType>(op.getInput().getType());
+  FragmentShape shape = l.fragmentShape(type);
+  SmallVector<Value> values = l.tiles.lookup(op.getInput());
+  Value row0 = l.toI32(l.scalar(op.getRow()));
+  Value col0 = l.toI32(l.scalar(op.getCol()));
+  Value kvLen = l.toI32(l.scalar(op.getKvLen()));
+  Value negInf = l.f32(-std::numeric_limits<float>::infinity());
+  for (int64_t t = 0; t < shape.mTiles; ++t)
+    for (int64_t h = 0; h < 2; ++h) {
+      // Columns at or past `limit` are masked for this row.
+      Value limit = kvLen;
+      if (op.getCausal()) {
+        Value row = arith::AddIOp::create(b, l.loc, row0, l.fragmentRow(t, h));
+        Value rowEnd = arith::AddIOp::create(b, l.loc, row, l.i32(1));
+        limit = arith::MinSIOp::create(b, l.loc, kvLen, rowEnd);
+      }
+      Value relLimit = arith::SubIOp::create(b, l.loc, limit, col0);
+      for (int64_t n = 0; n < shape.nBlocks; ++n)
+        for (int64_t e = 0; e < 2; ++e) {
+          int64_t index = (t * shape.nBlocks + n) * 4 + 2 * h + e;
+          Value masked = arith::CmpIOp::create(
+              b, l.loc, arith::CmpIPredicate::sge, l.fragmentCol(n, e),
+              relLimit);
+          values[index] =
+              arith::SelectOp::create(b, l.loc, masked, negInf, values[index]);
+        }
+    }
+  l.tiles[op] = values;
+}
+
+/// In-thread reduction over the row's fragments, then butterfly shuffles
+/// across the 4 lanes (xor 1, xor 2) that hold the same row.
+void lowerRowReduce(Lowering &l, RowReduceOp op) {
+  OpBuilder &b = l.b;
+  auto type = cast<RegTileType>(op.getInput().getType());
+  FragmentShape shape = l.fragmentShape(type);
+  const SmallVector<Value> &values = l.tiles[op.getInput()];
+  const SmallVector<Value> &init = l.tiles[op.getInit()];
+  bool isMax = op.getKind() == ReduceKind::max;
+  auto combine = [&](Value x, Value y) -> Value {
+    if (isMax)
+      return arith::MaxNumFOp::create(b, l.loc, x, y);
+    return arith::AddFOp::create(b, l.loc, x, y);
+  };
+  SmallVector<Value> result;
+  for (int64_t t = 0; t < shape.mTiles; ++t)
+    for (int64_t h = 0; h < 2; ++h) {
+      Value acc;
+      for (int64_t n = 0; n < shape.nBlocks; ++n)
+        for (int64_t e = 0; e < 2; ++e) {
+          Value v = values[(t * shape.nBlocks + n) * 4 + 2 * h + e];
+          acc = acc ? combine(acc, v) : v;
+        }
+      for (int64_t offset : {1, 2}) {
+        Value other = NVVM::ShflOp::create(
+            b, l.loc, b.getF32Type(), l.i32(-1), acc, l.i32(offset),
+            l.i32(0x1f), NVVM::ShflKind::bfly, UnitAttr());
+        acc = combine(acc, other);
+      }
+      result.push_back(combine(init[t * 2 + h], acc));
+    }
+  l.tiles[op] = result;
+}
+
+/// exp2((x - m[row]) * c) = exp2(fma(x, c, -m[row] * c)); m = -inf -> 0.
+void lowerExp2Diff(Lowering &l, Exp2DiffOp op) {
+  OpBuilder &b = l.b;
+  auto type = cast<RegTileType>(op.getInput().getType());
+  const SmallVector<Value> &values = l.tiles[op.getInput()];
+  const SmallVector<Value> &max = l.tiles[op.getMax()];
+  Value c = l.f32(op.getScaleLog2e().convertToFloat());
+  Value negInf = l.f32(-std::numeric_limits<float>::infinity());
+  SmallVector<Value> negScaledMax;
+  for (Value m : max) {
+    Value isNegInf =
+        arith::CmpFOp::create(b, l.loc, arith::CmpFPredicate::OEQ, m, negInf);
+    Value safe = arith::SelectOp::create(b, l.loc, isNegInf, l.f32(0.0f), m);
+    negScaledMax.push_back(arith::NegFOp::create(
+        b, l.loc, arith::MulFOp::create(b, l.loc, safe, c)));
+  }
+  SmallVector<Value> result;
+  for (auto [index, v] : llvm::enumerate(values)) {
+    Value arg = LLVM::FMAOp::create(b, l.loc, v, c,
+                                    negScaledMax[rowIndexOf(l, type, index)]);
+    result.push_back(exp2(l, arg));
+  }
+  l.tiles[op] = result;
+}
+
+void lowerRescale(Lowering &l, RescaleOp op) {
+  auto type = cast<RegTileType>(op.getInput().getType());
+  const SmallVector<Value> &values = l.tiles[op.getInput()];
+  const SmallVector<Value> &factor = l.tiles[op.getFactor()];
+  SmallVector<Value> result;
+  for (auto [index, v] : llvm::enumerate(values))
+    result.push_back(arith::MulFOp::create(
+        l.b, l.loc, v, factor[rowIndexOf(l, type, index)]));
+  l.tiles[op] = result;
+}
+
+void lowerAdd(Lowering &l, AddOp op) {
+  SmallVector<Value> result;
+  for (auto [x, y] : llvm::zip(l.tiles[op.getLhs()], l.tiles[op.getRhs()]))
+    result.push_back(arith::AddFOp::create(l.b, l.loc, x, y));
+  l.tiles[op] = result;
+}
+
+/// One reciprocal per row (0 for an empty row), one multiply per element.
+void lowerNormalize(Lowering &l, NormalizeOp op) {
+  OpBuilder &b = l.b;
+  auto type = cast<RegTileType>(op.getInput().getType());
+  SmallVector<Value> inverse;
+  for (Value s : l.tiles[op.getSum()]) {
+    Value isZero = arith::CmpFOp::create(b, l.loc, arith::CmpFPredicate::OEQ,
+                                         s, l.f32(0.0f));
+    Value inv = arith::DivFOp::create(b, l.loc, l.f32(1.0f), s);
+    inverse.push_back(
+        arith::SelectOp::create(b, l.loc, isZero, l.f32(0.0f), inv));
+  }
+  SmallVector<Value> result;
+  for (auto [index, v] : llvm::enumerate(l.tiles[op.getInput()]))
+    result.push_back(arith::MulFOp::create(b, l.loc, v,
+                                           inverse[rowIndexOf(l, type, index)]));
+  l.tiles[op] = result;
+}
+
+/// scale * m + ln(l) = scale * m + log2(l) * ln(2); -inf for l == 0.
+void lowerLogSumExp(Lowering &l, LogSumExpOp op) {
+  OpBuilder &b = l.b;
+  Value scale = l.f32(op.getScale().convertToFloat());
+  Value ln2 = l.f32(llvm::numbers::ln2f);
+  Value negInf = l.f32(-std::numeric_limits<float>::infinity());
+  SmallVector<Value> result;
+  for (auto [m, s] : llvm::zip(l.tiles[op.getMax()], l.tiles[op.getSum()])) {
+    // NVPTX has no libcall for log2; lg2.approx.f32 is its fast log.
+    Value log2 = LLVM::CallIntrinsicOp::create(
+                     b, l.loc, s.getType(),
+                     b.getStringAttr("llvm.nvvm.lg2.approx.f"), ValueRange{s})
+                     .getResult(0);
+    Value lse = LLVM::FMAOp::create(b, l.loc, log2, ln2,
+                                    arith::MulFOp::create(b, l.loc, m, scale));
+    Value isZero = arith::CmpFOp::create(b, l.loc, arith::CmpFPredicate::OEQ,
+                                         s, l.f32(0.0f));
+    result.push_back(arith::SelectOp::create(b, l.loc, isZero, negInf, lse));
+  }
+  l.tiles[op] = result;
+}
+
+/// acc (f32) -> operand_a (16-bit): k step k takes 8-column blocks 2k, 2k+1.
+void lowerConvert(Lowering &l, ConvertOp op) {
+  auto inType = cast<RegTileType>(op.getInput().getType());
+  FragmentShape shape = l.fragmentShape(inType);
+  const SmallVector<Value> &v = l.tiles[op.getInput()];
+  SmallVector<Value> result;
+  for (int64_t t = 0; t < shape.mTiles; ++t)
+    for (int64_t k = 0; k < shape.nBlocks / 2; ++k) {
+      int64_t lo = (t * shape.nBlocks + 2 * k) * 4;
+      int64_t hi = (t * shape.nBlocks + 2 * k + 1) * 4;
+      result.push_back(pack(l, v[lo + 0], v[lo + 1]));
+      result.push_back(pack(l, v[lo + 2], v[lo + 3]));
+      result.push_back(pack(l, v[hi + 0], v[hi + 1]));
+      result.push_back(pack(l, v[hi + 2], v[hi + 3]));
+    }
+  l.tiles[op] = result;
+}
+
+/// Each thread stores its column pairs as 32-bit words; rows >= Nq skipped.
+void lowerStore(Lowering &l, StoreOp op) {
+  OpBuilder &b = l.b;
+  auto type = cast<RegTileType>(op.getValue().getType());
+  FragmentShape shape = l.fragmentShape(type);
+  const SmallVector<Value> &v = l.tiles[op.getValue()];
+  Tensor tensor = l.tensors.lookup(op.getDst());
+  Value batch = l.toI32(l.scalar(op.getBatch()));
+  Value head = l.toI32(l.scalar(op.getHead()));
+  Value row0 = l.toI32(l.scalar(op.getRow()));
+  Value numRows = tensor == Tensor::O ? l.params.nq : l.params.nk;
+  for (int64_t t = 0; t < shape.mTiles; ++t)
+    for (int64_t h = 0; h < 2; ++h) {
+      Value row = arith::AddIOp::create(b, l.loc, row0, l.fragmentRow(t, h));
+      Value inside = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt,
+                                           row, numRows);
+      l.emitIf(inside, [&] {
+        for (int64_t n = 0; n < shape.nBlocks; ++n) {
+          int64_t index = (t * shape.nBlocks + n) * 4 + 2 * h;
+          Value addr = l.globalAddress(tensor, batch, row, head,
+                                       l.fragmentCol(n, 0));
+          LLVM::StoreOp::create(b, l.loc, pack(l, v[index], v[index + 1]),
+                                addr, /*alignment=*/4);
+        }
+      });
+    }
+}
+
+/// One lane of the four that share a row writes it: lse[b, h, row].
+void lowerStoreRows(Lowering &l, StoreRowsOp op) {
+  OpBuilder &b = l.b;
+  auto type = cast<RegTileType>(op.getValue().getType());
+  FragmentShape shape = l.fragmentShape(type);
+  const SmallVector<Value> &v = l.tiles[op.getValue()];
+  Value batch = l.toI64(l.toI32(l.scalar(op.getBatch())));
+  Value head = l.toI64(l.toI32(l.scalar(op.getHead())));
+  Value row0 = l.toI32(l.scalar(op.getRow()));
+  Value base = l.params.ptr[static_cast<int>(Tensor::Lse)];
+  auto ptrType =
+      LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
+  Value notNull = arith::CmpIOp::create(
+      b, l.loc, arith::CmpIPredicate::ne,
+      LLVM::PtrToIntOp::create(b, l.loc, b.getI64Type(), base), l.i64(0));
+  Value firstLane = arith::CmpIOp::create(
+      b, l.loc, arith::CmpIPredicate::eq,
+      arith::AndIOp::create(b, l.loc, l.lane, l.i32(3)), l.i32(0));
+  l.emitIf(arith::AndIOp::create(b, l.loc, notNull, firstLane), [&] {
+    // (b * H + h) * Nq
+    Value rowBase = arith::MulIOp::create(
+        b, l.loc,
+        arith::AddIOp::create(
+            b, l.loc,
+            arith::MulIOp::create(b, l.loc, batch, l.toI64(l.params.numHeads)),
+            head),
+        l.toI64(l.params.nq));
+    for (int64_t t = 0; t < shape.mTiles; ++t)
+      for (int64_t h = 0; h < 2; ++h) {
+        Value row = arith::AddIOp::create(b, l.loc, row0, l.fragmentRow(t, h));
+        Value inside = arith::CmpIOp::create(
+            b, l.loc, arith::CmpIPredicate::slt, row, l.params.nq);
+        l.emitIf(inside, [&] {
+          Value offset = arith::AddIOp::create(b, l.loc, rowBase, l.toI64(row));
+          Value addr = LLVM::GEPOp::create(b, l.loc, ptrType, b.getF32Type(),
+                                           base, ValueRange{offset});
+          LLVM::StoreOp::create(b, l.loc, v[t * 2 + h], addr, /*alignment=*/4);
+        });
+      }
+  });
+}
+
+} // namespace
+
+LogicalResult mlir::attn::lowerFragmentOp(Lowering &l, Operation *op,
+                                          bool &handled) {
+  handled = true;
+  llvm::TypeSwitch<Operation *>(op)
+      .Case<SplatOp>([&](auto o) { lowerSplat(l, o); })
+      .Case<MaskOp>([&](auto o) { lowerMask(l, o); })
+      .Case<RowReduceOp>([&](auto o) { lowerRowReduce(l, o); })
+      .Case<Exp2DiffOp>([&](auto o) { lowerExp2Diff(l, o); })
+      .Case<RescaleOp>([&](auto o) { lowerRescale(l, o); })
+      .Case<AddOp>([&](auto o) { lowerAdd(l, o); })
+      .Case<NormalizeOp>([&](auto o) { lowerNormalize(l, o); })
+      .Case<LogSumExpOp>([&](auto o) { lowerLogSumExp(l, o); })
+      .Case<ConvertOp>([&](auto o) { lowerConvert(l, o); })
+      .Case<StoreOp>([&](auto o) { lowerStore(l, o); })
+      .Case<StoreRowsOp>([&](auto o) { lowerStoreRows(l, o); })
+      .Default([&](Operation *) { handled = false; });
+  return success();
+}

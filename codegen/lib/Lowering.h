@@ -1,0 +1,159 @@
+//===- Lowering.h - shared state of the tile-program lowering --*- C++ -*-===//
+//
+// The lowering walks a tile-program kernel once, in order, and emits LLVM and
+// NVVM dialect ops. Register tiles become vectors of per-thread scalars in the
+// MMA fragment layout below; shared-memory tiles become byte offsets into the
+// dynamic shared memory; index values stay `index` until the final
+// arith-to-llvm conversion.
+//
+// Fragment layout (shared by mma.sync m16n8k16 and wgmma m64nNk16): warp `w`
+// of `W` owns the 16-row slices starting at 16*w + 16*W*t (t = "m-tile"), and
+// lane `l` of a slice holds, for every 8-column block `n`:
+//
+//     i = 0: (l/4,     8n + 2(l%4))     i = 1: (l/4,     8n + 2(l%4) + 1)
+//     i = 2: (l/4 + 8, 8n + 2(l%4))     i = 3: (l/4 + 8, 8n + 2(l%4) + 1)
+//
+// acc tile values:       index (t * nBlocks + n) * 4 + i        (f32)
+// row vector values:     index t * 2 + (i >= 2)                 (f32)
+// operand_a tile values: index (t * kSteps + k) * 4 + j         (i32 = 2 x 16-bit)
+//   j = 0: rows l/4, k 2(l%4)..+1   j = 1: rows l/4+8, same k
+//   j = 2: rows l/4, k 8+2(l%4)..   j = 3: rows l/4+8, k 8+2(l%4)..
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTN_CODEGEN_LOWERING_H
+#define ATTN_CODEGEN_LOWERING_H
+
+#include "attn/Dialect/AttnDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <memory>
+
+namespace mlir::attn {
+
+/// Address spaces of the NVPTX backend.
+constexpr unsigned kGlobalAddressSpace = 1;
+constexpr unsigned kSharedAddressSpace = 3;
+/// Alignment of the 128-byte swizzle atom (8 rows x 128 bytes).
+constexpr int64_t kSwizzleAtomBytes = 1024;
+/// Bytes of one 64-column panel row of a 128-byte swizzled tile.
+constexpr int64_t kPanelRowBytes = 128;
+/// Columns (16-bit elements) of one panel.
+constexpr int64_t kPanelCols = 64;
+
+/// Which kernel tensor a function argument is (kernel ABI order).
+enum class Tensor { Q = 0, K = 1, V = 2, O = 3, Lse = 4 };
+
+/// Kernel parameters as values inside the lowered llvm.func.
+struct KernelParams {
+  Value tma[3];       ///< sm_90a: TMA descriptors of Q, K, V (param pointers)
+  Value ptr[5];       ///< global pointers of Q, K, V, O, LSE
+  Value stride[4][3]; ///< element strides (b, n, h) of Q, K, V, O (i64)
+  Value nq, nk, numHeads, numKvHeads; ///< i32
+};
+
+/// A shared-memory tile buffer.
+struct SmemBuffer {
+  SmemTileType type;
+  int64_t offset = 0;        ///< byte offset in the aligned dynamic smem
+  int64_t barrierOffset = 0; ///< byte offset of its mbarrier (sm_90a)
+};
+
+/// Geometry of a register tile's fragments for this kernel.
+struct FragmentShape {
+  int64_t mTiles = 0;  ///< 16-row slices per warp
+  int64_t nBlocks = 0; ///< 8-column blocks (acc) or 16-wide k steps (operand_a)
+};
+
+class TargetLowering;
+
+/// State shared by the target-independent and the target lowerings.
+class Lowering {
+public:
+  Lowering(OpBuilder &builder, Location loc, TargetKind target,
+           TilingAttr tiling, int64_t headDim, Type elementType)
+      : b(builder), loc(loc), target(target), tiling(tiling),
+        headDim(headDim), elementType(elementType) {}
+
+  OpBuilder &b;
+  Location loc;
+  TargetKind target;
+  TilingAttr tiling;
+  int64_t headDim;
+  Type elementType; ///< f16 or bf16
+  KernelParams params;
+  Value tid, warp, lane; ///< i32
+  Value smemBase;        ///< !llvm.ptr<3>, 1024-byte aligned
+  int64_t smemBytes = 0; ///< dynamic shared memory the kernel needs
+
+  llvm::DenseMap<Value, Value> scalars;
+  llvm::DenseMap<Value, SmallVector<Value>> tiles;
+  llvm::DenseMap<Value, SmemBuffer> buffers;
+  llvm::DenseMap<Value, Tensor> tensors;
+
+  int64_t numWarps() const { return tiling.getNumWarps(); }
+  int64_t numThreads() const { return 32 * numWarps(); }
+
+  // Constants and casts.
+  Value i32(int64_t v);
+  Value i64(int64_t v);
+  Value f32(float v);
+  Value toI32(Value index);
+  Value toI64(Value i32Value);
+  /// The lowered form of a scalar (index) value of the tile program.
+  Value scalar(Value v);
+
+  /// Pointer `smemBase + offset` (i32 byte offset).
+  Value smemPtr(Value byteOffset);
+  /// Shared-memory address as a 32-bit integer (for descriptors).
+  Value smemAddress(Value byteOffset);
+  /// Byte offset of element (row, col) of a 128-byte swizzled tile whose
+  /// buffer starts at `base` (all i32):
+  ///   panel = col / 64, chunk = (col % 64) / 8
+  ///   base + panel * rows * 128 + row * 128 + ((chunk ^ row % 8) * 16)
+  ///        + (col % 8) * 2
+  Value swizzledOffset(const SmemBuffer &buffer, Value row, Value col);
+  /// Global address of row `row` (i32), column `col` (i32) of head `head`,
+  /// batch `batch` of a [B, N, H, D] tensor (element strides are i64).
+  Value globalAddress(Tensor tensor, Value batch, Value row, Value head,
+                      Value col);
+
+  FragmentShape fragmentShape(RegTileType type) const;
+  /// The row (within the tile) lane holds for m-tile t, half h (0/1), as i32.
+  Value fragmentRow(int64_t t, int64_t h);
+  /// The column (within the tile) for 8-column block n, element e (0/1).
+  Value fragmentCol(int64_t n, int64_t e);
+
+  /// Emits scf.if(cond) { body } with no results.
+  void emitIf(Value cond, llvm::function_ref<void()> body);
+};
+
+/// Lowers the ops whose code differs per target.
+class TargetLowering {
+public:
+  virtual ~TargetLowering() = default;
+  /// Emitted once at kernel entry after the buffers are placed.
+  virtual LogicalResult lowerPrologue(Lowering &l) = 0;
+  virtual LogicalResult lowerCopy(Lowering &l, CopyAsyncOp op) = 0;
+  virtual LogicalResult lowerWait(Lowering &l, WaitOp op) = 0;
+  virtual LogicalResult lowerMma(Lowering &l, MmaOp op) = 0;
+  /// Extra kernel parameters this target puts first (sm_90a: TMA maps).
+  virtual bool usesTma() const = 0;
+};
+
+std::unique_ptr<TargetLowering> createSm80Lowering();
+std::unique_ptr<TargetLowering> createSm90Lowering();
+
+/// Lowers the target-independent register-tile ops (splat, mask, row
+/// reductions, exp2, rescale, normalize, lse, convert, stores). Returns
+/// failure() for an op it does not handle (no IR emitted).
+LogicalResult lowerFragmentOp(Lowering &l, Operation *op, bool &handled);
+
+} // namespace mlir::attn
+
+#endif // ATTN_CODEGEN_LOWERING_H

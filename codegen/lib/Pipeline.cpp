@@ -1,0 +1,126 @@
+//===- Pipeline.cpp - spec -> module -> pass pipelines --------------------===//
+#include "attn/Codegen/Codegen.h"
+#include "attn/Passes/Passes.h"
+#include "attn/Passes/TileConfig.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::attn;
+
+/// Index bitwidth of the kernels: every index (rows, blocks) fits in 32 bits
+/// and 64-bit integer math is slow on the GPU; addresses are built in i64.
+static constexpr unsigned kIndexBitwidth = 32;
+
+llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
+  auto fail = [](const std::string &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  };
+  if (spec.headDim != 64 && spec.headDim != 128 && spec.headDim != 256)
+    return fail(fmt::format("head dim {} is not supported; supported: 64, "
+                            "128, 256",
+                            spec.headDim));
+  if (spec.scale < 0 || !std::isfinite(spec.scale))
+    return fail(fmt::format("softmax scale {} must be positive and finite "
+                            "(or 0 for 1/sqrt(head_dim))",
+                            spec.scale));
+  TileConfig config = chooseTileConfig(spec.target, spec.headDim);
+  if (spec.blockM)
+    config.blockM = spec.blockM;
+  if (spec.blockN)
+    config.blockN = spec.blockN;
+  if (spec.numWarps)
+    config.numWarps = spec.numWarps;
+  return checkTileConfig(config, spec.target, spec.headDim);
+}
+
+std::string mlir::attn::kernelName(const AttentionSpec &spec) {
+  return fmt::format("attn_fwd_{}_{}_d{}{}",
+                     spec.target == TargetKind::sm_90a ? "sm90a" : "sm80",
+                     spec.bf16 ? "bf16" : "f16", spec.headDim,
+                     spec.causal ? "_causal" : "");
+}
+
+OwningOpRef<ModuleOp> mlir::attn::buildSpecModule(MLIRContext &ctx,
+                                                  const AttentionSpec &spec) {
+  ctx.loadDialect<AttnDialect, func::FuncDialect, memref::MemRefDialect>();
+  OpBuilder b(&ctx);
+  Location loc = b.getUnknownLoc();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  (*module)->setAttr(kTargetAttrName, TargetAttr::get(&ctx, spec.target));
+  Type element = spec.bf16 ? Type(b.getBF16Type()) : Type(b.getF16Type());
+  int64_t dyn = ShapedType::kDynamic;
+  auto tensorType = MemRefType::get({dyn, dyn, dyn, spec.headDim}, element);
+  SmallVector<Type> args(4, tensorType);
+  if (spec.withLse)
+    args.push_back(MemRefType::get({dyn, dyn, dyn}, b.getF32Type()));
+  b.setInsertionPointToEnd(module->getBody());
+  auto func = func::FuncOp::create(b, loc, kernelName(spec),
+                                   b.getFunctionType(args, {}));
+  Block *body = func.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  double scale = spec.scale > 0 ? spec.scale : 1.0 / std::sqrt(spec.headDim);
+  auto attention = AttentionOp::create(
+      b, loc, body->getArgument(0), body->getArgument(1),
+      body->getArgument(2), body->getArgument(3),
+      spec.withLse ? body->getArgument(4) : Value(),
+      spec.causal ? b.getUnitAttr() : UnitAttr(), b.getF32FloatAttr(scale));
+  (void)attention;
+  func::ReturnOp::create(b, loc);
+  return module;
+}
+
+void mlir::attn::buildTilePipeline(OpPassManager &pm,
+                                   const AttentionSpec &spec) {
+  AttnTileOptions tile;
+  tile.blockM = spec.blockM;
+  tile.blockN = spec.blockN;
+  tile.numWarps = spec.numWarps;
+  pm.addPass(createAttnTile(tile));
+  if (spec.skipMaskedBlocks)
+    pm.addPass(createAttnCausalBlocks());
+  pm.addPass(createAttnOnlineSoftmax());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void mlir::attn::buildLoweringPipeline(OpPassManager &pm) {
+  pm.addPass(createAttnToNVVM());
+  pm.addPass(createSCFToControlFlowPass());
+  ArithToLLVMConversionPassOptions arith;
+  arith.indexBitwidth = kIndexBitwidth;
+  pm.addPass(createArithToLLVMConversionPass(arith));
+  ConvertControlFlowToLLVMPassOptions cf;
+  cf.indexBitwidth = kIndexBitwidth;
+  pm.addPass(createConvertControlFlowToLLVMPass(cf));
+  pm.addPass(createConvertNVVMToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void mlir::attn::registerCodegenDialects(DialectRegistry &registry) {
+  registry.insert<AttnDialect, arith::ArithDialect, func::FuncDialect,
+                  memref::MemRefDialect, scf::SCFDialect,
+                  cf::ControlFlowDialect, LLVM::LLVMDialect,
+                  NVVM::NVVMDialect, vector::VectorDialect>();
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+}

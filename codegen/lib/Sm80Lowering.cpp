@@ -1,0 +1,219 @@
+//===- Sm80Lowering.cpp - copies and MMAs for sm_80 (A100 class) ----------===//
+//
+//   attn.copy_async -> cp.async.cg.shared.global 16-byte chunks (zero-filled
+//                      past the end of the sequence), cp.async.commit_group
+//   attn.wait       -> cp.async.wait_group 0; bar.sync 0
+//   attn.mma        -> ldmatrix.x4 (.trans for a row-major B) + mma.sync
+//                      m16n8k16, each warp on its own 16-row slices
+//                      (FlashAttention-2's split-Q: warps never exchange data)
+//
+//===----------------------------------------------------------------------===//
+#include "Lowering.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMTypes.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+/// Bytes per cp.async chunk: 8 16-bit elements.
+constexpr int64_t kChunkBytes = 16;
+constexpr int64_t kChunkElements = 8;
+
+class Sm80Lowering : public TargetLowering {
+public:
+  bool usesTma() const override { return false; }
+  LogicalResult lowerPrologue(Lowering &) override { return success(); }
+  LogicalResult lowerCopy(Lowering &l, CopyAsyncOp op) override;
+  LogicalResult lowerWait(Lowering &l, WaitOp op) override;
+  LogicalResult lowerMma(Lowering &l, MmaOp op) override;
+};
+
+/// Rows of the source tensor (Nq for Q and O, Nk for K and V).
+Value tensorRows(Lowering &l, Tensor tensor) {
+  return tensor == Tensor::Q || tensor == Tensor::O ? l.params.nq
+                                                    : l.params.nk;
+}
+
+/// Chunk c of a [rows x D] tile goes to thread c % T: consecutive threads
+/// read consecutive 16 bytes of a row (coalesced), and write them to the
+/// swizzled chunk positions (no bank conflicts for the later ldmatrix).
+LogicalResult Sm80Lowering::lowerCopy(Lowering &l, CopyAsyncOp op) {
+  OpBuilder &b = l.b;
+  const SmemBuffer &buffer = l.buffers[op.getDst()];
+  Tensor tensor = l.tensors.lookup(op.getSrc());
+  int64_t rows = buffer.type.getRows();
+  int64_t chunksPerRow = buffer.type.getCols() / kChunkElements;
+  int64_t total = rows * chunksPerRow;
+  int64_t threads = l.numThreads();
+  Value batch = l.toI32(l.scalar(op.getBatch()));
+  Value head = l.toI32(l.scalar(op.getHead()));
+  Value row0 = l.toI32(l.scalar(op.getRow()));
+  Value numRows = tensorRows(l, tensor);
+  for (int64_t first = 0; first < total; first += threads) {
+    auto emitChunk = [&] {
+      Value chunk = arith::AddIOp::create(b, l.loc, l.tid, l.i32(first));
+      Value r = arith::DivUIOp::create(b, l.loc, chunk, l.i32(chunksPerRow));
+      Value c = arith::MulIOp::create(
+          b, l.loc,
+          arith::RemUIOp::create(b, l.loc, chunk, l.i32(chunksPerRow)),
+          l.i32(kChunkElements));
+      Value row = arith::AddIOp::create(b, l.loc, row0, r);
+      Value valid = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt,
+                                          row, numRows);
+      // Past the end: read 0 bytes (the chunk is zero-filled) from a valid
+      // address.
+      Value safeRow = arith::SelectOp::create(b, l.loc, valid, row, l.i32(0));
+      Value src = l.globalAddress(tensor, batch, safeRow, head, c);
+      Value dst = l.smemPtr(l.swizzledOffset(buffer, r, c));
+      Value srcBytes = arith::SelectOp::create(b, l.loc, valid,
+                                               l.i32(kChunkBytes), l.i32(0));
+      NVVM::CpAsyncOp::create(b, l.loc, dst, src, kChunkBytes,
+                              NVVM::LoadCacheModifierKind::CG, srcBytes);
+    };
+    if (first + threads <= total) {
+      emitChunk();
+    } else {
+      Value inRange = arith::CmpIOp::create(
+          b, l.loc, arith::CmpIPredicate::ult, l.tid, l.i32(total - first));
+      l.emitIf(inRange, emitChunk);
+    }
+  }
+  NVVM::CpAsyncCommitGroupOp::create(b, l.loc);
+  return success();
+}
+
+LogicalResult Sm80Lowering::lowerWait(Lowering &l, WaitOp op) {
+  NVVM::CpAsyncWaitGroupOp::create(l.b, l.loc, 0);
+  NVVM::Barrier0Op::create(l.b, l.loc);
+  return success();
+}
+
+/// ldmatrix.x4 of four 8x8 16-bit matrices; lane l supplies the address of
+/// row l % 8 of matrix l / 8.
+SmallVector<Value> loadMatrixX4(Lowering &l, const SmemBuffer &buffer,
+                                Value row, Value col, bool transpose) {
+  OpBuilder &b = l.b;
+  MLIRContext *ctx = b.getContext();
+  Value ptr = l.smemPtr(l.swizzledOffset(buffer, row, col));
+  Type i32 = b.getI32Type();
+  auto structType = LLVM::LLVMStructType::getLiteral(ctx, {i32, i32, i32, i32});
+  Value result = NVVM::LdMatrixOp::create(
+      b, l.loc, structType, ptr, 4,
+      transpose ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+      NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8), NVVM::LdStMatrixEltType::B16);
+  SmallVector<Value> regs;
+  for (int64_t i = 0; i < 4; ++i)
+    regs.push_back(LLVM::ExtractValueOp::create(b, l.loc, result, i));
+  return regs;
+}
+
+/// mma.sync operands: bf16 pairs stay i32, f16 pairs are vector<2xf16>.
+Value asMultiplicand(Lowering &l, Value packed) {
+  if (l.elementType.isBF16())
+    return packed;
+  return LLVM::BitcastOp::create(l.b, l.loc,
+                                 VectorType::get({2}, l.b.getF16Type()),
+                                 packed);
+}
+
+LogicalResult Sm80Lowering::lowerMma(Lowering &l, MmaOp op) {
+  OpBuilder &b = l.b;
+  MLIRContext *ctx = b.getContext();
+  auto resultType = cast<RegTileType>(op.getType());
+  FragmentShape shape = l.fragmentShape(resultType);
+  int64_t nBlocks = shape.nBlocks;
+  if (nBlocks % 2 != 0)
+    return op.emitOpError("sm_80 lowering needs the result width to be a "
+                          "multiple of 16");
+  const SmemBuffer &bBuffer = l.buffers[op.getB()];
+  bool transposeB = op.getTransposeB();
+  int64_t k = transposeB ? bBuffer.type.getCols() : bBuffer.type.getRows();
+  int64_t kSteps = k / 16;
+
+  SmallVector<Value> acc;
+  if (op.getAcc())
+    acc = l.tiles[op.getAcc()];
+  else
+    acc.assign(shape.mTiles * nBlocks * 4, l.f32(0.0f));
+
+  // Lane-dependent parts of the ldmatrix addresses.
+  Value lane8 = arith::AndIOp::create(b, l.loc, l.lane, l.i32(7));
+  Value matrixLow = arith::AndIOp::create(
+      b, l.loc, arith::ShRUIOp::create(b, l.loc, l.lane, l.i32(3)), l.i32(1));
+  Value matrixHigh = arith::ShRUIOp::create(b, l.loc, l.lane, l.i32(4));
+  // Rows l%8 + 8*((l/8)%2), columns 8*(l/16): A fragments and transposed B.
+  Value rowInStep = arith::AddIOp::create(
+      b, l.loc, lane8, arith::ShLIOp::create(b, l.loc, matrixLow, l.i32(3)));
+  Value colInStep = arith::ShLIOp::create(b, l.loc, matrixHigh, l.i32(3));
+  // Rows l%8 + 8*(l/16), columns 8*((l/8)%2): B stored [N, K].
+  Value rowInPair = arith::AddIOp::create(
+      b, l.loc, lane8, arith::ShLIOp::create(b, l.loc, matrixHigh, l.i32(3)));
+  Value colInPair = arith::ShLIOp::create(b, l.loc, matrixLow, l.i32(3));
+  Value warpRow = arith::MulIOp::create(b, l.loc, l.warp, l.i32(16));
+
+  Type f32 = b.getF32Type();
+  auto accStruct = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+  NVVM::MMATypes ptxType = l.elementType.isBF16() ? NVVM::MMATypes::bf16
+                                                  : NVVM::MMATypes::f16;
+  for (int64_t ks = 0; ks < kSteps; ++ks) {
+    // A fragments of every m-tile for this k step.
+    SmallVector<SmallVector<Value>> aFrags;
+    for (int64_t t = 0; t < shape.mTiles; ++t) {
+      if (auto aSmem = dyn_cast<SmemTileType>(op.getA().getType())) {
+        Value row = arith::AddIOp::create(
+            b, l.loc, warpRow,
+            arith::AddIOp::create(b, l.loc, rowInStep,
+                                  l.i32(16 * l.numWarps() * t)));
+        Value col = arith::AddIOp::create(b, l.loc, colInStep, l.i32(16 * ks));
+        aFrags.push_back(
+            loadMatrixX4(l, l.buffers[op.getA()], row, col, false));
+      } else {
+        const SmallVector<Value> &regs = l.tiles[op.getA()];
+        int64_t base = (t * kSteps + ks) * 4;
+        aFrags.push_back({regs[base], regs[base + 1], regs[base + 2],
+                          regs[base + 3]});
+      }
+    }
+    for (int64_t np = 0; np < nBlocks / 2; ++np) {
+      SmallVector<Value> bRegs;
+      if (transposeB) {
+        Value row = arith::AddIOp::create(b, l.loc, rowInPair, l.i32(16 * np));
+        Value col = arith::AddIOp::create(b, l.loc, colInPair, l.i32(16 * ks));
+        bRegs = loadMatrixX4(l, bBuffer, row, col, false);
+      } else {
+        Value row = arith::AddIOp::create(b, l.loc, rowInStep, l.i32(16 * ks));
+        Value col = arith::AddIOp::create(b, l.loc, colInStep, l.i32(16 * np));
+        bRegs = loadMatrixX4(l, bBuffer, row, col, true);
+      }
+      for (int64_t t = 0; t < shape.mTiles; ++t)
+        for (int64_t half = 0; half < 2; ++half) {
+          int64_t n = 2 * np + half;
+          int64_t base = (t * nBlocks + n) * 4;
+          SmallVector<Value> aOps, bOps;
+          for (Value a : aFrags[t])
+            aOps.push_back(asMultiplicand(l, a));
+          bOps.push_back(asMultiplicand(l, bRegs[2 * half]));
+          bOps.push_back(asMultiplicand(l, bRegs[2 * half + 1]));
+          SmallVector<Value> cOps(acc.begin() + base, acc.begin() + base + 4);
+          Value d = NVVM::MmaOp::create(
+              b, l.loc, accStruct, aOps, bOps, cOps, {16, 8, 16},
+              std::nullopt, std::nullopt,
+              std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+              std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                             NVVM::MMALayout::col});
+          for (int64_t i = 0; i < 4; ++i)
+            acc[base + i] = LLVM::ExtractValueOp::create(b, l.loc, d, i);
+        }
+    }
+  }
+  l.tiles[op] = acc;
+  return success();
+}
+
+} // namespace
+
+std::unique_ptr<TargetLowering> mlir::attn::createSm80Lowering() {
+  return std::make_unique<Sm80Lowering>();
+}

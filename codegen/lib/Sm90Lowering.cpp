@@ -1,0 +1,281 @@
+//===- Sm90Lowering.cpp - copies and MMAs for sm_90a (H100/H200) ----------===//
+//
+//   attn.copy_async -> one thread: mbarrier.arrive.expect_tx(bytes) and one
+//                      cp.async.bulk.tensor.4d per 64-column panel (TMA,
+//                      128-byte swizzle, rows past N read as zero)
+//   attn.wait       -> mbarrier.try_wait.parity(fill % 2) spin; bar.sync 0
+//   attn.mma        -> wgmma.fence; wgmma.mma_async.m64nNk16 per k step and
+//                      64-row warpgroup slice; commit_group; wait_group 0
+//
+// Shared-memory matrix descriptor (64 bits) of a 128-byte swizzled operand:
+//
+//   bits  0-13  start address >> 4
+//   bits 16-29  leading-dimension byte offset >> 4
+//   bits 32-45  stride-dimension byte offset >> 4
+//   bits 62-63  swizzle mode (1 = 128 bytes)
+//
+//   K-major (Q, K: the reduction dim is contiguous): rows of 128 bytes,
+//     8-row groups 1024 bytes apart (stride offset); a k16 step inside a
+//     panel advances the start address by 32 bytes.
+//   MN-major (V for P V, transposed B): the N dim is contiguous in 64-column
+//     panels `rows * 128` bytes apart (leading offset); 8 k-rows are 1024
+//     bytes apart (stride offset); a k16 step advances 16 rows = 2048 bytes.
+//
+//===----------------------------------------------------------------------===//
+#include "Lowering.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMTypes.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <string>
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+/// Swizzle-mode field value for a 128-byte swizzle.
+constexpr int64_t kDescSwizzle128 = 1;
+/// Byte distance of 8-row groups in a 128-byte swizzled panel.
+constexpr int64_t kSwizzleGroupBytes = 1024;
+/// mbarrier try_wait suspend-time hint (ns), as CUTLASS uses.
+constexpr int64_t kTryWaitTicks = 0x989680;
+/// Rows of one wgmma.
+constexpr int64_t kWgmmaRows = 64;
+
+class Sm90Lowering : public TargetLowering {
+public:
+  bool usesTma() const override { return true; }
+  LogicalResult lowerPrologue(Lowering &l) override;
+  LogicalResult lowerCopy(Lowering &l, CopyAsyncOp op) override;
+  LogicalResult lowerWait(Lowering &l, WaitOp op) override;
+  LogicalResult lowerMma(Lowering &l, MmaOp op) override;
+};
+
+Value barrierPtr(Lowering &l, const SmemBuffer &buffer) {
+  return l.smemPtr(l.i32(buffer.barrierOffset));
+}
+
+Value isThreadZero(Lowering &l) {
+  return arith::CmpIOp::create(l.b, l.loc, arith::CmpIPredicate::eq, l.tid,
+                               l.i32(0));
+}
+
+/// Thread 0 initialises one mbarrier per buffer (one arrival: the thread
+/// that arms it with expect_tx); everyone waits for the initialisation.
+LogicalResult Sm90Lowering::lowerPrologue(Lowering &l) {
+  l.emitIf(isThreadZero(l), [&] {
+    for (auto &entry : l.buffers)
+      NVVM::MBarrierInitOp::create(l.b, l.loc, barrierPtr(l, entry.second),
+                                   l.i32(1), Value());
+    NVVM::FenceMbarrierInitOp::create(l.b, l.loc);
+  });
+  NVVM::Barrier0Op::create(l.b, l.loc);
+  return success();
+}
+
+LogicalResult Sm90Lowering::lowerCopy(Lowering &l, CopyAsyncOp op) {
+  OpBuilder &b = l.b;
+  const SmemBuffer &buffer = l.buffers[op.getDst()];
+  Tensor tensor = l.tensors.lookup(op.getSrc());
+  int t = static_cast<int>(tensor);
+  if (tensor > Tensor::V)
+    return op.emitOpError("TMA descriptors exist only for q, k and v");
+  int64_t rows = buffer.type.getRows();
+  int64_t panels = buffer.type.getCols() / kPanelCols;
+  int64_t bytes = buffer.type.getSizeInBytes();
+  Value batch = l.toI32(l.scalar(op.getBatch()));
+  Value head = l.toI32(l.scalar(op.getHead()));
+  Value row = l.toI32(l.scalar(op.getRow()));
+  l.emitIf(isThreadZero(l), [&] {
+    Value bar = barrierPtr(l, buffer);
+    NVVM::MBarrierArriveExpectTxOp::create(b, l.loc, Type(), bar,
+                                           l.i32(bytes), NVVM::MemScopeKind::CTA,
+                                           /*relaxed=*/false, Value());
+    auto clusterPtr = LLVM::LLVMPointerType::get(b.getContext(), 7);
+    for (int64_t p = 0; p < panels; ++p) {
+      Value dst = l.smemPtr(l.i32(buffer.offset + p * rows * kPanelRowBytes));
+      dst = LLVM::AddrSpaceCastOp::create(b, l.loc, clusterPtr, dst);
+      SmallVector<Value> coords = {l.i32(p * kPanelCols), row, head, batch};
+      NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+          b, l.loc, dst, l.params.tma[t], coords, bar, ValueRange(), Value(),
+          Value(), NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false,
+          NVVM::CTAGroupKindAttr(), Value());
+    }
+  });
+  return success();
+}
+
+LogicalResult Sm90Lowering::lowerWait(Lowering &l, WaitOp op) {
+  const SmemBuffer &buffer = l.buffers[op.getBuffer()];
+  Value fill = l.toI32(l.scalar(op.getFill()));
+  Value parity = arith::AndIOp::create(l.b, l.loc, fill, l.i32(1));
+  NVVM::MBarrierTryWaitParityOp::create(l.b, l.loc, barrierPtr(l, buffer),
+                                        parity, l.i32(kTryWaitTicks));
+  NVVM::Barrier0Op::create(l.b, l.loc);
+  return success();
+}
+
+/// Builds a 128-byte-swizzle descriptor for the operand at `byteOffset`.
+Value makeDescriptor(Lowering &l, Value byteOffset, int64_t leadingBytes,
+                     int64_t strideBytes) {
+  OpBuilder &b = l.b;
+  Value addr = l.smemAddress(byteOffset);
+  Value start = arith::AndIOp::create(
+      b, l.loc, arith::ShRUIOp::create(b, l.loc, addr, l.i32(4)),
+      l.i32(0x3FFF));
+  uint64_t constant = (uint64_t(leadingBytes >> 4) & 0x3FFF) << 16 |
+                      (uint64_t(strideBytes >> 4) & 0x3FFF) << 32 |
+                      uint64_t(kDescSwizzle128) << 62;
+  return arith::OrIOp::create(b, l.loc, l.toI64(start),
+                              l.i64(static_cast<int64_t>(constant)));
+}
+
+/// wgmma with A from registers: no NVVM op takes a register A fragment, so
+/// this one instruction is inline PTX.
+SmallVector<Value> wgmmaRegisterA(Lowering &l, ArrayRef<Value> acc,
+                                  ArrayRef<Value> a, Value descB, int64_t n,
+                                  bool transposeB) {
+  OpBuilder &b = l.b;
+  int64_t numAcc = acc.size();
+  std::string dtype = l.elementType.isBF16() ? "bf16" : "f16";
+  std::string asmText = "{\n.reg .pred p;\nsetp.ne.b32 p, $" +
+                        std::to_string(2 * numAcc + 5) + ", 0;\n";
+  asmText += llvm::formatv("wgmma.mma_async.sync.aligned.m64n{0}k16.f32.{1}.{1} {{",
+                           n, dtype)
+                 .str();
+  for (int64_t i = 0; i < numAcc; ++i)
+    asmText += (i ? ", $" : "$") + std::to_string(i);
+  asmText += "}, {";
+  for (int64_t i = 0; i < 4; ++i)
+    asmText += (i ? ", $" : "$") + std::to_string(2 * numAcc + i);
+  asmText += llvm::formatv("}, ${0}, p, 1, 1, {1};\n}", 2 * numAcc + 4,
+                           transposeB ? 1 : 0)
+                 .str();
+  std::string constraints;
+  for (int64_t i = 0; i < numAcc; ++i)
+    constraints += "=f,";
+  for (int64_t i = 0; i < numAcc; ++i)
+    constraints += std::to_string(i) + ",";
+  constraints += "r,r,r,r,l,r";
+  SmallVector<Type> f32s(numAcc, b.getF32Type());
+  auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(), f32s);
+  SmallVector<Value> operands(acc.begin(), acc.end());
+  operands.append(a.begin(), a.end());
+  operands.push_back(descB);
+  operands.push_back(l.i32(1));
+  auto asmOp = LLVM::InlineAsmOp::create(
+      b, l.loc, resultType, operands, asmText, constraints,
+      /*has_side_effects=*/true, /*is_align_stack=*/false,
+      LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
+  SmallVector<Value> result;
+  for (int64_t i = 0; i < numAcc; ++i)
+    result.push_back(
+        LLVM::ExtractValueOp::create(b, l.loc, asmOp.getResult(0), i));
+  return result;
+}
+
+LogicalResult Sm90Lowering::lowerMma(Lowering &l, MmaOp op) {
+  OpBuilder &b = l.b;
+  MLIRContext *ctx = b.getContext();
+  auto resultType = cast<RegTileType>(op.getType());
+  FragmentShape shape = l.fragmentShape(resultType);
+  int64_t n = resultType.getShape()[1];
+  int64_t accPerSlice = shape.nBlocks * 4;
+  const SmemBuffer &bBuffer = l.buffers[op.getB()];
+  bool transposeB = op.getTransposeB();
+  int64_t k = transposeB ? bBuffer.type.getCols() : bBuffer.type.getRows();
+  int64_t kSteps = k / 16;
+  bool aInRegisters = isa<RegTileType>(op.getA().getType());
+
+  SmallVector<Value> acc;
+  if (op.getAcc())
+    acc = l.tiles[op.getAcc()];
+  else
+    acc.assign(shape.mTiles * accPerSlice, l.f32(0.0f));
+
+  // This warp's warpgroup computes the 64-row slices starting at
+  // 64 * (warp / 4) + 16 * W * t.
+  Value groupRow = arith::MulIOp::create(
+      b, l.loc, arith::ShRUIOp::create(b, l.loc, l.warp, l.i32(2)),
+      l.i32(kWgmmaRows));
+
+  NVVM::WgmmaFenceAlignedOp::create(b, l.loc);
+  for (int64_t t = 0; t < shape.mTiles; ++t) {
+    SmallVector<Value> slice(acc.begin() + t * accPerSlice,
+                             acc.begin() + (t + 1) * accPerSlice);
+    for (int64_t ks = 0; ks < kSteps; ++ks) {
+      Value descB;
+      if (transposeB) {
+        // B = K [N, D], K-major: panel ks / 4, 32 bytes per k step inside it.
+        int64_t offset = bBuffer.offset +
+                         (ks / 4) * bBuffer.type.getRows() * kPanelRowBytes +
+                         (ks % 4) * 32;
+        descB = makeDescriptor(l, l.i32(offset), /*leadingBytes=*/16,
+                               kSwizzleGroupBytes);
+      } else {
+        // B = V [K, N], MN-major: 16 k-rows per step, panels `rows * 128`
+        // bytes apart along N.
+        int64_t offset = bBuffer.offset + ks * 16 * kPanelRowBytes;
+        descB = makeDescriptor(l, l.i32(offset),
+                               bBuffer.type.getRows() * kPanelRowBytes,
+                               kSwizzleGroupBytes);
+      }
+      if (aInRegisters) {
+        const SmallVector<Value> &regs = l.tiles[op.getA()];
+        int64_t base = (t * kSteps + ks) * 4;
+        slice = wgmmaRegisterA(l, slice, ArrayRef(regs).slice(base, 4), descB,
+                               n, !transposeB);
+        continue;
+      }
+      // A from shared memory, K-major.
+      const SmemBuffer &aBuffer = l.buffers[op.getA()];
+      Value rowOffset = arith::MulIOp::create(
+          b, l.loc,
+          arith::AddIOp::create(b, l.loc, groupRow,
+                                l.i32(16 * l.numWarps() * t)),
+          l.i32(kPanelRowBytes));
+      int64_t panelOffset = aBuffer.offset +
+                            (ks / 4) * aBuffer.type.getRows() * kPanelRowBytes +
+                            (ks % 4) * 32;
+      Value aOffset =
+          arith::AddIOp::create(b, l.loc, rowOffset, l.i32(panelOffset));
+      Value descA = makeDescriptor(l, aOffset, 16, kSwizzleGroupBytes);
+      SmallVector<Type> f32s(accPerSlice, b.getF32Type());
+      auto structType = LLVM::LLVMStructType::getLiteral(ctx, f32s);
+      Value inout = LLVM::PoisonOp::create(b, l.loc, structType);
+      for (int64_t i = 0; i < accPerSlice; ++i)
+        inout = LLVM::InsertValueOp::create(b, l.loc, inout, slice[i], i);
+      bool zeroInit = !op.getAcc() && ks == 0;
+      NVVM::WGMMATypes type = l.elementType.isBF16() ? NVVM::WGMMATypes::bf16
+                                                     : NVVM::WGMMATypes::f16;
+      Value out = NVVM::WgmmaMmaAsyncOp::create(
+          b, l.loc, structType, inout, descA, descB,
+          NVVM::MMAShapeAttr::get(ctx, kWgmmaRows, n, 16),
+          NVVM::WGMMATypesAttr::get(ctx, type),
+          NVVM::WGMMATypesAttr::get(ctx, type),
+          NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+          NVVM::WGMMAScaleOutAttr::get(ctx, zeroInit ? NVVM::WGMMAScaleOut::zero
+                                                     : NVVM::WGMMAScaleOut::one),
+          NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+          NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+          NVVM::MMALayoutAttr::get(ctx, transposeB ? NVVM::MMALayout::col
+                                                   : NVVM::MMALayout::row),
+          NVVM::MMAIntOverflowAttr());
+      for (int64_t i = 0; i < accPerSlice; ++i)
+        slice[i] = LLVM::ExtractValueOp::create(b, l.loc, out, i);
+    }
+    std::copy(slice.begin(), slice.end(), acc.begin() + t * accPerSlice);
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, l.loc);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, l.loc, 0);
+  l.tiles[op] = acc;
+  return success();
+}
+
+} // namespace
+
+std::unique_ptr<TargetLowering> mlir::attn::createSm90Lowering() {
+  return std::make_unique<Sm90Lowering>();
+}

@@ -1,0 +1,189 @@
+//===- AttnBase.td - attn dialect, enums, attributes, types -*- tablegen -*-===//
+//
+// The attn dialect describes attention at two levels:
+//   * the problem: `attn.attention` on whole Q/K/V/O tensors (memrefs);
+//   * the tile program the passes produce: shared-memory tiles, async copies,
+//     MMAs on register tiles, row reductions, masks and the epilogue.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_DIALECT_ATTNBASE_TD
+#define ATTN_DIALECT_ATTNBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/BuiltinTypeInterfaces.td"
+
+def Attn_Dialect : Dialect {
+  let name = "attn";
+  let cppNamespace = "::mlir::attn";
+  let summary = "Attention as tiles, asynchronous copies and tensor-core MMAs";
+  let description = [{
+    The attn dialect is the contract between attngen's passes. `attn.attention`
+    states the whole forward-attention problem; `attn-tile` turns it into a tile
+    program (one CTA per query block, a loop over key/value blocks), later passes
+    apply the FlashAttention techniques to that program and `codegen/` lowers it
+    to the NVVM and LLVM dialects for sm_80 or sm_90a.
+  }];
+  let useDefaultTypePrinterParser = 1;
+  let extraClassDeclaration = [{
+    /// Registers the types (defined beside their storage in AttnTypes.cpp).
+    void registerTypes();
+  }];
+  let useDefaultAttributePrinterParser = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def Attn_TargetSm80 : I32EnumAttrCase<"sm_80", 0>;
+def Attn_TargetSm90a : I32EnumAttrCase<"sm_90a", 1>;
+def Attn_TargetKind : I32EnumAttr<"TargetKind", "GPU target architecture",
+    [Attn_TargetSm80, Attn_TargetSm90a]> {
+  let cppNamespace = "::mlir::attn";
+  let genSpecializedAttr = 0;
+}
+
+def Attn_FragAcc : I32EnumAttrCase<"acc", 0>;
+def Attn_FragOperandA : I32EnumAttrCase<"operand_a", 1>;
+def Attn_FragRow : I32EnumAttrCase<"row", 2>;
+def Attn_FragmentKind : I32EnumAttr<"FragmentKind",
+    "how a register tile is spread over the threads",
+    [Attn_FragAcc, Attn_FragOperandA, Attn_FragRow]> {
+  let cppNamespace = "::mlir::attn";
+  let genSpecializedAttr = 0;
+}
+
+def Attn_ReduceMax : I32EnumAttrCase<"max", 0>;
+def Attn_ReduceSum : I32EnumAttrCase<"sum", 1>;
+def Attn_ReduceKind : I32EnumAttr<"ReduceKind", "row reduction kind",
+    [Attn_ReduceMax, Attn_ReduceSum]> {
+  let cppNamespace = "::mlir::attn";
+  let genSpecializedAttr = 0;
+}
+
+def Attn_ReduceKindAttrParam : EnumAttr<Attn_Dialect, Attn_ReduceKind, "reduce"> {
+  let assemblyFormat = "$value";
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+class Attn_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Attn_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+def Attn_TargetAttr : Attn_Attr<"Target", "target"> {
+  let summary = "The GPU architecture a module is compiled for";
+  let description = [{
+    Placed on the module as `attn.target`. Passes that only make sense on one
+    architecture (and codegen) read it; verifiers use it to reject MMA shapes
+    the target lacks.
+
+    ```mlir
+    module attributes {attn.target = #attn.target<sm_90a>} { ... }
+    ```
+  }];
+  let parameters = (ins EnumParameter<Attn_TargetKind>:$kind);
+  let assemblyFormat = "`<` $kind `>`";
+}
+
+def Attn_TilingAttr : Attn_Attr<"Tiling", "tiling"> {
+  let summary = "Tile sizes and thread organisation of a tile program";
+  let description = [{
+    Chosen by `attn-tile` from head dim, element type and target (each field can
+    be overridden). `block_m` query rows per CTA, `block_n` key/value rows per
+    loop iteration, `num_warps` warps per CTA (each warp owns 16-row slices of
+    the query block: warp `w` owns rows `16*w + 16*num_warps*t`).
+
+    ```mlir
+    #attn.tiling<block_m = 128, block_n = 64, num_warps = 4>
+    ```
+  }];
+  let parameters = (ins "int64_t":$block_m, "int64_t":$block_n,
+                        "int64_t":$num_warps);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+class Attn_Type<string name, string typeMnemonic, list<Trait> traits = []>
+    : TypeDef<Attn_Dialect, name, traits> {
+  let mnemonic = typeMnemonic;
+}
+
+def Attn_SmemTileType : Attn_Type<"SmemTile", "smem"> {
+  let summary = "A 2-D tile in shared memory with a swizzled layout";
+  let description = [{
+    A `rows x cols` tile of f16/bf16 in shared memory. With `swizzle = 128` the
+    tile is stored as `cols / 64` column panels of `rows x 64` elements; each
+    128-byte row of a panel has its 16-byte chunks permuted by the row index
+    (chunk' = chunk ^ (row % 8)), the layout TMA's SWIZZLE_128B writes and
+    wgmma's 128B-swizzle descriptors and ldmatrix addressing read:
+
+    ```
+      panel p (64 columns = 128 bytes per row), 8-row swizzle atom:
+        row 0: c0 c1 c2 c3 c4 c5 c6 c7
+        row 1: c1 c0 c3 c2 c5 c4 c7 c6
+        row 2: c2 c3 c0 c1 c6 c7 c4 c5
+        ...                      (ci = 16-byte chunk i of the logical row)
+    ```
+
+    ```mlir
+    !attn.smem<128x128xbf16, swizzle = 128>
+    ```
+  }];
+  let parameters = (ins ArrayRefParameter<"int64_t">:$shape,
+                        "Type":$elementType, "int64_t":$swizzle);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    int64_t getRows() const { return getShape()[0]; }
+    int64_t getCols() const { return getShape()[1]; }
+    /// Bytes the tile occupies in shared memory.
+    int64_t getSizeInBytes() const {
+      return getRows() * getCols() * getElementType().getIntOrFloatBitWidth() / 8;
+    }
+  }];
+}
+
+def Attn_RegTileType : Attn_Type<"RegTile", "regs"> {
+  let summary = "A tile held in registers, spread over the CTA's threads";
+  let description = [{
+    `acc`: the f32 accumulator layout of mma.sync m16n8k16 / wgmma m64nNk16.
+    `operand_a`: the A-operand (16-bit) layout of the same MMAs.
+    `row`: a 1-D per-row vector (running max, running sum), held by the threads
+    that own that row of an `acc` tile.
+
+    Per warp (16 rows x 8 columns per fragment), lane `l` holds
+
+    ```
+      acc:       (l/4, 2*(l%4)+{0,1})  and  (l/4+8, 2*(l%4)+{0,1})
+      operand_a: the same rows, k = 2*(l%4)+{0,1} and 2*(l%4)+8+{0,1} per k16
+    ```
+
+    so an `acc` tile converts to `operand_a` in registers (no shuffles).
+
+    ```mlir
+    !attn.regs<128x64xf32, acc>
+    !attn.regs<128xf32, row>
+    ```
+  }];
+  let parameters = (ins ArrayRefParameter<"int64_t">:$shape,
+                        "Type":$elementType,
+                        EnumParameter<Attn_FragmentKind>:$fragment);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    int64_t getRows() const { return getShape()[0]; }
+    bool isRow() const { return getFragment() == FragmentKind::row; }
+  }];
+}
+
+#endif // ATTN_DIALECT_ATTNBASE_TD

@@ -1,0 +1,34 @@
+//===- AttnDialect.h - the attn dialect -------------------------*- C++ -*-===//
+#ifndef ATTN_DIALECT_ATTNDIALECT_H
+#define ATTN_DIALECT_ATTNDIALECT_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "attn/Dialect/AttnDialect.h.inc"
+#include "attn/Dialect/AttnEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "attn/Dialect/AttnAttrs.h.inc"
+#define GET_TYPEDEF_CLASSES
+#include "attn/Dialect/AttnTypes.h.inc"
+#define GET_OP_CLASSES
+#include "attn/Dialect/AttnOps.h.inc"
+
+namespace mlir::attn {
+/// Name of the module attribute holding the #attn.target.
+constexpr llvm::StringLiteral kTargetAttrName = "attn.target";
+/// Name of the function attribute holding the #attn.tiling of a tile program.
+constexpr llvm::StringLiteral kTilingAttrName = "attn.tiling";
+/// Name of the function attribute marking a tile-program kernel.
+constexpr llvm::StringLiteral kKernelAttrName = "attn.kernel";
+
+/// The target of the module enclosing `op`, if it has one.
+std::optional<TargetKind> getTarget(Operation *op);
+} // namespace mlir::attn
+
+#endif // ATTN_DIALECT_ATTNDIALECT_H

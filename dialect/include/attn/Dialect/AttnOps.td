@@ -1,0 +1,421 @@
+//===- AttnOps.td - attn dialect operations ----------------*- tablegen -*-===//
+
+#ifndef ATTN_DIALECT_ATTNOPS_TD
+#define ATTN_DIALECT_ATTNOPS_TD
+
+include "attn/Dialect/AttnBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/BuiltinAttributes.td"
+
+class Attn_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Attn_Dialect, mnemonic, traits>;
+
+def Attn_AnyRegTile : Type<CPred<"::llvm::isa<::mlir::attn::RegTileType>($_self)">,
+                           "register tile", "::mlir::attn::RegTileType">;
+def Attn_AnySmemTile : Type<CPred<"::llvm::isa<::mlir::attn::SmemTileType>($_self)">,
+                            "shared-memory tile", "::mlir::attn::SmemTileType">;
+def Attn_Operand : AnyTypeOf<[Attn_AnyRegTile, Attn_AnySmemTile]>;
+
+//===----------------------------------------------------------------------===//
+// Problem level
+//===----------------------------------------------------------------------===//
+
+def Attn_AttentionOp : Attn_Op<"attention"> {
+  let summary = "Forward scaled-dot-product attention on whole tensors";
+  let description = [{
+    `O = softmax(scale * Q K^T + mask) V` for every batch and head, with
+    Q: [B, Nq, H, D], K and V: [B, Nk, Hkv, D], O: [B, Nq, H, D] (any strides,
+    the last dimension contiguous), and optionally the natural-log
+    log-sum-exp of each scaled score row in `lse`: [B, H, Nq] f32.
+    With `causal`, query row `i` sees key columns `j <= i` (top-left aligned,
+    as PyTorch's `is_causal`). Query head `h` reads key/value head
+    `h / (H / Hkv)` (grouped-query attention when Hkv < H).
+
+    The verifier checks ranks, element types (f16 or bf16, all alike), that the
+    head dimension is static, equal everywhere and one of 64, 128, 256, and
+    that `scale` is positive and finite.
+
+    ```mlir
+    attn.attention %q, %k, %v, %o lse %lse {causal, scale = 0.0883883 : f32}
+      : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>,
+        memref<?x?x?x128xbf16>, memref<?x?x?xf32>
+    ```
+  }];
+  let arguments = (ins AnyMemRef:$q, AnyMemRef:$k, AnyMemRef:$v, AnyMemRef:$o,
+                       Optional<AnyMemRef>:$lse, UnitAttr:$causal, F32Attr:$scale);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `,` $o (`lse` $lse^)? attr-dict `:` type($q) `,` type($k)
+    `,` type($v) `,` type($o) (`,` type($lse)^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getHeadDim();
+    Type getElementType();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Tile program: grid, shared memory, asynchronous copies
+//===----------------------------------------------------------------------===//
+
+def Attn_ProgramIdOp : Attn_Op<"program_id", [Pure]> {
+  let summary = "Index of this CTA along one grid dimension";
+  let description = [{
+    The tile program's grid is (query block, head, batch): dimension 0 is the
+    query block, 1 the head, 2 the batch. Lowers to `%ctaid.x/y/z`.
+
+    ```mlir
+    %qb = attn.program_id 0
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntMinValue<0>, IntMaxValue<2>]>:$dim);
+  let results = (outs Index:$result);
+  let assemblyFormat = "$dim attr-dict";
+}
+
+def Attn_AllocSmemOp : Attn_Op<"alloc_smem"> {
+  let summary = "A tile buffer in shared memory";
+  let description = [{
+    Reserves a tile of shared memory for the whole kernel (codegen packs all
+    buffers into the dynamic shared memory, 1024-byte aligned for the 128-byte
+    swizzle, and adds the completion barrier each buffer needs on sm_90a).
+
+    ```mlir
+    %k = attn.alloc_smem : !attn.smem<64x128xbf16, swizzle = 128>
+    ```
+  }];
+  let results = (outs Attn_AnySmemTile:$result);
+  let assemblyFormat = "attr-dict `:` qualified(type($result))";
+}
+
+def Attn_CopyAsyncOp : Attn_Op<"copy_async"> {
+  let summary = "Start an asynchronous copy of a tile from global to shared memory";
+  let description = [{
+    Copies rows `[row, row + rows)` of head `head` of batch `batch` of a
+    [B, N, H, D] tensor into `dst`. Rows at or past N read as zero. The copy is
+    asynchronous: `attn.wait` on the same buffer makes it visible.
+
+    sm_80: every thread issues `cp.async.cg.shared.global` 16-byte chunks into
+    the swizzled layout, then `cp.async.commit_group`.
+    sm_90a: one elected thread arms the buffer's mbarrier with
+    `mbarrier.arrive.expect_tx` and issues `cp.async.bulk.tensor.4d` per
+    64-column panel (TMA, 128-byte swizzle).
+
+    ```mlir
+    attn.copy_async %K[%b, %row, %h] -> %k_smem
+      : memref<?x?x?x128xbf16>, !attn.smem<64x128xbf16, swizzle = 128>
+    ```
+  }];
+  let arguments = (ins AnyMemRef:$src, Index:$batch, Index:$row, Index:$head,
+                       Attn_AnySmemTile:$dst);
+  let assemblyFormat = [{
+    $src `[` $batch `,` $row `,` $head `]` `->` $dst attr-dict `:` type($src)
+    `,` qualified(type($dst))
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_WaitOp : Attn_Op<"wait"> {
+  let summary = "Wait until the copy into a buffer has landed";
+  let description = [{
+    Blocks until the most recent `attn.copy_async` into `buffer` is complete
+    and visible to every thread of the CTA; `fill` counts the copies into this
+    buffer so far (0 for the first), which gives the mbarrier phase on sm_90a.
+    Also a CTA-wide barrier: after it, every thread has finished with the
+    buffers' previous contents, so they may be overwritten.
+
+    sm_80: `cp.async.wait_group 0` then `bar.sync 0`.
+    sm_90a: `mbarrier.try_wait.parity` on `fill % 2` then `bar.sync 0`.
+
+    ```mlir
+    attn.wait %k_smem, %j : !attn.smem<64x128xbf16, swizzle = 128>
+    ```
+  }];
+  let arguments = (ins Attn_AnySmemTile:$buffer, Index:$fill);
+  let assemblyFormat = "$buffer `,` $fill attr-dict `:` qualified(type($buffer))";
+}
+
+//===----------------------------------------------------------------------===//
+// Tile program: compute on register tiles
+//===----------------------------------------------------------------------===//
+
+def Attn_SplatOp : Attn_Op<"splat", [Pure]> {
+  let summary = "A register tile with every element equal to a constant";
+  let description = [{
+    ```mlir
+    %m0 = attn.splat 0xFF800000 : f32 -> !attn.regs<128xf32, row>
+    ```
+  }];
+  let arguments = (ins F32Attr:$value);
+  let results = (outs Attn_AnyRegTile:$result);
+  let assemblyFormat = "$value attr-dict `->` qualified(type($result))";
+}
+
+def Attn_MmaOp : Attn_Op<"mma", [Pure]> {
+  let summary = "Matrix multiply-accumulate on tensor cores";
+  let description = [{
+    `result = a * b (+ acc)`, with `b` transposed when `transpose_b` is set
+    (`a * b^T`, as for `Q K^T` where K is stored row-major [N, D]).
+    `a` is a shared-memory tile or an `operand_a` register tile [M, K]; `b` is a
+    shared-memory tile ([N, K] when transposed, else [K, N]); `acc` and the
+    result are f32 `acc` register tiles [M, N]. Without `acc` the product starts
+    from zero.
+
+    sm_80: per warp `ldmatrix` (`.trans` for a non-transposed b) and
+    `mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}`.
+    sm_90a: per warpgroup `wgmma.mma_async.sync.aligned.m64nNk16` with 128-byte
+    swizzle shared-memory descriptors (a from registers when it is a register
+    tile), fenced, committed and waited.
+
+    ```mlir
+    %s = attn.mma %q, %k {transpose_b} : !attn.smem<128x128xbf16, swizzle = 128>,
+           !attn.smem<64x128xbf16, swizzle = 128> -> !attn.regs<128x64xf32, acc>
+    ```
+  }];
+  let arguments = (ins Attn_Operand:$a, Attn_AnySmemTile:$b,
+                       Optional<Attn_AnyRegTile>:$acc, UnitAttr:$transpose_b);
+  let results = (outs Attn_AnyRegTile:$result);
+  let assemblyFormat = [{
+    $a `,` $b (`,` $acc^)? attr-dict `:` qualified(type($a)) `,` qualified(type($b))
+    (`,` qualified(type($acc))^)? `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_MaskOp : Attn_Op<"mask", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Set masked-out scores of a tile to -inf";
+  let description = [{
+    Element (r, c) of the [block_m, block_n] score tile stands for query row
+    `row + r` and key column `col + c`. It becomes -inf when `col + c >= kv_len`
+    (past the end of the keys) or, with `causal`, when `col + c > row + r`.
+    `attn-causal-blocks` leaves this op only on the blocks that need it.
+
+    ```mlir
+    %sm = attn.mask %s, %row, %col, %nk {causal} : !attn.regs<128x64xf32, acc>
+    ```
+  }];
+  let arguments = (ins Attn_AnyRegTile:$input, Index:$row, Index:$col,
+                       Index:$kv_len, UnitAttr:$causal);
+  let results = (outs Attn_AnyRegTile:$result);
+  let assemblyFormat = [{
+    $input `,` $row `,` $col `,` $kv_len attr-dict `:` qualified(type($input))
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_OnlineSoftmaxOp : Attn_Op<"online_softmax", [Pure,
+    AllTypesMatch<["scores", "probs"]>,
+    AllTypesMatch<["max", "sum", "new_max", "new_sum", "alpha"]>]> {
+  let summary = "One step of the online softmax over a block of scores";
+  let description = [{
+    Given the scores `s` of one key/value block and the running row max `m` and
+    row sum `l` (over the blocks seen so far, in unscaled score units), returns
+    the unnormalised probabilities `p = exp(scale * (s - m_new))`, the new max
+    `m_new = max(m, rowmax(s))`, the correction factor
+    `alpha = exp(scale * (m - m_new))` for what was accumulated before, and
+    `l_new = alpha * l + rowsum(p)`. `attn-online-softmax` expands it.
+
+    ```mlir
+    %p, %m1, %l1, %alpha = attn.online_softmax %s, %m, %l {scale = 0.125 : f32}
+      : !attn.regs<128x64xf32, acc>, !attn.regs<128xf32, row>
+    ```
+  }];
+  let arguments = (ins Attn_AnyRegTile:$scores, Attn_AnyRegTile:$max,
+                       Attn_AnyRegTile:$sum, F32Attr:$scale);
+  let results = (outs Attn_AnyRegTile:$probs, Attn_AnyRegTile:$new_max,
+                      Attn_AnyRegTile:$new_sum, Attn_AnyRegTile:$alpha);
+  let assemblyFormat = [{
+    $scores `,` $max `,` $sum attr-dict `:` qualified(type($scores)) `,`
+    qualified(type($max))
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_SoftmaxFinalizeOp : Attn_Op<"softmax_finalize", [Pure,
+    AllTypesMatch<["acc", "out"]>, AllTypesMatch<["max", "sum", "lse"]>]> {
+  let summary = "Normalise the accumulated output and form the log-sum-exp";
+  let description = [{
+    `out = acc / l` per row (0 for a row with `l == 0`) and
+    `lse = scale * m + log(l)` (natural log; -inf when `l == 0`).
+    `attn-online-softmax` expands it into `attn.normalize` and `attn.lse`.
+
+    ```mlir
+    %out, %lse = attn.softmax_finalize %acc, %m, %l {scale = 0.125 : f32}
+      : !attn.regs<128x128xf32, acc>, !attn.regs<128xf32, row>
+    ```
+  }];
+  let arguments = (ins Attn_AnyRegTile:$acc, Attn_AnyRegTile:$max,
+                       Attn_AnyRegTile:$sum, F32Attr:$scale);
+  let results = (outs Attn_AnyRegTile:$out, Attn_AnyRegTile:$lse);
+  let assemblyFormat = [{
+    $acc `,` $max `,` $sum attr-dict `:` qualified(type($acc)) `,` qualified(type($max))
+  }];
+}
+
+def Attn_RowReduceOp : Attn_Op<"row_reduce", [Pure, AllTypesMatch<["init", "result"]>]> {
+  let summary = "Reduce each row of a tile, combined with an initial row vector";
+  let description = [{
+    `result[r] = init[r] (op) reduce_op(input[r, :])`, op being max or sum.
+    Lowers to in-thread reductions over the row's fragments and two butterfly
+    shuffles (`shfl.sync.bfly` 1 and 2) across the four lanes that share a row.
+
+    ```mlir
+    %m1 = attn.row_reduce max %s, %m : !attn.regs<128x64xf32, acc> -> !attn.regs<128xf32, row>
+    ```
+  }];
+  let arguments = (ins Attn_ReduceKindAttrParam:$kind, Attn_AnyRegTile:$input,
+                       Attn_AnyRegTile:$init);
+  let results = (outs Attn_AnyRegTile:$result);
+  let assemblyFormat = [{
+    $kind $input `,` $init attr-dict `:` qualified(type($input)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_Exp2DiffOp : Attn_Op<"exp2_diff", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "exp2((x - m[row]) * scale_log2e), elementwise";
+  let description = [{
+    `x` is a tile or a row vector, `m` a row vector broadcast along each row.
+    `scale_log2e` folds the softmax scale and log2(e) so the exponential is one
+    `ex2.approx.f32` per element. A row whose `m` is -inf uses 0 instead, so a
+    fully masked row gives zeros, never NaN.
+
+    ```mlir
+    %p = attn.exp2_diff %s, %m {scale_log2e = 0.18033688 : f32}
+      : !attn.regs<128x64xf32, acc>, !attn.regs<128xf32, row>
+    ```
+  }];
+  let arguments = (ins Attn_AnyRegTile:$input, Attn_AnyRegTile:$max,
+                       F32Attr:$scale_log2e);
+  let results = (outs Attn_AnyRegTile:$result);
+  let assemblyFormat = [{
+    $input `,` $max attr-dict `:` qualified(type($input)) `,` qualified(type($max))
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_RescaleOp : Attn_Op<"rescale", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Multiply each row of a tile by a per-row factor";
+  let description = [{
+    `result[r, :] = input[r, :] * factor[r]`; `input` may itself be a row vector.
+
+    ```mlir
+    %o1 = attn.rescale %o, %alpha : !attn.regs<128x128xf32, acc>, !attn.regs<128xf32, row>
+    ```
+  }];
+  let arguments = (ins Attn_AnyRegTile:$input, Attn_AnyRegTile:$factor);
+  let results = (outs Attn_AnyRegTile:$result);
+  let assemblyFormat = [{
+    $input `,` $factor attr-dict `:` qualified(type($input)) `,` qualified(type($factor))
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_AddOp : Attn_Op<"add", [Pure, AllTypesMatch<["lhs", "rhs", "result"]>]> {
+  let summary = "Elementwise sum of two register tiles of the same type";
+  let description = [{
+    ```mlir
+    %l1 = attn.add %a, %b : !attn.regs<128xf32, row>
+    ```
+  }];
+  let arguments = (ins Attn_AnyRegTile:$lhs, Attn_AnyRegTile:$rhs);
+  let results = (outs Attn_AnyRegTile:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` qualified(type($result))";
+}
+
+def Attn_NormalizeOp : Attn_Op<"normalize", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "Divide each row of the output accumulator by the row sum";
+  let description = [{
+    `result[r, :] = input[r, :] / sum[r]`, 0 when `sum[r] == 0`. One reciprocal
+    per row, one multiply per element: the single rescale FlashAttention-2
+    defers to the end of the loop.
+
+    ```mlir
+    %out = attn.normalize %o, %l : !attn.regs<128x128xf32, acc>, !attn.regs<128xf32, row>
+    ```
+  }];
+  let arguments = (ins Attn_AnyRegTile:$input, Attn_AnyRegTile:$sum);
+  let results = (outs Attn_AnyRegTile:$result);
+  let assemblyFormat = [{
+    $input `,` $sum attr-dict `:` qualified(type($input)) `,` qualified(type($sum))
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_LogSumExpOp : Attn_Op<"lse", [Pure, AllTypesMatch<["max", "sum", "result"]>]> {
+  let summary = "Natural-log log-sum-exp of each score row from its max and sum";
+  let description = [{
+    `result[r] = scale * max[r] + log(sum[r])` (-inf when `sum[r] == 0`), the
+    value a backward pass or a split-KV merge needs.
+
+    ```mlir
+    %lse = attn.lse %m, %l {scale = 0.125 : f32} : !attn.regs<128xf32, row>
+    ```
+  }];
+  let arguments = (ins Attn_AnyRegTile:$max, Attn_AnyRegTile:$sum, F32Attr:$scale);
+  let results = (outs Attn_AnyRegTile:$result);
+  let assemblyFormat = "$max `,` $sum attr-dict `:` qualified(type($result))";
+}
+
+def Attn_ConvertOp : Attn_Op<"convert", [Pure]> {
+  let summary = "Turn an f32 accumulator tile into a 16-bit MMA A-operand tile";
+  let description = [{
+    Rounds to the result's element type and re-labels the layout: the
+    accumulator fragments of two adjacent 8-column blocks are exactly the
+    A-operand fragment of one 16-wide k step, so this is a per-thread
+    conversion (cvt.rn.bf16x2.f32) with no data movement between threads.
+
+    ```mlir
+    %pa = attn.convert %p : !attn.regs<128x64xf32, acc> -> !attn.regs<128x64xbf16, operand_a>
+    ```
+  }];
+  let arguments = (ins Attn_AnyRegTile:$input);
+  let results = (outs Attn_AnyRegTile:$result);
+  let assemblyFormat = "$input attr-dict `:` qualified(type($input)) `->` qualified(type($result))";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Tile program: epilogue
+//===----------------------------------------------------------------------===//
+
+def Attn_StoreOp : Attn_Op<"store"> {
+  let summary = "Store an accumulator tile to rows of a [B, N, H, D] tensor";
+  let description = [{
+    Converts to the destination element type and writes rows
+    `[row, row + rows)` of head `head` of batch `batch`; rows at or past the
+    tensor's N are not written.
+
+    ```mlir
+    attn.store %out -> %O[%b, %row, %h] : !attn.regs<128x128xf32, acc>, memref<?x?x?x128xbf16>
+    ```
+  }];
+  let arguments = (ins Attn_AnyRegTile:$value, AnyMemRef:$dst, Index:$batch,
+                       Index:$row, Index:$head);
+  let assemblyFormat = [{
+    $value `->` $dst `[` $batch `,` $row `,` $head `]` attr-dict `:`
+    qualified(type($value)) `,` type($dst)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_StoreRowsOp : Attn_Op<"store_rows"> {
+  let summary = "Store a per-row vector to a [B, H, N] f32 tensor";
+  let description = [{
+    Writes `value[r]` to `dst[batch, head, row + r]` for rows before N; used
+    for the log-sum-exp. One lane per row writes.
+
+    ```mlir
+    attn.store_rows %lse -> %LSE[%b, %h, %row] : !attn.regs<128xf32, row>, memref<?x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Attn_AnyRegTile:$value, AnyMemRef:$dst, Index:$batch,
+                       Index:$head, Index:$row);
+  let assemblyFormat = [{
+    $value `->` $dst `[` $batch `,` $head `,` $row `]` attr-dict `:`
+    qualified(type($value)) `,` type($dst)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // ATTN_DIALECT_ATTNOPS_TD

@@ -1,0 +1,280 @@
+//===- AttnOps.cpp - attn operations: verifiers and builders --------------===//
+#include "attn/Dialect/AttnDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpImplementation.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::attn;
+
+#define GET_OP_CLASSES
+#include "attn/Dialect/AttnOps.cpp.inc"
+
+/// Head dimensions the code generators have tile configurations for.
+static constexpr int64_t kSupportedHeadDims[] = {64, 128, 256};
+
+/// Checks that `type` is a rank-4 [B, N, H, D] memref of f16/bf16 whose head
+/// dimension is static; `name` names the operand in diagnostics.
+static LogicalResult verifyBNHDMemRef(Operation *op, Type type,
+                                      StringRef name) {
+  auto memref = dyn_cast<MemRefType>(type);
+  if (!memref || memref.getRank() != 4)
+    return op->emitOpError() << "operand '" << name
+                             << "' must be a rank-4 memref [B, N, H, D], got "
+                             << type;
+  Type element = memref.getElementType();
+  if (!element.isF16() && !element.isBF16())
+    return op->emitOpError() << "operand '" << name
+                             << "' must hold f16 or bf16, got " << element;
+  if (memref.isDynamicDim(3))
+    return op->emitOpError() << "operand '" << name
+                             << "' must have a static head dimension";
+  return success();
+}
+
+/// Checks that `row` is a row vector with one entry per row of `tile`.
+static LogicalResult verifyRowVectorFor(Operation *op, Type tile, Type row,
+                                        StringRef name) {
+  auto tileType = cast<RegTileType>(tile);
+  auto rowType = cast<RegTileType>(row);
+  if (!rowType.isRow())
+    return op->emitOpError() << "'" << name
+                             << "' must be a 'row' register tile, got "
+                             << row;
+  if (rowType.getRows() != tileType.getRows())
+    return op->emitOpError()
+           << "'" << name << "' has " << rowType.getRows()
+           << " rows but the tile has " << tileType.getRows();
+  return success();
+}
+
+/// Checks that `type` is an f32 accumulator tile; `name` names the value.
+static LogicalResult verifyAccTile(Operation *op, Type type, StringRef name) {
+  auto tile = cast<RegTileType>(type);
+  if (tile.getFragment() != FragmentKind::acc)
+    return op->emitOpError() << "'" << name
+                             << "' must be an 'acc' register tile, got "
+                             << type;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+int64_t AttentionOp::getHeadDim() {
+  return cast<MemRefType>(getQ().getType()).getDimSize(3);
+}
+
+Type AttentionOp::getElementType() {
+  return cast<MemRefType>(getQ().getType()).getElementType();
+}
+
+LogicalResult AttentionOp::verify() {
+  std::pair<Value, StringRef> tensors[] = {
+      {getQ(), "q"}, {getK(), "k"}, {getV(), "v"}, {getO(), "o"}};
+  for (auto [value, name] : tensors)
+    if (failed(verifyBNHDMemRef(*this, value.getType(), name)))
+      return failure();
+  Type element = getElementType();
+  int64_t headDim = getHeadDim();
+  for (auto [value, name] : tensors) {
+    auto type = cast<MemRefType>(value.getType());
+    if (type.getElementType() != element)
+      return emitOpError() << "operand '" << name << "' has element type "
+                           << type.getElementType() << " but 'q' has "
+                           << element;
+    if (type.getDimSize(3) != headDim)
+      return emitOpError() << "operand '" << name << "' has head dimension "
+                           << type.getDimSize(3) << " but 'q' has "
+                           << headDim;
+  }
+  if (!llvm::is_contained(kSupportedHeadDims, headDim))
+    return emitOpError() << "head dimension " << headDim
+                         << " is not supported; supported: 64, 128, 256";
+  if (Value lse = getLse()) {
+    auto type = dyn_cast<MemRefType>(lse.getType());
+    if (!type || type.getRank() != 3 || !type.getElementType().isF32())
+      return emitOpError() << "operand 'lse' must be a rank-3 f32 memref "
+                              "[B, H, Nq], got "
+                           << lse.getType();
+  }
+  float scale = getScale().convertToFloat();
+  if (!(scale > 0.0f) || !std::isfinite(scale))
+    return emitOpError() << "softmax scale must be positive and finite, got "
+                         << scale;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// CopyAsyncOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CopyAsyncOp::verify() {
+  if (failed(verifyBNHDMemRef(*this, getSrc().getType(), "src")))
+    return failure();
+  auto src = cast<MemRefType>(getSrc().getType());
+  SmemTileType dst = getDst().getType();
+  if (src.getElementType() != dst.getElementType())
+    return emitOpError() << "source element type " << src.getElementType()
+                         << " does not match the tile's "
+                         << dst.getElementType();
+  if (src.getDimSize(3) != dst.getCols())
+    return emitOpError() << "tile has " << dst.getCols()
+                         << " columns but the source head dimension is "
+                         << src.getDimSize(3);
+  if (dst.getSwizzle() != 128)
+    return emitOpError() << "asynchronous copies need a 128-byte swizzled "
+                            "tile, got swizzle "
+                         << dst.getSwizzle();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// MmaOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MmaOp::verify() {
+  int64_t m, k;
+  Type aElement;
+  if (auto smem = dyn_cast<SmemTileType>(getA().getType())) {
+    m = smem.getRows();
+    k = smem.getCols();
+    aElement = smem.getElementType();
+  } else {
+    auto regs = cast<RegTileType>(getA().getType());
+    if (regs.getFragment() != FragmentKind::operand_a)
+      return emitOpError() << "register operand 'a' must have 'operand_a' "
+                              "fragments, got "
+                           << regs;
+    m = regs.getShape()[0];
+    k = regs.getShape()[1];
+    aElement = regs.getElementType();
+  }
+  SmemTileType b = getB().getType();
+  if (b.getElementType() != aElement)
+    return emitOpError() << "operand element types differ: " << aElement
+                         << " and " << b.getElementType();
+  int64_t bK = getTransposeB() ? b.getCols() : b.getRows();
+  int64_t n = getTransposeB() ? b.getRows() : b.getCols();
+  if (bK != k)
+    return emitOpError() << "reduction sizes differ: 'a' is " << m << "x" << k
+                         << " but 'b' gives k = " << bK
+                         << (getTransposeB() ? " (transposed)" : "");
+  auto result = cast<RegTileType>(getResult().getType());
+  if (failed(verifyAccTile(*this, result, "result")))
+    return failure();
+  if (result.getShape()[0] != m || result.getShape()[1] != n)
+    return emitOpError() << "result must be " << m << "x" << n << ", got "
+                         << result.getShape()[0] << "x"
+                         << result.getShape()[1];
+  if (getAcc() && getAcc().getType() != result)
+    return emitOpError() << "accumulator type " << getAcc().getType()
+                         << " differs from the result type " << result;
+  if (k % 16 != 0)
+    return emitOpError() << "reduction size " << k
+                         << " must be a multiple of 16 (the MMA k step)";
+  if (getTarget(*this) == TargetKind::sm_90a) {
+    // wgmma m64nNk16: N at most 256, M in whole 64-row warpgroup slices.
+    if (n > 256 || m % 64 != 0)
+      return emitOpError() << "sm_90a wgmma needs M a multiple of 64 and N <= "
+                              "256, got "
+                           << m << "x" << n;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax and row ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult MaskOp::verify() {
+  return verifyAccTile(*this, getInput().getType(), "input");
+}
+
+LogicalResult OnlineSoftmaxOp::verify() {
+  if (failed(verifyAccTile(*this, getScores().getType(), "scores")) ||
+      failed(verifyRowVectorFor(*this, getScores().getType(),
+                                getMax().getType(), "max")) ||
+      failed(verifyRowVectorFor(*this, getScores().getType(),
+                                getSum().getType(), "sum")))
+    return failure();
+  if (getProbs().getType() != getScores().getType())
+    return emitOpError("'probs' must have the type of 'scores'");
+  for (Value row : {getNewMax(), getNewSum(), getAlpha()})
+    if (row.getType() != getMax().getType())
+      return emitOpError("row results must have the type of 'max'");
+  return success();
+}
+
+LogicalResult RowReduceOp::verify() {
+  if (failed(verifyAccTile(*this, getInput().getType(), "input")) ||
+      failed(verifyRowVectorFor(*this, getInput().getType(),
+                                getInit().getType(), "init")))
+    return failure();
+  if (getResult().getType() != getInit().getType())
+    return emitOpError("result must have the type of 'init'");
+  return success();
+}
+
+LogicalResult Exp2DiffOp::verify() {
+  return verifyRowVectorFor(*this, getInput().getType(), getMax().getType(),
+                            "max");
+}
+
+LogicalResult RescaleOp::verify() {
+  return verifyRowVectorFor(*this, getInput().getType(),
+                            getFactor().getType(), "factor");
+}
+
+LogicalResult NormalizeOp::verify() {
+  if (failed(verifyAccTile(*this, getInput().getType(), "input")))
+    return failure();
+  return verifyRowVectorFor(*this, getInput().getType(), getSum().getType(),
+                            "sum");
+}
+
+LogicalResult ConvertOp::verify() {
+  auto input = cast<RegTileType>(getInput().getType());
+  auto result = cast<RegTileType>(getResult().getType());
+  if (failed(verifyAccTile(*this, input, "input")))
+    return failure();
+  if (result.getFragment() != FragmentKind::operand_a)
+    return emitOpError() << "result must have 'operand_a' fragments, got "
+                         << result;
+  if (input.getShape() != result.getShape())
+    return emitOpError("input and result shapes differ");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Epilogue
+//===----------------------------------------------------------------------===//
+
+LogicalResult StoreOp::verify() {
+  if (failed(verifyAccTile(*this, getValue().getType(), "value")) ||
+      failed(verifyBNHDMemRef(*this, getDst().getType(), "dst")))
+    return failure();
+  auto value = cast<RegTileType>(getValue().getType());
+  auto dst = cast<MemRefType>(getDst().getType());
+  if (dst.getDimSize(3) != value.getShape()[1])
+    return emitOpError() << "tile has " << value.getShape()[1]
+                         << " columns but the destination head dimension is "
+                         << dst.getDimSize(3);
+  return success();
+}
+
+LogicalResult StoreRowsOp::verify() {
+  auto value = cast<RegTileType>(getValue().getType());
+  if (!value.isRow())
+    return emitOpError() << "'value' must be a 'row' register tile, got "
+                         << value;
+  auto dst = dyn_cast<MemRefType>(getDst().getType());
+  if (!dst || dst.getRank() != 3 || !dst.getElementType().isF32())
+    return emitOpError() << "'dst' must be a rank-3 f32 memref [B, H, N], got "
+                         << getDst().getType();
+  return success();
+}

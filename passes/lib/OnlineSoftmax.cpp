@@ -1,0 +1,83 @@
+//===- OnlineSoftmax.cpp - attn-online-softmax ----------------------------===//
+//
+// attn.online_softmax / attn.softmax_finalize  ->  running max and sum,
+// exp2 with the scale folded in, rescale of the accumulator, one division
+// by the row sum after the loop and LSE = scale * m + log(l).
+//
+//===----------------------------------------------------------------------===//
+#include "attn/Passes/Passes.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include "llvm/Support/MathExtras.h"
+
+#define DEBUG_TYPE "attn-online-softmax"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_ATTNONLINESOFTMAX
+#include "attn/Passes/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+/// exp(scale * x) == exp2(scale * log2(e) * x): one ex2.approx per element.
+FloatAttr foldLog2e(OpBuilder &b, FloatAttr scale) {
+  return b.getF32FloatAttr(scale.getValueAsDouble() * llvm::numbers::log2e);
+}
+
+/// online_softmax(s, m, l) ->
+///   m1 = max(m, rowmax(s)); p = exp2((s - m1) * c); alpha = exp2((m - m1) * c)
+///   l1 = alpha * l + rowsum(p)
+struct ExpandOnlineSoftmax : public OpRewritePattern<OnlineSoftmaxOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(OnlineSoftmaxOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    FloatAttr c = foldLog2e(rewriter, op.getScaleAttr());
+    Value newMax = RowReduceOp::create(rewriter, loc, op.getMax().getType(),
+                                       ReduceKind::max, op.getScores(),
+                                       op.getMax());
+    Value probs = Exp2DiffOp::create(rewriter, loc, op.getScores().getType(),
+                                     op.getScores(), newMax, c);
+    Value alpha = Exp2DiffOp::create(rewriter, loc, op.getMax().getType(),
+                                     op.getMax(), newMax, c);
+    Value scaledSum = RescaleOp::create(rewriter, loc, op.getSum().getType(),
+                                          op.getSum(), alpha);
+    Value newSum = RowReduceOp::create(rewriter, loc, op.getSum().getType(),
+                                       ReduceKind::sum, probs, scaledSum);
+    rewriter.replaceOp(op, {probs, newMax, newSum, alpha});
+    return success();
+  }
+};
+
+/// softmax_finalize(acc, m, l) -> (acc / l, scale * m + log(l))
+struct ExpandSoftmaxFinalize : public OpRewritePattern<SoftmaxFinalizeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SoftmaxFinalizeOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value out = NormalizeOp::create(rewriter, loc, op.getAcc().getType(),
+                                    op.getAcc(), op.getSum());
+    Value lse = LogSumExpOp::create(rewriter, loc, op.getMax().getType(),
+                                    op.getMax(), op.getSum(),
+                                    op.getScaleAttr());
+    rewriter.replaceOp(op, {out, lse});
+    return success();
+  }
+};
+
+struct AttnOnlineSoftmaxPass
+    : public mlir::attn::impl::AttnOnlineSoftmaxBase<AttnOnlineSoftmaxPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<ExpandOnlineSoftmax, ExpandSoftmaxFinalize>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

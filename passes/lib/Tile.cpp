@@ -1,0 +1,221 @@
+//===- Tile.cpp - attn-tile: FlashAttention-2 tiling ----------------------===//
+//
+// attn.attention (whole tensors)  ->  tile program: grid over
+// (query block, head, batch), a loop over key/value blocks, asynchronous
+// copies overlapped with the two GEMMs as in FlashAttention-2.
+//
+//===----------------------------------------------------------------------===//
+#include "attn/Passes/Passes.h"
+#include "attn/Passes/TileConfig.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/Debug.h"
+
+#include <limits>
+
+#define DEBUG_TYPE "attn-tile"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_ATTNTILE
+#include "attn/Passes/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+/// Builds the tile program of one attn.attention in place of it.
+class TileProgramBuilder {
+public:
+  TileProgramBuilder(AttentionOp op, const TileConfig &config)
+      : op(op), config(config), b(op), loc(op.getLoc()) {}
+
+  void build();
+
+private:
+  Value index(int64_t value) {
+    return arith::ConstantIndexOp::create(b, loc, value);
+  }
+  RegTileType accType(int64_t cols) {
+    return RegTileType::get(b.getContext(), {config.blockM, cols},
+                            b.getF32Type(), FragmentKind::acc);
+  }
+  RegTileType rowType() {
+    return RegTileType::get(b.getContext(), {config.blockM}, b.getF32Type(),
+                            FragmentKind::row);
+  }
+  SmemTileType smemType(int64_t rows) {
+    return SmemTileType::get(b.getContext(), {rows, op.getHeadDim()},
+                             op.getElementType(), /*swizzle=*/128);
+  }
+  Value splat(RegTileType type, float value) {
+    return SplatOp::create(b, loc, type, b.getF32FloatAttr(value));
+  }
+
+  AttentionOp op;
+  TileConfig config;
+  OpBuilder b;
+  Location loc;
+};
+
+void TileProgramBuilder::build() {
+  MLIRContext *ctx = b.getContext();
+  const int64_t headDim = op.getHeadDim();
+  FloatAttr scale = op.getScaleAttr();
+  Value c0 = index(0), c1 = index(1);
+  Value blockM = index(config.blockM), blockN = index(config.blockN);
+
+  // Grid: (query block, head, batch). Query head h reads kv head h / group.
+  Value qBlock = ProgramIdOp::create(b, loc, b.getIndexType(), 0);
+  Value head = ProgramIdOp::create(b, loc, b.getIndexType(), 1);
+  Value batch = ProgramIdOp::create(b, loc, b.getIndexType(), 2);
+  Value nq = memref::DimOp::create(b, loc, op.getQ(), 1);
+  Value nk = memref::DimOp::create(b, loc, op.getK(), 1);
+  Value numHeads = memref::DimOp::create(b, loc, op.getQ(), 2);
+  Value numKvHeads = memref::DimOp::create(b, loc, op.getK(), 2);
+  Value group = arith::DivUIOp::create(b, loc, numHeads, numKvHeads);
+  Value kvHead = arith::DivUIOp::create(b, loc, head, group);
+  Value row = arith::MulIOp::create(b, loc, qBlock, blockM);
+  (void)nq;
+
+  Value qTile = AllocSmemOp::create(b, loc, smemType(config.blockM));
+  Value kTile = AllocSmemOp::create(b, loc, smemType(config.blockN));
+  Value vTile = AllocSmemOp::create(b, loc, smemType(config.blockN));
+  Value numBlocks = arith::CeilDivUIOp::create(b, loc, nk, blockN);
+
+  // Prologue: Q once per CTA, and the first K block.
+  CopyAsyncOp::create(b, loc, op.getQ(), batch, row, head, qTile);
+  CopyAsyncOp::create(b, loc, op.getK(), batch, c0, kvHead, kTile);
+  WaitOp::create(b, loc, qTile, c0);
+
+  Value acc0 = splat(accType(headDim), 0.0f);
+  Value max0 = splat(rowType(), -std::numeric_limits<float>::infinity());
+  Value sum0 = splat(rowType(), 0.0f);
+
+  auto loop = scf::ForOp::create(
+      b, loc, c0, numBlocks, c1, ValueRange{acc0, max0, sum0},
+      [&](OpBuilder &lb, Location l, Value j, ValueRange iter) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
+        Value acc = iter[0], max = iter[1], sum = iter[2];
+        Value col = arith::MulIOp::create(b, l, j, blockN);
+        // K_j landed (and everyone is done with V_{j-1}): start V_j.
+        WaitOp::create(b, l, kTile, j);
+        CopyAsyncOp::create(b, l, op.getV(), batch, col, kvHead, vTile);
+        // S = Q K_j^T, masked, then one online-softmax step.
+        Value scores = MmaOp::create(b, l, accType(config.blockN), qTile,
+                                     kTile, Value(), /*transpose_b=*/true);
+        auto mask = MaskOp::create(b, l, scores.getType(), scores, row, col,
+                                   nk, op.getCausal());
+        Type rowTy = rowType();
+        auto softmax = OnlineSoftmaxOp::create(b, l, scores.getType(), rowTy,
+                                               rowTy, rowTy, mask.getResult(),
+                                               max, sum, scale);
+        Value rescaled = RescaleOp::create(b, l, acc.getType(), acc,
+                                           softmax.getAlpha())
+                             .getResult();
+        auto operandType =
+            RegTileType::get(ctx, {config.blockM, config.blockN},
+                             op.getElementType(), FragmentKind::operand_a);
+        Value probs =
+            ConvertOp::create(b, l, operandType, softmax.getProbs());
+        // V_j landed (and everyone is done with K_j): start K_{j+1}.
+        WaitOp::create(b, l, vTile, j);
+        Value next = arith::AddIOp::create(b, l, j, c1);
+        Value hasNext = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
+                                              next, numBlocks);
+        scf::IfOp::create(b, l, hasNext, [&](OpBuilder &ib, Location il) {
+          Value nextCol = arith::MulIOp::create(ib, il, next, blockN);
+          CopyAsyncOp::create(ib, il, op.getK(), batch, nextCol, kvHead,
+                              kTile);
+          scf::YieldOp::create(ib, il);
+        });
+        // O += P V_j.
+        Value newAcc = MmaOp::create(b, l, accType(headDim), probs, vTile,
+                                     rescaled, /*transpose_b=*/false);
+        scf::YieldOp::create(b, l,
+                             SmallVector<Value>{newAcc, softmax.getNewMax(),
+                                                softmax.getNewSum()});
+      });
+
+  auto finalize = SoftmaxFinalizeOp::create(
+      b, loc, accType(headDim), rowType(), loop.getResult(0),
+      loop.getResult(1), loop.getResult(2), scale);
+  StoreOp::create(b, loc, finalize.getOut(), op.getO(), batch, row, head);
+  if (Value lse = op.getLse())
+    StoreRowsOp::create(b, loc, finalize.getLse(), lse, batch, head, row);
+  op.erase();
+}
+
+/// Checks that `op` sits alone in a function whose arguments it uses: the
+/// function becomes the kernel, its arguments the kernel's tensors.
+LogicalResult checkKernelShape(AttentionOp op, func::FuncOp func) {
+  if (!func)
+    return op.emitOpError("must be inside a func.func to be tiled");
+  for (Value operand : op->getOperands()) {
+    auto arg = dyn_cast<BlockArgument>(operand);
+    if (!arg || arg.getOwner()->getParentOp() != func)
+      return op.emitOpError("operands must be arguments of the enclosing "
+                            "function, which becomes the kernel");
+  }
+  if (func.getNumArguments() != op->getNumOperands())
+    return op.emitOpError("the enclosing function must take exactly the "
+                          "attention's tensors as arguments");
+  for (auto [i, operand] : llvm::enumerate(op->getOperands()))
+    if (operand != func.getArgument(i))
+      return op.emitOpError("the enclosing function's arguments must be q, "
+                            "k, v, o[, lse] in this order");
+  if (func.getBody().front().getOperations().size() != 2)
+    return op.emitOpError("must be the only operation of its function "
+                          "besides the return");
+  return success();
+}
+
+struct AttnTilePass : public mlir::attn::impl::AttnTileBase<AttnTilePass> {
+  using AttnTileBase::AttnTileBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::optional<TargetKind> target = getTarget(module);
+    SmallVector<AttentionOp> ops;
+    module.walk([&](AttentionOp op) { ops.push_back(op); });
+    if (!ops.empty() && !target) {
+      module.emitError("attn-tile needs the module attribute 'attn.target' "
+                       "(#attn.target<sm_80> or #attn.target<sm_90a>)");
+      return signalPassFailure();
+    }
+    for (AttentionOp op : ops) {
+      auto func = op->getParentOfType<func::FuncOp>();
+      if (failed(checkKernelShape(op, func)))
+        return signalPassFailure();
+      TileConfig config = chooseTileConfig(*target, op.getHeadDim());
+      if (blockM > 0)
+        config.blockM = blockM;
+      if (blockN > 0)
+        config.blockN = blockN;
+      if (numWarps > 0)
+        config.numWarps = numWarps;
+      if (llvm::Error error =
+              checkTileConfig(config, *target, op.getHeadDim())) {
+        op.emitOpError() << "invalid tile configuration: "
+                         << llvm::toString(std::move(error));
+        return signalPassFailure();
+      }
+      LLVM_DEBUG(llvm::dbgs() << "tiling " << func.getName() << " with "
+                              << config.blockM << "x" << config.blockN << ", "
+                              << config.numWarps << " warps\n");
+      func->setAttr(kKernelAttrName, UnitAttr::get(&getContext()));
+      func->setAttr(kTilingAttrName,
+                    TilingAttr::get(&getContext(), config.blockM,
+                                    config.blockN, config.numWarps));
+      func->setAttr("attn.scale", op.getScaleAttr());
+      if (op.getCausal())
+        func->setAttr("attn.causal", UnitAttr::get(&getContext()));
+      TileProgramBuilder(op, config).build();
+    }
+  }
+};
+
+} // namespace

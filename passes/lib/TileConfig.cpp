@@ -1,0 +1,84 @@
+//===- TileConfig.cpp - tile sizes per spec and target --------------------===//
+#include "attn/Passes/TileConfig.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+/// Rows of one warp's MMA slice (mma.sync m16 and a quarter of wgmma m64).
+static constexpr int64_t kRowsPerWarp = 16;
+/// Bytes reserved after the tiles for the buffers' mbarriers.
+static constexpr int64_t kBarrierBytes = 64;
+/// Dynamic shared memory one CTA may opt into (bytes): sm_80 (A100) and
+/// sm_90a (H100/H200).
+static constexpr int64_t kMaxSmemSm80 = 163 * 1024;
+static constexpr int64_t kMaxSmemSm90 = 227 * 1024;
+
+TileConfig mlir::attn::chooseTileConfig(TargetKind target, int64_t headDim) {
+  if (target == TargetKind::sm_90a) {
+    // Two warpgroups, each one wgmma m64 slice of a 128-row query block; the
+    // 128-wide key block keeps the S = QK^T wgmma at n128 (n64 for d256 to
+    // stay within the register file).
+    return {128, headDim <= 128 ? 128 : 64, 8};
+  }
+  // sm_80: FlashAttention-2's split-Q shape, 128 query rows per CTA. For
+  // d64 4 warps own two 16-row slices each; for d128 the 128 + 64 f32
+  // accumulators of two slices spill, so 8 warps own one slice each.
+  // d256 halves the query block.
+  if (headDim == 64)
+    return {128, 64, 4};
+  if (headDim == 128)
+    return {128, 64, 8};
+  return {64, 64, 4};
+}
+
+int64_t mlir::attn::maxSharedMemoryBytes(TargetKind target) {
+  return target == TargetKind::sm_90a ? kMaxSmemSm90 : kMaxSmemSm80;
+}
+
+int64_t mlir::attn::sharedMemoryBytes(const TileConfig &config,
+                                      int64_t headDim) {
+  const int64_t elementBytes = 2;
+  return (config.blockM + 2 * config.blockN) * headDim * elementBytes +
+         kBarrierBytes;
+}
+
+llvm::Error mlir::attn::checkTileConfig(const TileConfig &config,
+                                        TargetKind target, int64_t headDim) {
+  auto fail = [](const llvm::Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  };
+  if (config.numWarps <= 0 || config.numWarps > 16)
+    return fail(llvm::formatv("num-warps = {0} is out of range; use 1 to 16",
+                              config.numWarps));
+  int64_t slice = kRowsPerWarp * config.numWarps;
+  if (config.blockM <= 0 || config.blockM % slice != 0)
+    return fail(llvm::formatv(
+        "block-m = {0} must be a positive multiple of 16 * num-warps = {1}",
+        config.blockM, slice));
+  if (config.blockN <= 0 || config.blockN % 16 != 0 || config.blockN > 256)
+    return fail(llvm::formatv(
+        "block-n = {0} must be a multiple of 16 between 16 and 256",
+        config.blockN));
+  if (target == TargetKind::sm_90a) {
+    if (config.numWarps % 4 != 0)
+      return fail(llvm::formatv("sm_90a computes with whole warpgroups: "
+                                "num-warps = {0} must be a multiple of 4",
+                                config.numWarps));
+    if (config.blockM % 64 != 0)
+      return fail(llvm::formatv(
+          "sm_90a wgmma works on 64-row slices: block-m = {0} must be a "
+          "multiple of 64",
+          config.blockM));
+  }
+  if (config.blockM > 256 || config.blockN > 256)
+    return fail("block sizes above 256 exceed a TMA box; use at most 256");
+  int64_t smem = sharedMemoryBytes(config, headDim);
+  if (smem > maxSharedMemoryBytes(target))
+    return fail(llvm::formatv(
+        "tiles need {0} bytes of shared memory, more than the {1} a CTA may "
+        "use on {2}; use smaller block-m/block-n",
+        smem, maxSharedMemoryBytes(target), stringifyTargetKind(target)));
+  return llvm::Error::success();
+}

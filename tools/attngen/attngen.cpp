@@ -1,0 +1,214 @@
+//===- attngen.cpp - the attngen compiler driver --------------------------===//
+//
+//   attngen --arch=sm_90a --head-dim=128 --dtype=bf16 [--causal] -o attn.ptx
+//   attngen input.mlir --emit=mlir
+//
+// Builds (or reads) an attn.attention module, runs the FlashAttention passes
+// and the lowering, and writes the tile program, the LLVM/NVVM-dialect
+// module, LLVM IR or PTX. With PTX it also writes the launch metadata JSON.
+//
+//===----------------------------------------------------------------------===//
+#include "attn/Codegen/Codegen.h"
+#include "attn/Passes/Passes.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace mlir;
+using namespace mlir::attn;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("attngen options");
+
+static cl::opt<std::string> inputFile(cl::Positional,
+                                      cl::desc("[input.mlir]"),
+                                      cl::init(""), cl::cat(category));
+static cl::opt<std::string> outputFile("o", cl::desc("Output file ('-' for stdout)"),
+                                       cl::value_desc("file"), cl::init("-"),
+                                       cl::cat(category));
+static cl::opt<std::string> metadataFile(
+    "metadata",
+    cl::desc("Where to write the launch metadata JSON (default with "
+             "--emit=ptx and -o X.ptx: X.json)"),
+    cl::value_desc("file"), cl::init(""), cl::cat(category));
+static cl::opt<std::string> arch("arch", cl::desc("Target: sm_80 or sm_90a"),
+                                 cl::init("sm_90a"), cl::cat(category));
+static cl::opt<int64_t> headDim("head-dim",
+                                cl::desc("Head dimension: 64, 128 or 256"),
+                                cl::init(128), cl::cat(category));
+static cl::opt<std::string> dtype("dtype", cl::desc("Element type: f16 or bf16"),
+                                  cl::init("bf16"), cl::cat(category));
+static cl::opt<bool> causal("causal",
+                            cl::desc("Causal mask (top-left aligned, as "
+                                     "PyTorch's is_causal)"),
+                            cl::cat(category));
+static cl::opt<double> scale("scale",
+                             cl::desc("Softmax scale (default 1/sqrt(head dim))"),
+                             cl::init(0.0), cl::cat(category));
+static cl::opt<bool> noLse("no-lse", cl::desc("Do not write the log-sum-exp"),
+                           cl::cat(category));
+static cl::opt<int64_t> blockM("block-m", cl::desc("Override query rows per CTA"),
+                               cl::init(0), cl::cat(category));
+static cl::opt<int64_t> blockN("block-n",
+                               cl::desc("Override key/value rows per iteration"),
+                               cl::init(0), cl::cat(category));
+static cl::opt<int64_t> numWarps("num-warps", cl::desc("Override warps per CTA"),
+                                 cl::init(0), cl::cat(category));
+static cl::opt<bool> noBlockSkip(
+    "no-block-skip",
+    cl::desc("Leave out attn-causal-blocks: mask every block (ablation)"),
+    cl::cat(category));
+static cl::opt<std::string> emit(
+    "emit",
+    cl::desc("What to write: mlir (tile program after the FlashAttention "
+             "passes), nvvm (LLVM+NVVM dialects), llvm (LLVM IR), ptx"),
+    cl::init("ptx"), cl::cat(category));
+
+/// MLIR spells its pass-manager flags --mlir-print-ir-*; accept the short
+/// spellings too.
+static std::vector<char *> aliasPassManagerFlags(int argc, char **argv,
+                                                 std::vector<std::string> &storage) {
+  storage.reserve(argc);
+  std::vector<char *> args;
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    for (const char *prefix : {"--print-ir-", "-print-ir-"})
+      if (arg.rfind(prefix, 0) == 0) {
+        arg = "--mlir-print-ir-" + arg.substr(std::strlen(prefix));
+        break;
+      }
+    storage.push_back(arg);
+  }
+  for (std::string &s : storage)
+    args.push_back(s.data());
+  return args;
+}
+
+static int fail(const std::string &message) {
+  llvm::WithColor::error(llvm::errs(), "attngen") << message << "\n";
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  std::vector<std::string> storage;
+  std::vector<char *> args = aliasPassManagerFlags(argc, argv, storage);
+  registerPassManagerCLOptions();
+  registerMLIRContextCLOptions();
+  registerAsmPrinterCLOptions();
+  cl::HideUnrelatedOptions({&category, &cl::getGeneralCategory()});
+  cl::ParseCommandLineOptions(
+      static_cast<int>(args.size()), args.data(),
+      "attngen: FlashAttention-class kernels from a declarative spec\n");
+
+  AttentionSpec spec;
+  if (arch == "sm_80")
+    spec.target = TargetKind::sm_80;
+  else if (arch == "sm_90a")
+    spec.target = TargetKind::sm_90a;
+  else
+    return fail(fmt::format("unsupported --arch={}; supported: sm_80, sm_90a",
+                            arch.getValue()));
+  if (dtype != "bf16" && dtype != "f16")
+    return fail(fmt::format("unsupported --dtype={}; supported: f16, bf16",
+                            dtype.getValue()));
+  if (emit != "mlir" && emit != "nvvm" && emit != "llvm" && emit != "ptx")
+    return fail(fmt::format("unsupported --emit={}; supported: mlir, nvvm, "
+                            "llvm, ptx",
+                            emit.getValue()));
+  spec.bf16 = dtype == "bf16";
+  spec.headDim = headDim;
+  spec.causal = causal;
+  spec.scale = scale;
+  spec.withLse = !noLse;
+  spec.blockM = blockM;
+  spec.blockN = blockN;
+  spec.numWarps = numWarps;
+  spec.skipMaskedBlocks = !noBlockSkip;
+  if (llvm::Error error = validateSpec(spec))
+    return fail(llvm::toString(std::move(error)));
+
+  DialectRegistry registry;
+  registerCodegenDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  OwningOpRef<ModuleOp> module;
+  if (!inputFile.empty()) {
+    std::string error;
+    auto file = openInputFile(inputFile, &error);
+    if (!file)
+      return fail(error);
+    llvm::SourceMgr sourceMgr;
+    sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+    if (!module)
+      return 1;
+    if (!(*module)->hasAttr(kTargetAttrName))
+      (*module)->setAttr(kTargetAttrName, TargetAttr::get(&context, spec.target));
+    spec.target = *getTarget(*module);
+  } else {
+    module = buildSpecModule(context, spec);
+  }
+
+  PassManager pm(&context);
+  if (failed(applyPassManagerCLOptions(pm)))
+    return 1;
+  buildTilePipeline(pm, spec);
+  if (emit != "mlir")
+    buildLoweringPipeline(pm);
+  if (failed(pm.run(*module)))
+    return 1;
+
+  std::string text;
+  if (emit == "mlir" || emit == "nvvm") {
+    llvm::raw_string_ostream os(text);
+    module->print(os);
+  } else {
+    auto result = emitPtx(*module, spec.target, emit == "llvm");
+    if (!result)
+      return fail(llvm::toString(result.takeError()));
+    text = std::move(*result);
+  }
+
+  std::string error;
+  auto output = openOutputFile(outputFile, &error);
+  if (!output)
+    return fail(error);
+  output->os() << text;
+  output->keep();
+
+  if (emit == "ptx") {
+    std::string metaPath = metadataFile;
+    if (metaPath.empty() && outputFile != "-") {
+      llvm::SmallString<256> path(outputFile.getValue());
+      llvm::sys::path::replace_extension(path, "json");
+      metaPath = std::string(path);
+    }
+    if (!metaPath.empty()) {
+      auto meta = readKernelMetadata(*module);
+      if (!meta)
+        return fail(llvm::toString(meta.takeError()));
+      auto metaOut = openOutputFile(metaPath, &error);
+      if (!metaOut)
+        return fail(error);
+      metaOut->os() << metadataToJson(*meta);
+      metaOut->keep();
+    }
+  }
+  return 0;
+}
