@@ -1,0 +1,178 @@
+// RUN: attngen-opt %s -split-input-file -verify-diagnostics
+
+func.func @attention_head_dim_mismatch(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x128xbf16>,
+                                       %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op operand 'k' has head dimension 128 but 'q' has 64}}
+  attn.attention %q, %k, %v, %o {scale = 0.125 : f32}
+    : memref<?x?x?x64xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @attention_unsupported_head_dim(%q: memref<?x?x?x96xbf16>, %k: memref<?x?x?x96xbf16>,
+                                          %v: memref<?x?x?x96xbf16>, %o: memref<?x?x?x96xbf16>) {
+  // expected-error @+1 {{'attn.attention' op head dimension 96 is not supported; supported: 64, 128, 256}}
+  attn.attention %q, %k, %v, %o {scale = 0.125 : f32}
+    : memref<?x?x?x96xbf16>, memref<?x?x?x96xbf16>, memref<?x?x?x96xbf16>, memref<?x?x?x96xbf16>
+  return
+}
+
+// -----
+
+func.func @attention_element_type(%q: memref<?x?x?x64xf32>, %k: memref<?x?x?x64xf32>,
+                                  %v: memref<?x?x?x64xf32>, %o: memref<?x?x?x64xf32>) {
+  // expected-error @+1 {{'attn.attention' op operand 'q' must hold f16 or bf16, got 'f32'}}
+  attn.attention %q, %k, %v, %o {scale = 0.125 : f32}
+    : memref<?x?x?x64xf32>, memref<?x?x?x64xf32>, memref<?x?x?x64xf32>, memref<?x?x?x64xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mixed_types(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xbf16>,
+                                 %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) {
+  // expected-error @+1 {{'attn.attention' op operand 'k' has element type 'bf16' but 'q' has 'f16'}}
+  attn.attention %q, %k, %v, %o {scale = 0.125 : f32}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+  return
+}
+
+// -----
+
+func.func @attention_rank(%q: memref<?x?x64xf16>, %k: memref<?x?x?x64xf16>,
+                          %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) {
+  // expected-error @+1 {{'attn.attention' op operand 'q' must be a rank-4 memref [B, N, H, D], got 'memref<?x?x64xf16>'}}
+  attn.attention %q, %k, %v, %o {scale = 0.125 : f32}
+    : memref<?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+  return
+}
+
+// -----
+
+func.func @attention_negative_scale(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
+                                    %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) {
+  // expected-error @+1 {{'attn.attention' op softmax scale must be positive and finite, got -1.000000e+00}}
+  attn.attention %q, %k, %v, %o {scale = -1.0 : f32}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+  return
+}
+
+// -----
+
+func.func @attention_lse_type(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
+                              %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>, %lse: memref<?x?xf32>) {
+  // expected-error @+1 {{'attn.attention' op operand 'lse' must be a rank-3 f32 memref [B, H, Nq], got 'memref<?x?xf32>'}}
+  attn.attention %q, %k, %v, %o lse %lse {scale = 0.125 : f32}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a 128-byte swizzled tile needs a multiple of 64 columns, got 96}}
+func.func @smem_swizzle_columns(%t: !attn.smem<64x96xbf16, swizzle = 128>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unsupported swizzle 64 bytes; supported: 0, 128}}
+func.func @smem_swizzle_width(%t: !attn.smem<64x64xbf16, swizzle = 64>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'acc' register tile must hold f32, got 'bf16'}}
+func.func @regs_acc_type(%t: !attn.regs<64x64xbf16, acc>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{register tile rows (24) must be a positive multiple of 16}}
+func.func @regs_rows(%t: !attn.regs<24x64xf32, acc>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unknown fragment kind 'blocked'; expected acc, operand_a or row}}
+func.func @regs_fragment(%t: !attn.regs<64x64xf32, blocked>) {
+  return
+}
+
+// -----
+
+func.func @mma_reduction_mismatch(%a: !attn.smem<64x128xbf16, swizzle = 128>, %b: !attn.smem<64x64xbf16, swizzle = 128>) {
+  // expected-error @+1 {{'attn.mma' op reduction sizes differ: 'a' is 64x128 but 'b' gives k = 64 (transposed)}}
+  %s = attn.mma %a, %b {transpose_b} : !attn.smem<64x128xbf16, swizzle = 128>, !attn.smem<64x64xbf16, swizzle = 128> -> !attn.regs<64x64xf32, acc>
+  return
+}
+
+// -----
+
+func.func @mma_result_shape(%a: !attn.smem<64x128xbf16, swizzle = 128>, %b: !attn.smem<64x128xbf16, swizzle = 128>) {
+  // expected-error @+1 {{'attn.mma' op result must be 64x64, got 64x128}}
+  %s = attn.mma %a, %b {transpose_b} : !attn.smem<64x128xbf16, swizzle = 128>, !attn.smem<64x128xbf16, swizzle = 128> -> !attn.regs<64x128xf32, acc>
+  return
+}
+
+// -----
+
+func.func @mma_operand_types(%a: !attn.smem<64x128xf16, swizzle = 128>, %b: !attn.smem<64x128xbf16, swizzle = 128>) {
+  // expected-error @+1 {{'attn.mma' op operand element types differ: 'f16' and 'bf16'}}
+  %s = attn.mma %a, %b {transpose_b} : !attn.smem<64x128xf16, swizzle = 128>, !attn.smem<64x128xbf16, swizzle = 128> -> !attn.regs<64x64xf32, acc>
+  return
+}
+
+// -----
+
+func.func @mma_register_a_fragment(%a: !attn.regs<64x64xf32, acc>, %b: !attn.smem<64x128xbf16, swizzle = 128>) {
+  // expected-error @+1 {{'attn.mma' op register operand 'a' must have 'operand_a' fragments, got '!attn.regs<64x64xf32, acc>'}}
+  %s = attn.mma %a, %b : !attn.regs<64x64xf32, acc>, !attn.smem<64x128xbf16, swizzle = 128> -> !attn.regs<64x128xf32, acc>
+  return
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @mma_wgmma_rows(%a: !attn.smem<32x128xbf16, swizzle = 128>, %b: !attn.smem<64x128xbf16, swizzle = 128>) {
+    // expected-error @+1 {{'attn.mma' op sm_90a wgmma needs M a multiple of 64 and N <= 256, got 32x64}}
+    %s = attn.mma %a, %b {transpose_b} : !attn.smem<32x128xbf16, swizzle = 128>, !attn.smem<64x128xbf16, swizzle = 128> -> !attn.regs<32x64xf32, acc>
+    return
+  }
+}
+
+// -----
+
+func.func @rescale_rows(%x: !attn.regs<64x64xf32, acc>, %f: !attn.regs<128xf32, row>) {
+  // expected-error @+1 {{'attn.rescale' op 'factor' has 128 rows but the tile has 64}}
+  %r = attn.rescale %x, %f : !attn.regs<64x64xf32, acc>, !attn.regs<128xf32, row>
+  return
+}
+
+// -----
+
+func.func @convert_result(%x: !attn.regs<64x64xf32, acc>) {
+  // expected-error @+1 {{'attn.convert' op result must have 'operand_a' fragments, got '!attn.regs<64x64xf32, acc>'}}
+  %r = attn.convert %x : !attn.regs<64x64xf32, acc> -> !attn.regs<64x64xf32, acc>
+  return
+}
+
+// -----
+
+func.func @copy_columns(%q: memref<?x?x?x128xbf16>, %t: !attn.smem<64x64xbf16, swizzle = 128>, %i: index) {
+  // expected-error @+1 {{'attn.copy_async' op tile has 64 columns but the source head dimension is 128}}
+  attn.copy_async %q[%i, %i, %i] -> %t : memref<?x?x?x128xbf16>, !attn.smem<64x64xbf16, swizzle = 128>
+  return
+}
+
+// -----
+
+func.func @store_rows_dst(%x: !attn.regs<64xf32, row>, %d: memref<?x?xf32>, %i: index) {
+  // expected-error @+1 {{'attn.store_rows' op 'dst' must be a rank-3 f32 memref [B, H, N], got 'memref<?x?xf32>'}}
+  attn.store_rows %x -> %d[%i, %i, %i] : !attn.regs<64xf32, row>, memref<?x?xf32>
+  return
+}

@@ -1,0 +1,53 @@
+// RUN: attngen-opt %s | attngen-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @attention
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} lse %{{.*}} {causal, scale = 1.250000e-01 : f32}
+func.func @attention(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
+                     %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>,
+                     %lse: memref<?x?x?xf32>) {
+  attn.attention %q, %k, %v, %o lse %lse {causal, scale = 0.125 : f32}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>,
+      memref<?x?x?x64xf16>, memref<?x?x?xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @tile_ops
+// CHECK: attn.program_id 0
+// CHECK: attn.alloc_smem : !attn.smem<64x128xbf16, swizzle = 128>
+// CHECK: attn.copy_async %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] -> %{{.*}} : memref<?x?x?x128xbf16>, !attn.smem<64x128xbf16, swizzle = 128>
+// CHECK: attn.wait %{{.*}}, %{{.*}} : !attn.smem<64x128xbf16, swizzle = 128>
+// CHECK: attn.splat 0xFF800000 -> !attn.regs<64xf32, row>
+// CHECK: attn.mma %{{.*}}, %{{.*}} {transpose_b} : !attn.smem<64x128xbf16, swizzle = 128>, !attn.smem<64x128xbf16, swizzle = 128> -> !attn.regs<64x64xf32, acc>
+// CHECK: attn.mask %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {causal} : !attn.regs<64x64xf32, acc>
+// CHECK: attn.online_softmax
+// CHECK: attn.row_reduce max
+// CHECK: attn.exp2_diff
+// CHECK: attn.rescale
+// CHECK: attn.convert %{{.*}} : !attn.regs<64x64xf32, acc> -> !attn.regs<64x64xbf16, operand_a>
+// CHECK: attn.mma %{{.*}}, %{{.*}}, %{{.*}} : !attn.regs<64x64xbf16, operand_a>, !attn.smem<64x128xbf16, swizzle = 128>, !attn.regs<64x128xf32, acc> -> !attn.regs<64x128xf32, acc>
+// CHECK: attn.normalize
+// CHECK: attn.lse
+// CHECK: attn.store
+// CHECK: attn.store_rows
+func.func @tile_ops(%q: memref<?x?x?x128xbf16>, %lse: memref<?x?x?xf32>, %i: index) {
+  %qb = attn.program_id 0
+  %buf = attn.alloc_smem : !attn.smem<64x128xbf16, swizzle = 128>
+  attn.copy_async %q[%i, %i, %i] -> %buf : memref<?x?x?x128xbf16>, !attn.smem<64x128xbf16, swizzle = 128>
+  attn.wait %buf, %i : !attn.smem<64x128xbf16, swizzle = 128>
+  %m = attn.splat 0xFF800000 -> !attn.regs<64xf32, row>
+  %l = attn.splat 0.0 -> !attn.regs<64xf32, row>
+  %acc = attn.splat 0.0 -> !attn.regs<64x128xf32, acc>
+  %s = attn.mma %buf, %buf {transpose_b} : !attn.smem<64x128xbf16, swizzle = 128>, !attn.smem<64x128xbf16, swizzle = 128> -> !attn.regs<64x64xf32, acc>
+  %sm = attn.mask %s, %qb, %i, %i {causal} : !attn.regs<64x64xf32, acc>
+  %p, %m1, %l1, %alpha = attn.online_softmax %sm, %m, %l {scale = 0.125 : f32} : !attn.regs<64x64xf32, acc>, !attn.regs<64xf32, row>
+  %mx = attn.row_reduce max %sm, %m : !attn.regs<64x64xf32, acc> -> !attn.regs<64xf32, row>
+  %e = attn.exp2_diff %sm, %mx {scale_log2e = 0.18 : f32} : !attn.regs<64x64xf32, acc>, !attn.regs<64xf32, row>
+  %acc1 = attn.rescale %acc, %alpha : !attn.regs<64x128xf32, acc>, !attn.regs<64xf32, row>
+  %pa = attn.convert %p : !attn.regs<64x64xf32, acc> -> !attn.regs<64x64xbf16, operand_a>
+  %acc2 = attn.mma %pa, %buf, %acc1 : !attn.regs<64x64xbf16, operand_a>, !attn.smem<64x128xbf16, swizzle = 128>, !attn.regs<64x128xf32, acc> -> !attn.regs<64x128xf32, acc>
+  %out = attn.normalize %acc2, %l1 : !attn.regs<64x128xf32, acc>, !attn.regs<64xf32, row>
+  %lse_rows = attn.lse %m1, %l1 {scale = 0.125 : f32} : !attn.regs<64xf32, row>
+  attn.store %out -> %q[%i, %i, %i] : !attn.regs<64x128xf32, acc>, memref<?x?x?x128xbf16>
+  attn.store_rows %lse_rows -> %lse[%i, %i, %i] : !attn.regs<64xf32, row>, memref<?x?x?xf32>
+  return
+}
