@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Compiles the kernel matrix of the GPU check with attngen (on the build
+# machine: the GPU machine has no LLVM/MLIR) into DIR as NAME.ptx + NAME.json.
+#   bash gpu/make_kernels.sh [ATTNGEN] [DIR]
+set -euo pipefail
+ATTNGEN=${1:-build/bin/attngen}
+DIR=${2:-.gpu/kernels}
+mkdir -p "$DIR"
+for arch in sm_80 sm_90a; do
+  for dtype in bf16 f16; do
+    for d in 64 128; do
+      for causal in "" --causal; do
+        name="${arch}_${dtype}_d${d}${causal:+_causal}"
+        "$ATTNGEN" --arch=$arch --dtype=$dtype --head-dim=$d $causal -o "$DIR/$name.ptx"
+      done
+    done
+  done
+done
+ls "$DIR" | wc -l
