@@ -1,0 +1,839 @@
+#!/usr/bin/env python3
+"""Correctness check and benchmark of attngen kernels on a GPU.
+
+Usage (from the repository root, on the GPU machine):
+
+    python3 gpu/check_and_bench.py --lib build-gpu/lib/libattnrt.so \
+        --kernels DIR [--json OUT.json] [--quick] [--no-bench]
+
+DIR holds pairs NAME.ptx + NAME.json (metadata, docs/ABI.md) produced by attngen.
+Each kernel is loaded through libattnrt (ctypes on runtime/include/attnrt/attnrt.h)
+and run on torch tensors in the ABI layout [B, N, H, D]:
+
+* correctness: many shapes (ragged, GQA, strided views), fresh random inputs, O and
+  LSE poisoned with NaN beforehand, compared with a float32 reference on the GPU;
+* benchmark: the PEERS table shapes (B*N = 16384 tokens, H*D = 2048), ours against
+  torch SDPA's FLASH_ATTENTION and CUDNN_ATTENTION backends on the same memory,
+  plus one bf16 GEMM 8192^3 as the compute ceiling.
+
+Each kernel runs in its own child process (unless --inprocess), so a kernel that
+faults (which poisons its CUDA context) or hangs is reported and the others still
+run. Exit status: 0 if every check passed, 1 otherwise, 2 for usage errors.
+"""
+
+import argparse
+import ctypes
+import glob
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+# --------------------------------------------------------------------------------------
+# ctypes mirror of runtime/include/attnrt/attnrt.h (checked against the library's
+# attnrt_sizeof_* at load time).
+# --------------------------------------------------------------------------------------
+
+ATTNRT_ABI_VERSION = 1
+ATTNRT_OK = 0
+ATTNRT_ERROR_INVALID_ARGUMENT = 1
+ATTNRT_ERROR_UNSUPPORTED_DEVICE = 5
+ATTNRT_DTYPE_F16 = 1
+ATTNRT_DTYPE_BF16 = 2
+ATTNRT_MAX_KERNEL_NAME = 256
+
+
+class KernelInfo(ctypes.Structure):
+    """struct attnrt_kernel_info."""
+
+    _fields_ = [
+        ("kernel", ctypes.c_char * ATTNRT_MAX_KERNEL_NAME),
+        ("arch", ctypes.c_char * 16),
+        ("dtype", ctypes.c_int),
+        ("head_dim", ctypes.c_int),
+        ("causal", ctypes.c_int),
+        ("block_m", ctypes.c_int),
+        ("block_n", ctypes.c_int),
+        ("num_threads", ctypes.c_int),
+        ("smem_bytes", ctypes.c_int),
+        ("uses_tma", ctypes.c_int),
+        ("tma_box_cols", ctypes.c_int),
+        ("tma_box_rows_q", ctypes.c_int),
+        ("tma_box_rows_k", ctypes.c_int),
+        ("tma_box_rows_v", ctypes.c_int),
+        ("scale", ctypes.c_double),
+        ("device", ctypes.c_int),
+        ("cc_major", ctypes.c_int),
+        ("cc_minor", ctypes.c_int),
+        ("num_regs", ctypes.c_int),
+        ("local_bytes", ctypes.c_int),
+        ("static_smem_bytes", ctypes.c_int),
+        ("max_threads_per_block", ctypes.c_int),
+    ]
+
+    def as_dict(self):
+        out = {}
+        for name, _ in self._fields_:
+            value = getattr(self, name)
+            out[name] = value.decode() if isinstance(value, bytes) else value
+        return out
+
+
+class ForwardArgs(ctypes.Structure):
+    """struct attnrt_forward_args: element strides over dims [B, N, H, D]."""
+
+    _fields_ = [
+        ("q", ctypes.c_void_p),
+        ("k", ctypes.c_void_p),
+        ("v", ctypes.c_void_p),
+        ("o", ctypes.c_void_p),
+        ("lse", ctypes.c_void_p),
+        ("batch", ctypes.c_int64),
+        ("nq", ctypes.c_int64),
+        ("nk", ctypes.c_int64),
+        ("num_heads", ctypes.c_int64),
+        ("num_kv_heads", ctypes.c_int64),
+        ("head_dim", ctypes.c_int64),
+        ("q_strides", ctypes.c_int64 * 4),
+        ("k_strides", ctypes.c_int64 * 4),
+        ("v_strides", ctypes.c_int64 * 4),
+        ("o_strides", ctypes.c_int64 * 4),
+        ("dtype", ctypes.c_int),
+    ]
+
+
+class FatalCudaError(RuntimeError):
+    """A kernel faulted: its CUDA context is dead, the kernel's remaining checks are skipped."""
+
+
+class AttnrtError(RuntimeError):
+    def __init__(self, status, name, message):
+        super().__init__(f"{name}: {message}")
+        self.status = status
+
+
+class Runtime:
+    """The C API of libattnrt through ctypes."""
+
+    def __init__(self, path):
+        self.lib = lib = ctypes.CDLL(os.path.abspath(path))
+        lib.attnrt_last_error.restype = ctypes.c_char_p
+        lib.attnrt_last_error.argtypes = []
+        lib.attnrt_status_name.restype = ctypes.c_char_p
+        lib.attnrt_status_name.argtypes = [ctypes.c_int]
+        lib.attnrt_abi_version.restype = ctypes.c_int
+        lib.attnrt_sizeof_forward_args.restype = ctypes.c_size_t
+        lib.attnrt_sizeof_kernel_info.restype = ctypes.c_size_t
+        lib.attnrt_module_load_files.restype = ctypes.c_int
+        lib.attnrt_module_load_files.argtypes = [
+            ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
+        lib.attnrt_module_unload.restype = ctypes.c_int
+        lib.attnrt_module_unload.argtypes = [ctypes.c_void_p]
+        lib.attnrt_module_info.restype = ctypes.c_int
+        lib.attnrt_module_info.argtypes = [ctypes.c_void_p, ctypes.POINTER(KernelInfo)]
+        lib.attnrt_forward.restype = ctypes.c_int
+        lib.attnrt_forward.argtypes = [
+            ctypes.c_void_p, ctypes.POINTER(ForwardArgs), ctypes.c_void_p]
+        lib.attnrt_check_forward_args.restype = ctypes.c_int
+        lib.attnrt_check_forward_args.argtypes = [
+            ctypes.POINTER(KernelInfo), ctypes.POINTER(ForwardArgs)]
+        if lib.attnrt_abi_version() != ATTNRT_ABI_VERSION:
+            raise RuntimeError(
+                f"{path} implements ABI {lib.attnrt_abi_version()}, this script "
+                f"ABI {ATTNRT_ABI_VERSION}: update gpu/check_and_bench.py")
+        for name, struct, size_fn in (
+                ("attnrt_forward_args", ForwardArgs, lib.attnrt_sizeof_forward_args),
+                ("attnrt_kernel_info", KernelInfo, lib.attnrt_sizeof_kernel_info)):
+            if size_fn() != ctypes.sizeof(struct):
+                raise RuntimeError(
+                    f"sizeof({name}) is {size_fn()} in {path} but {ctypes.sizeof(struct)} "
+                    f"in this script: the ctypes mirror is out of date")
+
+    def error(self, status):
+        name = self.lib.attnrt_status_name(status).decode()
+        return AttnrtError(status, name, self.lib.attnrt_last_error().decode())
+
+    def load(self, ptx_path, json_path):
+        handle = ctypes.c_void_p()
+        status = self.lib.attnrt_module_load_files(
+            ptx_path.encode(), json_path.encode(), ctypes.byref(handle))
+        if status != ATTNRT_OK:
+            raise self.error(status)
+        return Module(self, handle)
+
+
+class Module:
+    """A loaded kernel."""
+
+    def __init__(self, runtime, handle):
+        self.rt = runtime
+        self.handle = handle
+        self.info = KernelInfo()
+        status = runtime.lib.attnrt_module_info(handle, ctypes.byref(self.info))
+        if status != ATTNRT_OK:
+            raise runtime.error(status)
+
+    def unload(self):
+        if self.handle:
+            self.rt.lib.attnrt_module_unload(self.handle)
+            self.handle = None
+
+    def make_args(self, q, k, v, o, lse):
+        """attnrt_forward_args for tensors with logical shape [B, N, H, D]."""
+        import torch
+
+        a = ForwardArgs()
+        a.q, a.k, a.v, a.o = q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr()
+        a.lse = lse.data_ptr() if lse is not None else None
+        a.batch, a.nq, a.num_heads, a.head_dim = q.shape
+        a.nk, a.num_kv_heads = k.shape[1], k.shape[2]
+        for field, t in (("q_strides", q), ("k_strides", k), ("v_strides", v), ("o_strides", o)):
+            setattr(a, field, (ctypes.c_int64 * 4)(*t.stride()))
+        a.dtype = {torch.float16: ATTNRT_DTYPE_F16, torch.bfloat16: ATTNRT_DTYPE_BF16}.get(q.dtype, 0)
+        return a
+
+    def launch(self, args, stream):
+        """attnrt_forward; raises AttnrtError on failure."""
+        status = self.rt.lib.attnrt_forward(self.handle, ctypes.byref(args), ctypes.c_void_p(stream))
+        if status != ATTNRT_OK:
+            raise self.rt.error(status)
+
+    def forward(self, q, k, v, o, lse):
+        import torch
+
+        self.launch(self.make_args(q, k, v, o, lse), torch.cuda.current_stream().cuda_stream)
+
+
+# --------------------------------------------------------------------------------------
+# Test shapes
+# --------------------------------------------------------------------------------------
+
+#: (nq, nk) pairs of the correctness sweep: 1-row, ragged tails, nq != nk both ways.
+FULL_SHAPES = [(1, 1), (17, 17), (1000, 1000), (4097, 4097), (128, 4097), (1000, 333),
+               (333, 1000), (64, 64), (4096, 4096)]
+QUICK_SHAPES = [(1, 1), (17, 17), (1000, 333), (333, 1000), (4097, 4097)]
+
+#: Relative Frobenius error bound of O per dtype.
+REL_TOL = {"bf16": 1e-2, "f16": 3e-3}
+#: LSE bound: |lse - ref| < LSE_TOL * max(1, |ref|).
+LSE_TOL = 2e-2
+#: Value written around O and LSE to detect stray writes (exact in f16, bf16 and f32).
+SENTINEL = 1024.0
+#: Elements of guard region after O and LSE.
+GUARD = 4096
+#: Largest score matrix (elements) of one reference chunk.
+REF_CHUNK_ELEMS = 1 << 28
+
+
+def correctness_cases(quick):
+    """(B, H, Hkv, nq, nk, layout, with_lse) tuples."""
+    cases = []
+    shapes = QUICK_SHAPES if quick else FULL_SHAPES
+    combos = [(2, 3)] if quick else [(1, 1), (1, 3), (2, 1), (2, 3)]
+    for nq, nk in shapes:
+        for b, h in combos:
+            cases.append((b, h, h, nq, nk, "contiguous", True))
+    # Grouped-query attention.
+    gqa = [(1000, 1000), (333, 1000)] if quick else [(1000, 1000), (333, 1000), (4097, 4097), (17, 17)]
+    for nq, nk in gqa:
+        cases.append((2, 4, 2, nq, nk, "contiguous", True))
+    # Strided views: Q/K/V/O made as (B, H, N, D) and viewed as (B, N, H, D); rows padded.
+    cases.append((2, 3, 3, 1000, 333, "bhnd", True))
+    cases.append((2, 4, 2, 333, 1000, "padded", True))
+    if not quick:
+        cases.append((1, 3, 3, 4097, 4097, "bhnd", True))
+        cases.append((2, 3, 3, 17, 17, "padded", True))
+    # LSE = NULL once.
+    cases.append((2, 3, 3, 1000, 1000, "contiguous", False))
+    return cases
+
+
+def bench_shapes(head_dim, n_list=None):
+    """PEERS table: B*N = 16384 tokens, H*D = 2048."""
+    if n_list is None:
+        n_list = [1024, 4096, 8192] if head_dim == 128 else [1024, 8192]
+    heads = max(1, 2048 // head_dim)
+    return [(max(1, 16384 // n), heads, n) for n in n_list]
+
+
+# --------------------------------------------------------------------------------------
+# Tensors and reference
+# --------------------------------------------------------------------------------------
+
+def make_input(torch, shape, dtype, layout):
+    """Random normal tensor of logical shape (B, N, H, D) in the given memory layout."""
+    b, n, h, d = shape
+    if layout == "bhnd":
+        return torch.randn(b, h, n, d, dtype=dtype, device="cuda").transpose(1, 2)
+    if layout == "padded":
+        return torch.randn(b, n, h, d + 8, dtype=dtype, device="cuda")[..., :d]
+    return torch.randn(b, n, h, d, dtype=dtype, device="cuda")
+
+
+def make_output(torch, shape, dtype, layout):
+    """NaN-filled O of logical shape (B, N, H, D) plus a view of every element around it
+    that the kernel must not touch (filled with SENTINEL)."""
+    b, n, h, d = shape
+    numel = b * n * h * d
+    if layout == "padded":
+        full = torch.full((b, n, h, d + 8), SENTINEL, dtype=dtype, device="cuda")
+        out = full[..., :d]
+        out.fill_(float("nan"))
+        return out, full[..., d:]
+    flat = torch.full((numel + GUARD,), SENTINEL, dtype=dtype, device="cuda")
+    flat[:numel].fill_(float("nan"))
+    if layout == "bhnd":
+        out = flat[:numel].view(b, h, n, d).transpose(1, 2)
+    else:
+        out = flat[:numel].view(b, n, h, d)
+    return out, flat[numel:]
+
+
+def make_lse(torch, b, h, n):
+    """NaN-filled contiguous LSE [B, H, Nq] plus its SENTINEL guard."""
+    flat = torch.full((b * h * n + GUARD,), SENTINEL, dtype=torch.float32, device="cuda")
+    flat[: b * h * n].fill_(float("nan"))
+    return flat[: b * h * n].view(b, h, n), flat[b * h * n:]
+
+
+def reference(torch, q, k, v, scale, causal):
+    """float32 attention on the GPU: O (B, Nq, H, D) and LSE (B, H, Nq), natural log,
+    top-left causal mask (row i sees columns j <= i)."""
+    b, nq, h, d = q.shape
+    nk, hkv = k.shape[1], k.shape[2]
+    group = h // hkv
+    out = torch.empty(b, nq, h, d, dtype=torch.float32, device="cuda")
+    lse = torch.empty(b, h, nq, dtype=torch.float32, device="cuda")
+    mask = None
+    if causal:
+        mask = torch.ones(nq, nk, dtype=torch.bool, device="cuda").tril()
+    heads_per_chunk = max(1, min(h, REF_CHUNK_ELEMS // max(1, nq * nk)))
+    for bi in range(b):
+        for h0 in range(0, h, heads_per_chunk):
+            h1 = min(h, h0 + heads_per_chunk)
+            kv = torch.arange(h0, h1, device="cuda") // group
+            qh = q[bi, :, h0:h1].float().permute(1, 0, 2)            # (hc, Nq, D)
+            kh = k[bi][:, kv].float().permute(1, 0, 2)               # (hc, Nk, D)
+            vh = v[bi][:, kv].float().permute(1, 0, 2)
+            s = torch.matmul(qh, kh.transpose(1, 2)) * scale         # (hc, Nq, Nk)
+            if mask is not None:
+                s.masked_fill_(~mask, float("-inf"))
+            l = torch.logsumexp(s, dim=-1)
+            p = torch.exp(s - l[..., None])
+            out[bi, :, h0:h1] = torch.matmul(p, vh).permute(1, 0, 2)
+            lse[bi, h0:h1] = l
+            del s, p
+    return out, lse
+
+
+def rel_error(torch, out, ref):
+    ref64 = ref.double()
+    denom = ref64.norm().item()
+    num = (out.double() - ref64).norm().item()
+    return num / denom if denom > 0 else num
+
+
+# --------------------------------------------------------------------------------------
+# Timing
+# --------------------------------------------------------------------------------------
+
+def time_ms(torch, fn, warmup, iters):
+    """Median time of `fn` in ms from per-call CUDA events. The GPU is first held busy
+    with a sleep kernel so that all timed calls are queued before the first one runs:
+    the events then time the GPU work alone, not the host's launch overhead."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    sleep = getattr(torch.cuda, "_sleep", None)
+    if sleep is not None:
+        sleep(100_000_000)  # ~50 ms of GPU clock cycles
+    for i in range(iters):
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize()
+    times = sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
+    return times[len(times) // 2]
+
+
+def attention_tflops(b, h, n, d, causal, ms):
+    flops = 4.0 * b * h * n * n * d
+    if causal:
+        flops /= 2
+    return flops / (ms * 1e-3) / 1e12
+
+
+# --------------------------------------------------------------------------------------
+# One kernel
+# --------------------------------------------------------------------------------------
+
+def log(name, text):
+    print(f"[{name}] {text}", flush=True)
+
+
+def run_correctness_case(torch, module, name, info, case):
+    b, h, hkv, nq, nk, layout, with_lse = case
+    dtype = torch.bfloat16 if info["dtype"] == ATTNRT_DTYPE_BF16 else torch.float16
+    dname = "bf16" if dtype == torch.bfloat16 else "f16"
+    d = info["head_dim"]
+    label = f"B={b} H={h} Hkv={hkv} nq={nq} nk={nk} {layout}{'' if with_lse else ' lse=NULL'}"
+    result = {"case": label, "B": b, "H": h, "Hkv": hkv, "nq": nq, "nk": nk, "layout": layout,
+              "lse": with_lse, "passed": False}
+    try:
+        q = make_input(torch, (b, nq, h, d), dtype, layout)
+        k = make_input(torch, (b, nk, hkv, d), dtype, layout)
+        v = make_input(torch, (b, nk, hkv, d), dtype, layout)
+        o, o_guard = make_output(torch, (b, nq, h, d), dtype, layout)
+        lse, lse_guard = make_lse(torch, b, h, nq) if with_lse else (None, None)
+        torch.cuda.synchronize()
+        module.forward(q, k, v, o, lse)
+        torch.cuda.synchronize()
+        ref_o, ref_lse = reference(torch, q, k, v, info["scale"], bool(info["causal"]))
+        rel = rel_error(torch, o, ref_o)
+        nan_o = int(torch.isnan(o).sum().item())
+        guard_ok = bool((o_guard == SENTINEL).all().item())
+        result.update(rel=rel, nan_in_o=nan_o, o_guard_intact=guard_ok, rel_tol=REL_TOL[dname])
+        ok = rel < REL_TOL[dname] and nan_o == 0 and guard_ok and math.isfinite(rel)
+        if with_lse:
+            err = (lse - ref_lse).abs()
+            nan_lse = int(torch.isnan(lse).sum().item())
+            bound = LSE_TOL * ref_lse.abs().clamp(min=1.0)
+            lse_ok = nan_lse == 0 and bool((err <= bound).all().item())
+            lse_guard_ok = bool((lse_guard == SENTINEL).all().item())
+            result.update(lse_max_abs_err=float(err.max().item()) if nan_lse == 0 else float("nan"),
+                          nan_in_lse=nan_lse, lse_ok=lse_ok, lse_guard_intact=lse_guard_ok)
+            ok = ok and lse_ok and lse_guard_ok
+        result["passed"] = ok
+        extra = ""
+        if with_lse:
+            extra = f" lse_err={result['lse_max_abs_err']:.2e}"
+        problems = []
+        if nan_o:
+            problems.append(f"{nan_o} NaN in O (elements never written?)")
+        if not guard_ok:
+            problems.append("O guard overwritten (stray writes)")
+        if with_lse and result["nan_in_lse"]:
+            problems.append(f"{result['nan_in_lse']} NaN in LSE")
+        if with_lse and not result["lse_guard_intact"]:
+            problems.append("LSE guard overwritten")
+        if with_lse and not result["lse_ok"]:
+            problems.append("LSE out of tolerance")
+        if rel >= REL_TOL[dname]:
+            problems.append(f"rel {rel:.2e} >= {REL_TOL[dname]:.0e}")
+        log(name, f"{'PASS' if ok else 'FAIL'} {label}: rel={rel:.2e}{extra}"
+            + (" -- " + "; ".join(problems) if problems else ""))
+        del q, k, v, o, lse, ref_o, ref_lse
+    except Exception as e:  # noqa: BLE001 -- reported, the sweep goes on
+        result["error"] = f"{type(e).__name__}: {e}"
+        log(name, f"FAIL {label}: {result['error']}")
+        # A fault kills the CUDA context: later cases of this kernel cannot run.
+        result["fatal"] = is_fatal(e)
+    return result
+
+
+def is_fatal(e):
+    """Whether an exception means the CUDA context is unusable (a kernel faulted)."""
+    text = str(e)
+    return ("CUDA error" in text or "CUDA_ERROR_ILLEGAL" in text or "CUDA_ERROR_LAUNCH_FAILED" in text
+            or "CUDA_ERROR_MISALIGNED" in text or "CUDA_ERROR_LAUNCH_TIMEOUT" in text
+            or "unspecified launch failure" in text)
+
+
+def run_api_checks(torch, module, name, info):
+    """Cheap calls that must be refused or be no-ops on a real GPU."""
+    results = []
+    dtype = torch.bfloat16 if info["dtype"] == ATTNRT_DTYPE_BF16 else torch.float16
+    d = info["head_dim"]
+
+    def record(label, ok, detail):
+        results.append({"case": label, "passed": ok, "detail": detail})
+        log(name, f"{'PASS' if ok else 'FAIL'} {label}: {detail}")
+
+    # nq == 0 launches nothing.
+    q = torch.empty(2, 0, 3, d, dtype=dtype, device="cuda")
+    kv = torch.randn(2, 5, 3, d, dtype=dtype, device="cuda")
+    o = torch.empty(2, 0, 3, d, dtype=dtype, device="cuda")
+    try:
+        module.forward(q, kv, kv, o, None)
+        torch.cuda.synchronize()
+        record("api: nq == 0 is a no-op", True, "ATTNRT_OK")
+    except Exception as e:  # noqa: BLE001
+        record("api: nq == 0 is a no-op", False, str(e))
+    # Host memory is refused by the pointer check.
+    qh = torch.randn(1, 4, 1, d, dtype=dtype)
+    kd = torch.randn(1, 4, 1, d, dtype=dtype, device="cuda")
+    od = torch.empty(1, 4, 1, d, dtype=dtype, device="cuda")
+    try:
+        module.forward(qh, kd, kd, od, None)
+        torch.cuda.synchronize()
+        record("api: host pointer refused", False, "the runtime launched on host memory")
+    except AttnrtError as e:
+        record("api: host pointer refused", e.status == ATTNRT_ERROR_INVALID_ARGUMENT, str(e))
+    # A stride that is not a multiple of 8 is refused before launch.
+    buf = torch.randn(4 * (d + 4), dtype=dtype, device="cuda")
+    qs = buf.as_strided((1, 4, 1, d), (4 * (d + 4), d + 4, d + 4, 1))  # q_stride_n = D + 4
+    try:
+        module.forward(qs, kd, kd, od, None)
+        torch.cuda.synchronize()
+        record("api: stride not a multiple of 8 refused", False, "launched")
+    except AttnrtError as e:
+        record("api: stride not a multiple of 8 refused",
+               e.status == ATTNRT_ERROR_INVALID_ARGUMENT and "multiple of 8" in str(e), str(e))
+    return results
+
+
+def run_bench(torch, module, name, info, args):
+    import torch.nn.functional as F
+
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError:  # pragma: no cover - old torch
+        SDPBackend = sdpa_kernel = None
+    dtype = torch.bfloat16 if info["dtype"] == ATTNRT_DTYPE_BF16 else torch.float16
+    d = info["head_dim"]
+    causal = bool(info["causal"])
+    scale = info["scale"]
+    stream = torch.cuda.current_stream().cuda_stream
+    rows = []
+    n_list = [int(x) for x in args.bench_n.split(",")] if args.bench_n else None
+    for b, h, n in bench_shapes(d, n_list):
+        row = {"B": b, "H": h, "N": n, "D": d, "causal": causal,
+               "case": f"B={b} H={h} N={n} D={d}{' causal' if causal else ''}"}
+        try:
+            q = torch.randn(b, n, h, d, dtype=dtype, device="cuda")
+            k = torch.randn(b, n, h, d, dtype=dtype, device="cuda")
+            v = torch.randn(b, n, h, d, dtype=dtype, device="cuda")
+            o = torch.empty(b, n, h, d, dtype=dtype, device="cuda")
+            lse = torch.empty(b, h, n, dtype=torch.float32, device="cuda")
+            fargs = module.make_args(q, k, v, o, lse)
+            handle = module.handle
+            launch = module.rt.lib.attnrt_forward
+            pargs = ctypes.byref(fargs)
+            pstream = ctypes.c_void_p(stream)
+
+            def ours():
+                status = launch(handle, pargs, pstream)
+                if status != ATTNRT_OK:
+                    raise module.rt.error(status)
+
+            ms = time_ms(torch, ours, args.warmup, args.iters)
+            row["ours_ms"] = ms
+            row["ours_tflops"] = attention_tflops(b, h, n, d, causal, ms)
+            # SDPA takes (B, H, N, D): transposed views of the same memory.
+            qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+            for label, backend in (("flash", "FLASH_ATTENTION"), ("cudnn", "CUDNN_ATTENTION")):
+                try:
+                    if sdpa_kernel is None:
+                        raise RuntimeError("torch.nn.attention.sdpa_kernel is unavailable")
+                    be = getattr(SDPBackend, backend)
+
+                    def sdpa():
+                        with sdpa_kernel(be):
+                            return F.scaled_dot_product_attention(
+                                qt, kt, vt, is_causal=causal, scale=scale)
+
+                    ref = sdpa()
+                    torch.cuda.synchronize()
+                    ms_b = time_ms(torch, sdpa, args.warmup, args.iters)
+                    row[f"{label}_ms"] = ms_b
+                    row[f"{label}_tflops"] = attention_tflops(b, h, n, d, causal, ms_b)
+                    if label == "flash":
+                        # Cross-check at bench size: ours vs flash, both in low precision.
+                        ours()
+                        torch.cuda.synchronize()
+                        rel = rel_error(torch, o, ref.transpose(1, 2))
+                        dname = "bf16" if dtype == torch.bfloat16 else "f16"
+                        row["crosscheck_rel_vs_flash"] = rel
+                        row["crosscheck_passed"] = (rel < 2 * REL_TOL[dname]
+                                                    and not torch.isnan(o).any().item())
+                    del ref
+                except Exception as e:  # noqa: BLE001 -- a backend may refuse
+                    row[f"{label}_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+            parts = [f"ours {row['ours_tflops']:.1f} TFLOPS ({ms:.3f} ms)"]
+            for label in ("flash", "cudnn"):
+                if f"{label}_tflops" in row:
+                    parts.append(f"{label} {row[label + '_tflops']:.1f}")
+                else:
+                    parts.append(f"{label} refused ({row.get(label + '_error', '?')[:80]})")
+            if "crosscheck_rel_vs_flash" in row:
+                parts.append(f"rel vs flash {row['crosscheck_rel_vs_flash']:.2e}")
+            log(name, "BENCH " + row["case"] + ": " + ", ".join(parts))
+            del q, k, v, o, lse
+        except Exception as e:  # noqa: BLE001
+            row["error"] = f"{type(e).__name__}: {e}"
+            log(name, f"BENCH {row['case']}: error {row['error']}")
+            if is_fatal(e):
+                rows.append(row)
+                raise
+        rows.append(row)
+        torch.cuda.empty_cache()
+    return rows
+
+
+def run_kernel(args, name, ptx_path, json_path):
+    """Everything for one kernel; returns its result dict (never raises)."""
+    result = {"name": name, "ptx": ptx_path, "json": json_path, "cases": [], "api_checks": [],
+              "bench": [], "error": None, "skipped": False}
+    try:
+        import torch
+
+        torch.backends.cuda.matmul.allow_tf32 = False  # float32 reference in full precision
+        torch.backends.cudnn.allow_tf32 = False
+        torch.manual_seed(args.seed)
+        torch.zeros(1, device="cuda")  # make the primary context current first
+        rt = Runtime(args.lib)
+        try:
+            module = rt.load(ptx_path, json_path)
+        except AttnrtError as e:
+            if e.status == ATTNRT_ERROR_UNSUPPORTED_DEVICE:
+                result["skipped"] = True
+            raise
+        info = module.info.as_dict()
+        result["info"] = info
+        log(name, f"loaded: {info['arch']} {'bf16' if info['dtype'] == ATTNRT_DTYPE_BF16 else 'f16'} "
+                  f"d={info['head_dim']} causal={info['causal']} block_m={info['block_m']} "
+                  f"threads={info['num_threads']} smem={info['smem_bytes']} tma={info['uses_tma']} "
+                  f"regs={info['num_regs']} local(spill)={info['local_bytes']}B "
+                  f"on device {info['device']} (cc {info['cc_major']}.{info['cc_minor']})")
+        expected_scale = 1.0 / math.sqrt(info["head_dim"])
+        if abs(info["scale"] - expected_scale) > 1e-6 * expected_scale:
+            log(name, f"note: metadata scale {info['scale']} != 1/sqrt(D) = {expected_scale}; "
+                      "the reference uses the metadata's")
+        try:
+            for case in correctness_cases(args.quick):
+                case_result = run_correctness_case(torch, module, name, info, case)
+                result["cases"].append(case_result)
+                if case_result.get("fatal"):
+                    cause = case_result["error"].splitlines()[0]
+                    raise FatalCudaError(f"stopped at {case_result['case']}: {cause}")
+                torch.cuda.empty_cache()
+            result["api_checks"] = run_api_checks(torch, module, name, info)
+            if not args.no_bench:
+                result["bench"] = run_bench(torch, module, name, info, args)
+        finally:
+            module.unload()
+    except Exception as e:  # noqa: BLE001 -- reported, other kernels go on
+        result["error"] = f"{type(e).__name__}: {e}"
+        log(name, ("SKIP" if result["skipped"] else "ERROR") + f": {result['error']}")
+        if not isinstance(e, (AttnrtError, FatalCudaError)):
+            traceback.print_exc()
+    return result
+
+
+# --------------------------------------------------------------------------------------
+# Driver: one child process per kernel
+# --------------------------------------------------------------------------------------
+
+def find_kernels(directory):
+    pairs = []
+    for json_path in sorted(glob.glob(os.path.join(directory, "*.json"))):
+        stem = json_path[: -len(".json")]
+        if os.path.exists(stem + ".ptx"):
+            pairs.append((os.path.basename(stem), stem + ".ptx", json_path))
+    return pairs
+
+
+def run_child(args, name):
+    """Runs this script for one kernel in a fresh process; returns its result."""
+    fd, out_path = tempfile.mkstemp(prefix=f"attn-{name}-", suffix=".json")
+    os.close(fd)
+    cmd = [sys.executable, os.path.abspath(__file__), "--lib", args.lib, "--kernels", args.kernels,
+           "--only", name, "--child-json", out_path, "--seed", str(args.seed),
+           "--warmup", str(args.warmup), "--iters", str(args.iters)]
+    if args.quick:
+        cmd.append("--quick")
+    if args.no_bench:
+        cmd.append("--no-bench")
+    if args.bench_n:
+        cmd += ["--bench-n", args.bench_n]
+    error = None
+    try:
+        proc = subprocess.run(cmd, timeout=args.timeout)
+        if proc.returncode not in (0, 1):
+            error = f"child process exited with status {proc.returncode} (crash?)"
+    except subprocess.TimeoutExpired:
+        error = f"timed out after {args.timeout} s (kernel hang?)"
+    try:
+        with open(out_path) as f:
+            result = json.load(f)
+        if error:
+            result["error"] = result.get("error") or error
+    except (OSError, ValueError):
+        result = {"name": name, "cases": [], "api_checks": [], "bench": [], "skipped": False,
+                  "error": error or "child process wrote no result"}
+        print(f"[{name}] ERROR: {result['error']}", flush=True)
+    finally:
+        try:
+            os.unlink(out_path)
+        except OSError:
+            pass
+    return result
+
+
+def measure_gemm(args):
+    """bf16 GEMM 8192^3 through torch.matmul: the practical compute ceiling."""
+    try:
+        import torch
+
+        a = torch.randn(8192, 8192, dtype=torch.bfloat16, device="cuda")
+        b = torch.randn(8192, 8192, dtype=torch.bfloat16, device="cuda")
+        ms = time_ms(torch, lambda: torch.matmul(a, b), args.warmup, args.iters)
+        tflops = 2.0 * 8192 ** 3 / (ms * 1e-3) / 1e12
+        print(f"[gemm] bf16 8192^3: {tflops:.1f} TFLOPS ({ms:.3f} ms)", flush=True)
+        return {"ms": ms, "tflops": tflops}
+    except Exception as e:  # noqa: BLE001
+        print(f"[gemm] error: {e}", flush=True)
+        return {"error": str(e)}
+
+
+def kernel_passed(r):
+    if r.get("skipped"):
+        return True
+    if r.get("error"):
+        return False
+    checks = r.get("cases", []) + r.get("api_checks", [])
+    bench_ok = all(b.get("crosscheck_passed", True) for b in r.get("bench", []))
+    return bool(checks) and all(c.get("passed") for c in checks) and bench_ok
+
+
+def fmt(x, spec=".1f"):
+    if isinstance(x, (int, float)) and math.isinf(x):
+        return "nan/inf"
+    return format(x, spec) if isinstance(x, (int, float)) and math.isfinite(x) else "-"
+
+
+def print_tables(results, gemm):
+    print("\n=== Benchmark (TFLOPS; causal counts half the FLOPs) ===")
+    if gemm and "tflops" in gemm:
+        print(f"bf16 GEMM 8192^3 ceiling: {gemm['tflops']:.1f} TFLOPS")
+    header = ["kernel", "case", "ours", "flash", "cudnn", "ours/flash", "ours/cudnn"]
+    rows = []
+    for r in results:
+        for b in r.get("bench", []):
+            ours, fl, cu = b.get("ours_tflops"), b.get("flash_tflops"), b.get("cudnn_tflops")
+            rows.append([r["name"], b["case"], fmt(ours), fmt(fl), fmt(cu),
+                         fmt(ours / fl, ".2f") if ours and fl else "-",
+                         fmt(ours / cu, ".2f") if ours and cu else "-"])
+    print_table(header, rows)
+    print("\n=== Correctness ===")
+    header = ["kernel", "passed", "failed", "worst rel", "worst lse err", "status"]
+    rows = []
+    for r in results:
+        checks = r.get("cases", []) + r.get("api_checks", [])
+        passed = sum(1 for c in checks if c.get("passed"))
+        # NaN compares false with everything: rank it above any number.
+        rels = [c["rel"] if math.isfinite(c["rel"]) else math.inf
+                for c in r.get("cases", []) if isinstance(c.get("rel"), float)]
+        lses = [c["lse_max_abs_err"] for c in r.get("cases", [])
+                if isinstance(c.get("lse_max_abs_err"), float)]
+        bench_bad = sum(1 for b in r.get("bench", []) if not b.get("crosscheck_passed", True))
+        status = "skipped" if r.get("skipped") else ("ok" if kernel_passed(r) else "FAILED")
+        if r.get("error"):
+            status += ": " + r["error"][:100]
+        elif bench_bad:
+            status += f" ({bench_bad} bench cross-checks off)"
+        rows.append([r["name"], str(passed), str(len(checks) - passed),
+                     fmt(max(rels), ".2e") if rels else "-",
+                     fmt(max(lses), ".2e") if lses else "-", status])
+    print_table(header, rows)
+
+
+def print_table(header, rows):
+    if not rows:
+        print("(none)")
+        return
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    line = " | ".join(h.ljust(w) for h, w in zip(header, widths))
+    print(line)
+    print("-+-".join("-" * w for w in widths))
+    for row in rows:
+        print(" | ".join(str(x).ljust(w) for x, w in zip(row, widths)))
+
+
+def environment():
+    env = {"python": platform.python_version(), "host": platform.node()}
+    try:
+        import torch
+
+        env["torch"] = torch.__version__
+        env["cuda"] = torch.version.cuda
+        env["cudnn"] = torch.backends.cudnn.version()
+        if torch.cuda.is_available():
+            p = torch.cuda.get_device_properties(0)
+            env["device"] = p.name
+            env["capability"] = f"{p.major}.{p.minor}"
+            env["sms"] = p.multi_processor_count
+    except Exception as e:  # noqa: BLE001
+        env["torch_error"] = str(e)
+    return env
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lib", required=True, help="path of libattnrt.so")
+    parser.add_argument("--kernels", required=True, help="directory of NAME.ptx + NAME.json pairs")
+    parser.add_argument("--json", help="write all results to this JSON file")
+    parser.add_argument("--quick", action="store_true", help="fewer correctness shapes")
+    parser.add_argument("--no-bench", action="store_true", help="skip the benchmark")
+    parser.add_argument("--bench-n", help="comma-separated sequence lengths to benchmark "
+                                          "(default: PEERS table)")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed calls before timing")
+    parser.add_argument("--iters", type=int, default=30, help="timed calls (median reported)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--timeout", type=int, default=300, help="seconds per kernel (child)")
+    parser.add_argument("--inprocess", action="store_true",
+                        help="run every kernel in this process (a faulting kernel stops the rest)")
+    parser.add_argument("--only", help=argparse.SUPPRESS)
+    parser.add_argument("--child-json", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if not os.path.exists(args.lib):
+        print(f"error: --lib {args.lib} does not exist", file=sys.stderr)
+        return 2
+    kernels = find_kernels(args.kernels)
+    if args.only:
+        kernels = [k for k in kernels if k[0] == args.only]
+    if not kernels:
+        print(f"error: no NAME.ptx + NAME.json pairs in {args.kernels}", file=sys.stderr)
+        return 2
+
+    if args.child_json:  # child: one kernel
+        result = run_kernel(args, *kernels[0])
+        with open(args.child_json, "w") as f:
+            json.dump(result, f, indent=1, default=str)
+        return 0 if kernel_passed(result) else 1
+
+    started = time.time()
+    print(f"attngen check_and_bench: {len(kernels)} kernel(s) in {args.kernels}, lib {args.lib}",
+          flush=True)
+    results = []
+    for name, ptx, js in kernels:
+        if args.inprocess:
+            results.append(run_kernel(args, name, ptx, js))
+        else:
+            results.append(run_child(args, name))
+    gemm = measure_gemm(args) if not args.no_bench else None
+    env = environment()
+    print_tables(results, gemm)
+    ok = all(kernel_passed(r) for r in results)
+    summary = {"passed": ok, "environment": env, "gemm_bf16_8192": gemm, "kernels": results,
+               "quick": args.quick, "seconds": time.time() - started,
+               "tolerances": {"rel": REL_TOL, "lse": LSE_TOL}}
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump(summary, f, indent=1, default=str)
+        print(f"\nresults written to {args.json}")
+    print(f"\n{'ALL PASSED' if ok else 'SOME CHECKS FAILED'} in {time.time() - started:.0f} s")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

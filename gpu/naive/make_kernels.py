@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Builds the naive ABI-conformant kernels of naive_attention.cu into OUTDIR as
+NAME.ptx + NAME.json pairs (docs/ABI.md), for validating libattnrt and
+gpu/check_and_bench.py on a GPU before (or beside) attngen's own kernels.
+
+Usage: python3 gpu/naive/make_kernels.py OUTDIR [--nvcc PATH] [--faulty]
+
+--faulty builds only deliberately broken kernels (faulty_*), each of which the
+harness must report as failed while still running the others.
+"""
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BLOCK_M = 64  # query rows = threads per CTA
+BOX_COLS = 64
+
+# (name, arch, dtype, head_dim, causal, uses_tma, fault)
+VARIANTS = [
+    ("naive_sm80_bf16_d128_causal", "sm_80", "bf16", 128, True, False, 0),
+    ("naive_sm80_f16_d64", "sm_80", "f16", 64, False, False, 0),
+    ("naive_sm90a_bf16_d128_causal_tma", "sm_90a", "bf16", 128, True, True, 0),
+    ("naive_sm90a_f16_d64_tma", "sm_90a", "f16", 64, False, True, 0),
+]
+#: Deliberately broken kernels (see NAIVE_FAULT in naive_attention.cu).
+FAULTY = [
+    ("faulty_sm90a_bf16_d128_swizzle", "sm_90a", "bf16", 128, False, True, 1),
+    ("faulty_sm80_bf16_d128_unwritten_row", "sm_80", "bf16", 128, False, False, 2),
+    ("faulty_sm80_f16_d64_oob_store", "sm_80", "f16", 64, True, False, 3),
+]
+
+PLAIN_PARAMS = ["q", "k", "v", "o", "lse"] + [
+    f"{t}_stride_{d}" for t in "qkvo" for d in "bnh"] + ["nq", "nk", "num_heads", "num_kv_heads"]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("outdir")
+    parser.add_argument("--nvcc", default="/usr/local/cuda/bin/nvcc")
+    parser.add_argument("--faulty", action="store_true", help="build the broken kernels instead")
+    args = parser.parse_args()
+    os.makedirs(args.outdir, exist_ok=True)
+    for name, arch, dtype, d, causal, tma, fault in (FAULTY if args.faulty else VARIANTS):
+        ptx = os.path.join(args.outdir, name + ".ptx")
+        ctype = "__nv_bfloat16" if dtype == "bf16" else "__half"
+        scale = 1.0 / math.sqrt(d)
+        cmd = [args.nvcc, "-ptx", f"-arch={arch}", "-std=c++17", "-O3", "-diag-suppress", "177",
+               "-o", ptx, f"-DNAIVE_SCALE={scale!r}f",
+               f"-DNAIVE_NAME={name}", f"-DNAIVE_T={ctype}", f"-DNAIVE_D={d}",
+               f"-DNAIVE_CAUSAL={int(causal)}", f"-DNAIVE_TMA={int(tma)}",
+               f"-DNAIVE_BLOCK_M={BLOCK_M}", f"-DNAIVE_FAULT={fault}", os.path.join(HERE, "naive_attention.cu")]
+        subprocess.run(cmd, check=True)
+        smem = d * BLOCK_M * 4  # float Q staging
+        if tma:
+            smem += 1024 + 3 * BOX_COLS * BLOCK_M * 2  # alignment slack + Q, K, V boxes
+        meta = {
+            "format": "attngen-kernel-v1",
+            "kernel": name,
+            "arch": arch,
+            "dtype": dtype,
+            "head_dim": d,
+            "causal": causal,
+            "scale": scale,
+            "block_m": BLOCK_M,
+            "block_n": 1,
+            "num_threads": BLOCK_M,
+            "smem_bytes": smem,
+            "uses_tma": tma,
+            "tma_box_cols": BOX_COLS if tma else 0,
+            "tma_box_rows_q": BLOCK_M if tma else 0,
+            "tma_box_rows_k": BLOCK_M if tma else 0,
+            "tma_box_rows_v": BLOCK_M if tma else 0,
+            "params": (["tma_q", "tma_k", "tma_v"] if tma else []) + PLAIN_PARAMS,
+            "generator": "gpu/naive/make_kernels.py",
+        }
+        with open(os.path.join(args.outdir, name + ".json"), "w") as f:
+            json.dump(meta, f, indent=2)
+        print(f"built {name} ({arch}, {dtype}, d={d}, causal={causal}, tma={tma})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

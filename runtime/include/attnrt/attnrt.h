@@ -1,0 +1,273 @@
+/*===- attnrt.h - attngen runtime C API --------------------------*- C -*-===*
+ *
+ * The attngen runtime loads a kernel produced by attngen (a PTX file plus the
+ * metadata JSON beside it, see docs/ABI.md), checks every launch request
+ * against the kernel's assumptions and launches it through the CUDA driver
+ * API.
+ *
+ * - Pure C, no dependency besides the C library: usable from C, C++ and
+ *   Python ctypes.
+ * - The CUDA driver (libcuda.so.1) is loaded at run time with dlopen; the
+ *   library itself links no CUDA library. Set ATTNRT_CUDA_DRIVER to the path
+ *   of another libcuda.so.1 to override the default search.
+ * - Every function returns an attnrt_status; on failure,
+ *   attnrt_last_error() holds one full sentence saying what is wrong and how
+ *   to fix it.
+ * - Thread safety: all functions may be called from any thread. A module may
+ *   be used by several threads at once for attnrt_forward, but must not be
+ *   unloaded while another thread uses it.
+ *
+ * Typical use:
+ *
+ *   attnrt_module *m;
+ *   if (attnrt_module_load_files("k.ptx", "k.json", &m) != ATTNRT_OK)
+ *     fprintf(stderr, "%s\n", attnrt_last_error());
+ *   attnrt_forward_args a = {...};
+ *   if (attnrt_forward(m, &a, stream) != ATTNRT_OK) ...
+ *   attnrt_module_unload(m);
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef ATTNRT_ATTNRT_H
+#define ATTNRT_ATTNRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define ATTNRT_API __attribute__((visibility("default")))
+#else
+#define ATTNRT_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Version of the kernel ABI (docs/ABI.md) this runtime implements. */
+#define ATTNRT_ABI_VERSION 1
+
+/** The "format" value of the metadata JSON this runtime reads. */
+#define ATTNRT_METADATA_FORMAT "attngen-kernel-v1"
+
+/** Result of every runtime call. New values are only ever appended. */
+typedef enum attnrt_status {
+  ATTNRT_OK = 0,
+  /** A caller-provided value is wrong (NULL pointer, shape, stride, ...). */
+  ATTNRT_ERROR_INVALID_ARGUMENT = 1,
+  /** The metadata JSON is malformed, misses a key or breaks the ABI. */
+  ATTNRT_ERROR_INVALID_METADATA = 2,
+  /** libcuda.so.1 could not be loaded, is the toolkit stub or is too old. */
+  ATTNRT_ERROR_NO_DRIVER = 3,
+  /** The driver sees no CUDA device. */
+  ATTNRT_ERROR_NO_DEVICE = 4,
+  /** The device cannot run this kernel (compute capability, shared
+   *  memory, registers). */
+  ATTNRT_ERROR_UNSUPPORTED_DEVICE = 5,
+  /** A CUDA driver call failed; the message names the call and CUresult. */
+  ATTNRT_ERROR_CUDA = 6,
+  /** The PTX text disagrees with the metadata (target, entry name,
+   *  parameter list). */
+  ATTNRT_ERROR_INVALID_PTX = 7,
+  /** A file given to attnrt_module_load_files could not be read. */
+  ATTNRT_ERROR_IO = 8,
+  /** An unexpected internal failure (out of host memory, ...). */
+  ATTNRT_ERROR_INTERNAL = 9
+} attnrt_status;
+
+/** Element type of Q, K, V and O (LSE is always float32). */
+typedef enum attnrt_dtype {
+  ATTNRT_DTYPE_F16 = 1,  /**< IEEE half, metadata "dtype": "f16" */
+  ATTNRT_DTYPE_BF16 = 2  /**< bfloat16, metadata "dtype": "bf16" */
+} attnrt_dtype;
+
+/** Capacity of attnrt_kernel_info::kernel, terminating NUL included. */
+#define ATTNRT_MAX_KERNEL_NAME 256
+
+/**
+ * What a kernel's metadata says, plus what the driver reports once the
+ * module is loaded. Filled by attnrt_metadata_parse (device fields -1) and
+ * attnrt_module_info.
+ */
+typedef struct attnrt_kernel_info {
+  char kernel[ATTNRT_MAX_KERNEL_NAME]; /**< PTX .entry name */
+  char arch[16];      /**< "sm_80" or "sm_90a" */
+  int dtype;          /**< an attnrt_dtype */
+  int head_dim;       /**< D */
+  int causal;         /**< 1: top-left causal mask (row i sees cols j <= i) */
+  int block_m;        /**< query rows per CTA: gridDim.x = ceil(nq/block_m) */
+  int block_n;        /**< key rows per inner iteration (informative) */
+  int num_threads;    /**< blockDim.x */
+  int smem_bytes;     /**< dynamic shared memory per CTA */
+  int uses_tma;       /**< 1: the kernel takes tma_q, tma_k, tma_v first */
+  int tma_box_cols;   /**< TMA box inner extent (elements); 0 without TMA */
+  int tma_box_rows_q; /**< TMA box rows for Q */
+  int tma_box_rows_k; /**< TMA box rows for K */
+  int tma_box_rows_v; /**< TMA box rows for V */
+  double scale;       /**< softmax scale baked into the kernel */
+  /* Filled once loaded on a device; -1 from attnrt_metadata_parse. */
+  int device;            /**< CUDA device ordinal */
+  int cc_major;          /**< device compute capability */
+  int cc_minor;
+  int num_regs;          /**< registers per thread (CU_FUNC_ATTRIBUTE_NUM_REGS) */
+  int local_bytes;       /**< local memory per thread: > 0 means spills */
+  int static_smem_bytes; /**< static shared memory per CTA */
+  int max_threads_per_block; /**< limit given the kernel's registers */
+} attnrt_kernel_info;
+
+/**
+ * One attention forward call: O = softmax(scale * Q K^T [+ causal mask]) V.
+ *
+ * Layout (docs/ABI.md): every tensor is addressed by element strides over
+ * its logical dims [B, N, H, D], so element (b, n, h, d) of Q is at
+ *   q + b*q_strides[0] + n*q_strides[1] + h*q_strides[2] + d*q_strides[3]
+ * (in elements of dtype).
+ *
+ *   tensor | logical shape        | dtype
+ *   Q      | [B, nq, H,   D]      | dtype
+ *   K      | [B, nk, Hkv, D]      | dtype
+ *   V      | [B, nk, Hkv, D]      | dtype
+ *   O      | [B, nq, H,   D]      | dtype (written)
+ *   LSE    | [B, H, nq]           | float32, contiguous, optional (written)
+ *
+ * Rules, all checked by attnrt_check_forward_args:
+ * - strides[3] == 1 (D contiguous); strides[0..2] are >= 0 multiples of 8
+ *   elements (16 bytes) -- a dimension of extent 1 may have any stride;
+ * - q, k, v, o and lse 16-byte aligned; lse may be NULL (then the kernel
+ *   does not write it);
+ * - num_heads % num_kv_heads == 0: query head h reads K/V head
+ *   h / (num_heads / num_kv_heads);
+ * - nq, nk <= INT32_MAX, nk >= 1, num_heads <= 65535 (gridDim.y),
+ *   batch <= 65535 (gridDim.z); batch == 0 or nq == 0 launches nothing.
+ * - LSE is the natural-log log-sum-exp of the scaled (masked) scores.
+ */
+typedef struct attnrt_forward_args {
+  const void *q;
+  const void *k;
+  const void *v;
+  void *o;
+  float *lse;           /**< may be NULL */
+  int64_t batch;        /**< B */
+  int64_t nq;           /**< query rows per (batch, head) */
+  int64_t nk;           /**< key/value rows per (batch, kv head) */
+  int64_t num_heads;    /**< H */
+  int64_t num_kv_heads; /**< Hkv */
+  int64_t head_dim;     /**< D; must equal the kernel's head_dim */
+  int64_t q_strides[4]; /**< element strides of dims [B, N, H, D] */
+  int64_t k_strides[4];
+  int64_t v_strides[4];
+  int64_t o_strides[4];
+  int dtype;            /**< an attnrt_dtype; must equal the kernel's */
+} attnrt_forward_args;
+
+/** Opaque loaded kernel: a CUmodule, its CUfunction and its metadata. */
+typedef struct attnrt_module attnrt_module;
+
+/* ---- Errors and versions ------------------------------------------------ */
+
+/** Message of this thread's last failure ("" if none). The pointer stays
+ *  valid until the next failing runtime call on this thread. Successful
+ *  calls leave it unchanged. */
+ATTNRT_API const char *attnrt_last_error(void);
+
+/** Stable name of a status ("ATTNRT_ERROR_CUDA"), or "ATTNRT_UNKNOWN". */
+ATTNRT_API const char *attnrt_status_name(attnrt_status status);
+
+/** ATTNRT_ABI_VERSION of the library (compare with the header's). */
+ATTNRT_API int attnrt_abi_version(void);
+
+/** sizeof(attnrt_forward_args) / sizeof(attnrt_kernel_info) as compiled
+ *  into the library; bindings (ctypes) compare them with their own. */
+ATTNRT_API size_t attnrt_sizeof_forward_args(void);
+ATTNRT_API size_t attnrt_sizeof_kernel_info(void);
+
+/* ---- Metadata and argument checks (no GPU needed) ----------------------- */
+
+/**
+ * Parses and validates a metadata JSON text (docs/ABI.md) into *out.
+ * Device fields of *out are set to -1. Returns
+ * ATTNRT_ERROR_INVALID_METADATA naming the offending key on failure.
+ */
+ATTNRT_API attnrt_status attnrt_metadata_parse(const char *metadata_json,
+                                               attnrt_kernel_info *out);
+
+/**
+ * Checks a forward call against a kernel without touching the GPU: dtype,
+ * head_dim, sizes, grid limits, NULL pointers, alignment and strides.
+ * Returns ATTNRT_OK if attnrt_forward would launch (or, for batch == 0 or
+ * nq == 0, do nothing), ATTNRT_ERROR_INVALID_ARGUMENT otherwise.
+ */
+ATTNRT_API attnrt_status
+attnrt_check_forward_args(const attnrt_kernel_info *info,
+                          const attnrt_forward_args *args);
+
+/**
+ * The launch configuration attnrt_forward would use (docs/ABI.md):
+ * grid = (ceil(nq / block_m), H, B), block = (num_threads, 1, 1), dynamic
+ * shared memory = smem_bytes. Runs attnrt_check_forward_args first. For
+ * batch == 0 or nq == 0 the grid is all zeros.
+ */
+ATTNRT_API attnrt_status attnrt_launch_dims(const attnrt_kernel_info *info,
+                                            const attnrt_forward_args *args,
+                                            unsigned grid[3],
+                                            unsigned block[3],
+                                            unsigned *smem_bytes);
+
+/* ---- Modules ------------------------------------------------------------ */
+
+/**
+ * Loads a kernel. `ptx` and `metadata_json` are NUL-terminated texts.
+ * Steps: parse + validate the metadata; check the PTX's .target and the
+ * entry's parameter list against it; load the driver; use the calling
+ * thread's current CUDA context, or else retain device 0's primary context
+ * and make it current; check the compute capability against "arch" (sm_80:
+ * >= 8.0, sm_90a: exactly 9.0); JIT the PTX (a ptxas error log is put into
+ * the message); set the kernel's dynamic shared memory limit to smem_bytes.
+ * On success *out owns the module; free it with attnrt_module_unload.
+ */
+ATTNRT_API attnrt_status attnrt_module_load(const char *ptx,
+                                            const char *metadata_json,
+                                            attnrt_module **out);
+
+/** attnrt_module_load on the contents of two files (NAME.ptx, NAME.json). */
+ATTNRT_API attnrt_status attnrt_module_load_files(const char *ptx_path,
+                                                  const char *metadata_path,
+                                                  attnrt_module **out);
+
+/** Unloads the module and releases the primary context if it retained one.
+ *  NULL is allowed (no-op). */
+ATTNRT_API attnrt_status attnrt_module_unload(attnrt_module *module);
+
+/** Copies the module's metadata and device facts into *out. */
+ATTNRT_API attnrt_status attnrt_module_info(const attnrt_module *module,
+                                            attnrt_kernel_info *out);
+
+/* ---- Launch ------------------------------------------------------------- */
+
+/**
+ * Runs the kernel asynchronously on `stream` (a CUstream; NULL is the
+ * legacy default stream of the module's context). Checks the arguments with
+ * attnrt_check_forward_args, checks that q, k, v, o (and lse) are device
+ * memory of the module's device (see attnrt_set_pointer_checks), builds the
+ * parameters of docs/ABI.md (TMA descriptors for sm_90a kernels) and calls
+ * cuLaunchKernel. batch == 0 or nq == 0 returns ATTNRT_OK without a launch.
+ * Errors raised later by the kernel itself show up at the next
+ * synchronization, as for any CUDA launch.
+ */
+ATTNRT_API attnrt_status attnrt_forward(attnrt_module *module,
+                                        const attnrt_forward_args *args,
+                                        void *stream);
+
+/**
+ * Enables (default) or disables, process-wide, the per-launch
+ * cuPointerGetAttributes check that each tensor pointer is device memory of
+ * the module's device. Disable it only to shave host overhead once a caller
+ * is known to be correct.
+ */
+ATTNRT_API void attnrt_set_pointer_checks(int enabled);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* ATTNRT_ATTNRT_H */

@@ -1,0 +1,227 @@
+//===- Launch.cpp - Parameter building and kernel launch --------------------===//
+//
+// attnrt_forward: check the arguments, check the pointers with the driver,
+// encode the TMA descriptors (sm_90a), lay the parameters out exactly as
+// docs/ABI.md says, and cuLaunchKernel.
+//
+//   kernel parameters (ABI v1), in order:
+//   [tma_q tma_k tma_v]  128-byte CUtensorMap each, by value (sm_90a only)
+//   q k v o lse          u64 device pointers (lse may be 0)
+//   {q,k,v,o}_stride_{b,n,h}  12 x i64, in elements
+//   nq nk num_heads num_kv_heads  4 x i32
+//
+//===----------------------------------------------------------------------===//
+
+#include "Error.h"
+#include "Metadata.h"
+#include "Module.h"
+#include "Validate.h"
+
+#include <atomic>
+#include <cinttypes>
+#include <cstdint>
+#include <string>
+
+namespace attnrt {
+
+/// Whether attnrt_forward checks each pointer with cuPointerGetAttributes.
+static std::atomic<bool> pointerChecks{true};
+
+namespace {
+
+/// Parameters per tensor: stride_b, stride_n, stride_h.
+constexpr int kStridesPerTensor = 3;
+/// Rank of every TMA descriptor: {D, N, H, B}.
+constexpr unsigned kTmaRank = 4;
+
+/// Checks that `pointer` is device memory on the module's device.
+attnrt_status checkDevicePointer(const attnrt_module &m, const char *name, const void *pointer) {
+  const DriverApi &api = *m.api;
+  unsigned memoryType = 0;
+  int deviceOrdinal = -1;
+  unsigned isManaged = 0;
+  CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                      CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                      CU_POINTER_ATTRIBUTE_IS_MANAGED};
+  void *values[] = {&memoryType, &deviceOrdinal, &isManaged};
+  CUresult r = api.pointerGetAttributes(3, attributes, values,
+                                        static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(pointer)));
+  if (r != CUDA_SUCCESS)
+    return failCuda(api, r, format("cuPointerGetAttributes(args.%s)", name).c_str(),
+                    "pass a device pointer (tensor.data_ptr() of a CUDA tensor)");
+  if (memoryType == CU_MEMORYTYPE_HOST)
+    return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                "args.%s = %p is (pinned) host memory: attngen kernels read and write device memory; "
+                "move the tensor to the GPU (e.g. tensor.cuda())",
+                name, pointer);
+  if (memoryType != CU_MEMORYTYPE_DEVICE && memoryType != CU_MEMORYTYPE_UNIFIED)
+    return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                "args.%s = %p is not memory CUDA knows (a host pointer?): pass the device address of "
+                "a CUDA tensor (e.g. tensor.cuda().data_ptr())",
+                name, pointer);
+  if (!isManaged && memoryType == CU_MEMORYTYPE_DEVICE && deviceOrdinal != m.info.device)
+    return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                "args.%s = %p lives on device %d but kernel '%s' was loaded on device %d: move the "
+                "tensor, or load the module with device %d's context current",
+                name, pointer, deviceOrdinal, m.info.kernel, m.info.device, deviceOrdinal);
+  return ATTNRT_OK;
+}
+
+/// Encodes the TMA descriptor of one input per docs/ABI.md:
+/// globalDim = {D, N, H, B}, globalStrides = {stride_n, stride_h, stride_b}
+/// in bytes, box = {tma_box_cols, rows, 1, 1}, 128B swizzle, OOB rows -> 0.
+///
+///   global tensor (innermost first)        box in shared memory
+///   d: 0..D-1  (contiguous)                 tma_box_cols columns
+///   n: 0..N-1  (stride_n)                   rows (128B-swizzled)
+///   h: 0..H-1  (stride_h)                   1
+///   b: 0..B-1  (stride_b)                   1
+attnrt_status encodeTensorMap(const attnrt_module &m, const char *name, CUtensorMap &map,
+                              const void *pointer, int64_t rows, int64_t heads, int64_t batch,
+                              const int64_t strides[4], int boxRows, CUtensorMapDataType dataType) {
+  const attnrt_kernel_info &info = m.info;
+  const int64_t dims[kTmaRank] = {info.head_dim, rows, heads, batch};
+  cuuint64_t globalDim[kTmaRank];
+  for (unsigned i = 0; i < kTmaRank; ++i)
+    globalDim[i] = static_cast<cuuint64_t>(dims[i]);
+  // Byte strides of dims 1..3 (n, h, b). A dimension of extent 1 is never
+  // stepped over, so its stride is free: use the packed one, which the
+  // driver always accepts, instead of whatever the caller's view had.
+  const int64_t callerStrides[3] = {strides[1], strides[2], strides[0]};
+  cuuint64_t globalStrides[kTmaRank - 1];
+  int64_t packed = info.head_dim * kElementBytes;
+  for (unsigned i = 0; i < kTmaRank - 1; ++i) {
+    int64_t extent = dims[i + 1];
+    int64_t bytes = callerStrides[i] * kElementBytes;
+    globalStrides[i] = static_cast<cuuint64_t>(extent > 1 ? bytes : packed);
+    packed *= extent;
+  }
+  const cuuint32_t boxDim[kTmaRank] = {static_cast<cuuint32_t>(info.tma_box_cols),
+                                       static_cast<cuuint32_t>(boxRows), 1, 1};
+  const cuuint32_t elementStrides[kTmaRank] = {1, 1, 1, 1};
+  CUresult r = m.api->tensorMapEncodeTiled(
+      &map, dataType, kTmaRank, const_cast<void *>(pointer), globalDim, globalStrides, boxDim,
+      elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return fail(ATTNRT_ERROR_CUDA,
+                "cuTensorMapEncodeTiled for %s failed with %s: address %p, globalDim = {%" PRIu64
+                ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 "}, globalStrides = {%" PRIu64 ", %" PRIu64
+                ", %" PRIu64 "} bytes, boxDim = {%u, %u, 1, 1}; strides must be multiples of 16 "
+                "bytes below 2^40 and the address 16-byte aligned",
+                name, describe(*m.api, r).c_str(), pointer, static_cast<uint64_t>(globalDim[0]),
+                static_cast<uint64_t>(globalDim[1]), static_cast<uint64_t>(globalDim[2]),
+                static_cast<uint64_t>(globalDim[3]), static_cast<uint64_t>(globalStrides[0]),
+                static_cast<uint64_t>(globalStrides[1]), static_cast<uint64_t>(globalStrides[2]),
+                boxDim[0], boxDim[1]);
+  return ATTNRT_OK;
+}
+
+attnrt_status forward(attnrt_module *m, const attnrt_forward_args *a, void *stream) {
+  if (!m)
+    return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                "attnrt_forward got module = NULL: load a kernel with attnrt_module_load first");
+  if (!a)
+    return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                "attnrt_forward got args = NULL: pass the address of a filled attnrt_forward_args");
+  if (attnrt_status s = checkForwardArgs(m->info, *a))
+    return s;
+  if (isEmptyForward(*a))
+    return ATTNRT_OK;
+
+  const DriverApi &api = *m->api;
+  ScopedContext scope(api, m->context);
+  if (attnrt_status s = scope.status())
+    return s;
+
+  if (pointerChecks.load(std::memory_order_relaxed)) {
+    const struct {
+      const char *name;
+      const void *pointer;
+    } pointers[] = {{"q", a->q}, {"k", a->k}, {"v", a->v}, {"o", a->o}, {"lse", a->lse}};
+    for (const auto &p : pointers)
+      if (p.pointer)
+        if (attnrt_status s = checkDevicePointer(*m, p.name, p.pointer))
+          return s;
+  }
+
+  // Parameter values; `params` points at each, in ABI order.
+  CUtensorMap maps[3];
+  CUdeviceptr pointers[5] = {
+      static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(a->q)),
+      static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(a->k)),
+      static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(a->v)),
+      static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(a->o)),
+      static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(a->lse))};
+  const int64_t *tensorStrides[4] = {a->q_strides, a->k_strides, a->v_strides, a->o_strides};
+  int64_t strides[4 * kStridesPerTensor];
+  for (int t = 0; t < 4; ++t)
+    for (int d = 0; d < kStridesPerTensor; ++d)
+      strides[t * kStridesPerTensor + d] = tensorStrides[t][d];
+  int32_t sizes[4] = {static_cast<int32_t>(a->nq), static_cast<int32_t>(a->nk),
+                      static_cast<int32_t>(a->num_heads), static_cast<int32_t>(a->num_kv_heads)};
+
+  void *params[3 + 5 + 4 * kStridesPerTensor + 4];
+  size_t count = 0;
+  if (m->info.uses_tma) {
+    CUtensorMapDataType dataType = m->info.dtype == ATTNRT_DTYPE_BF16
+                                       ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                       : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    if (attnrt_status s = encodeTensorMap(*m, "Q", maps[0], a->q, a->nq, a->num_heads, a->batch,
+                                          a->q_strides, m->info.tma_box_rows_q, dataType))
+      return s;
+    if (attnrt_status s = encodeTensorMap(*m, "K", maps[1], a->k, a->nk, a->num_kv_heads, a->batch,
+                                          a->k_strides, m->info.tma_box_rows_k, dataType))
+      return s;
+    if (attnrt_status s = encodeTensorMap(*m, "V", maps[2], a->v, a->nk, a->num_kv_heads, a->batch,
+                                          a->v_strides, m->info.tma_box_rows_v, dataType))
+      return s;
+    for (CUtensorMap &map : maps)
+      params[count++] = &map;
+  }
+  for (CUdeviceptr &p : pointers)
+    params[count++] = &p;
+  for (int64_t &s : strides)
+    params[count++] = &s;
+  for (int32_t &s : sizes)
+    params[count++] = &s;
+  if (count != abiParams(m->info.uses_tma != 0).size())
+    return fail(ATTNRT_ERROR_INTERNAL,
+                "the runtime built %zu kernel parameters but ABI v1 has %zu: this is a runtime bug",
+                count, abiParams(m->info.uses_tma != 0).size());
+
+  unsigned grid[3], block[3], smemBytes;
+  launchDims(m->info, *a, grid, block, smemBytes);
+  CUresult r = api.launchKernel(m->function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                                smemBytes, static_cast<CUstream>(stream), params, nullptr);
+  if (r != CUDA_SUCCESS) {
+    std::string what = format("cuLaunchKernel of '%s' (grid %u x %u x %u, block %u, %u bytes of "
+                              "shared memory)",
+                              m->info.kernel, grid[0], grid[1], grid[2], block[0], smemBytes);
+    const char *hint = "check the stream belongs to the module's context";
+    if (r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_LAUNCH_FAILED ||
+        r == CUDA_ERROR_ILLEGAL_INSTRUCTION || r == CUDA_ERROR_MISALIGNED_ADDRESS)
+      hint = "an earlier kernel faulted and the CUDA context is unusable; restart the process and "
+             "run the faulting call alone (compute-sanitizer helps)";
+    else if (r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)
+      hint = "the kernel needs more registers or shared memory than the device has per block";
+    return failCuda(api, r, what.c_str(), hint);
+  }
+  return ATTNRT_OK;
+}
+
+} // namespace
+
+} // namespace attnrt
+
+extern "C" {
+
+attnrt_status attnrt_forward(attnrt_module *module, const attnrt_forward_args *args, void *stream) {
+  return attnrt::guardApi("attnrt_forward", [&] { return attnrt::forward(module, args, stream); });
+}
+
+void attnrt_set_pointer_checks(int enabled) {
+  attnrt::pointerChecks.store(enabled != 0, std::memory_order_relaxed);
+}
+
+} // extern "C"

@@ -1,0 +1,635 @@
+//===- selftest.cpp - attnrt checks that need no GPU ------------------------===//
+//
+// Exercises every validation path of the C API without a GPU and without a
+// CUDA driver: metadata parsing, PTX/metadata consistency, driver loading
+// failures and forward-argument checks. Prints one line per check,
+//   PASS <name>            or   FAIL <name>: <why>
+// then "N passed, M failed", and exits nonzero if any check failed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attnrt/attnrt.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+int passed = 0;
+int failed = 0;
+
+/// Records one check.
+void report(bool ok, const std::string &name, const std::string &why = "") {
+  if (ok) {
+    ++passed;
+    std::printf("PASS %s\n", name.c_str());
+  } else {
+    ++failed;
+    std::printf("FAIL %s: %s\n", name.c_str(), why.c_str());
+  }
+}
+
+/// Checks `got` == `want` and that the last error contains every fragment.
+void expectStatus(const std::string &name, attnrt_status got, attnrt_status want,
+                  std::vector<std::string> fragments = {}) {
+  std::string message = attnrt_last_error();
+  if (got != want) {
+    report(false, name,
+           std::string("expected ") + attnrt_status_name(want) + ", got " + attnrt_status_name(got) +
+               " (" + message + ")");
+    return;
+  }
+  if (want != ATTNRT_OK) {
+    for (const std::string &fragment : fragments) {
+      if (message.find(fragment) == std::string::npos) {
+        report(false, name, "message lacks '" + fragment + "': " + message);
+        return;
+      }
+    }
+  }
+  report(true, name);
+}
+
+//===----------------------------------------------------------------------===//
+// Metadata and PTX fixtures
+//===----------------------------------------------------------------------===//
+
+/// An ordered JSON object built from raw value texts, so a test can drop or
+/// replace one key.
+using Fields = std::vector<std::pair<std::string, std::string>>;
+
+std::string toJson(const Fields &fields) {
+  std::string json = "{\n";
+  for (size_t i = 0; i < fields.size(); ++i)
+    json += "  \"" + fields[i].first + "\": " + fields[i].second + (i + 1 < fields.size() ? ",\n" : "\n");
+  return json + "}\n";
+}
+
+Fields without(Fields fields, const std::string &key) {
+  for (size_t i = 0; i < fields.size(); ++i)
+    if (fields[i].first == key) {
+      fields.erase(fields.begin() + static_cast<long>(i));
+      break;
+    }
+  return fields;
+}
+
+Fields with(Fields fields, const std::string &key, const std::string &value) {
+  for (auto &field : fields)
+    if (field.first == key) {
+      field.second = value;
+      return fields;
+    }
+  fields.emplace_back(key, value);
+  return fields;
+}
+
+/// ABI v1 parameter names without the TMA descriptors.
+const std::vector<std::string> kPlainParams = {
+    "q",          "k",          "v",          "o",          "lse",        "q_stride_b",
+    "q_stride_n", "q_stride_h", "k_stride_b", "k_stride_n", "k_stride_h", "v_stride_b",
+    "v_stride_n", "v_stride_h", "o_stride_b", "o_stride_n", "o_stride_h", "nq",
+    "nk",         "num_heads",  "num_kv_heads"};
+
+std::vector<std::string> paramNames(bool tma) {
+  std::vector<std::string> names;
+  if (tma)
+    names = {"tma_q", "tma_k", "tma_v"};
+  names.insert(names.end(), kPlainParams.begin(), kPlainParams.end());
+  return names;
+}
+
+std::string jsonArray(const std::vector<std::string> &names) {
+  std::string text = "[";
+  for (size_t i = 0; i < names.size(); ++i)
+    text += (i ? ", \"" : "\"") + names[i] + "\"";
+  return text + "]";
+}
+
+/// Metadata of an sm_90a bf16 d128 causal TMA kernel.
+Fields sm90aFields() {
+  return {{"format", "\"attngen-kernel-v1\""},
+          {"kernel", "\"attn_fwd_test\""},
+          {"arch", "\"sm_90a\""},
+          {"dtype", "\"bf16\""},
+          {"head_dim", "128"},
+          {"causal", "true"},
+          {"scale", "0.08838834764831845"},
+          {"block_m", "128"},
+          {"block_n", "128"},
+          {"num_threads", "384"},
+          {"smem_bytes", "98304"},
+          {"uses_tma", "true"},
+          {"tma_box_cols", "64"},
+          {"tma_box_rows_q", "128"},
+          {"tma_box_rows_k", "128"},
+          {"tma_box_rows_v", "128"},
+          {"params", jsonArray(paramNames(true))}};
+}
+
+/// Metadata of an sm_80 f16 d64 non-causal kernel.
+Fields sm80Fields() {
+  Fields f = sm90aFields();
+  f = with(f, "kernel", "\"attn_fwd_sm80\"");
+  f = with(f, "arch", "\"sm_80\"");
+  f = with(f, "dtype", "\"f16\"");
+  f = with(f, "head_dim", "64");
+  f = with(f, "causal", "false");
+  f = with(f, "scale", "0.125");
+  f = with(f, "block_n", "64");
+  f = with(f, "num_threads", "128");
+  f = with(f, "smem_bytes", "49152");
+  f = with(f, "uses_tma", "false");
+  for (const char *key : {"tma_box_cols", "tma_box_rows_q", "tma_box_rows_k", "tma_box_rows_v"})
+    f = with(f, key, "0");
+  return with(f, "params", jsonArray(paramNames(false)));
+}
+
+/// A PTX module whose entry has the given parameter declarations.
+std::string ptxText(const char *target, const char *entry, const std::vector<std::string> &params) {
+  std::string ptx = "//\n// Generated for the attnrt self-test\n//\n\n.version 8.0\n.target ";
+  ptx += target;
+  ptx += "\n.address_size 64\n\n\t// .globl\t";
+  ptx += entry;
+  ptx += "\n.visible .entry ";
+  ptx += entry;
+  ptx += "(\n";
+  for (size_t i = 0; i < params.size(); ++i)
+    ptx += "\t" + params[i] + (i + 1 < params.size() ? ",\n" : "\n");
+  ptx += ")\n.maxntid 128, 1, 1\n{\n\tret;\n}\n";
+  return ptx;
+}
+
+/// Parameter declarations as LLVM's NVPTX backend writes them.
+std::vector<std::string> ptxParams(const char *entry, bool tma) {
+  std::vector<std::string> params;
+  int index = 0;
+  auto name = [&] { return std::string(entry) + "_param_" + std::to_string(index++); };
+  if (tma)
+    for (int i = 0; i < 3; ++i)
+      params.push_back(".param .align 64 .b8 " + name() + "[128]");
+  for (int i = 0; i < 5; ++i)
+    params.push_back(".param .u64 .ptr .global .align 16 " + name());
+  for (int i = 0; i < 12; ++i)
+    params.push_back(".param .u64 " + name());
+  for (int i = 0; i < 4; ++i)
+    params.push_back(".param .u32 " + name());
+  return params;
+}
+
+//===----------------------------------------------------------------------===//
+// Checks
+//===----------------------------------------------------------------------===//
+
+void testBasics() {
+  report(attnrt_abi_version() == ATTNRT_ABI_VERSION, "basics: ABI version is 1");
+  report(attnrt_sizeof_forward_args() == sizeof(attnrt_forward_args),
+         "basics: sizeof(attnrt_forward_args) agrees with the header");
+  report(attnrt_sizeof_kernel_info() == sizeof(attnrt_kernel_info),
+         "basics: sizeof(attnrt_kernel_info) agrees with the header");
+  report(std::strcmp(attnrt_status_name(ATTNRT_ERROR_INVALID_METADATA),
+                     "ATTNRT_ERROR_INVALID_METADATA") == 0,
+         "basics: status names");
+}
+
+void testMetadata() {
+  attnrt_kernel_info info;
+  attnrt_status s = attnrt_metadata_parse(toJson(sm90aFields()).c_str(), &info);
+  expectStatus("metadata: sm_90a TMA kernel parses", s, ATTNRT_OK);
+  report(s == ATTNRT_OK && info.head_dim == 128 && info.dtype == ATTNRT_DTYPE_BF16 && info.causal == 1 &&
+             info.uses_tma == 1 && info.block_m == 128 && info.num_threads == 384 &&
+             info.smem_bytes == 98304 && info.tma_box_cols == 64 && info.tma_box_rows_v == 128 &&
+             std::strcmp(info.kernel, "attn_fwd_test") == 0 && std::strcmp(info.arch, "sm_90a") == 0 &&
+             info.scale > 0.0883883 && info.scale < 0.0883884 && info.device == -1,
+         "metadata: sm_90a fields read back");
+  s = attnrt_metadata_parse(toJson(sm80Fields()).c_str(), &info);
+  expectStatus("metadata: sm_80 kernel parses", s, ATTNRT_OK);
+  report(s == ATTNRT_OK && info.dtype == ATTNRT_DTYPE_F16 && info.uses_tma == 0 && info.head_dim == 64,
+         "metadata: sm_80 fields read back");
+
+  // Every key is required and must have its type.
+  const std::vector<std::pair<std::string, std::string>> wrongTypes = {
+      {"format", "1"},        {"kernel", "true"},      {"arch", "90"},          {"dtype", "null"},
+      {"head_dim", "\"128\""}, {"causal", "1"},        {"scale", "\"0.1\""},    {"block_m", "[128]"},
+      {"block_n", "{}"},       {"num_threads", "128.0"}, {"smem_bytes", "false"}, {"uses_tma", "\"true\""},
+      {"tma_box_cols", "64.5"}, {"tma_box_rows_q", "\"128\""}, {"tma_box_rows_k", "null"},
+      {"tma_box_rows_v", "1e2"}, {"params", "\"q,k,v\""}};
+  for (const auto &field : sm90aFields()) {
+    const std::string &key = field.first;
+    s = attnrt_metadata_parse(toJson(without(sm90aFields(), key)).c_str(), &info);
+    expectStatus("metadata: missing key \"" + key + "\"", s, ATTNRT_ERROR_INVALID_METADATA,
+                 {"no key \"" + key + "\""});
+  }
+  for (const auto &wrong : wrongTypes) {
+    s = attnrt_metadata_parse(toJson(with(sm90aFields(), wrong.first, wrong.second)).c_str(), &info);
+    expectStatus("metadata: ill-typed key \"" + wrong.first + "\" = " + wrong.second, s,
+                 ATTNRT_ERROR_INVALID_METADATA, {"\"" + wrong.first + "\""});
+  }
+
+  // Values.
+  struct BadValue {
+    const char *key;
+    const char *value;
+    const char *fragment;
+  };
+  const BadValue badValues[] = {
+      {"format", "\"attngen-kernel-v2\"", "but this runtime reads \"attngen-kernel-v1\""},
+      {"format", "\"\"", "\"format\" is \"\""},
+      {"kernel", "\"1bad\"", "not a PTX entry name"},
+      {"kernel", "\"\"", "not a PTX entry name"},
+      {"arch", "\"sm_75\"", "\"arch\" = \"sm_75\" is not supported"},
+      {"arch", "\"sm_90\"", "it must be \"sm_80\" or \"sm_90a\""},
+      {"dtype", "\"fp32\"", "\"dtype\" = \"fp32\" is not supported"},
+      {"head_dim", "0", "\"head_dim\" = 0 is out of range"},
+      {"head_dim", "100", "\"head_dim\" = 100 is not a multiple of 8"},
+      {"head_dim", "512", "\"head_dim\" = 512 is out of range"},
+      {"num_threads", "100", "\"num_threads\" = 100 is not a multiple of the warp size"},
+      {"num_threads", "2048", "\"num_threads\" = 2048 is out of range"},
+      {"block_m", "0", "\"block_m\" = 0 is out of range"},
+      {"block_m", "-64", "\"block_m\" = -64 is out of range"},
+      {"smem_bytes", "-1", "\"smem_bytes\" = -1 is out of range"},
+      {"smem_bytes", "99999999999999999999", "\"smem_bytes\" = 99999999999999999999 is out of range"},
+      {"scale", "0", "\"scale\" = 0 is invalid"},
+      {"scale", "-0.125", "\"scale\" = -0.125 is invalid"},
+      {"tma_box_cols", "128", "\"tma_box_cols\" = 128 is invalid"},
+      {"tma_box_cols", "12", "\"tma_box_cols\" = 12 is invalid"},
+      {"tma_box_rows_k", "0", "\"tma_box_rows_k\" = 0 is invalid"},
+      {"tma_box_rows_q", "257", "\"tma_box_rows_q\" = 257 is out of range"}};
+  for (const BadValue &bad : badValues) {
+    s = attnrt_metadata_parse(toJson(with(sm90aFields(), bad.key, bad.value)).c_str(), &info);
+    expectStatus(std::string("metadata: bad value \"") + bad.key + "\" = " + bad.value, s,
+                 ATTNRT_ERROR_INVALID_METADATA, {bad.fragment});
+  }
+  s = attnrt_metadata_parse(toJson(with(sm80Fields(), "uses_tma", "true")).c_str(), &info);
+  expectStatus("metadata: uses_tma on sm_80", s, ATTNRT_ERROR_INVALID_METADATA,
+               {"\"uses_tma\": true with \"arch\": \"sm_80\""});
+
+  // The params list must equal the runtime's.
+  std::vector<std::string> swapped = paramNames(true);
+  std::swap(swapped[3], swapped[4]);
+  std::vector<std::string> missing = paramNames(true);
+  missing.pop_back();
+  std::vector<std::string> extra = paramNames(true);
+  extra.push_back("scale");
+  struct BadParams {
+    const char *name;
+    Fields fields;
+    const char *fragment;
+  };
+  const BadParams badParams[] = {
+      {"swapped", with(sm90aFields(), "params", jsonArray(swapped)),
+       "at position 3: expected \"q\", found \"k\""},
+      {"missing one", with(sm90aFields(), "params", jsonArray(missing)), "has 23 entries"},
+      {"one extra", with(sm90aFields(), "params", jsonArray(extra)), "has 25 entries"},
+      {"TMA list on a non-TMA kernel", with(sm80Fields(), "params", jsonArray(paramNames(true))),
+       "uses_tma = false) at position 0: expected \"q\", found \"tma_q\""},
+      {"plain list on a TMA kernel", with(sm90aFields(), "params", jsonArray(paramNames(false))),
+       "expected \"tma_q\", found \"q\""},
+      {"non-string element", with(sm90aFields(), "params", "[\"tma_q\", 2]"), "element 1 is a number"},
+      {"empty", with(sm90aFields(), "params", "[]"), "has 0 entries"}};
+  for (const BadParams &bad : badParams) {
+    s = attnrt_metadata_parse(toJson(bad.fields).c_str(), &info);
+    expectStatus(std::string("metadata: params list ") + bad.name, s, ATTNRT_ERROR_INVALID_METADATA,
+                 {"\"params\"", bad.fragment});
+  }
+
+  // Strict JSON.
+  std::string valid = toJson(sm90aFields());
+  std::string trailingComma = valid;
+  trailingComma.insert(trailingComma.rfind(']') + 1, ",");
+  std::string duplicateKey = toJson(with(sm90aFields(), "zz", "\"bf16\""));
+  duplicateKey.replace(duplicateKey.find("\"zz\""), 4, "\"dtype\"");
+  const std::pair<const char *, std::string> badJson[] = {
+      {"trailing comma", trailingComma},
+      {"truncated", valid.substr(0, valid.size() / 2)},
+      {"text after the object", valid + "{}"},
+      {"duplicate key", duplicateKey},
+      {"leading zero", toJson(with(sm90aFields(), "head_dim", "0128"))},
+      {"comment", "// metadata\n" + valid},
+      {"single quotes", "{'format': 'attngen-kernel-v1'}"},
+      {"bad escape", toJson(with(sm90aFields(), "kernel", "\"a\\qb\""))},
+      {"raw newline in a string", toJson(with(sm90aFields(), "kernel", "\"a\nb\""))},
+      {"empty text", ""}};
+  for (const auto &bad : badJson) {
+    s = attnrt_metadata_parse(bad.second.c_str(), &info);
+    expectStatus(std::string("metadata: invalid JSON, ") + bad.first, s, ATTNRT_ERROR_INVALID_METADATA,
+                 {"not valid JSON (line "});
+  }
+  s = attnrt_metadata_parse(("[" + valid + "]").c_str(), &info);
+  expectStatus("metadata: top-level array", s, ATTNRT_ERROR_INVALID_METADATA,
+               {"must be a JSON object but is an array"});
+  s = attnrt_metadata_parse(nullptr, &info);
+  expectStatus("metadata: NULL text", s, ATTNRT_ERROR_INVALID_ARGUMENT, {"metadata JSON text is NULL"});
+  s = attnrt_metadata_parse(valid.c_str(), nullptr);
+  expectStatus("metadata: NULL output", s, ATTNRT_ERROR_INVALID_ARGUMENT, {"out = NULL"});
+
+  // Unknown keys (any value) are ignored; escapes are decoded.
+  Fields extended = with(sm90aFields(), "compiler", "{\"name\": \"attngen\", \"passes\": [1, [2.5e-3, null]]}");
+  extended = with(extended, "note", "\"tab\\there \\u00e9 \\ud83d\\ude00\"");
+  s = attnrt_metadata_parse(toJson(extended).c_str(), &info);
+  expectStatus("metadata: unknown keys are ignored", s, ATTNRT_OK);
+  s = attnrt_metadata_parse(toJson(with(sm90aFields(), "kernel", "\"attn_\\u0066wd\"")).c_str(), &info);
+  report(s == ATTNRT_OK && std::strcmp(info.kernel, "attn_fwd") == 0, "metadata: \\u escapes decode",
+         attnrt_last_error());
+}
+
+/// Module loading: what is checked before the driver is touched.
+void testModuleLoad() {
+  const std::string json90 = toJson(sm90aFields());
+  const std::string ptx90 = ptxText("sm_90a", "attn_fwd_test", ptxParams("attn_fwd_test", true));
+  const std::string json80 = toJson(sm80Fields());
+  const std::string ptx80 = ptxText("sm_80", "attn_fwd_sm80", ptxParams("attn_fwd_sm80", false));
+  attnrt_module *m = reinterpret_cast<attnrt_module *>(0x1);
+
+  attnrt_status s = attnrt_module_load(ptx90.c_str(), json90.c_str(), nullptr);
+  expectStatus("load: NULL output", s, ATTNRT_ERROR_INVALID_ARGUMENT, {"out = NULL"});
+  s = attnrt_module_load(nullptr, json90.c_str(), &m);
+  expectStatus("load: NULL PTX", s, ATTNRT_ERROR_INVALID_ARGUMENT, {"PTX text is NULL"});
+  report(m == nullptr, "load: output is NULL after a failure");
+  s = attnrt_module_load(ptx90.c_str(), nullptr, &m);
+  expectStatus("load: NULL metadata", s, ATTNRT_ERROR_INVALID_ARGUMENT, {"metadata JSON text is NULL"});
+  s = attnrt_module_load(ptx90.c_str(), toJson(without(sm90aFields(), "smem_bytes")).c_str(), &m);
+  expectStatus("load: bad metadata is reported before the driver is loaded", s,
+               ATTNRT_ERROR_INVALID_METADATA, {"no key \"smem_bytes\""});
+
+  // PTX against metadata.
+  s = attnrt_module_load(ptx80.c_str(), json90.c_str(), &m);
+  expectStatus("load: PTX .target differs from \"arch\"", s, ATTNRT_ERROR_INVALID_PTX,
+               {"the PTX targets sm_80 but its metadata says \"arch\": \"sm_90a\""});
+  std::string renamed = ptxText("sm_90a", "other_kernel", ptxParams("other_kernel", true));
+  s = attnrt_module_load(renamed.c_str(), json90.c_str(), &m);
+  expectStatus("load: PTX lacks the metadata's entry", s, ATTNRT_ERROR_INVALID_PTX,
+               {"no .entry named 'attn_fwd_test' (it has: other_kernel)"});
+  s = attnrt_module_load(ptxText("sm_90a", "attn_fwd_test", ptxParams("attn_fwd_test", false)).c_str(),
+                         json90.c_str(), &m);
+  expectStatus("load: PTX entry without the TMA parameters", s, ATTNRT_ERROR_INVALID_PTX,
+               {"has 21 parameters but the ABI v1 list for uses_tma = true has 24"});
+  std::vector<std::string> narrowStride = ptxParams("attn_fwd_sm80", false);
+  narrowStride[6] = ".param .u32 attn_fwd_sm80_param_6";
+  s = attnrt_module_load(ptxText("sm_80", "attn_fwd_sm80", narrowStride).c_str(), json80.c_str(), &m);
+  expectStatus("load: PTX parameter of the wrong size", s, ATTNRT_ERROR_INVALID_PTX,
+               {"parameter 6 ('attn_fwd_sm80_param_6') is 4 bytes but ABI v1 parameter \"q_stride_n\" "
+                "is 8 bytes"});
+  s = attnrt_module_load("this is not PTX", json80.c_str(), &m);
+  expectStatus("load: text without .target", s, ATTNRT_ERROR_INVALID_PTX, {"no .target directive"});
+  s = attnrt_module_load_files("/nonexistent/k.ptx", "/nonexistent/k.json", &m);
+  expectStatus("load: missing PTX file", s, ATTNRT_ERROR_IO,
+               {"cannot open the PTX file '/nonexistent/k.ptx'"});
+
+  // Without a driver: the self-test forces a library that does not exist,
+  // so it behaves the same on a GPU machine.
+  setenv("ATTNRT_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+  s = attnrt_module_load(ptx90.c_str(), json90.c_str(), &m);
+  expectStatus("load: no driver library (sm_90a)", s, ATTNRT_ERROR_NO_DRIVER,
+               {"could not load the CUDA driver library '/nonexistent/libcuda.so.1'",
+                "install the NVIDIA driver"});
+  s = attnrt_module_load(ptx80.c_str(), json80.c_str(), &m);
+  expectStatus("load: no driver library (sm_80)", s, ATTNRT_ERROR_NO_DRIVER, {"ATTNRT_CUDA_DRIVER"});
+  report(m == nullptr, "load: output stays NULL without a driver");
+#ifdef ATTNRT_TEST_STUB_DRIVER
+  if (FILE *stub = std::fopen(ATTNRT_TEST_STUB_DRIVER, "rb")) {
+    std::fclose(stub);
+    setenv("ATTNRT_CUDA_DRIVER", ATTNRT_TEST_STUB_DRIVER, 1);
+    s = attnrt_module_load(ptx90.c_str(), json90.c_str(), &m);
+    expectStatus("load: the toolkit's stub driver is refused", s, ATTNRT_ERROR_NO_DRIVER,
+                 {"is the CUDA toolkit's stub library", "CUDA_ERROR_STUB_LIBRARY"});
+  } else {
+    std::printf("SKIP load: stub driver %s not found\n", ATTNRT_TEST_STUB_DRIVER);
+  }
+#endif
+  setenv("ATTNRT_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+
+  s = attnrt_forward(nullptr, nullptr, nullptr);
+  expectStatus("forward: NULL module", s, ATTNRT_ERROR_INVALID_ARGUMENT, {"module = NULL"});
+  attnrt_kernel_info info;
+  s = attnrt_module_info(nullptr, &info);
+  expectStatus("info: NULL module", s, ATTNRT_ERROR_INVALID_ARGUMENT, {"needs a loaded module"});
+  expectStatus("unload: NULL is a no-op", attnrt_module_unload(nullptr), ATTNRT_OK);
+}
+
+/// Fake, suitably aligned device addresses: the checks never dereference.
+constexpr uintptr_t kQ = 0x7f0000000000, kK = 0x7f1000000000, kV = 0x7f2000000000,
+                    kO = 0x7f3000000000, kLse = 0x7f4000000000;
+
+/// Fills contiguous [B, N, H, D] strides.
+void contiguous(int64_t strides[4], int64_t n, int64_t h, int64_t d) {
+  strides[0] = n * h * d;
+  strides[1] = h * d;
+  strides[2] = d;
+  strides[3] = 1;
+}
+
+/// A valid call for `info`: B=2, Nq=1000, Nk=333, H=4, Hkv=2, contiguous.
+attnrt_forward_args validArgs(const attnrt_kernel_info &info) {
+  attnrt_forward_args a;
+  std::memset(&a, 0, sizeof(a));
+  a.q = reinterpret_cast<const void *>(kQ);
+  a.k = reinterpret_cast<const void *>(kK);
+  a.v = reinterpret_cast<const void *>(kV);
+  a.o = reinterpret_cast<void *>(kO);
+  a.lse = reinterpret_cast<float *>(kLse);
+  a.batch = 2;
+  a.nq = 1000;
+  a.nk = 333;
+  a.num_heads = 4;
+  a.num_kv_heads = 2;
+  a.head_dim = info.head_dim;
+  contiguous(a.q_strides, a.nq, a.num_heads, a.head_dim);
+  contiguous(a.k_strides, a.nk, a.num_kv_heads, a.head_dim);
+  contiguous(a.v_strides, a.nk, a.num_kv_heads, a.head_dim);
+  contiguous(a.o_strides, a.nq, a.num_heads, a.head_dim);
+  a.dtype = info.dtype;
+  return a;
+}
+
+void testArgs() {
+  attnrt_kernel_info info;
+  if (attnrt_metadata_parse(toJson(sm90aFields()).c_str(), &info) != ATTNRT_OK) {
+    report(false, "args: fixture metadata parses", attnrt_last_error());
+    return;
+  }
+  const attnrt_forward_args base = validArgs(info);
+  auto check = [&](const std::string &name, attnrt_forward_args a, attnrt_status want,
+                   std::vector<std::string> fragments = {}) {
+    expectStatus("args: " + name, attnrt_check_forward_args(&info, &a), want, std::move(fragments));
+  };
+  constexpr attnrt_status kBad = ATTNRT_ERROR_INVALID_ARGUMENT;
+
+  check("valid GQA call", base, ATTNRT_OK);
+  unsigned grid[3], block[3], smem;
+  attnrt_status s = attnrt_launch_dims(&info, &base, grid, block, &smem);
+  report(s == ATTNRT_OK && grid[0] == 8 && grid[1] == 4 && grid[2] == 2 && block[0] == 384 &&
+             block[1] == 1 && smem == 98304,
+         "args: launch dims are (ceil(1000/128), H, B) x (num_threads) with smem_bytes",
+         attnrt_last_error());
+  expectStatus("args: NULL info", attnrt_check_forward_args(nullptr, &base), kBad, {"kernel info is NULL"});
+  expectStatus("args: NULL args", attnrt_check_forward_args(&info, nullptr), kBad, {"args is NULL"});
+
+  attnrt_forward_args a = base;
+  a.lse = nullptr;
+  check("lse may be NULL", a, ATTNRT_OK);
+
+  // Empty problems launch nothing, whatever the pointers.
+  a = base;
+  a.nq = 0;
+  a.q = nullptr;
+  a.o = nullptr;
+  check("nq == 0 is a no-op", a, ATTNRT_OK);
+  s = attnrt_launch_dims(&info, &a, grid, block, &smem);
+  report(s == ATTNRT_OK && grid[0] == 0 && grid[1] == 0 && grid[2] == 0, "args: nq == 0 has an empty grid");
+  a = base;
+  a.batch = 0;
+  a.k = nullptr;
+  check("batch == 0 is a no-op", a, ATTNRT_OK);
+
+  // dtype and head_dim are compiled into the kernel.
+  a = base;
+  a.dtype = 7;
+  check("dtype out of range", a, kBad, {"args.dtype = 7 is not a dtype"});
+  a = base;
+  a.dtype = ATTNRT_DTYPE_F16;
+  check("dtype mismatch", a, kBad,
+        {"args.dtype is f16 but kernel 'attn_fwd_test' was compiled for bf16"});
+  a = base;
+  a.head_dim = 64;
+  check("head_dim mismatch", a, kBad, {"args.head_dim = 64 but kernel 'attn_fwd_test' was compiled "
+                                       "for head_dim = 128"});
+
+  // Sizes.
+  const struct {
+    const char *name;
+    int64_t attnrt_forward_args::*field;
+    int64_t value;
+    const char *fragment;
+  } sizes[] = {
+      {"negative batch", &attnrt_forward_args::batch, -1, "args.batch = -1 is negative"},
+      {"negative nq", &attnrt_forward_args::nq, -5, "args.nq = -5 is negative"},
+      {"nk == 0", &attnrt_forward_args::nk, 0, "args.nk = 0 is invalid: it must be >= 1"},
+      {"negative nk", &attnrt_forward_args::nk, -2, "args.nk = -2 is invalid"},
+      {"num_heads == 0", &attnrt_forward_args::num_heads, 0, "args.num_heads = 0 is invalid"},
+      {"num_kv_heads == 0", &attnrt_forward_args::num_kv_heads, 0, "args.num_kv_heads = 0 is invalid"},
+      {"H not a multiple of Hkv", &attnrt_forward_args::num_heads, 5,
+       "num_heads = 5 is not a multiple of num_kv_heads = 2"},
+      {"nq beyond int32", &attnrt_forward_args::nq, int64_t(1) << 31,
+       "args.nq = 2147483648 exceeds the kernel's 32-bit limit"},
+      {"nk beyond int32", &attnrt_forward_args::nk, int64_t(3) << 31,
+       "args.nk = 6442450944 exceeds the kernel's 32-bit limit"},
+      {"num_heads beyond gridDim.y", &attnrt_forward_args::num_heads, 70000,
+       "args.num_heads = 70000 exceeds the CUDA grid limit gridDim.y <= 65535"},
+      {"batch beyond gridDim.z", &attnrt_forward_args::batch, 65536,
+       "args.batch = 65536 exceeds the CUDA grid limit gridDim.z <= 65535"}};
+  for (const auto &size : sizes) {
+    a = base;
+    a.*size.field = size.value;
+    check(size.name, a, kBad, {size.fragment});
+  }
+
+  // Pointers.
+  const struct {
+    const char *name;
+    const void *attnrt_forward_args::*field;
+  } inputs[] = {{"q", &attnrt_forward_args::q}, {"k", &attnrt_forward_args::k}, {"v", &attnrt_forward_args::v}};
+  for (const auto &input : inputs) {
+    a = base;
+    a.*input.field = nullptr;
+    check(std::string("NULL ") + input.name, a, kBad, {std::string("args.") + input.name + " is NULL"});
+    a = base;
+    a.*input.field = reinterpret_cast<const char *>(a.*input.field) + 8;
+    check(std::string("misaligned ") + input.name, a, kBad,
+          {std::string("args.") + input.name + " = ", "is not 16-byte aligned"});
+  }
+  a = base;
+  a.o = nullptr;
+  check("NULL o", a, kBad, {"args.o is NULL"});
+  a = base;
+  a.o = reinterpret_cast<char *>(a.o) + 2;
+  check("misaligned o", a, kBad, {"is not 16-byte aligned"});
+  a = base;
+  a.lse = reinterpret_cast<float *>(kLse + 4);
+  check("misaligned lse", a, kBad, {"args.lse = ", "is not 16-byte aligned"});
+  a = base;
+  a.o = const_cast<void *>(a.k);
+  check("o aliasing k", a, kBad, {"args.o is the same address as args.k"});
+
+  // Strides.
+  const struct {
+    const char *name;
+    int64_t *(*slot)(attnrt_forward_args &);
+    int index;
+    int64_t value;
+    const char *fragment;
+  } strides[] = {
+      {"q_stride_n = 100", [](attnrt_forward_args &x) { return x.q_strides; }, 1, 100,
+       "q_stride_n (q_strides[1]) = 100 is not a multiple of 8 elements: attngen kernels copy "
+       "16-byte chunks; pad the stride"},
+      {"k_stride_b = 12", [](attnrt_forward_args &x) { return x.k_strides; }, 0, 12,
+       "k_stride_b (k_strides[0]) = 12 is not a multiple of 8 elements"},
+      {"v_stride_h = 130", [](attnrt_forward_args &x) { return x.v_strides; }, 2, 130,
+       "v_stride_h (v_strides[2]) = 130 is not a multiple of 8 elements"},
+      {"o_stride_n = 4", [](attnrt_forward_args &x) { return x.o_strides; }, 1, 4,
+       "o_stride_n (o_strides[1]) = 4 is not a multiple of 8 elements"},
+      {"q_stride_d = 2", [](attnrt_forward_args &x) { return x.q_strides; }, 3, 2,
+       "q_stride_d (q_strides[3]) = 2 but the head dimension must be contiguous (stride 1)"},
+      {"v_stride_d = 0", [](attnrt_forward_args &x) { return x.v_strides; }, 3, 0,
+       "v_stride_d (v_strides[3]) = 0 but the head dimension must be contiguous"},
+      {"negative k_stride_n", [](attnrt_forward_args &x) { return x.k_strides; }, 1, -256,
+       "k_stride_n (k_strides[1]) = -256 is negative"},
+      {"q_stride_b beyond TMA's 2^40 bytes", [](attnrt_forward_args &x) { return x.q_strides; }, 0,
+       int64_t(1) << 39, "q_stride_b (q_strides[0]) = 549755813888 elements is 2^40 bytes or more"}};
+  for (const auto &stride : strides) {
+    a = base;
+    stride.slot(a)[stride.index] = stride.value;
+    check(stride.name, a, kBad, {stride.fragment});
+  }
+
+  a = base;
+  a.nk = INT32_MAX;
+  a.k_strides[1] = int64_t(1) << 38;
+  check("K span beyond 2^63 elements", a, kBad, {"K spans more than 2^63"});
+
+  // Layouts that are fine.
+  a = base;
+  a.batch = 1;
+  a.q_strides[0] = 3; // never stepped over when B == 1
+  a.k_strides[0] = 0;
+  check("stride of an extent-1 dimension is free", a, ATTNRT_OK);
+  a = base; // Q made as (B, H, N, D) and viewed as (B, N, H, D)
+  a.q_strides[0] = a.num_heads * a.nq * a.head_dim;
+  a.q_strides[1] = a.head_dim;
+  a.q_strides[2] = a.nq * a.head_dim;
+  check("transposed (B, H, N, D) view", a, ATTNRT_OK);
+  a = base; // rows padded to D + 8
+  a.o_strides[2] = a.head_dim + 8;
+  a.o_strides[1] = a.num_heads * (a.head_dim + 8);
+  a.o_strides[0] = a.nq * a.o_strides[1];
+  check("padded head stride", a, ATTNRT_OK);
+  a = base;
+  a.num_heads = a.num_kv_heads = 1;
+  a.nq = a.nk = 1;
+  check("single row, single head", a, ATTNRT_OK);
+
+  // A non-TMA kernel allows strides beyond 2^40 bytes.
+  attnrt_kernel_info info80;
+  if (attnrt_metadata_parse(toJson(sm80Fields()).c_str(), &info80) == ATTNRT_OK) {
+    a = validArgs(info80);
+    a.q_strides[0] = int64_t(1) << 39;
+    expectStatus("args: sm_80 kernel takes strides beyond 2^40 bytes", attnrt_check_forward_args(&info80, &a),
+                 ATTNRT_OK);
+  }
+}
+
+} // namespace
+
+int main() {
+  testBasics();
+  testMetadata();
+  testModuleLoad();
+  testArgs();
+  std::printf("%d passed, %d failed\n", passed, failed);
+  return failed == 0 ? 0 : 1;
+}
