@@ -73,6 +73,25 @@ Value Lowering::swizzledOffset(const SmemBuffer &buffer, Value row,
   return arith::AddIOp::create(b, loc, offset, i32(buffer.offset));
 }
 
+Value Lowering::swizzledOffsetSplit(const SmemBuffer &buffer, Value rowVar,
+                                    int64_t rowConst, Value colVar,
+                                    int64_t colConst) {
+  assert(rowConst % 8 == 0 && colConst % 16 == 0 && "misaligned split");
+  int64_t rows = buffer.type.getRows();
+  Value chunk = arith::XOrIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, colVar, i32(3)),
+      arith::AndIOp::create(b, loc, rowVar, i32(7)));
+  Value swizzled =
+      arith::XOrIOp::create(b, loc, chunk, i32((colConst / 8) % 8));
+  Value offset = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, rowVar, i32(kPanelRowBytes)),
+      arith::ShLIOp::create(b, loc, swizzled, i32(4)));
+  int64_t constant = buffer.offset +
+                     (colConst / kPanelCols) * rows * kPanelRowBytes +
+                     rowConst * kPanelRowBytes;
+  return arith::AddIOp::create(b, loc, offset, i32(constant));
+}
+
 Value Lowering::globalAddress(Tensor tensor, Value batch, Value row,
                               Value head, Value col) {
   int t = static_cast<int>(tensor);

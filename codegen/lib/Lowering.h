@@ -118,6 +118,15 @@ public:
   ///   base + panel * rows * 128 + row * 128 + ((chunk ^ row % 8) * 16)
   ///        + (col % 8) * 2
   Value swizzledOffset(const SmemBuffer &buffer, Value row, Value col);
+  /// The same offset for row = rowVar + rowConst, col = colVar + colConst
+  /// where rowConst and colConst are multiples of 8 and 16, colVar is 0 or 8
+  /// and colConst % 64 + colVar < 64. The swizzle then splits into a
+  /// per-thread part, `rowVar * 128 + 16 * ((colVar / 8) ^ (rowVar % 8))`,
+  /// XORed with the constant chunk `(colConst / 8) % 8`, plus a constant
+  /// byte offset: a handful of per-thread registers serve every load and
+  /// the rest folds into the instructions' immediate offsets.
+  Value swizzledOffsetSplit(const SmemBuffer &buffer, Value rowVar,
+                            int64_t rowConst, Value colVar, int64_t colConst);
   /// Global address of row `row` (i32), column `col` (i32) of head `head`,
   /// batch `batch` of a [B, N, H, D] tensor (element strides are i64).
   Value globalAddress(Tensor tensor, Value batch, Value row, Value head,

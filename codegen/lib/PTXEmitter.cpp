@@ -46,7 +46,7 @@ llvm::Error makeError(const llvm::Twine &message) {
 
 llvm::Expected<std::string> mlir::attn::emitPtx(ModuleOp module,
                                                 TargetKind target,
-                                                bool emitLlvm) {
+                                                bool emitLlvm, int optLevel) {
   static std::once_flag initialized;
   std::call_once(initialized, [] {
     LLVMInitializeNVPTXTargetInfo();
@@ -86,8 +86,10 @@ llvm::Expected<std::string> mlir::attn::emitPtx(ModuleOp module,
   builder.registerFunctionAnalyses(fam);
   builder.registerLoopAnalyses(lam);
   builder.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager passes =
-      builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  llvm::OptimizationLevel level = optLevel <= 1   ? llvm::OptimizationLevel::O1
+                                  : optLevel == 2 ? llvm::OptimizationLevel::O2
+                                                  : llvm::OptimizationLevel::O3;
+  llvm::ModulePassManager passes = builder.buildPerModuleDefaultPipeline(level);
   passes.run(*llvmModule, mam);
 
   std::string text;

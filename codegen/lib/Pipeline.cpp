@@ -41,7 +41,7 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
     return fail(fmt::format("softmax scale {} must be positive and finite "
                             "(or 0 for 1/sqrt(head_dim))",
                             spec.scale));
-  TileConfig config = chooseTileConfig(spec.target, spec.headDim);
+  TileConfig config = chooseTileConfig(spec.target, spec.headDim, spec.causal);
   if (spec.blockM)
     config.blockM = spec.blockM;
   if (spec.blockN)

@@ -92,11 +92,15 @@ LogicalResult Sm80Lowering::lowerWait(Lowering &l, WaitOp op) {
 
 /// ldmatrix.x4 of four 8x8 16-bit matrices; lane l supplies the address of
 /// row l % 8 of matrix l / 8.
+/// Rows are `rowVar + rowConst`, columns `colVar + colConst` (see
+/// Lowering::swizzledOffsetSplit).
 SmallVector<Value> loadMatrixX4(Lowering &l, const SmemBuffer &buffer,
-                                Value row, Value col, bool transpose) {
+                                Value rowVar, int64_t rowConst, Value colVar,
+                                int64_t colConst, bool transpose) {
   OpBuilder &b = l.b;
   MLIRContext *ctx = b.getContext();
-  Value ptr = l.smemPtr(l.swizzledOffset(buffer, row, col));
+  Value ptr = l.smemPtr(
+      l.swizzledOffsetSplit(buffer, rowVar, rowConst, colVar, colConst));
   Type i32 = b.getI32Type();
   auto structType = LLVM::LLVMStructType::getLiteral(ctx, {i32, i32, i32, i32});
   Value result = NVVM::LdMatrixOp::create(
@@ -152,6 +156,7 @@ LogicalResult Sm80Lowering::lowerMma(Lowering &l, MmaOp op) {
       b, l.loc, lane8, arith::ShLIOp::create(b, l.loc, matrixHigh, l.i32(3)));
   Value colInPair = arith::ShLIOp::create(b, l.loc, matrixLow, l.i32(3));
   Value warpRow = arith::MulIOp::create(b, l.loc, l.warp, l.i32(16));
+  Value aRow = arith::AddIOp::create(b, l.loc, warpRow, rowInStep);
 
   Type f32 = b.getF32Type();
   auto accStruct = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
@@ -161,14 +166,10 @@ LogicalResult Sm80Lowering::lowerMma(Lowering &l, MmaOp op) {
     // A fragments of every m-tile for this k step.
     SmallVector<SmallVector<Value>> aFrags;
     for (int64_t t = 0; t < shape.mTiles; ++t) {
-      if (auto aSmem = dyn_cast<SmemTileType>(op.getA().getType())) {
-        Value row = arith::AddIOp::create(
-            b, l.loc, warpRow,
-            arith::AddIOp::create(b, l.loc, rowInStep,
-                                  l.i32(16 * l.numWarps() * t)));
-        Value col = arith::AddIOp::create(b, l.loc, colInStep, l.i32(16 * ks));
-        aFrags.push_back(
-            loadMatrixX4(l, l.buffers[op.getA()], row, col, false));
+      if (isa<SmemTileType>(op.getA().getType())) {
+        aFrags.push_back(loadMatrixX4(l, l.buffers[op.getA()], aRow,
+                                      16 * l.numWarps() * t, colInStep,
+                                      16 * ks, false));
       } else {
         const SmallVector<Value> &regs = l.tiles[op.getA()];
         int64_t base = (t * kSteps + ks) * 4;
@@ -178,15 +179,12 @@ LogicalResult Sm80Lowering::lowerMma(Lowering &l, MmaOp op) {
     }
     for (int64_t np = 0; np < nBlocks / 2; ++np) {
       SmallVector<Value> bRegs;
-      if (transposeB) {
-        Value row = arith::AddIOp::create(b, l.loc, rowInPair, l.i32(16 * np));
-        Value col = arith::AddIOp::create(b, l.loc, colInPair, l.i32(16 * ks));
-        bRegs = loadMatrixX4(l, bBuffer, row, col, false);
-      } else {
-        Value row = arith::AddIOp::create(b, l.loc, rowInStep, l.i32(16 * ks));
-        Value col = arith::AddIOp::create(b, l.loc, colInStep, l.i32(16 * np));
-        bRegs = loadMatrixX4(l, bBuffer, row, col, true);
-      }
+      if (transposeB)
+        bRegs = loadMatrixX4(l, bBuffer, rowInPair, 16 * np, colInPair,
+                             16 * ks, false);
+      else
+        bRegs = loadMatrixX4(l, bBuffer, rowInStep, 16 * ks, colInStep,
+                             16 * np, true);
       for (int64_t t = 0; t < shape.mTiles; ++t)
         for (int64_t half = 0; half < 2; ++half) {
           int64_t n = 2 * np + half;

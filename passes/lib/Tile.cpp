@@ -190,7 +190,8 @@ struct AttnTilePass : public mlir::attn::impl::AttnTileBase<AttnTilePass> {
       auto func = op->getParentOfType<func::FuncOp>();
       if (failed(checkKernelShape(op, func)))
         return signalPassFailure();
-      TileConfig config = chooseTileConfig(*target, op.getHeadDim());
+      TileConfig config =
+          chooseTileConfig(*target, op.getHeadDim(), op.getCausal());
       if (blockM > 0)
         config.blockM = blockM;
       if (blockN > 0)

@@ -72,6 +72,10 @@ static cl::opt<bool> noBlockSkip(
     "no-block-skip",
     cl::desc("Leave out attn-causal-blocks: mask every block (ablation)"),
     cl::cat(category));
+static cl::opt<int> llvmOptLevel(
+    "llvm-opt-level", cl::desc("LLVM optimisation level before the NVPTX "
+                               "backend: 1, 2 or 3 (default)"),
+    cl::init(3), cl::cat(category));
 static cl::opt<std::string> emit(
     "emit",
     cl::desc("What to write: mlir (tile program after the FlashAttention "
@@ -179,7 +183,7 @@ int main(int argc, char **argv) {
     llvm::raw_string_ostream os(text);
     module->print(os);
   } else {
-    auto result = emitPtx(*module, spec.target, emit == "llvm");
+    auto result = emitPtx(*module, spec.target, emit == "llvm", llvmOptLevel);
     if (!result)
       return fail(llvm::toString(result.takeError()));
     text = std::move(*result);

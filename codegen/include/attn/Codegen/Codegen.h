@@ -72,7 +72,7 @@ std::string metadataToJson(const KernelMetadata &metadata);
 /// the NVPTX backend in process. `emitLlvm` returns the optimised LLVM IR
 /// text instead of PTX.
 llvm::Expected<std::string> emitPtx(ModuleOp module, TargetKind target,
-                                    bool emitLlvm = false);
+                                    bool emitLlvm = false, int optLevel = 3);
 
 /// Registers the dialects and translations the code generator needs.
 void registerCodegenDialects(DialectRegistry &registry);

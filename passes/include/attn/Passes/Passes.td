@@ -15,9 +15,10 @@ def AttnTile : Pass<"attn-tile", "ModuleOp"> {
     asynchronous and overlapped FlashAttention-2 style: V_j loads while
     S = Q K_j^T and the softmax run; K_{j+1} loads while O += P V_j runs.
 
-    Tile sizes come from head dim, element type and the module's
-    `#attn.target` (sm_80: 128 x 64 with 4 warps for head dim 64/128;
-    sm_90a: 128 x 128 with two warpgroups); the options override them.
+    Tile sizes come from head dim, causal flag and the module's
+    `#attn.target` (sm_80: 128 query rows, 4 warps, key blocks of 64 for
+    d64 and 48 (32 causal) for d128; sm_90a: 128 x 128 with two
+    warpgroups); the options override them.
 
     Before:
     ```mlir

@@ -14,8 +14,8 @@ struct TileConfig {
   int64_t numWarps = 0; ///< warps per CTA
 };
 
-/// The default configuration for a head dimension and target.
-TileConfig chooseTileConfig(TargetKind target, int64_t headDim);
+/// The default configuration for a head dimension, mask and target.
+TileConfig chooseTileConfig(TargetKind target, int64_t headDim, bool causal);
 
 /// Checks a (possibly user-overridden) configuration against what the target's
 /// code generator supports, and returns an error that says what to change.
