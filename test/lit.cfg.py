@@ -23,3 +23,22 @@ config.substitutions.append(
 if config.ptxas and os.path.exists(config.ptxas):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", config.ptxas))
+
+config.substitutions.append(("%attngen_src", config.attngen_src_root))
+config.substitutions.append(("%attngen_obj", config.attngen_obj_root))
+
+# Numeric GPU tests need a CUDA device and PyTorch (for the reference).
+def _has_gpu():
+    import shutil
+    import subprocess
+    if not shutil.which("nvidia-smi"):
+        return False
+    try:
+        probe = "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"
+        return subprocess.run(["python3", "-c", probe], timeout=120,
+                              capture_output=True).returncode == 0
+    except Exception:
+        return False
+
+if _has_gpu():
+    config.available_features.add("gpu")
