@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-bash scripts/build.sh attngen attnrt
+bash scripts/build.sh
 mkdir -p out
 ./build/bin/attngen --arch=sm_90a --head-dim=128 --dtype=bf16 -o out/attn_fwd.ptx
 echo "== wrote out/attn_fwd.ptx and out/attn_fwd.json"

@@ -4,5 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-bash scripts/build.sh attngen attngen-opt attnrt attnrt-selftest
+bash scripts/build.sh
 /usr/lib/llvm-22/bin/lit -sv build/test

@@ -16,8 +16,11 @@ llvm_config.use_default_substitutions()
 tool_dirs = [os.path.join(config.attngen_obj_root, "bin"), config.llvm_tools_dir]
 tools = ["attngen", "attngen-opt", "FileCheck", "not", "count"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
-config.substitutions.append(
-    ("%attnrt_selftest", os.path.join(config.attngen_obj_root, "bin", "attnrt-selftest")))
+_selftest = os.path.join(config.attngen_obj_root, "bin", "attnrt-selftest")
+config.substitutions.append(("%attnrt_selftest", _selftest))
+# The runtime needs cuda.h to build; without it its tests are unsupported.
+if os.path.exists(_selftest):
+    config.available_features.add("runtime")
 
 # PTX tests assemble the generated kernels with ptxas when it is installed.
 if config.ptxas and os.path.exists(config.ptxas):
