@@ -18,10 +18,13 @@ static constexpr int64_t kMaxSmemSm90 = 227 * 1024;
 TileConfig mlir::attn::chooseTileConfig(TargetKind target, int64_t headDim,
                                         bool causal) {
   if (target == TargetKind::sm_90a) {
-    // Two warpgroups, each one wgmma m64 slice of a 128-row query block; the
-    // 128-wide key block keeps the S = QK^T wgmma at n128 (n64 for d256 to
-    // stay within the register file).
-    return {128, headDim <= 128 ? 128 : 64, 8};
+    // One warpgroup computes a 64-row query block (one wgmma m64 slice) with
+    // 128-wide key blocks (n64 for d256 to stay within the register file).
+    // Such a CTA needs at most 255 registers x 128 threads and under 100 KB
+    // of shared memory, so two CTAs share an SM and one's softmax runs under
+    // the other's GEMMs. Measured on the H200 (docs/PERF.md, d128 bf16 8k):
+    // 533 TFLOPS against 486 for two warpgroups on a 128-row block.
+    return {64, headDim <= 128 ? 128 : 64, 4};
   }
   // sm_80: FlashAttention-2's split-Q shape: 128 query rows per CTA, 4 warps
   // each owning two 16-row slices. At d128 the two slices' output

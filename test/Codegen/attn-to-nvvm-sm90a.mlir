@@ -6,7 +6,7 @@
 module attributes {attn.target = #attn.target<sm_90a>} {
   // CHECK-LABEL: llvm.func @fwd(
   // CHECK-SAME: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}
-  // CHECK-SAME: attn.num_threads = 256 : i64
+  // CHECK-SAME: attn.num_threads = 128 : i64
   // CHECK-SAME: attn.uses_tma = true
   // CHECK-DAG: nvvm.mbarrier.init
   // CHECK-DAG: nvvm.fence.mbarrier.init

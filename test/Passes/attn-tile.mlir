@@ -46,12 +46,12 @@ module attributes {attn.target = #attn.target<sm_80>} {
 
 // -----
 
-// sm_90a d64: two warpgroups, 128x128 tiles; the causal flag reaches the mask.
+// sm_90a d64: one warpgroup, 64x128 tiles; the causal flag reaches the mask.
 module attributes {attn.target = #attn.target<sm_90a>} {
   // CHECK-LABEL: func.func @causal
   // CHECK-SAME: attn.causal
-  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 128, num_warps = 8>
-  // CHECK: attn.mask {{.*}} {causal} : !attn.regs<128x128xf32, acc>
+  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 64, block_n = 128, num_warps = 4>
+  // CHECK: attn.mask {{.*}} {causal} : !attn.regs<64x128xf32, acc>
   // CHECK-NOT: attn.store_rows
   // OVERRIDE-LABEL: func.func @causal
   func.func @causal(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,

@@ -17,8 +17,8 @@ def AttnTile : Pass<"attn-tile", "ModuleOp"> {
 
     Tile sizes come from head dim, causal flag and the module's
     `#attn.target` (sm_80: 128 query rows, 4 warps, key blocks of 64 for
-    d64 and 48 (32 causal) for d128; sm_90a: 128 x 128 with two
-    warpgroups); the options override them.
+    d64 and 48 (32 causal) for d128; sm_90a: 64 x 128 with one
+    warpgroup, two CTAs per SM); the options override them.
 
     Before:
     ```mlir
