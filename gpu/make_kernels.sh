@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compiles the kernel matrix of the GPU check with attngen (on the build
+# Compiles the 18-kernel matrix of the GPU check with attngen (on the build
 # machine: the GPU machine has no LLVM/MLIR) into DIR as NAME.ptx + NAME.json.
 #   bash gpu/make_kernels.sh [ATTNGEN] [DIR]
 set -euo pipefail
@@ -15,5 +15,6 @@ for arch in sm_80 sm_90a; do
       done
     done
   done
+  "$ATTNGEN" --arch=$arch --dtype=bf16 --head-dim=256 -o "$DIR/${arch}_bf16_d256.ptx"
 done
 ls "$DIR" | wc -l
