@@ -89,9 +89,8 @@ void KernelLowering::flatten(Value v, SmallVectorImpl<Value> &out) {
 }
 
 void KernelLowering::unflatten(Value v, ValueRange flat, size_t &pos) {
-  if (auto type = dyn_cast<RegTileType>(v.getType())) {
+  if (isa<RegTileType>(v.getType())) {
     size_t count = l->tiles.lookup(v).size();
-    (void)type;
     l->tiles[v] = SmallVector<Value>(flat.begin() + pos,
                                      flat.begin() + pos + count);
     pos += count;
@@ -279,11 +278,10 @@ LogicalResult KernelLowering::run() {
   // The dynamic shared memory: `extern .shared .align 1024 .b8 [];`.
   if (!module.lookupSymbol(kSmemSymbol)) {
     auto arrayType = LLVM::LLVMArrayType::get(moduleBuilder.getI8Type(), 0);
-    auto global = LLVM::GlobalOp::create(
-        moduleBuilder, func.getLoc(), arrayType, /*isConstant=*/false,
-        LLVM::Linkage::External, kSmemSymbol, Attribute(),
-        /*alignment=*/kSwizzleAtomBytes, kSharedAddressSpace);
-    (void)global;
+    LLVM::GlobalOp::create(moduleBuilder, func.getLoc(), arrayType,
+                           /*isConstant=*/false, LLVM::Linkage::External,
+                           kSmemSymbol, Attribute(),
+                           /*alignment=*/kSwizzleAtomBytes, kSharedAddressSpace);
   }
 
   // Kernel signature (docs/ABI.md).

@@ -159,8 +159,8 @@ std::unique_ptr<TargetLowering> createSm80Lowering();
 std::unique_ptr<TargetLowering> createSm90Lowering();
 
 /// Lowers the target-independent register-tile ops (splat, mask, row
-/// reductions, exp2, rescale, normalize, lse, convert, stores). Returns
-/// failure() for an op it does not handle (no IR emitted).
+/// reductions, exp2, rescale, normalize, lse, convert, stores). Sets
+/// `handled` to false, emitting nothing, for any other op.
 LogicalResult lowerFragmentOp(Lowering &l, Operation *op, bool &handled);
 
 } // namespace mlir::attn

@@ -77,12 +77,11 @@ OwningOpRef<ModuleOp> mlir::attn::buildSpecModule(MLIRContext &ctx,
   Block *body = func.addEntryBlock();
   b.setInsertionPointToStart(body);
   double scale = spec.scale > 0 ? spec.scale : 1.0 / std::sqrt(spec.headDim);
-  auto attention = AttentionOp::create(
+  AttentionOp::create(
       b, loc, body->getArgument(0), body->getArgument(1),
       body->getArgument(2), body->getArgument(3),
       spec.withLse ? body->getArgument(4) : Value(),
       spec.causal ? b.getUnitAttr() : UnitAttr(), b.getF32FloatAttr(scale));
-  (void)attention;
   func::ReturnOp::create(b, loc);
   return module;
 }

@@ -71,14 +71,12 @@ void TileProgramBuilder::build() {
   Value qBlock = ProgramIdOp::create(b, loc, b.getIndexType(), 0);
   Value head = ProgramIdOp::create(b, loc, b.getIndexType(), 1);
   Value batch = ProgramIdOp::create(b, loc, b.getIndexType(), 2);
-  Value nq = memref::DimOp::create(b, loc, op.getQ(), 1);
   Value nk = memref::DimOp::create(b, loc, op.getK(), 1);
   Value numHeads = memref::DimOp::create(b, loc, op.getQ(), 2);
   Value numKvHeads = memref::DimOp::create(b, loc, op.getK(), 2);
   Value group = arith::DivUIOp::create(b, loc, numHeads, numKvHeads);
   Value kvHead = arith::DivUIOp::create(b, loc, head, group);
   Value row = arith::MulIOp::create(b, loc, qBlock, blockM);
-  (void)nq;
 
   Value qTile = AllocSmemOp::create(b, loc, smemType(config.blockM));
   Value kTile = AllocSmemOp::create(b, loc, smemType(config.blockN));
