@@ -258,6 +258,7 @@ void KernelLowering::placeBuffers() {
     l->buffers[buffer].barrierOffset = offset;
     offset += 8;
   }
+  l->bufferOrder = order;
   // Slack to align the dynamic shared memory base to 1024 bytes.
   l->smemBytes = offset + kSwizzleAtomBytes;
 }

@@ -94,6 +94,9 @@ public:
   llvm::DenseMap<Value, Value> scalars;
   llvm::DenseMap<Value, SmallVector<Value>> tiles;
   llvm::DenseMap<Value, SmemBuffer> buffers;
+  /// The buffers in allocation order (DenseMap order is not deterministic,
+  /// and the emitted code must not depend on it).
+  SmallVector<Value> bufferOrder;
   llvm::DenseMap<Value, Tensor> tensors;
 
   int64_t numWarps() const { return tiling.getNumWarps(); }

@@ -65,9 +65,10 @@ Value isThreadZero(Lowering &l) {
 /// that arms it with expect_tx); everyone waits for the initialisation.
 LogicalResult Sm90Lowering::lowerPrologue(Lowering &l) {
   l.emitIf(isThreadZero(l), [&] {
-    for (auto &entry : l.buffers)
-      NVVM::MBarrierInitOp::create(l.b, l.loc, barrierPtr(l, entry.second),
-                                   l.i32(1), Value());
+    for (Value buffer : l.bufferOrder)
+      NVVM::MBarrierInitOp::create(l.b, l.loc,
+                                   barrierPtr(l, l.buffers[buffer]), l.i32(1),
+                                   Value());
     NVVM::FenceMbarrierInitOp::create(l.b, l.loc);
   });
   NVVM::Barrier0Op::create(l.b, l.loc);
