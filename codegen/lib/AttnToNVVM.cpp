@@ -153,16 +153,16 @@ LogicalResult KernelLowering::lowerDim(memref::DimOp op) {
                           "kernel tensor");
   OpBuilder &b = l->b;
   Value size;
-  bool isQuery = tensor->second == Tensor::Q || tensor->second == Tensor::O;
   switch (*dim) {
   case 0:
     size = NVVM::GridDimZOp::create(b, op.getLoc(), b.getI32Type());
     break;
   case 1:
-    size = isQuery ? l->params.nq : l->params.nk;
+    size = l->tensorRows(tensor->second);
     break;
   case 2:
-    size = isQuery ? l->params.numHeads : l->params.numKvHeads;
+    size = Lowering::isQueryTensor(tensor->second) ? l->params.numHeads
+                                                   : l->params.numKvHeads;
     break;
   default:
     size = l->i32(l->headDim);
@@ -241,26 +241,27 @@ LogicalResult KernelLowering::lowerBlock(Block &block) {
   return success();
 }
 
-/// Q, K, V, O, then the barriers: each tile 1024-byte aligned for the
-/// 128-byte swizzle, each barrier 8 bytes.
+/// The layout of TileConfig.h's sharedMemoryLayoutBytes: the tiles in
+/// allocation order, each 1024-byte aligned, then one mbarrier per tile.
 void KernelLowering::placeBuffers() {
   int64_t offset = 0;
   SmallVector<Value> order;
+  SmallVector<int64_t> sizes;
   func.walk([&](AllocSmemOp alloc) { order.push_back(alloc); });
   for (Value buffer : order) {
     SmemBuffer entry;
     entry.type = cast<SmemTileType>(buffer.getType());
     entry.offset = offset;
-    offset += llvm::alignTo(entry.type.getSizeInBytes(), kSwizzleAtomBytes);
+    sizes.push_back(entry.type.getSizeInBytes());
+    offset += llvm::alignTo(sizes.back(), kSmemTileAlignment);
     l->buffers[buffer] = entry;
   }
   for (Value buffer : order) {
     l->buffers[buffer].barrierOffset = offset;
-    offset += 8;
+    offset += kMbarrierBytes;
   }
   l->bufferOrder = order;
-  // Slack to align the dynamic shared memory base to 1024 bytes.
-  l->smemBytes = offset + kSwizzleAtomBytes;
+  l->smemBytes = sharedMemoryLayoutBytes(sizes);
 }
 
 LogicalResult KernelLowering::run() {
@@ -282,7 +283,7 @@ LogicalResult KernelLowering::run() {
     LLVM::GlobalOp::create(moduleBuilder, func.getLoc(), arrayType,
                            /*isConstant=*/false, LLVM::Linkage::External,
                            kSmemSymbol, Attribute(),
-                           /*alignment=*/kSwizzleAtomBytes, kSharedAddressSpace);
+                           /*alignment=*/kSmemTileAlignment, kSharedAddressSpace);
   }
 
   // Kernel signature (docs/ABI.md).
@@ -348,7 +349,7 @@ LogicalResult KernelLowering::run() {
   Value rawAddr = LLVM::PtrToIntOp::create(b, func.getLoc(), i32, raw);
   Value pad = arith::AndIOp::create(
       b, func.getLoc(), arith::SubIOp::create(b, func.getLoc(), l->i32(0), rawAddr),
-      l->i32(kSwizzleAtomBytes - 1));
+      l->i32(kSmemTileAlignment - 1));
   l->smemBase = LLVM::GEPOp::create(b, func.getLoc(), sharedPtr, b.getI8Type(),
                                     raw, ValueRange{pad});
 

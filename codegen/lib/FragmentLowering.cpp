@@ -295,13 +295,6 @@ void lowerRescale(Lowering &l, RescaleOp op) {
   l.tiles[op] = result;
 }
 
-void lowerAdd(Lowering &l, AddOp op) {
-  SmallVector<Value> result;
-  for (auto [x, y] : llvm::zip(l.tiles[op.getLhs()], l.tiles[op.getRhs()]))
-    result.push_back(arith::AddFOp::create(l.b, l.loc, x, y));
-  l.tiles[op] = result;
-}
-
 /// One reciprocal per row (0 for an empty row), one multiply per element.
 void lowerNormalize(Lowering &l, NormalizeOp op) {
   OpBuilder &b = l.b;
@@ -371,7 +364,7 @@ void lowerStore(Lowering &l, StoreOp op) {
   Value batch = l.toI32(l.scalar(op.getBatch()));
   Value head = l.toI32(l.scalar(op.getHead()));
   Value row0 = l.toI32(l.scalar(op.getRow()));
-  Value numRows = tensor == Tensor::O ? l.params.nq : l.params.nk;
+  Value numRows = l.tensorRows(tensor);
   for (int64_t t = 0; t < shape.mTiles; ++t)
     for (int64_t h = 0; h < 2; ++h) {
       Value row = arith::AddIOp::create(b, l.loc, row0, l.fragmentRow(t, h));
@@ -442,7 +435,6 @@ LogicalResult mlir::attn::lowerFragmentOp(Lowering &l, Operation *op,
       .Case<RowReduceOp>([&](auto o) { lowerRowReduce(l, o); })
       .Case<Exp2DiffOp>([&](auto o) { lowerExp2Diff(l, o); })
       .Case<RescaleOp>([&](auto o) { lowerRescale(l, o); })
-      .Case<AddOp>([&](auto o) { lowerAdd(l, o); })
       .Case<NormalizeOp>([&](auto o) { lowerNormalize(l, o); })
       .Case<LogSumExpOp>([&](auto o) { lowerLogSumExp(l, o); })
       .Case<ConvertOp>([&](auto o) { lowerConvert(l, o); })

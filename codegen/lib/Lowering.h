@@ -39,8 +39,6 @@ namespace mlir::attn {
 /// Address spaces of the NVPTX backend.
 constexpr unsigned kGlobalAddressSpace = 1;
 constexpr unsigned kSharedAddressSpace = 3;
-/// Alignment of the 128-byte swizzle atom (8 rows x 128 bytes).
-constexpr int64_t kSwizzleAtomBytes = 1024;
 /// Bytes of one 64-column panel row of a 128-byte swizzled tile.
 constexpr int64_t kPanelRowBytes = 128;
 /// Columns (16-bit elements) of one panel.
@@ -134,6 +132,16 @@ public:
   /// batch `batch` of a [B, N, H, D] tensor (element strides are i64).
   Value globalAddress(Tensor tensor, Value batch, Value row, Value head,
                       Value col);
+
+  /// Whether `tensor` is indexed by query rows and heads (Q, O) rather
+  /// than key/value ones (K, V).
+  static bool isQueryTensor(Tensor tensor) {
+    return tensor == Tensor::Q || tensor == Tensor::O;
+  }
+  /// Sequence length of a kernel tensor: Nq for Q and O, Nk for K and V.
+  Value tensorRows(Tensor tensor) const {
+    return isQueryTensor(tensor) ? params.nq : params.nk;
+  }
 
   FragmentShape fragmentShape(RegTileType type) const;
   /// The row (within the tile) lane holds for m-tile t, half h (0/1), as i32.

@@ -41,13 +41,9 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
     return fail(fmt::format("softmax scale {} must be positive and finite "
                             "(or 0 for 1/sqrt(head_dim))",
                             spec.scale));
-  TileConfig config = chooseTileConfig(spec.target, spec.headDim, spec.causal);
-  if (spec.blockM)
-    config.blockM = spec.blockM;
-  if (spec.blockN)
-    config.blockN = spec.blockN;
-  if (spec.numWarps)
-    config.numWarps = spec.numWarps;
+  TileConfig config =
+      resolveTileConfig(spec.target, spec.headDim, spec.causal, spec.blockM,
+                        spec.blockN, spec.numWarps);
   return checkTileConfig(config, spec.target, spec.headDim);
 }
 

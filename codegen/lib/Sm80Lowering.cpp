@@ -30,12 +30,6 @@ public:
   LogicalResult lowerMma(Lowering &l, MmaOp op) override;
 };
 
-/// Rows of the source tensor (Nq for Q and O, Nk for K and V).
-Value tensorRows(Lowering &l, Tensor tensor) {
-  return tensor == Tensor::Q || tensor == Tensor::O ? l.params.nq
-                                                    : l.params.nk;
-}
-
 /// Chunk c of a [rows x D] tile goes to thread c % T: consecutive threads
 /// read consecutive 16 bytes of a row (coalesced), and write them to the
 /// swizzled chunk positions (no bank conflicts for the later ldmatrix).
@@ -50,7 +44,7 @@ LogicalResult Sm80Lowering::lowerCopy(Lowering &l, CopyAsyncOp op) {
   Value batch = l.toI32(l.scalar(op.getBatch()));
   Value head = l.toI32(l.scalar(op.getHead()));
   Value row0 = l.toI32(l.scalar(op.getRow()));
-  Value numRows = tensorRows(l, tensor);
+  Value numRows = l.tensorRows(tensor);
   for (int64_t first = 0; first < total; first += threads) {
     auto emitChunk = [&] {
       Value chunk = arith::AddIOp::create(b, l.loc, l.tid, l.i32(first));

@@ -188,14 +188,9 @@ struct AttnTilePass : public mlir::attn::impl::AttnTileBase<AttnTilePass> {
       auto func = op->getParentOfType<func::FuncOp>();
       if (failed(checkKernelShape(op, func)))
         return signalPassFailure();
-      TileConfig config =
-          chooseTileConfig(*target, op.getHeadDim(), op.getCausal());
-      if (blockM > 0)
-        config.blockM = blockM;
-      if (blockN > 0)
-        config.blockN = blockN;
-      if (numWarps > 0)
-        config.numWarps = numWarps;
+      TileConfig config = resolveTileConfig(*target, op.getHeadDim(),
+                                            op.getCausal(), blockM, blockN,
+                                            numWarps);
       if (llvm::Error error =
               checkTileConfig(config, *target, op.getHeadDim())) {
         op.emitOpError() << "invalid tile configuration: "

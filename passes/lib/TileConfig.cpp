@@ -2,14 +2,13 @@
 #include "attn/Passes/TileConfig.h"
 
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::attn;
 
 /// Rows of one warp's MMA slice (mma.sync m16 and a quarter of wgmma m64).
 static constexpr int64_t kRowsPerWarp = 16;
-/// Bytes reserved after the tiles for the buffers' mbarriers.
-static constexpr int64_t kBarrierBytes = 64;
 /// Dynamic shared memory one CTA may opt into (bytes): sm_80 (A100) and
 /// sm_90a (H100/H200).
 static constexpr int64_t kMaxSmemSm80 = 163 * 1024;
@@ -39,15 +38,36 @@ TileConfig mlir::attn::chooseTileConfig(TargetKind target, int64_t headDim,
   return {64, 64, 4};
 }
 
+TileConfig mlir::attn::resolveTileConfig(TargetKind target, int64_t headDim,
+                                         bool causal, int64_t blockM,
+                                         int64_t blockN, int64_t numWarps) {
+  TileConfig config = chooseTileConfig(target, headDim, causal);
+  if (blockM > 0)
+    config.blockM = blockM;
+  if (blockN > 0)
+    config.blockN = blockN;
+  if (numWarps > 0)
+    config.numWarps = numWarps;
+  return config;
+}
+
 int64_t mlir::attn::maxSharedMemoryBytes(TargetKind target) {
   return target == TargetKind::sm_90a ? kMaxSmemSm90 : kMaxSmemSm80;
+}
+
+int64_t mlir::attn::sharedMemoryLayoutBytes(ArrayRef<int64_t> tileBytes) {
+  int64_t bytes = 0;
+  for (int64_t tile : tileBytes)
+    bytes += llvm::alignTo(tile, kSmemTileAlignment) + kMbarrierBytes;
+  return bytes + kSmemTileAlignment;
 }
 
 int64_t mlir::attn::sharedMemoryBytes(const TileConfig &config,
                                       int64_t headDim) {
   const int64_t elementBytes = 2;
-  return (config.blockM + 2 * config.blockN) * headDim * elementBytes +
-         kBarrierBytes;
+  return sharedMemoryLayoutBytes({config.blockM * headDim * elementBytes,
+                                  config.blockN * headDim * elementBytes,
+                                  config.blockN * headDim * elementBytes});
 }
 
 llvm::Error mlir::attn::checkTileConfig(const TileConfig &config,

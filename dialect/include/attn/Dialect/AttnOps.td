@@ -311,18 +311,6 @@ def Attn_RescaleOp : Attn_Op<"rescale", [Pure, AllTypesMatch<["input", "result"]
   let hasVerifier = 1;
 }
 
-def Attn_AddOp : Attn_Op<"add", [Pure, AllTypesMatch<["lhs", "rhs", "result"]>]> {
-  let summary = "Elementwise sum of two register tiles of the same type";
-  let description = [{
-    ```mlir
-    %l1 = attn.add %a, %b : !attn.regs<128xf32, row>
-    ```
-  }];
-  let arguments = (ins Attn_AnyRegTile:$lhs, Attn_AnyRegTile:$rhs);
-  let results = (outs Attn_AnyRegTile:$result);
-  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` qualified(type($result))";
-}
-
 def Attn_NormalizeOp : Attn_Op<"normalize", [Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "Divide each row of the output accumulator by the row sum";
   let description = [{

@@ -17,12 +17,26 @@ struct TileConfig {
 /// The default configuration for a head dimension, mask and target.
 TileConfig chooseTileConfig(TargetKind target, int64_t headDim, bool causal);
 
+/// The default configuration with every positive override applied.
+TileConfig resolveTileConfig(TargetKind target, int64_t headDim, bool causal,
+                             int64_t blockM, int64_t blockN, int64_t numWarps);
+
 /// Checks a (possibly user-overridden) configuration against what the target's
 /// code generator supports, and returns an error that says what to change.
 llvm::Error checkTileConfig(const TileConfig &config, TargetKind target,
                             int64_t headDim);
 
-/// Shared memory (bytes) the kernel needs: Q, K and V tiles plus barriers.
+/// Shared-memory layout of a tile program (codegen places buffers by it):
+/// each tile starts on a 1024-byte boundary (the 128-byte swizzle atom),
+/// then one 8-byte mbarrier per tile, plus 1024 bytes of slack to align
+/// the dynamic shared-memory base at run time.
+constexpr int64_t kSmemTileAlignment = 1024;
+constexpr int64_t kMbarrierBytes = 8;
+
+/// Dynamic shared memory (bytes) of that layout for tiles of these sizes.
+int64_t sharedMemoryLayoutBytes(llvm::ArrayRef<int64_t> tileBytes);
+
+/// Shared memory (bytes) the kernel of `config` needs: Q, K and V tiles.
 int64_t sharedMemoryBytes(const TileConfig &config, int64_t headDim);
 
 /// The most dynamic shared memory one CTA may use on the target.
