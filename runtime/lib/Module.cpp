@@ -341,6 +341,36 @@ attnrt_status attnrt_module_unload(attnrt_module *module) {
   });
 }
 
+attnrt_status attnrt_current_device(void **context, int *device, int *cc_major, int *cc_minor) {
+  return attnrt::guardApi("attnrt_current_device", [&] {
+    attnrt_module probe; // only its context/device fields are used
+    if (attnrt_status s = attnrt::loadDriver(&probe.api))
+      return s;
+    if (attnrt_status s = attnrt::acquireContext(probe))
+      return s;
+    int major = 0, minor = 0;
+    if (attnrt_status s = attnrt::deviceAttribute(
+            probe, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+            "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)", major))
+      return s;
+    if (attnrt_status s = attnrt::deviceAttribute(
+            probe, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+            "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)", minor))
+      return s;
+    // A primary context retained here stays retained: it is now the
+    // thread's current context, and modules loaded later rely on it.
+    if (context)
+      *context = probe.context;
+    if (device)
+      *device = probe.device;
+    if (cc_major)
+      *cc_major = major;
+    if (cc_minor)
+      *cc_minor = minor;
+    return ATTNRT_OK;
+  });
+}
+
 attnrt_status attnrt_module_info(const attnrt_module *module, attnrt_kernel_info *out) {
   return attnrt::guardApi("attnrt_module_info", [&] {
     if (!module || !out)

@@ -242,6 +242,17 @@ ATTNRT_API attnrt_status attnrt_module_unload(attnrt_module *module);
 ATTNRT_API attnrt_status attnrt_module_info(const attnrt_module *module,
                                             attnrt_kernel_info *out);
 
+/**
+ * The CUDA context a module loaded now on this thread would use, its device
+ * ordinal and the device's compute capability (any output may be NULL).
+ * If no context is current, device 0's primary context is retained (for the
+ * rest of the process) and made current first, as attnrt_module_load would
+ * do; a JIT uses this to pick the target architecture and to key its
+ * loaded modules by context.
+ */
+ATTNRT_API attnrt_status attnrt_current_device(void **context, int *device,
+                                               int *cc_major, int *cc_minor);
+
 /* ---- Launch ------------------------------------------------------------- */
 
 /**

@@ -1,0 +1,214 @@
+/*===- attngen.h - attngen JIT C API -----------------------------*- C -*-===*
+ *
+ * Ask for an attention kernel, get a compiled, cached kernel for the GPU at
+ * hand, and launch it. This is the stable C interface of libattngen (the
+ * compiler plus the runtime); attngen.hpp wraps it for C++ and the Python
+ * package `attngen` reaches it through ctypes.
+ *
+ *   attngen_jit *jit;
+ *   attngen_jit_create(NULL, &jit);              // default options
+ *   attngen_spec spec;
+ *   attngen_spec_init(&spec);                    // bf16, d128, not causal
+ *   spec.causal = 1;
+ *   const attngen_kernel *kernel;
+ *   if (attngen_jit_get_kernel(jit, &spec, &kernel) != ATTNGEN_OK)
+ *     fprintf(stderr, "%s\n", attngen_last_error());
+ *   attnrt_forward_args args = {...};            // see attnrt.h
+ *   attngen_kernel_forward(kernel, &args, stream);
+ *   attngen_jit_destroy(jit);
+ *
+ * - Every function returns an attngen_status; on failure attngen_last_error()
+ *   holds one sentence saying what is wrong and how to fix it.
+ * - Kernels are cached in memory (per JIT, per CUDA context) and on disk
+ *   (key: spec, target, compiler build). Any number of threads and processes
+ *   may ask for the same kernel at once: each is compiled once, disk entries
+ *   are written atomically, and an entry that is corrupt or from another
+ *   compiler build is never loaded (it is rebuilt).
+ * - Environment: ATTNGEN_CACHE_DIR (cache folder; default
+ *   $XDG_CACHE_HOME/attngen or ~/.cache/attngen), ATTNGEN_DISABLE_DISK_CACHE=1,
+ *   ATTNGEN_LOG=1 (cache events and timings on stderr) or 2 (also the
+ *   compiler's stages). A compile that takes longer than a second reports
+ *   its stages on stderr even without ATTNGEN_LOG.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef ATTNGEN_ATTNGEN_H
+#define ATTNGEN_ATTNGEN_H
+
+#include "attnrt/attnrt.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define ATTNGEN_API __attribute__((visibility("default")))
+#else
+#define ATTNGEN_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Result of every call. Values 0-9 are those of attnrt_status (runtime
+ *  failures are passed through unchanged); new values are only appended. */
+typedef enum attngen_status {
+  ATTNGEN_OK = 0,
+  ATTNGEN_ERROR_INVALID_ARGUMENT = 1, /**< NULL pointer, shape, stride, ... */
+  ATTNGEN_ERROR_INVALID_METADATA = 2,
+  ATTNGEN_ERROR_NO_DRIVER = 3,        /**< no usable libcuda.so.1 */
+  ATTNGEN_ERROR_NO_DEVICE = 4,        /**< the driver sees no GPU */
+  ATTNGEN_ERROR_UNSUPPORTED_DEVICE = 5, /**< GPU older than sm_80, ... */
+  ATTNGEN_ERROR_CUDA = 6,
+  ATTNGEN_ERROR_INVALID_PTX = 7,
+  ATTNGEN_ERROR_IO = 8,
+  ATTNGEN_ERROR_INTERNAL = 9,
+  /** The spec asks for something the compiler does not support (head
+   *  dim, tile sizes, arch); the message lists what is supported. */
+  ATTNGEN_ERROR_INVALID_SPEC = 10,
+  /** The compiler failed on a valid spec: a compiler bug, please report. */
+  ATTNGEN_ERROR_COMPILE = 11
+} attngen_status;
+
+/**
+ * One forward-attention kernel variant. Always start from
+ * attngen_spec_init(): it sets struct_size, which lets later versions of
+ * the library append fields without breaking callers built against this
+ * header.
+ */
+typedef struct attngen_spec {
+  size_t struct_size; /**< sizeof(attngen_spec), set by attngen_spec_init */
+  int dtype;          /**< ATTNRT_DTYPE_F16 or ATTNRT_DTYPE_BF16 (default) */
+  int head_dim;       /**< 64, 128 (default) or 256 */
+  int causal;         /**< 1: top-left causal mask, as PyTorch's is_causal */
+  double scale;       /**< softmax scale; 0 (default): 1/sqrt(head_dim) */
+  int with_lse;       /**< 1 (default): the kernel can write the log-sum-exp */
+  int block_m;        /**< tile overrides; 0 (default): the tuned choice */
+  int block_n;
+  int num_warps;
+} attngen_spec;
+
+/** Options of a JIT. Start from attngen_jit_options_init(). */
+typedef struct attngen_jit_options {
+  size_t struct_size; /**< sizeof(attngen_jit_options) */
+  /** Cache folder; NULL or "": ATTNGEN_CACHE_DIR, else
+   *  $XDG_CACHE_HOME/attngen, else $HOME/.cache/attngen. */
+  const char *cache_dir;
+  /** 0: memory cache only. Default 1 (unless ATTNGEN_DISABLE_DISK_CACHE=1). */
+  int disk_cache;
+} attngen_jit_options;
+
+/** Counters of one JIT since its creation. */
+typedef struct attngen_jit_stats {
+  uint64_t requests;        /**< get_kernel + compile calls */
+  uint64_t memory_hits;     /**< served from memory */
+  uint64_t disk_hits;       /**< read from the disk cache */
+  uint64_t compiles;        /**< compiled from scratch */
+  uint64_t disk_writes;     /**< entries written to disk */
+  uint64_t corrupt_entries; /**< disk entries rejected (and rebuilt) */
+  uint64_t module_loads;    /**< PTX loaded into a CUDA context */
+} attngen_jit_stats;
+
+typedef struct attngen_jit attngen_jit;
+/** PTX plus launch metadata of one kernel; owned by its JIT. */
+typedef struct attngen_compiled attngen_compiled;
+/** A compiled kernel loaded in one CUDA context; owned by its JIT. */
+typedef struct attngen_kernel attngen_kernel;
+
+/* ---- Errors and versions ------------------------------------------------ */
+
+/** This thread's last error message ("" if none). */
+ATTNGEN_API const char *attngen_last_error(void);
+/** "ATTNGEN_ERROR_INVALID_SPEC", ...; "ATTNGEN_UNKNOWN" otherwise. */
+ATTNGEN_API const char *attngen_status_name(attngen_status status);
+/** "0.1.0". */
+ATTNGEN_API const char *attngen_version(void);
+/** What identifies this compiler build in cache keys: version, LLVM
+ *  version and the library's GNU build id. */
+ATTNGEN_API const char *attngen_compiler_id(void);
+/** sizeof of the structs as compiled into the library (for bindings). */
+ATTNGEN_API size_t attngen_sizeof_spec(void);
+ATTNGEN_API size_t attngen_sizeof_jit_stats(void);
+
+/* ---- Specs -------------------------------------------------------------- */
+
+ATTNGEN_API void attngen_spec_init(attngen_spec *spec);
+ATTNGEN_API void attngen_jit_options_init(attngen_jit_options *options);
+
+/** Checks a spec for `arch` ("sm_80" or "sm_90a") without compiling. */
+ATTNGEN_API attngen_status attngen_spec_check(const attngen_spec *spec,
+                                              const char *arch);
+
+/**
+ * The architecture attngen compiles for on the current CUDA device (see
+ * attnrt_current_device): "sm_90a" for compute capability 9.0, "sm_80" for
+ * 8.x and newer GPUs (their driver JITs sm_80 PTX). Writes at most
+ * `capacity` bytes including the NUL.
+ */
+ATTNGEN_API attngen_status attngen_device_arch(char *arch, size_t capacity);
+
+/* ---- JIT ---------------------------------------------------------------- */
+
+/** Creates a JIT; `options` may be NULL (defaults). */
+ATTNGEN_API attngen_status attngen_jit_create(const attngen_jit_options *options,
+                                              attngen_jit **out);
+/** Unloads its kernels and frees it (NULL allowed). Kernels and compiled
+ *  results it returned become invalid. */
+ATTNGEN_API void attngen_jit_destroy(attngen_jit *jit);
+
+/**
+ * Compiles (or finds in the caches) the kernel for `spec` on `arch`
+ * ("sm_80", "sm_90a"; NULL or "auto": the current device's). Needs no GPU
+ * unless arch is auto. *out stays valid until the JIT is destroyed.
+ */
+ATTNGEN_API attngen_status attngen_jit_compile(attngen_jit *jit,
+                                               const attngen_spec *spec,
+                                               const char *arch,
+                                               const attngen_compiled **out);
+
+/**
+ * The kernel for `spec` on the current CUDA context's device, compiled or
+ * cached, loaded once per context. *out stays valid until the JIT is
+ * destroyed.
+ */
+ATTNGEN_API attngen_status attngen_jit_get_kernel(attngen_jit *jit,
+                                                  const attngen_spec *spec,
+                                                  const attngen_kernel **out);
+
+/** Drops the JIT's memory cache (and unloads its modules); the disk cache
+ *  stays. Kernels and compiled results it returned become invalid. */
+ATTNGEN_API attngen_status attngen_jit_clear_memory_cache(attngen_jit *jit);
+
+/** The folder of the disk cache ("" when disabled). */
+ATTNGEN_API const char *attngen_jit_cache_dir(const attngen_jit *jit);
+
+ATTNGEN_API attngen_status attngen_jit_get_stats(const attngen_jit *jit,
+                                                 attngen_jit_stats *out);
+
+/* ---- Compiled kernels ----------------------------------------------------- */
+
+ATTNGEN_API const char *attngen_compiled_ptx(const attngen_compiled *c);
+/** The launch metadata JSON (docs/ABI.md). */
+ATTNGEN_API const char *attngen_compiled_metadata(const attngen_compiled *c);
+ATTNGEN_API const char *attngen_compiled_kernel_name(const attngen_compiled *c);
+ATTNGEN_API const char *attngen_compiled_arch(const attngen_compiled *c);
+/** The full cache key (spec, arch, compiler id). */
+ATTNGEN_API const char *attngen_compiled_cache_key(const attngen_compiled *c);
+
+/* ---- Kernels ------------------------------------------------------------ */
+
+ATTNGEN_API const attngen_compiled *attngen_kernel_compiled(const attngen_kernel *k);
+/** Metadata plus the device facts (registers, spills) of the loaded kernel. */
+ATTNGEN_API attngen_status attngen_kernel_info(const attngen_kernel *k,
+                                               attnrt_kernel_info *out);
+/** Launches on `stream` (a CUstream / cudaStream_t; NULL: default stream);
+ *  the arguments are checked as attnrt_forward does (attnrt.h). */
+ATTNGEN_API attngen_status attngen_kernel_forward(const attngen_kernel *k,
+                                                  const attnrt_forward_args *args,
+                                                  void *stream);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* ATTNGEN_ATTNGEN_H */

@@ -1,0 +1,181 @@
+//===- attngen.hpp - attngen JIT, C++ API -----------------------*- C++ -*-===//
+//
+// A header-only C++ layer over the stable C API of attngen.h: RAII handles
+// and exceptions (attngen::Error) instead of status codes.
+//
+//   attngen::JIT jit;                              // caches in ~/.cache/attngen
+//   attngen::Spec spec;                            // bf16, d128
+//   spec.causal = true;
+//   attngen::Kernel kernel = jit.kernel(spec);     // for the current GPU
+//   kernel.forward(attngen::bnhdArgs(q, k, v, o, lse, B, Nq, Nk, H, Hkv,
+//                                    spec), stream);
+//
+//   // No GPU needed: PTX and launch metadata for a given architecture.
+//   attngen::Compiled c = jit.compile(spec, "sm_90a");
+//   std::cout << c.ptx();
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNGEN_ATTNGEN_HPP
+#define ATTNGEN_ATTNGEN_HPP
+
+#include "attngen/attngen.h"
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace attngen {
+
+/// A failed call: the C status plus its message.
+class Error : public std::runtime_error {
+public:
+  Error(attngen_status status, const std::string &message)
+      : std::runtime_error(message), code(status) {}
+  attngen_status status() const { return code; }
+
+private:
+  attngen_status code;
+};
+
+inline void check(attngen_status status) {
+  if (status != ATTNGEN_OK)
+    throw Error(status, std::string(attngen_status_name(status)) + ": " +
+                            attngen_last_error());
+}
+
+enum class DType { f16 = ATTNRT_DTYPE_F16, bf16 = ATTNRT_DTYPE_BF16 };
+
+/// One forward-attention kernel variant (see attngen_spec).
+struct Spec {
+  DType dtype = DType::bf16;
+  int headDim = 128;
+  bool causal = false;
+  double scale = 0; ///< 0: 1/sqrt(headDim)
+  bool withLse = true;
+  int blockM = 0, blockN = 0, numWarps = 0; ///< 0: tuned defaults
+
+  attngen_spec toC() const {
+    attngen_spec spec;
+    attngen_spec_init(&spec);
+    spec.dtype = static_cast<int>(dtype);
+    spec.head_dim = headDim;
+    spec.causal = causal;
+    spec.scale = scale;
+    spec.with_lse = withLse;
+    spec.block_m = blockM;
+    spec.block_n = blockN;
+    spec.num_warps = numWarps;
+    return spec;
+  }
+};
+
+/// PTX and launch metadata; a view owned by its JIT.
+class Compiled {
+public:
+  explicit Compiled(const attngen_compiled *handle) : handle(handle) {}
+  std::string_view ptx() const { return attngen_compiled_ptx(handle); }
+  std::string_view metadata() const { return attngen_compiled_metadata(handle); }
+  std::string_view kernelName() const { return attngen_compiled_kernel_name(handle); }
+  std::string_view arch() const { return attngen_compiled_arch(handle); }
+  std::string_view cacheKey() const { return attngen_compiled_cache_key(handle); }
+
+private:
+  const attngen_compiled *handle;
+};
+
+/// A kernel loaded in one CUDA context; a view owned by its JIT.
+class Kernel {
+public:
+  explicit Kernel(const attngen_kernel *handle) : handle(handle) {}
+  /// Launches asynchronously on `stream` (cudaStream_t / CUstream).
+  void forward(const attnrt_forward_args &args, void *stream = nullptr) const {
+    check(attngen_kernel_forward(handle, &args, stream));
+  }
+  attnrt_kernel_info info() const {
+    attnrt_kernel_info out;
+    check(attngen_kernel_info(handle, &out));
+    return out;
+  }
+  Compiled compiled() const { return Compiled(attngen_kernel_compiled(handle)); }
+
+private:
+  const attngen_kernel *handle;
+};
+
+class JIT {
+public:
+  /// `cacheDir` empty: ATTNGEN_CACHE_DIR or ~/.cache/attngen.
+  explicit JIT(const std::string &cacheDir = "", bool diskCache = true) {
+    attngen_jit_options options;
+    attngen_jit_options_init(&options);
+    options.cache_dir = cacheDir.c_str();
+    options.disk_cache = diskCache && options.disk_cache;
+    check(attngen_jit_create(&options, &handle));
+  }
+  ~JIT() { attngen_jit_destroy(handle); }
+  JIT(const JIT &) = delete;
+  JIT &operator=(const JIT &) = delete;
+
+  /// The kernel for the current CUDA device, compiled or cached.
+  Kernel kernel(const Spec &spec) {
+    attngen_spec c = spec.toC();
+    const attngen_kernel *out = nullptr;
+    check(attngen_jit_get_kernel(handle, &c, &out));
+    return Kernel(out);
+  }
+  /// PTX for `arch` ("sm_80", "sm_90a", "auto"); needs no GPU.
+  Compiled compile(const Spec &spec, const std::string &arch) {
+    attngen_spec c = spec.toC();
+    const attngen_compiled *out = nullptr;
+    check(attngen_jit_compile(handle, &c, arch.c_str(), &out));
+    return Compiled(out);
+  }
+  attngen_jit_stats stats() const {
+    attngen_jit_stats out;
+    check(attngen_jit_get_stats(handle, &out));
+    return out;
+  }
+  std::string cacheDir() const { return attngen_jit_cache_dir(handle); }
+  void clearMemoryCache() { check(attngen_jit_clear_memory_cache(handle)); }
+  attngen_jit *get() const { return handle; }
+
+private:
+  attngen_jit *handle = nullptr;
+};
+
+/// Arguments for contiguous [B, N, H, D] tensors (PyTorch's (batch, seqlen,
+/// heads, head_dim) layout); `lse` may be null.
+inline attnrt_forward_args bnhdArgs(const void *q, const void *k, const void *v,
+                                    void *o, float *lse, int64_t batch,
+                                    int64_t nq, int64_t nk, int64_t heads,
+                                    int64_t kvHeads, const Spec &spec) {
+  attnrt_forward_args a{};
+  a.q = q;
+  a.k = k;
+  a.v = v;
+  a.o = o;
+  a.lse = lse;
+  a.batch = batch;
+  a.nq = nq;
+  a.nk = nk;
+  a.num_heads = heads;
+  a.num_kv_heads = kvHeads;
+  a.head_dim = spec.headDim;
+  a.dtype = static_cast<int>(spec.dtype);
+  auto strides = [&](int64_t *s, int64_t n, int64_t h) {
+    s[3] = 1;
+    s[2] = spec.headDim;
+    s[1] = h * spec.headDim;
+    s[0] = n * h * spec.headDim;
+  };
+  strides(a.q_strides, nq, heads);
+  strides(a.o_strides, nq, heads);
+  strides(a.k_strides, nk, kvHeads);
+  strides(a.v_strides, nk, kvHeads);
+  return a;
+}
+
+} // namespace attngen
+
+#endif // ATTNGEN_ATTNGEN_HPP

@@ -1,0 +1,182 @@
+//===- Compile.cpp - A spec to PTX in process -----------------------------===//
+#include "Compile.h"
+#include "Log.h"
+#include "Status.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <cmath>
+#include <cstring>
+
+using namespace attngen;
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+/// Compiles slower than this report their stages even when ATTNGEN_LOG is
+/// off, so a long first-time build never looks like a hang.
+constexpr double kSlowCompileSeconds = 1.0;
+
+/// Stage-by-stage progress of one compile.
+class Progress {
+public:
+  explicit Progress(std::string kernel) : kernel(std::move(kernel)) {}
+  void stageDone(const char *stage) {
+    double now = clock.seconds();
+    if (logLevel() >= LogLevel::Debug || now > kSlowCompileSeconds)
+      logLine(fmt::format("compiling {}: {} done ({:.3f} s, {:.3f} s in all)",
+                          kernel, stage, now - last, now));
+    last = now;
+  }
+  double seconds() const { return clock.seconds(); }
+
+private:
+  std::string kernel;
+  Stopwatch clock;
+  double last = 0;
+};
+
+} // namespace
+
+attngen_status attngen::parseArch(const char *arch, TargetKind &out) {
+  std::string name = arch ? arch : "";
+  if (name == "sm_80") {
+    out = TargetKind::sm_80;
+    return ATTNGEN_OK;
+  }
+  if (name == "sm_90a") {
+    out = TargetKind::sm_90a;
+    return ATTNGEN_OK;
+  }
+  std::string hint;
+  if (name == "sm_90")
+    hint = " (Hopper kernels use wgmma and TMA, which need sm_90a)";
+  else if (name.rfind("sm_8", 0) == 0 || name.rfind("sm_10", 0) == 0 ||
+           name.rfind("sm_12", 0) == 0)
+    hint = " (compile for sm_80: the driver runs sm_80 PTX on newer GPUs)";
+  return fail(ATTNGEN_ERROR_INVALID_SPEC,
+              "unsupported arch '{}'{}; supported: sm_80, sm_90a, or auto "
+              "for the current GPU",
+              name, hint);
+}
+
+const char *attngen::archName(TargetKind arch) {
+  return arch == TargetKind::sm_90a ? "sm_90a" : "sm_80";
+}
+
+attngen_status attngen::readSpec(const attngen_spec *spec, TargetKind arch,
+                                 AttentionSpec &out) {
+  if (!spec)
+    return fail(ATTNGEN_ERROR_INVALID_ARGUMENT,
+                "the spec is NULL: pass an attngen_spec set up with "
+                "attngen_spec_init");
+  constexpr size_t minimum = offsetof(attngen_spec, num_warps) + sizeof(int);
+  if (spec->struct_size < minimum || spec->struct_size > (1u << 16))
+    return fail(ATTNGEN_ERROR_INVALID_ARGUMENT,
+                "the spec's struct_size is {}: initialise the spec with "
+                "attngen_spec_init before setting its fields",
+                spec->struct_size);
+  // Fields appended by newer headers would be read here, guarded by
+  // struct_size.
+  if (spec->dtype != ATTNRT_DTYPE_F16 && spec->dtype != ATTNRT_DTYPE_BF16)
+    return fail(ATTNGEN_ERROR_INVALID_SPEC,
+                "dtype {} is not supported; supported: ATTNRT_DTYPE_F16 ({}), "
+                "ATTNRT_DTYPE_BF16 ({})",
+                spec->dtype, int(ATTNRT_DTYPE_F16), int(ATTNRT_DTYPE_BF16));
+  for (int flag : {spec->causal, spec->with_lse})
+    if (flag != 0 && flag != 1)
+      return fail(ATTNGEN_ERROR_INVALID_SPEC,
+                  "causal and with_lse must be 0 or 1, got {}", flag);
+  if (spec->block_m < 0 || spec->block_n < 0 || spec->num_warps < 0)
+    return fail(ATTNGEN_ERROR_INVALID_SPEC,
+                "tile overrides must be 0 (tuned default) or positive; got "
+                "block_m={} block_n={} num_warps={}",
+                spec->block_m, spec->block_n, spec->num_warps);
+  out = AttentionSpec();
+  out.target = arch;
+  out.headDim = spec->head_dim;
+  out.bf16 = spec->dtype == ATTNRT_DTYPE_BF16;
+  out.causal = spec->causal;
+  out.scale = spec->scale;
+  out.withLse = spec->with_lse;
+  out.blockM = spec->block_m;
+  out.blockN = spec->block_n;
+  out.numWarps = spec->num_warps;
+  if (llvm::Error error = validateSpec(out))
+    return fail(ATTNGEN_ERROR_INVALID_SPEC, "{} (arch {})",
+                llvm::toString(std::move(error)), archName(arch));
+  return ATTNGEN_OK;
+}
+
+std::string attngen::cacheKey(const AttentionSpec &spec) {
+  // The default scale is spelled out so that scale=0 and an explicit
+  // 1/sqrt(d) share a kernel; %a keeps every bit of the double.
+  double scale = spec.scale > 0 ? spec.scale : 1.0 / std::sqrt(double(spec.headDim));
+  return fmt::format("attn_fwd arch={} dtype={} d={} causal={} scale={} "
+                     "lse={} block_m={} block_n={} warps={} block_skip={} "
+                     "compiler={}",
+                     archName(spec.target), spec.bf16 ? "bf16" : "f16",
+                     spec.headDim, int(spec.causal),
+                     fmt::format("{:a}", scale), int(spec.withLse),
+                     spec.blockM, spec.blockN, spec.numWarps,
+                     int(spec.skipMaskedBlocks), compilerId());
+}
+
+attngen_status attngen::compileKernel(const AttentionSpec &spec,
+                                      CompiledKernel &out) {
+  std::string name = kernelName(spec);
+  Progress progress(name);
+
+  DialectRegistry registry;
+  registerCodegenDialects(registry);
+  // One small function per compile: a thread pool would only cost start-up.
+  MLIRContext context(registry, MLIRContext::Threading::DISABLED);
+  context.loadAllAvailableDialects();
+  // Collect diagnostics into the error instead of printing them.
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    llvm::raw_string_ostream os(diagnostics);
+    os << diag.getLocation() << ": " << diag << "\n";
+    return success();
+  });
+
+  OwningOpRef<ModuleOp> module = buildSpecModule(context, spec);
+  progress.stageDone("attn.attention built");
+  PassManager tile(&context);
+  buildTilePipeline(tile, spec);
+  if (failed(tile.run(*module)))
+    return fail(ATTNGEN_ERROR_COMPILE,
+                "the FlashAttention passes failed on {} (a compiler bug; "
+                "please report it with this message): {}",
+                name, diagnostics);
+  progress.stageDone("FlashAttention passes");
+  PassManager lower(&context);
+  buildLoweringPipeline(lower);
+  if (failed(lower.run(*module)))
+    return fail(ATTNGEN_ERROR_COMPILE,
+                "lowering {} to NVVM failed (a compiler bug; please report "
+                "it with this message): {}",
+                name, diagnostics);
+  progress.stageDone("lowering to NVVM");
+  auto metadata = readKernelMetadata(*module);
+  if (!metadata)
+    return fail(ATTNGEN_ERROR_COMPILE, "no launch metadata for {}: {}", name,
+                llvm::toString(metadata.takeError()));
+  auto ptx = emitPtx(*module, spec.target);
+  if (!ptx)
+    return fail(ATTNGEN_ERROR_COMPILE, "PTX emission for {} failed: {}", name,
+                llvm::toString(ptx.takeError()));
+  progress.stageDone("LLVM O3 and NVPTX");
+
+  out.key = cacheKey(spec);
+  out.kernelName = name;
+  out.arch = archName(spec.target);
+  out.ptx = std::move(*ptx);
+  out.metadata = metadataToJson(*metadata);
+  logAt(LogLevel::Info, "compiled {} for {} in {:.3f} s", name, out.arch,
+        progress.seconds());
+  return ATTNGEN_OK;
+}

@@ -1,0 +1,390 @@
+//===- Jit.cpp - The JIT: memory cache, disk cache, modules per context ---===//
+//
+// A request walks down three levels and fills them on the way back:
+//   memory (this JIT, per key) -> disk (DiskCache, shared by processes)
+//   -> the compiler (Compile.cpp).
+// Loaded modules are kept per key and per CUDA context. Each key has its own
+// slot and mutex, so threads asking for the same kernel wait for one compile
+// while requests for other kernels go on in parallel.
+//
+//===----------------------------------------------------------------------===//
+#include "Compile.h"
+#include "DiskCache.h"
+#include "Log.h"
+#include "Status.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+using namespace attngen;
+using mlir::attn::AttentionSpec;
+using mlir::attn::TargetKind;
+
+struct attngen_compiled {
+  CompiledKernel kernel;
+};
+
+struct attngen_kernel {
+  const attngen_compiled *compiled = nullptr;
+  attnrt_module *module = nullptr;
+  ~attngen_kernel() { attnrt_module_unload(module); }
+};
+
+namespace {
+
+/// How long a process waits for another one compiling the same kernel
+/// before compiling it itself.
+constexpr std::chrono::milliseconds kCompileLockTimeout{120000};
+
+struct Slot {
+  std::mutex mutex;
+  std::unique_ptr<attngen_compiled> compiled;
+  std::map<void *, std::unique_ptr<attngen_kernel>> kernels; ///< by CUcontext
+};
+
+struct Counters {
+  std::atomic<uint64_t> requests{0}, memoryHits{0}, diskHits{0}, compiles{0},
+      diskWrites{0}, corruptEntries{0}, moduleLoads{0};
+};
+
+bool diskCacheDisabledByEnv() {
+  const char *value = std::getenv("ATTNGEN_DISABLE_DISK_CACHE");
+  return value && *value && std::strcmp(value, "0") != 0;
+}
+
+} // namespace
+
+struct attngen_jit {
+  explicit attngen_jit(std::string dir) : disk(std::move(dir)) {}
+
+  DiskCache disk;
+  Counters counters;
+  std::mutex slotsMutex;
+  std::unordered_map<std::string, std::unique_ptr<Slot>> slots;
+
+  Slot &slotFor(const std::string &key) {
+    std::lock_guard<std::mutex> guard(slotsMutex);
+    std::unique_ptr<Slot> &slot = slots[key];
+    if (!slot)
+      slot = std::make_unique<Slot>();
+    return *slot;
+  }
+
+  /// Memory, then disk, then the compiler; the slot's mutex is held.
+  attngen_status fill(Slot &slot, const AttentionSpec &spec,
+                      const std::string &key) {
+    if (slot.compiled) {
+      ++counters.memoryHits;
+      return ATTNGEN_OK;
+    }
+    auto compiled = std::make_unique<attngen_compiled>();
+    Stopwatch clock;
+    if (readDisk(key, compiled->kernel)) {
+      slot.compiled = std::move(compiled);
+      return ATTNGEN_OK;
+    }
+    DiskCache::KeyLock lock = disk.lock(key, kCompileLockTimeout);
+    // Another process may have written it while this one waited.
+    if (lock.held() && readDisk(key, compiled->kernel)) {
+      slot.compiled = std::move(compiled);
+      return ATTNGEN_OK;
+    }
+    if (attngen_status s = compileKernel(spec, compiled->kernel))
+      return s;
+    ++counters.compiles;
+    if (disk.write(compiled->kernel))
+      ++counters.diskWrites;
+    logAt(LogLevel::Info, "{}: compiled and cached in {:.3f} s ({})",
+          compiled->kernel.kernelName, clock.seconds(),
+          disk.enabled() ? disk.entryPath(key) : "memory only");
+    slot.compiled = std::move(compiled);
+    return ATTNGEN_OK;
+  }
+
+  bool readDisk(const std::string &key, CompiledKernel &out) {
+    std::string why;
+    switch (disk.read(key, out, why)) {
+    case DiskCache::Lookup::Hit:
+      ++counters.diskHits;
+      logAt(LogLevel::Info, "{}: loaded from the disk cache ({})",
+            out.kernelName, disk.entryPath(key));
+      return true;
+    case DiskCache::Lookup::Corrupt:
+      ++counters.corruptEntries;
+      // Always said: a corrupt cache is worth knowing about.
+      logLine(fmt::format("discarded cache entry '{}': {}; rebuilding it",
+                          disk.entryPath(key), why));
+      return false;
+    case DiskCache::Lookup::Miss:
+      return false;
+    }
+    return false;
+  }
+
+  attngen_status compile(const attngen_spec *cspec, TargetKind arch,
+                         const attngen_compiled **out) {
+    ++counters.requests;
+    AttentionSpec spec;
+    if (attngen_status s = readSpec(cspec, arch, spec))
+      return s;
+    std::string key = cacheKey(spec);
+    Slot &slot = slotFor(key);
+    std::lock_guard<std::mutex> guard(slot.mutex);
+    if (attngen_status s = fill(slot, spec, key))
+      return s;
+    *out = slot.compiled.get();
+    return ATTNGEN_OK;
+  }
+
+  attngen_status getKernel(const attngen_spec *cspec,
+                           const attngen_kernel **out) {
+    ++counters.requests;
+    void *context = nullptr;
+    int major = 0, minor = 0;
+    if (attnrt_status s = attnrt_current_device(&context, nullptr, &major, &minor))
+      return failFromRuntime(s);
+    TargetKind arch;
+    if (attngen_status s = archForComputeCapability(major, minor, arch))
+      return s;
+    AttentionSpec spec;
+    if (attngen_status s = readSpec(cspec, arch, spec))
+      return s;
+    std::string key = cacheKey(spec);
+    Slot &slot = slotFor(key);
+    std::lock_guard<std::mutex> guard(slot.mutex);
+    if (attngen_status s = fill(slot, spec, key))
+      return s;
+    std::unique_ptr<attngen_kernel> &kernel = slot.kernels[context];
+    if (!kernel) {
+      auto loaded = std::make_unique<attngen_kernel>();
+      loaded->compiled = slot.compiled.get();
+      Stopwatch clock;
+      const CompiledKernel &k = slot.compiled->kernel;
+      if (attnrt_status s = attnrt_module_load(k.ptx.c_str(), k.metadata.c_str(),
+                                               &loaded->module)) {
+        slot.kernels.erase(context);
+        return failFromRuntime(s);
+      }
+      ++counters.moduleLoads;
+      logAt(LogLevel::Info, "{}: loaded on the GPU in {:.3f} s", k.kernelName,
+            clock.seconds());
+      kernel = std::move(loaded);
+    }
+    *out = kernel.get();
+    return ATTNGEN_OK;
+  }
+
+  static attngen_status archForComputeCapability(int major, int minor,
+                                                 TargetKind &arch) {
+    if (major == 9 && minor == 0) {
+      arch = TargetKind::sm_90a;
+      return ATTNGEN_OK;
+    }
+    if (major >= 8) {
+      // Other Hopper-class parts and newer GPUs: sm_80 PTX, which the
+      // driver compiles for them.
+      arch = TargetKind::sm_80;
+      return ATTNGEN_OK;
+    }
+    return fail(ATTNGEN_ERROR_UNSUPPORTED_DEVICE,
+                "the current GPU has compute capability {}.{}; attngen "
+                "kernels need 8.0 (Ampere) or newer",
+                major, minor);
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// C API
+//===----------------------------------------------------------------------===//
+
+extern "C" {
+
+const char *attngen_version(void) { return ATTNGEN_VERSION; }
+const char *attngen_compiler_id(void) { return compilerId().c_str(); }
+size_t attngen_sizeof_spec(void) { return sizeof(attngen_spec); }
+size_t attngen_sizeof_jit_stats(void) { return sizeof(attngen_jit_stats); }
+
+void attngen_spec_init(attngen_spec *spec) {
+  if (!spec)
+    return;
+  *spec = attngen_spec{};
+  spec->struct_size = sizeof(attngen_spec);
+  spec->dtype = ATTNRT_DTYPE_BF16;
+  spec->head_dim = 128;
+  spec->with_lse = 1;
+}
+
+void attngen_jit_options_init(attngen_jit_options *options) {
+  if (!options)
+    return;
+  *options = attngen_jit_options{};
+  options->struct_size = sizeof(attngen_jit_options);
+  options->disk_cache = diskCacheDisabledByEnv() ? 0 : 1;
+}
+
+attngen_status attngen_spec_check(const attngen_spec *spec, const char *arch) {
+  return guardApi("attngen_spec_check", [&] {
+    TargetKind target;
+    if (attngen_status s = parseArch(arch, target))
+      return s;
+    AttentionSpec parsed;
+    return readSpec(spec, target, parsed);
+  });
+}
+
+attngen_status attngen_device_arch(char *arch, size_t capacity) {
+  return guardApi("attngen_device_arch", [&] {
+    if (!arch || capacity < 8)
+      return fail(ATTNGEN_ERROR_INVALID_ARGUMENT,
+                  "attngen_device_arch needs a buffer of at least 8 bytes");
+    int major = 0, minor = 0;
+    if (attnrt_status s = attnrt_current_device(nullptr, nullptr, &major, &minor))
+      return failFromRuntime(s);
+    TargetKind target;
+    if (attngen_status s =
+            attngen_jit::archForComputeCapability(major, minor, target))
+      return s;
+    std::snprintf(arch, capacity, "%s", archName(target));
+    return ATTNGEN_OK;
+  });
+}
+
+attngen_status attngen_jit_create(const attngen_jit_options *options,
+                                  attngen_jit **out) {
+  return guardApi("attngen_jit_create", [&] {
+    if (!out)
+      return fail(ATTNGEN_ERROR_INVALID_ARGUMENT,
+                  "attngen_jit_create got out = NULL: pass the address of an "
+                  "attngen_jit pointer");
+    *out = nullptr;
+    attngen_jit_options defaults;
+    attngen_jit_options_init(&defaults);
+    if (options && options->struct_size < offsetof(attngen_jit_options, disk_cache) + sizeof(int))
+      return fail(ATTNGEN_ERROR_INVALID_ARGUMENT,
+                  "the options' struct_size is {}: initialise them with "
+                  "attngen_jit_options_init",
+                  options->struct_size);
+    const attngen_jit_options &o = options ? *options : defaults;
+    std::string dir;
+    if (o.disk_cache) {
+      dir = o.cache_dir && *o.cache_dir ? o.cache_dir : defaultCacheDir();
+      if (dir.empty())
+        logLine("no cache folder (HOME, XDG_CACHE_HOME and ATTNGEN_CACHE_DIR "
+                "are unset): kernels are cached in memory only");
+    }
+    *out = new attngen_jit(dir);
+    logAt(LogLevel::Info, "JIT created; compiler {}; disk cache {}",
+          compilerId(), dir.empty() ? "off" : dir);
+    return ATTNGEN_OK;
+  });
+}
+
+void attngen_jit_destroy(attngen_jit *jit) { delete jit; }
+
+attngen_status attngen_jit_compile(attngen_jit *jit, const attngen_spec *spec,
+                                   const char *arch,
+                                   const attngen_compiled **out) {
+  return guardApi("attngen_jit_compile", [&] {
+    if (!jit || !out)
+      return fail(ATTNGEN_ERROR_INVALID_ARGUMENT,
+                  "attngen_jit_compile needs a JIT (attngen_jit_create) and "
+                  "a non-NULL out");
+    *out = nullptr;
+    TargetKind target;
+    if (!arch || !*arch || std::strcmp(arch, "auto") == 0) {
+      char detected[16];
+      if (attngen_status s = attngen_device_arch(detected, sizeof(detected)))
+        return s;
+      parseArch(detected, target);
+    } else if (attngen_status s = parseArch(arch, target)) {
+      return s;
+    }
+    return jit->compile(spec, target, out);
+  });
+}
+
+attngen_status attngen_jit_get_kernel(attngen_jit *jit, const attngen_spec *spec,
+                                      const attngen_kernel **out) {
+  return guardApi("attngen_jit_get_kernel", [&] {
+    if (!jit || !out)
+      return fail(ATTNGEN_ERROR_INVALID_ARGUMENT,
+                  "attngen_jit_get_kernel needs a JIT (attngen_jit_create) "
+                  "and a non-NULL out");
+    *out = nullptr;
+    return jit->getKernel(spec, out);
+  });
+}
+
+attngen_status attngen_jit_clear_memory_cache(attngen_jit *jit) {
+  return guardApi("attngen_jit_clear_memory_cache", [&] {
+    if (!jit)
+      return fail(ATTNGEN_ERROR_INVALID_ARGUMENT, "the JIT is NULL");
+    std::lock_guard<std::mutex> guard(jit->slotsMutex);
+    jit->slots.clear();
+    return ATTNGEN_OK;
+  });
+}
+
+const char *attngen_jit_cache_dir(const attngen_jit *jit) {
+  return jit ? jit->disk.dir().c_str() : "";
+}
+
+attngen_status attngen_jit_get_stats(const attngen_jit *jit,
+                                     attngen_jit_stats *out) {
+  if (!jit || !out)
+    return fail(ATTNGEN_ERROR_INVALID_ARGUMENT,
+                "attngen_jit_get_stats needs a JIT and a non-NULL out");
+  const Counters &c = jit->counters;
+  *out = attngen_jit_stats{c.requests,   c.memoryHits,     c.diskHits,
+                           c.compiles,   c.diskWrites,     c.corruptEntries,
+                           c.moduleLoads};
+  return ATTNGEN_OK;
+}
+
+const char *attngen_compiled_ptx(const attngen_compiled *c) {
+  return c ? c->kernel.ptx.c_str() : "";
+}
+const char *attngen_compiled_metadata(const attngen_compiled *c) {
+  return c ? c->kernel.metadata.c_str() : "";
+}
+const char *attngen_compiled_kernel_name(const attngen_compiled *c) {
+  return c ? c->kernel.kernelName.c_str() : "";
+}
+const char *attngen_compiled_arch(const attngen_compiled *c) {
+  return c ? c->kernel.arch.c_str() : "";
+}
+const char *attngen_compiled_cache_key(const attngen_compiled *c) {
+  return c ? c->kernel.key.c_str() : "";
+}
+
+const attngen_compiled *attngen_kernel_compiled(const attngen_kernel *k) {
+  return k ? k->compiled : nullptr;
+}
+
+attngen_status attngen_kernel_info(const attngen_kernel *k,
+                                   attnrt_kernel_info *out) {
+  if (!k)
+    return fail(ATTNGEN_ERROR_INVALID_ARGUMENT,
+                "the kernel is NULL: get one from attngen_jit_get_kernel");
+  if (attnrt_status s = attnrt_module_info(k->module, out))
+    return failFromRuntime(s);
+  return ATTNGEN_OK;
+}
+
+attngen_status attngen_kernel_forward(const attngen_kernel *k,
+                                      const attnrt_forward_args *args,
+                                      void *stream) {
+  if (!k)
+    return fail(ATTNGEN_ERROR_INVALID_ARGUMENT,
+                "the kernel is NULL: get one from attngen_jit_get_kernel");
+  if (attnrt_status s = attnrt_forward(k->module, args, stream))
+    return failFromRuntime(s);
+  return ATTNGEN_OK;
+}
+
+} // extern "C"

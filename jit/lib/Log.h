@@ -1,0 +1,42 @@
+//===- Log.h - ATTNGEN_LOG logging ------------------------------*- C++ -*-===//
+#ifndef ATTNGEN_JIT_LOG_H
+#define ATTNGEN_JIT_LOG_H
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <string>
+
+namespace attngen {
+
+/// ATTNGEN_LOG: 0 or unset (quiet), 1 (cache events, timings), 2 (also the
+/// compiler's stages). Read once per process.
+enum class LogLevel { Quiet = 0, Info = 1, Debug = 2 };
+LogLevel logLevel();
+
+/// Writes "attngen: <message>\n" to stderr in one write.
+void logLine(const std::string &message);
+
+template <typename... Args>
+void logAt(LogLevel level, fmt::format_string<Args...> format, Args &&...args) {
+  if (logLevel() >= level)
+    logLine(fmt::format(format, std::forward<Args>(args)...));
+}
+
+/// Wall time since construction, in seconds.
+class Stopwatch {
+public:
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start)
+        .count();
+  }
+
+private:
+  std::chrono::steady_clock::time_point start =
+      std::chrono::steady_clock::now();
+};
+
+} // namespace attngen
+
+#endif // ATTNGEN_JIT_LOG_H

@@ -1,0 +1,385 @@
+//===- selftest.cpp - libattngen's API, error paths and caches, no GPU ----===//
+//
+//   attngen-jit-selftest                  all in-process checks
+//   attngen-jit-selftest compile DIR [causal]
+//       one request through a fresh JIT on cache folder DIR; prints the
+//       JIT's counters and a hash of the PTX (the lit test runs several of
+//       these at once to check that processes share the cache safely).
+//
+//===----------------------------------------------------------------------===//
+#include "attngen/attngen.h"
+#include "attngen/attngen.hpp"
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <dirent.h>
+#include <unistd.h>
+
+namespace {
+
+int checks = 0, failures = 0;
+
+void expect(bool ok, const std::string &what) {
+  ++checks;
+  if (!ok) {
+    ++failures;
+    std::fprintf(stderr, "FAIL: %s\n", what.c_str());
+  }
+}
+
+/// `status` is `want` and the message contains `needle`.
+void expectError(attngen_status status, attngen_status want, const char *needle,
+                 const std::string &what) {
+  std::string message = attngen_last_error();
+  expect(status == want && message.find(needle) != std::string::npos,
+         what + ": got " + attngen_status_name(status) + " '" + message +
+             "', want " + attngen_status_name(want) + " containing '" + needle + "'");
+}
+
+std::string makeTempDir() {
+  char path[] = "/tmp/attngen-selftest-XXXXXX";
+  if (!mkdtemp(path)) {
+    std::perror("mkdtemp");
+    std::exit(2);
+  }
+  return path;
+}
+
+void removeTree(const std::string &dir) {
+  std::string command = "rm -rf '" + dir + "'";
+  if (std::system(command.c_str()) != 0)
+    std::fprintf(stderr, "warning: could not remove %s\n", dir.c_str());
+}
+
+std::vector<std::string> entries(const std::string &dir, const char *suffix) {
+  std::vector<std::string> out;
+  if (DIR *d = opendir(dir.c_str())) {
+    while (dirent *e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name.size() > std::strlen(suffix) &&
+          name.compare(name.size() - std::strlen(suffix), std::string::npos, suffix) == 0)
+        out.push_back(dir + "/" + name);
+    }
+    closedir(d);
+  }
+  return out;
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void writeFile(const std::string &path, const std::string &bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+}
+
+attngen_jit_stats stats(attngen_jit *jit) {
+  attngen_jit_stats s;
+  attngen_jit_get_stats(jit, &s);
+  return s;
+}
+
+attngen_jit *makeJit(const std::string &dir, int disk = 1) {
+  attngen_jit_options options;
+  attngen_jit_options_init(&options);
+  options.cache_dir = dir.c_str();
+  options.disk_cache = disk;
+  attngen_jit *jit = nullptr;
+  if (attngen_jit_create(&options, &jit) != ATTNGEN_OK) {
+    std::fprintf(stderr, "attngen_jit_create: %s\n", attngen_last_error());
+    std::exit(2);
+  }
+  return jit;
+}
+
+attngen_spec specOf(int headDim, int causal, int dtype = ATTNRT_DTYPE_BF16) {
+  attngen_spec spec;
+  attngen_spec_init(&spec);
+  spec.head_dim = headDim;
+  spec.causal = causal;
+  spec.dtype = dtype;
+  return spec;
+}
+
+/// Compiles through `jit`; returns the PTX ("" on failure, reported).
+std::string compile(attngen_jit *jit, const attngen_spec &spec, const char *arch,
+                    const std::string &what) {
+  const attngen_compiled *out = nullptr;
+  attngen_status s = attngen_jit_compile(jit, &spec, arch, &out);
+  expect(s == ATTNGEN_OK && out, what + ": " + attngen_last_error());
+  return out ? attngen_compiled_ptx(out) : "";
+}
+
+void testErrors() {
+  attngen_jit *jit = makeJit("", 0);
+  const attngen_compiled *out = nullptr;
+  attngen_spec spec = specOf(128, 0);
+
+  expectError(attngen_jit_compile(jit, nullptr, "sm_90a", &out),
+              ATTNGEN_ERROR_INVALID_ARGUMENT, "attngen_spec_init", "NULL spec");
+  attngen_spec raw;
+  std::memset(&raw, 0, sizeof(raw));
+  expectError(attngen_jit_compile(jit, &raw, "sm_90a", &out),
+              ATTNGEN_ERROR_INVALID_ARGUMENT, "struct_size is 0", "uninitialised spec");
+  attngen_spec bad = spec;
+  bad.head_dim = 96;
+  expectError(attngen_jit_compile(jit, &bad, "sm_90a", &out), ATTNGEN_ERROR_INVALID_SPEC,
+              "supported: 64, 128, 256", "head dim 96");
+  bad = spec;
+  bad.dtype = 7;
+  expectError(attngen_jit_compile(jit, &bad, "sm_80", &out), ATTNGEN_ERROR_INVALID_SPEC,
+              "dtype 7 is not supported", "dtype 7");
+  bad = spec;
+  bad.causal = 2;
+  expectError(attngen_spec_check(&bad, "sm_80"), ATTNGEN_ERROR_INVALID_SPEC,
+              "must be 0 or 1", "causal = 2");
+  bad = spec;
+  bad.scale = -1;
+  expectError(attngen_spec_check(&bad, "sm_80"), ATTNGEN_ERROR_INVALID_SPEC,
+              "positive and finite", "negative scale");
+  bad = spec;
+  bad.block_m = -64;
+  expectError(attngen_spec_check(&bad, "sm_80"), ATTNGEN_ERROR_INVALID_SPEC,
+              "must be 0 (tuned default) or positive", "negative block_m");
+  bad = spec;
+  bad.block_m = 48;
+  expectError(attngen_spec_check(&bad, "sm_90a"), ATTNGEN_ERROR_INVALID_SPEC, "(arch sm_90a)",
+              "block_m 48 on sm_90a");
+  expectError(attngen_jit_compile(jit, &spec, "sm_90", &out), ATTNGEN_ERROR_INVALID_SPEC,
+              "need sm_90a", "arch sm_90");
+  expectError(attngen_jit_compile(jit, &spec, "sm_86", &out), ATTNGEN_ERROR_INVALID_SPEC,
+              "compile for sm_80", "arch sm_86");
+  expectError(attngen_jit_compile(jit, &spec, "gfx90a", &out), ATTNGEN_ERROR_INVALID_SPEC,
+              "supported: sm_80, sm_90a", "arch gfx90a");
+  expect(attngen_spec_check(&spec, "sm_90a") == ATTNGEN_OK, "default spec is valid");
+  expectError(attngen_jit_compile(jit, &spec, "sm_80", nullptr),
+              ATTNGEN_ERROR_INVALID_ARGUMENT, "non-NULL out", "NULL out");
+  expectError(attngen_jit_compile(nullptr, &spec, "sm_80", &out),
+              ATTNGEN_ERROR_INVALID_ARGUMENT, "attngen_jit_create", "NULL jit");
+  expectError(attngen_jit_create(nullptr, nullptr), ATTNGEN_ERROR_INVALID_ARGUMENT,
+              "out = NULL", "create with NULL out");
+  attngen_jit_options options;
+  std::memset(&options, 0, sizeof(options));
+  attngen_jit *other = nullptr;
+  expectError(attngen_jit_create(&options, &other), ATTNGEN_ERROR_INVALID_ARGUMENT,
+              "attngen_jit_options_init", "uninitialised options");
+  expectError(attngen_kernel_forward(nullptr, nullptr, nullptr),
+              ATTNGEN_ERROR_INVALID_ARGUMENT, "attngen_jit_get_kernel", "forward on NULL");
+
+  // Without a usable GPU, asking for a device kernel names the reason
+  // (the runtime's own message and status).
+  int major = 0, minor = 0;
+  attnrt_status device = attnrt_current_device(nullptr, nullptr, &major, &minor);
+  if (device != ATTNRT_OK) {
+    std::string runtimeMessage = attnrt_last_error();
+    const attngen_kernel *kernel = nullptr;
+    attngen_status s = attngen_jit_get_kernel(jit, &spec, &kernel);
+    expect(s == static_cast<attngen_status>(device) && kernel == nullptr &&
+               runtimeMessage == attngen_last_error(),
+           std::string("get_kernel without a GPU: ") + attngen_status_name(s) + " " +
+               attngen_last_error());
+    char arch[16];
+    expect(attngen_device_arch(arch, sizeof(arch)) == static_cast<attngen_status>(device),
+           "device_arch without a GPU");
+    expect(attngen_jit_compile(jit, &spec, "auto", &out) == static_cast<attngen_status>(device),
+           "compile for auto without a GPU");
+  }
+  expect(std::string(attngen_status_name(ATTNGEN_ERROR_INVALID_SPEC)) ==
+             "ATTNGEN_ERROR_INVALID_SPEC",
+         "status name");
+  expect(std::string(attngen_status_name(static_cast<attngen_status>(99))) == "ATTNGEN_UNKNOWN",
+         "unknown status name");
+  expect(attngen_sizeof_spec() == sizeof(attngen_spec), "sizeof spec");
+
+  // The C++ layer throws the same message.
+  try {
+    attngen::JIT cxx("", false);
+    attngen::Spec s;
+    s.headDim = 80;
+    cxx.compile(s, "sm_80");
+    expect(false, "C++: head dim 80 did not throw");
+  } catch (const attngen::Error &e) {
+    expect(e.status() == ATTNGEN_ERROR_INVALID_SPEC &&
+               std::string(e.what()).find("head dim 80") != std::string::npos,
+           std::string("C++ error: ") + e.what());
+  }
+  attngen_jit_destroy(jit);
+}
+
+void testCompileOutput() {
+  attngen_jit *jit = makeJit("", 0);
+  for (const char *arch : {"sm_80", "sm_90a"}) {
+    attngen_spec spec = specOf(64, 1, ATTNRT_DTYPE_F16);
+    const attngen_compiled *c = nullptr;
+    expect(attngen_jit_compile(jit, &spec, arch, &c) == ATTNGEN_OK,
+           std::string("compile ") + arch + ": " + attngen_last_error());
+    if (!c)
+      continue;
+    std::string ptx = attngen_compiled_ptx(c);
+    std::string name = attngen_compiled_kernel_name(c);
+    expect(ptx.find(std::string(".target ") + arch) != std::string::npos, "PTX target");
+    expect(ptx.find(".entry " + name) != std::string::npos, "PTX entry " + name);
+    attnrt_kernel_info info;
+    expect(attnrt_metadata_parse(attngen_compiled_metadata(c), &info) == ATTNRT_OK &&
+               info.head_dim == 64 && info.causal == 1 && info.dtype == ATTNRT_DTYPE_F16 &&
+               std::string(info.arch) == arch && name == info.kernel,
+           "metadata matches the spec");
+    expect(std::string(attngen_compiled_arch(c)) == arch, "compiled arch");
+    expect(std::string(attngen_compiled_cache_key(c)).find(attngen_compiler_id()) !=
+               std::string::npos,
+           "the key names the compiler build");
+  }
+  attngen_jit_destroy(jit);
+}
+
+void testCache() {
+  std::string dir = makeTempDir();
+  attngen_spec spec = specOf(128, 0);
+  attngen_jit *a = makeJit(dir);
+  std::string ptx = compile(a, spec, "sm_90a", "miss");
+  attngen_jit_stats s = stats(a);
+  expect(s.compiles == 1 && s.disk_writes == 1 && s.disk_hits == 0, "first request compiles");
+  expect(entries(dir, ".kernel").size() == 1, "one entry on disk");
+  expect(entries(dir, ".tmp").empty(), "no temporary files left");
+  compile(a, spec, "sm_90a", "memory hit");
+  attngen_spec explicitScale = spec;
+  explicitScale.scale = 1.0 / std::sqrt(128.0);
+  compile(a, explicitScale, "sm_90a", "explicit default scale");
+  s = stats(a);
+  expect(s.compiles == 1 && s.memory_hits == 2 && s.requests == 3,
+         "memory hits (scale 0 and 1/sqrt(d) share a kernel)");
+  attngen_spec causal = specOf(128, 1);
+  compile(a, causal, "sm_90a", "another spec");
+  compile(a, spec, "sm_80", "another arch");
+  expect(stats(a).compiles == 3, "other specs and arches miss");
+
+  attngen_jit *b = makeJit(dir);
+  std::string fromDisk = compile(b, spec, "sm_90a", "disk hit");
+  s = stats(b);
+  expect(s.disk_hits == 1 && s.compiles == 0 && fromDisk == ptx, "a new JIT reads the disk");
+  attngen_jit_destroy(b);
+
+  // Corrupt entries: each is detected, never used, and rebuilt.
+  std::string entry;
+  for (const std::string &path : entries(dir, ".kernel"))
+    if (readFile(path).find("arch=sm_90a dtype=bf16 d=128 causal=0") != std::string::npos)
+      entry = path;
+  expect(!entry.empty(), "found the entry");
+  std::string good = readFile(entry);
+  std::string causalEntry;
+  for (const std::string &path : entries(dir, ".kernel"))
+    if (readFile(path).find("causal=1") != std::string::npos)
+      causalEntry = path;
+  struct Corruption {
+    const char *name;
+    std::function<std::string(const std::string &)> apply;
+  };
+  std::vector<Corruption> corruptions = {
+      {"truncated", [](const std::string &g) { return g.substr(0, g.size() / 2); }},
+      {"empty", [](const std::string &) { return std::string(); }},
+      {"flipped PTX byte",
+       [](const std::string &g) {
+         std::string c = g;
+         size_t at = c.find(".entry");
+         c[at + 1] ^= 0x20;
+         return c;
+       }},
+      {"garbage header", [](const std::string &g) { return "not a cache entry\n" + g; }},
+      {"bad length",
+       [](const std::string &g) {
+         std::string c = g;
+         size_t at = c.find("\nptx ") + 5;
+         c.insert(at, "9");
+         return c;
+       }},
+      // A whole, checksummed entry of another key at this key's path: what
+      // an entry from another compiler build (or a hash clash) looks like.
+      {"another key", [&](const std::string &) { return readFile(causalEntry); }},
+  };
+  for (const Corruption &corruption : corruptions) {
+    writeFile(entry, corruption.apply(good));
+    attngen_jit *c = makeJit(dir);
+    std::string rebuilt = compile(c, spec, "sm_90a", std::string("rebuild ") + corruption.name);
+    s = stats(c);
+    expect(s.corrupt_entries == 1 && s.compiles == 1 && s.disk_writes == 1 && rebuilt == ptx,
+           std::string("corrupt entry (") + corruption.name + ") detected and rebuilt");
+    attngen_jit_destroy(c);
+    expect(readFile(entry) == good, std::string("entry rewritten after ") + corruption.name);
+  }
+
+  // An unwritable cache folder degrades to memory-only caching.
+  attngen_jit *readOnly = makeJit("/proc/attngen-cannot-write-here");
+  compile(readOnly, spec, "sm_80", "unwritable cache folder");
+  s = stats(readOnly);
+  expect(s.compiles == 1 && s.disk_writes == 0, "unwritable folder: compiled, not written");
+  attngen_jit_destroy(readOnly);
+
+  // Several threads asking for the same kernels: each compiles once.
+  attngen_jit *shared = makeJit(dir + "/threads");
+  std::vector<std::thread> threads;
+  std::vector<const attngen_compiled *> results(16, nullptr);
+  std::atomic<int> errors{0};
+  for (int i = 0; i < 16; ++i)
+    threads.emplace_back([&, i] {
+      attngen_spec mine = specOf(64, i % 2);
+      if (attngen_jit_compile(shared, &mine, "sm_80", &results[i]) != ATTNGEN_OK)
+        ++errors;
+    });
+  for (std::thread &t : threads)
+    t.join();
+  s = stats(shared);
+  expect(errors == 0 && s.compiles == 2 && s.memory_hits == 14 && s.requests == 16,
+         "16 threads, 2 kernels: compiled " + std::to_string(s.compiles) + " times");
+  bool same = true;
+  for (int i = 2; i < 16; ++i)
+    same &= results[i] == results[i % 2];
+  expect(same, "threads share the compiled kernels");
+  attngen_jit_destroy(shared);
+
+  attngen_jit_destroy(a);
+  removeTree(dir);
+}
+
+/// The `compile` subcommand: one request on a fresh JIT.
+int compileOnce(const std::string &dir, bool causal) {
+  attngen_jit *jit = makeJit(dir);
+  attngen_spec spec = specOf(128, causal);
+  const attngen_compiled *c = nullptr;
+  if (attngen_jit_compile(jit, &spec, "sm_90a", &c) != ATTNGEN_OK) {
+    std::fprintf(stderr, "error: %s\n", attngen_last_error());
+    return 1;
+  }
+  attngen_jit_stats s = stats(jit);
+  std::printf("compiles=%llu disk_hits=%llu corrupt=%llu ptx_hash=%zx\n",
+              (unsigned long long)s.compiles, (unsigned long long)s.disk_hits,
+              (unsigned long long)s.corrupt_entries,
+              std::hash<std::string>()(attngen_compiled_ptx(c)));
+  attngen_jit_destroy(jit);
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc >= 3 && std::string(argv[1]) == "compile")
+    return compileOnce(argv[2], argc >= 4 && std::string(argv[3]) == "causal");
+  testErrors();
+  testCompileOutput();
+  testCache();
+  std::printf("%d checks, %d failed\n", checks, failures);
+  return failures ? 1 : 0;
+}

@@ -1,0 +1,204 @@
+"""attngen: FlashAttention-class attention kernels, compiled on demand.
+
+    import attngen
+    out = attngen.attention(q, k, v, causal=True)             # torch tensors
+    out, lse = attngen.attention(q, k, v, return_lse=True)
+
+    k = attngen.compile(arch="sm_90a", head_dim=128, dtype="bf16")   # no GPU needed
+    k.ptx, k.metadata
+
+Tensors are (batch, seqlen, heads, head_dim), fp16 or bf16, on a CUDA device,
+with the last dimension contiguous (other strides are free). K and V may have
+fewer heads than Q (grouped-query attention). Kernels are compiled on first
+use and cached in memory and on disk (ATTNGEN_CACHE_DIR, default
+~/.cache/attngen); ATTNGEN_LOG=1 logs what the cache does.
+"""
+
+import ctypes
+import json
+import math
+import threading
+
+from . import _capi
+
+__all__ = ["attention", "compile", "CompiledKernel", "AttngenError", "InvalidInputError",
+           "cache_dir", "stats", "clear_memory_cache", "device_arch", "__version__",
+           "compiler_id"]
+
+
+class AttngenError(RuntimeError):
+    """A failure reported by libattngen; `status` is the C API's status name."""
+
+    def __init__(self, message, status="ATTNGEN_ERROR"):
+        super().__init__(message)
+        self.status = status
+
+
+class InvalidInputError(AttngenError, ValueError):
+    """The request is wrong: a tensor's device, dtype, shape or strides, or an
+    unsupported head_dim / dtype / arch. The message says what to change."""
+
+
+_lib, _library_path = _capi.load()
+__version__ = _lib.attngen_version().decode()
+
+
+def compiler_id():
+    """Version, LLVM version and build id of the compiler in libattngen."""
+    return _lib.attngen_compiler_id().decode()
+
+
+def _raise(status, context=""):
+    name = _lib.attngen_status_name(status).decode()
+    message = _lib.attngen_last_error().decode()
+    if context:
+        message = f"{context}: {message}"
+    if status in (_capi.STATUS_INVALID_ARGUMENT, _capi.STATUS_INVALID_SPEC):
+        raise InvalidInputError(message, name)
+    raise AttngenError(message, name)
+
+
+class _Jit:
+    """The process-wide JIT (created on first use)."""
+
+    _lock = threading.Lock()
+    _handle = None
+
+    @classmethod
+    def get(cls):
+        with cls._lock:
+            if cls._handle is None:
+                options = _capi.JitOptions()
+                _lib.attngen_jit_options_init(ctypes.byref(options))
+                handle = ctypes.c_void_p()
+                status = _lib.attngen_jit_create(ctypes.byref(options), ctypes.byref(handle))
+                if status:
+                    _raise(status, "creating the JIT")
+                # Never destroyed: kernels stay loaded for the process's life.
+                cls._handle = handle
+            return cls._handle
+
+
+_DTYPES = {"bf16": _capi.DTYPE_BF16, "bfloat16": _capi.DTYPE_BF16,
+           "f16": _capi.DTYPE_F16, "fp16": _capi.DTYPE_F16, "float16": _capi.DTYPE_F16,
+           "half": _capi.DTYPE_F16}
+
+
+def _dtype_code(dtype):
+    name = str(dtype)
+    if name.startswith("torch."):
+        name = name[len("torch."):]
+    if name not in _DTYPES:
+        raise InvalidInputError(
+            f"dtype {dtype!r} is not supported; use 'bf16' or 'f16' (torch.bfloat16, "
+            "torch.float16)", "ATTNGEN_ERROR_INVALID_SPEC")
+    return _DTYPES[name]
+
+
+def _normalize_scale(scale):
+    """None -> 0.0 (the library's 1/sqrt(head_dim)); else a positive float."""
+    if scale is None:
+        return 0.0
+    try:
+        value = float(scale)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"scale must be a number or None, got {scale!r}",
+                                "ATTNGEN_ERROR_INVALID_SPEC") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise InvalidInputError(
+            f"scale must be positive and finite (or None for 1/sqrt(head_dim)), got {value}",
+            "ATTNGEN_ERROR_INVALID_SPEC")
+    return value
+
+
+def _make_spec(head_dim, dtype, causal, scale, with_lse=True, block_m=0, block_n=0,
+               num_warps=0):
+    spec = _capi.Spec()
+    _lib.attngen_spec_init(ctypes.byref(spec))
+    for name, value in (("head_dim", head_dim), ("block_m", block_m), ("block_n", block_n),
+                        ("num_warps", num_warps)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidInputError(f"{name} must be an int, got {value!r}",
+                                    "ATTNGEN_ERROR_INVALID_SPEC")
+    spec.head_dim = head_dim
+    spec.dtype = _dtype_code(dtype)
+    spec.causal = 1 if causal else 0
+    spec.scale = _normalize_scale(scale)
+    spec.with_lse = 1 if with_lse else 0
+    spec.block_m, spec.block_n, spec.num_warps = block_m, block_n, num_warps
+    return spec
+
+
+class CompiledKernel:
+    """PTX and launch metadata of one kernel (see docs/ABI.md)."""
+
+    def __init__(self, handle):
+        self.ptx = _lib.attngen_compiled_ptx(handle).decode()
+        self.metadata = json.loads(_lib.attngen_compiled_metadata(handle).decode())
+        self.kernel_name = _lib.attngen_compiled_kernel_name(handle).decode()
+        self.arch = _lib.attngen_compiled_arch(handle).decode()
+        self.cache_key = _lib.attngen_compiled_cache_key(handle).decode()
+
+    def __repr__(self):
+        return f"CompiledKernel({self.kernel_name}, arch={self.arch}, {len(self.ptx)} bytes of PTX)"
+
+
+def compile(arch="sm_90a", head_dim=128, dtype="bf16", causal=False, scale=None,
+            with_lse=True, block_m=0, block_n=0, num_warps=0):
+    """Compiles (or finds in the cache) one kernel and returns its PTX and
+    metadata. Needs no GPU unless arch="auto" (the current GPU's)."""
+    spec = _make_spec(head_dim, dtype, causal, scale, with_lse, block_m, block_n, num_warps)
+    handle = ctypes.c_void_p()
+    status = _lib.attngen_jit_compile(_Jit.get(), ctypes.byref(spec),
+                                      str(arch).encode(), ctypes.byref(handle))
+    if status:
+        _raise(status)
+    return CompiledKernel(handle)
+
+
+def device_arch():
+    """The arch attngen compiles for on the current GPU ("sm_90a", "sm_80")."""
+    buffer = ctypes.create_string_buffer(16)
+    status = _lib.attngen_device_arch(buffer, len(buffer))
+    if status:
+        _raise(status)
+    return buffer.value.decode()
+
+
+def cache_dir():
+    """The disk cache folder ("" when disabled)."""
+    return _lib.attngen_jit_cache_dir(_Jit.get()).decode()
+
+
+def stats():
+    """Counters of the process's JIT: requests, memory_hits, disk_hits,
+    compiles, disk_writes, corrupt_entries, module_loads."""
+    out = _capi.JitStats()
+    status = _lib.attngen_jit_get_stats(_Jit.get(), ctypes.byref(out))
+    if status:
+        _raise(status)
+    return {name: getattr(out, name) for name, _ in _capi.JitStats._fields_}
+
+
+def clear_memory_cache():
+    """Forgets compiled and loaded kernels (the disk cache stays). Only call it
+    while no other thread uses attngen."""
+    _torch_op.forget_kernels()
+    status = _lib.attngen_jit_clear_memory_cache(_Jit.get())
+    if status:
+        _raise(status)
+
+
+def attention(q, k, v, causal=False, scale=None, return_lse=False):
+    """softmax(scale * q @ k^T [causal mask]) @ v for (batch, seqlen, heads,
+    head_dim) tensors; returns out, or (out, lse) with lse (batch, heads,
+    seqlen_q) float32 (natural-log log-sum-exp of the scaled scores).
+
+    causal masks top-left aligned, as torch's is_causal: query i sees keys
+    j <= i. scale defaults to 1/sqrt(head_dim). Registered as the torch op
+    torch.ops.attngen.attention, so it works under torch.compile."""
+    return _torch_op.attention(q, k, v, causal, scale, return_lse)
+
+
+# Registers torch.ops.attngen.attention when PyTorch is installed.
+from . import _torch_op  # noqa: E402

@@ -1,0 +1,154 @@
+"""attngen.attention for PyTorch tensors: input checks, the torch custom op
+attngen::attention (so torch.compile traces it), and the launch."""
+
+import ctypes
+import threading
+
+from . import _capi
+from . import _Jit, _lib, _make_spec, _normalize_scale, _raise, InvalidInputError
+
+try:
+    import torch
+except ImportError:  # compile() works without torch; attention() does not
+    torch = None
+
+_SUPPORTED_HEAD_DIMS = (64, 128, 256)
+_kernels = {}  # (device index, dtype, head_dim, causal, scale) -> attngen_kernel*
+_kernels_lock = threading.Lock()
+
+
+def forget_kernels():
+    with _kernels_lock:
+        _kernels.clear()
+
+
+def _bad(message):
+    raise InvalidInputError(message, "ATTNGEN_ERROR_INVALID_ARGUMENT")
+
+
+def _check_inputs(q, k, v, causal, scale, return_lse):
+    names = ("q", "k", "v")
+    for name, t in zip(names, (q, k, v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"attngen.attention: {name} must be a torch.Tensor, got "
+                            f"{type(t).__name__}")
+        if t.dim() != 4:
+            _bad(f"{name} must be 4-D (batch, seqlen, heads, head_dim); got shape "
+                 f"{tuple(t.shape)}")
+    for name, t in zip(names, (q, k, v)):
+        if t.device.type != "cuda":
+            _bad(f"{name} is on {t.device}; attngen runs on CUDA devices: move the "
+                 "tensors with .cuda()")
+        if t.device != q.device:
+            _bad(f"{name} is on {t.device} but q is on {q.device}: put q, k and v on one device")
+        if t.dtype not in (torch.float16, torch.bfloat16):
+            _bad(f"{name} has dtype {t.dtype}; attngen supports torch.float16 and "
+                 "torch.bfloat16: convert with .to(torch.bfloat16)")
+        if t.dtype != q.dtype:
+            _bad(f"{name} has dtype {t.dtype} but q has {q.dtype}: use one dtype")
+    b, nq, h, d = q.shape
+    if tuple(k.shape) != tuple(v.shape):
+        _bad(f"k and v must have the same shape; got k {tuple(k.shape)} and v {tuple(v.shape)}")
+    bk, nk, hkv, dk = k.shape
+    if bk != b:
+        _bad(f"q has batch {b} but k and v have batch {bk}")
+    if dk != d:
+        _bad(f"q has head_dim {d} but k and v have head_dim {dk}")
+    if d not in _SUPPORTED_HEAD_DIMS:
+        _bad(f"head_dim {d} is not supported; supported: 64, 128, 256")
+    if hkv == 0 or h % hkv != 0:
+        _bad(f"q has {h} heads and k/v have {hkv}: the number of q heads must be a multiple "
+             "of the number of k/v heads (grouped-query attention)")
+    if nk == 0 and nq > 0 and b > 0:
+        _bad("k and v have sequence length 0: attention needs at least one key")
+    for name, t in zip(names, (q, k, v)):
+        strides = t.stride()
+        if strides[3] != 1:
+            _bad(f"{name} has strides {tuple(strides)}: the last dimension (head_dim) must be "
+                 "contiguous (stride 1); call .contiguous()")
+        for dim in range(3):
+            if t.shape[dim] > 1 and strides[dim] % 8 != 0:
+                _bad(f"{name} has strides {tuple(strides)}: the strides of the batch, seqlen "
+                     "and heads dimensions must be multiples of 8 elements (16 bytes); call "
+                     ".contiguous()")
+    if not isinstance(causal, bool):
+        raise TypeError(f"attngen.attention: causal must be a bool, got {causal!r}")
+    if not isinstance(return_lse, bool):
+        raise TypeError(f"attngen.attention: return_lse must be a bool, got {return_lse!r}")
+
+
+def _kernel_for(device, dtype, head_dim, causal, scale):
+    key = (device.index, dtype, head_dim, causal, scale)
+    kernel = _kernels.get(key)
+    if kernel is not None:
+        return kernel
+    with _kernels_lock:
+        kernel = _kernels.get(key)
+        if kernel is None:
+            spec = _make_spec(head_dim, str(dtype), causal, scale or None, with_lse=True)
+            handle = ctypes.c_void_p()
+            # The kernel is loaded into the tensor's device's context.
+            with torch.cuda.device(device):
+                status = _lib.attngen_jit_get_kernel(_Jit.get(), ctypes.byref(spec),
+                                                     ctypes.byref(handle))
+            if status:
+                _raise(status, f"getting the kernel for {dtype}, head_dim {head_dim}, "
+                               f"causal={causal}")
+            kernel = handle.value
+            _kernels[key] = kernel
+    return kernel
+
+
+def _forward(q, k, v, causal, scale, return_lse):
+    b, nq, h, d = q.shape
+    out = torch.empty((b, nq, h, d), dtype=q.dtype, device=q.device)
+    lse = torch.empty((b, h, nq) if return_lse else (0,), dtype=torch.float32, device=q.device)
+    kernel = _kernel_for(q.device, q.dtype, d, causal, scale)
+    args = _capi.ForwardArgs()
+    args.q, args.k, args.v, args.o = q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr()
+    args.lse = lse.data_ptr() if return_lse else None
+    args.batch, args.nq, args.nk = b, nq, k.shape[1]
+    args.num_heads, args.num_kv_heads, args.head_dim = h, k.shape[2], d
+    args.q_strides[:] = q.stride()
+    args.k_strides[:] = k.stride()
+    args.v_strides[:] = v.stride()
+    args.o_strides[:] = out.stride()
+    args.dtype = _capi.DTYPE_BF16 if q.dtype == torch.bfloat16 else _capi.DTYPE_F16
+    stream = torch.cuda.current_stream(q.device).cuda_stream
+    status = _lib.attngen_kernel_forward(kernel, ctypes.byref(args), stream)
+    if status:
+        _raise(status)
+    return out, lse
+
+
+if torch is not None:
+    @torch.library.custom_op("attngen::attention", mutates_args=(), device_types="cuda")
+    def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
+                      scale: float, return_lse: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        return _forward(q, k, v, causal, scale, return_lse)
+
+    @_attention_op.register_fake
+    def _attention_fake(q, k, v, causal, scale, return_lse):
+        b, nq, h, d = q.shape
+        out = q.new_empty((b, nq, h, d))
+        lse = q.new_empty((b, h, nq) if return_lse else (0,), dtype=torch.float32)
+        return out, lse
+
+    def _setup_context(ctx, inputs, output):
+        pass
+
+    def _backward(ctx, grad_out, grad_lse):
+        raise NotImplementedError(
+            "attngen.attention has no backward pass yet: call it under torch.no_grad() or "
+            "use torch.nn.functional.scaled_dot_product_attention for training")
+
+    _attention_op.register_autograd(_backward, setup_context=_setup_context)
+
+
+def attention(q, k, v, causal, scale, return_lse):
+    if torch is None:
+        raise ImportError("attngen.attention needs PyTorch (pip install torch); "
+                          "attngen.compile works without it")
+    _check_inputs(q, k, v, causal, scale, return_lse)
+    out, lse = torch.ops.attngen.attention(q, k, v, causal, _normalize_scale(scale), return_lse)
+    return (out, lse) if return_lse else out

@@ -1,0 +1,132 @@
+"""attngen.attention with PyTorch on a CUDA GPU: input errors, results against
+a float32 reference, and torch.compile. Needs torch and a GPU (run on the GPU
+machine by gpu/run_python.sh); without them the tests are skipped.
+
+    PYTHONPATH=python python3 -m unittest python/tests/test_torch.py -v
+"""
+
+import math
+import unittest
+
+import attngen
+
+try:
+    import torch
+    HAVE_GPU = torch.cuda.is_available()
+except ImportError:
+    torch = None
+    HAVE_GPU = False
+
+
+def reference(q, k, v, causal, scale):
+    """float32 attention and natural-log LSE, top-left causal mask."""
+    b, nq, h, d = q.shape
+    group = h // k.shape[2]
+    qf = q.float().transpose(1, 2)
+    kf = k.float().repeat_interleave(group, dim=2).transpose(1, 2)
+    vf = v.float().repeat_interleave(group, dim=2).transpose(1, 2)
+    s = torch.matmul(qf, kf.transpose(-1, -2)) * scale
+    if causal:
+        mask = torch.ones(nq, k.shape[1], dtype=torch.bool, device=q.device).tril()
+        s = s.masked_fill(~mask, float("-inf"))
+    lse = torch.logsumexp(s, dim=-1)
+    out = torch.matmul(torch.exp(s - lse[..., None]), vf).transpose(1, 2)
+    return out, lse
+
+
+def rel(a, b):
+    return ((a.double() - b.double()).norm() / b.double().norm()).item()
+
+
+@unittest.skipUnless(HAVE_GPU, "needs torch and a CUDA GPU")
+class AttentionTest(unittest.TestCase):
+    def tensors(self, b=1, nq=100, nk=77, h=2, hkv=2, d=64, dtype=None):
+        dtype = dtype or torch.bfloat16
+        q = torch.randn(b, nq, h, d, device="cuda", dtype=dtype)
+        k = torch.randn(b, nk, hkv, d, device="cuda", dtype=dtype)
+        v = torch.randn(b, nk, hkv, d, device="cuda", dtype=dtype)
+        return q, k, v
+
+    def test_matches_reference(self):
+        torch.manual_seed(0)
+        for causal in (False, True):
+            for dtype, tol in ((torch.bfloat16, 1e-2), (torch.float16, 3e-3)):
+                q, k, v = self.tensors(b=2, nq=333, nk=1000, h=4, hkv=2, d=128, dtype=dtype)
+                out, lse = attngen.attention(q, k, v, causal=causal, return_lse=True)
+                ref, ref_lse = reference(q, k, v, causal, 1 / math.sqrt(128))
+                self.assertLess(rel(out, ref), tol)
+                self.assertLess((lse - ref_lse).abs().max().item(), 2e-2)
+                self.assertEqual(out.shape, q.shape)
+                self.assertEqual(lse.shape, (2, 4, 333))
+
+    def test_strided_inputs_and_scale(self):
+        torch.manual_seed(1)
+        big = torch.randn(1, 4, 97, 64, device="cuda", dtype=torch.float16)
+        q = big.transpose(1, 2)  # (1, 97, 4, 64), heads-major storage
+        k = torch.randn(1, 50, 4, 72, device="cuda", dtype=torch.float16)[..., :64]
+        v = torch.randn(1, 50, 4, 64, device="cuda", dtype=torch.float16)
+        out = attngen.attention(q, k, v, scale=0.3)
+        ref, _ = reference(q, k, v, False, 0.3)
+        self.assertLess(rel(out, ref), 3e-3)
+
+    def test_input_errors(self):
+        q, k, v = self.tensors()
+        cases = [
+            ((q.cpu(), k.cpu(), v.cpu()), {}, "attngen runs on CUDA devices"),
+            ((q.float(), k.float(), v.float()), {}, "supports torch.float16 and torch.bfloat16"),
+            ((q, k.half(), v.half()), {}, "use one dtype"),
+            ((q[0], k, v), {}, "must be 4-D"),
+            ((q, k, v[:, :10]), {}, "same shape"),
+            ((q, k[..., :32].contiguous(), v[..., :32].contiguous()), {}, "head_dim"),
+            ((q[..., :48].contiguous(), k[..., :48].contiguous(), v[..., :48].contiguous()), {},
+             "supported: 64, 128, 256"),
+            ((q, k.transpose(-1, -2).contiguous().transpose(-1, -2), v), {}, "stride 1"),
+            ((torch.randn(1, 100, 3, 64, device="cuda", dtype=torch.bfloat16), k, v), {},
+             "multiple of the number of k/v heads"),
+            ((q, k[:, :0], v[:, :0]), {}, "at least one key"),
+            ((q, k, v), {"scale": -1.0}, "positive and finite"),
+        ]
+        for args, kwargs, needle in cases:
+            with self.subTest(needle=needle):
+                with self.assertRaises(attngen.InvalidInputError) as caught:
+                    attngen.attention(*args, **kwargs)
+                self.assertIn(needle, str(caught.exception))
+        with self.assertRaises(TypeError):
+            attngen.attention(q, k, "v")
+        # A misaligned pointer passes the Python checks; the runtime names it.
+        flat = torch.randn(1 * 100 * 2 * 64 + 8, device="cuda", dtype=torch.bfloat16)
+        odd = flat[4:4 + q.numel()].view(q.shape)
+        with self.assertRaises(attngen.InvalidInputError) as caught:
+            attngen.attention(odd, k, v)
+        self.assertIn("aligned", str(caught.exception))
+
+    def test_backward_is_a_clear_error(self):
+        q, k, v = self.tensors()
+        q.requires_grad_(True)
+        out = attngen.attention(q, k, v)
+        with self.assertRaises(NotImplementedError):
+            out.float().sum().backward()
+
+    def test_torch_compile(self):
+        torch.manual_seed(2)
+        q, k, v = self.tensors(b=2, nq=257, nk=300, h=4, hkv=4, d=64)
+
+        def block(q, k, v):
+            out, lse = attngen.attention(q * 2, k, v, causal=True, return_lse=True)
+            return out.float().relu() + 1, lse
+
+        compiled = torch.compile(block, fullgraph=True)
+        eager_out, eager_lse = block(q, k, v)
+        out, lse = compiled(q, k, v)
+        self.assertEqual(rel(out, eager_out), 0.0)
+        self.assertTrue(torch.equal(lse, eager_lse))
+
+    def test_custom_op_opcheck(self):
+        q, k, v = self.tensors(d=128)
+        torch.library.opcheck(torch.ops.attngen.attention.default,
+                              (q, k, v, True, 0.0, True),
+                              test_utils=("test_schema", "test_faketensor"))
+
+
+if __name__ == "__main__":
+    unittest.main()
