@@ -1,12 +1,15 @@
 # cmake --install: headers, libattnrt, libattngen, the tools, and the CMake
 # package attngen: find_package(attngen) gives attngen::runtime (the runtime
 # alone: load PTX + metadata, launch) and attngen::jit (compiler + runtime).
+# The self-contained build installs libattngen (which then carries the
+# runtime) and attngen::jit only.
 include(CMakePackageConfigHelpers)
 
 set(ATTNGEN_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/attngen)
 
-install(TARGETS attngen attngen-opt RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-
+if(NOT ATTNGEN_SELF_CONTAINED)
+  install(TARGETS attngen attngen-opt RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
 if(NOT TARGET attngen_jit)
   message(WARNING "no runtime (cuda.h missing): the install holds only the tools")
   return()
@@ -15,13 +18,16 @@ endif()
 install(DIRECTORY runtime/include/attnrt jit/include/attngen
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
-set_target_properties(attnrt PROPERTIES EXPORT_NAME runtime)
-target_include_directories(attnrt INTERFACE $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
-# The installed libattngen finds libattnrt beside it and libMLIR/libLLVM
-# where they were at build time.
-set_target_properties(attngen_jit PROPERTIES
-  INSTALL_RPATH "$ORIGIN;${LLVM_LIBRARY_DIR}")
-install(TARGETS attnrt attngen_jit EXPORT attngenTargets
+set(exported attngen_jit)
+if(NOT ATTNGEN_SELF_CONTAINED)
+  set_target_properties(attnrt PROPERTIES EXPORT_NAME runtime)
+  target_include_directories(attnrt INTERFACE $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  list(APPEND exported attnrt)
+  # The installed libattngen finds libattnrt beside it and libMLIR/libLLVM
+  # where they were at build time.
+  set_target_properties(attngen_jit PROPERTIES INSTALL_RPATH "$ORIGIN;${LLVM_LIBRARY_DIR}")
+endif()
+install(TARGETS ${exported} EXPORT attngenTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(EXPORT attngenTargets NAMESPACE attngen:: DESTINATION ${ATTNGEN_CMAKE_DIR})

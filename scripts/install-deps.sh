@@ -7,7 +7,7 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 PACKAGES=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools libfmt-dev
-          ninja-build cmake g++ python3 zlib1g-dev libzstd-dev)
+          ninja-build cmake g++ python3 python3-venv zlib1g-dev libzstd-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

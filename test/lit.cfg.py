@@ -45,3 +45,20 @@ def _has_gpu():
 
 if _has_gpu():
     config.available_features.add("gpu")
+
+# libattngen (the JIT) is built with the runtime; its tests need both.
+_jit_lib = os.path.join(config.attngen_obj_root, "lib", "libattngen.so")
+if os.path.exists(_jit_lib):
+    config.available_features.add("jit")
+    for _tool in ("attngen-jit-selftest", "attngen-bench-compile"):
+        config.substitutions.append(
+            ("%" + _tool.replace("-", "_"),
+             os.path.join(config.attngen_obj_root, "bin", _tool)))
+    config.substitutions.append(("%attngen_lib", _jit_lib))
+config.substitutions.append(("%python", "python3"))
+# Tests must not touch the user's kernel cache or be steered by their
+# environment.
+for _var in ("ATTNGEN_CACHE_DIR", "ATTNGEN_LOG", "ATTNGEN_DISABLE_DISK_CACHE",
+             "ATTNGEN_LIBRARY"):
+    config.environment.pop(_var, None)
+config.environment["HOME"] = os.path.join(config.attngen_obj_root, "test", "home")

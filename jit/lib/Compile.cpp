@@ -27,7 +27,7 @@ public:
   void stageDone(const char *stage) {
     double now = clock.seconds();
     if (logLevel() >= LogLevel::Debug || now > kSlowCompileSeconds)
-      logLine(fmt::format("compiling {}: {} done ({:.3f} s, {:.3f} s in all)",
+      logLine(fmt::format("compiling {}: {} ({:.3f} s; {:.3f} s in all)",
                           kernel, stage, now - last, now));
     last = now;
   }
@@ -144,7 +144,7 @@ attngen_status attngen::compileKernel(const AttentionSpec &spec,
   });
 
   OwningOpRef<ModuleOp> module = buildSpecModule(context, spec);
-  progress.stageDone("attn.attention built");
+  progress.stageDone("built the attn.attention module");
   PassManager tile(&context);
   buildTilePipeline(tile, spec);
   if (failed(tile.run(*module)))
@@ -152,7 +152,7 @@ attngen_status attngen::compileKernel(const AttentionSpec &spec,
                 "the FlashAttention passes failed on {} (a compiler bug; "
                 "please report it with this message): {}",
                 name, diagnostics);
-  progress.stageDone("FlashAttention passes");
+  progress.stageDone("ran the FlashAttention passes");
   PassManager lower(&context);
   buildLoweringPipeline(lower);
   if (failed(lower.run(*module)))
@@ -160,7 +160,7 @@ attngen_status attngen::compileKernel(const AttentionSpec &spec,
                 "lowering {} to NVVM failed (a compiler bug; please report "
                 "it with this message): {}",
                 name, diagnostics);
-  progress.stageDone("lowering to NVVM");
+  progress.stageDone("lowered to NVVM");
   auto metadata = readKernelMetadata(*module);
   if (!metadata)
     return fail(ATTNGEN_ERROR_COMPILE, "no launch metadata for {}: {}", name,
@@ -169,7 +169,7 @@ attngen_status attngen::compileKernel(const AttentionSpec &spec,
   if (!ptx)
     return fail(ATTNGEN_ERROR_COMPILE, "PTX emission for {} failed: {}", name,
                 llvm::toString(ptx.takeError()));
-  progress.stageDone("LLVM O3 and NVPTX");
+  progress.stageDone("emitted PTX (LLVM O3, NVPTX)");
 
   out.key = cacheKey(spec);
   out.kernelName = name;
