@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""The Python API on a GPU, with the JIT compiling there: correctness over many
+shapes and speed against torch SDPA, plus the JIT's compile speed.
+
+    ATTNGEN_LIBRARY=.../libattngen.so PYTHONPATH=python \
+        python3 gpu/python_check.py [--json OUT.json] [--quick]
+
+* Compile speed: a fresh cache folder; cold compiles, memory hits, disk hits (a
+  second process), and the first attention() call of a new kernel (compile +
+  load + launch).
+* Correctness: attngen.attention on fresh random inputs (ragged Nq != Nk, GQA,
+  strided views, both dtypes, head dims 64/128/256, causal or not) against a
+  float32 reference with the tolerances of gpu/check_and_bench.py. The output is
+  allocated by attngen; the memory it gets was filled with NaN just before (the
+  caching allocator hands the same block back; the script checks it did).
+  SDPA's own error against the same reference is reported beside ours.
+* Speed: attngen.attention (host overhead included) against SDPA's flash and
+  cuDNN backends on the PEERS shapes (B*N = 16k tokens, H*D = 2048), bf16.
+The summary table is printed last. Exit status 0 when every check passed.
+"""
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import check_and_bench as cb  # noqa: E402  (reference, tolerances, timing)
+
+# A fresh cache, so the first compiles are cold: set before attngen starts.
+CACHE = tempfile.mkdtemp(prefix="attngen-cache-")
+os.environ["ATTNGEN_CACHE_DIR"] = CACHE
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
+
+import attngen  # noqa: E402
+
+
+def compile_speed():
+    rows = []
+
+    def timed(label, fn, repeat=1):
+        t0 = time.perf_counter()
+        for _ in range(repeat):
+            fn()
+        seconds = (time.perf_counter() - t0) / repeat
+        rows.append({"what": label, "seconds": seconds})
+        print(f"  {label}: {seconds * 1e3:.3f} ms", flush=True)
+
+    timed("cold compile sm_90a bf16 d128 (first in process)",
+          lambda: attngen.compile(arch="sm_90a", head_dim=128))
+    timed("cold compile sm_90a bf16 d128 causal",
+          lambda: attngen.compile(arch="sm_90a", head_dim=128, causal=True))
+    timed("cold compile sm_80 f16 d64", lambda: attngen.compile(arch="sm_80", head_dim=64,
+                                                                 dtype="f16"))
+    timed("memory hit (attngen.compile, Python)",
+          lambda: attngen.compile(arch="sm_90a", head_dim=128), repeat=1000)
+    probe = ("import time, attngen; t = time.perf_counter(); "
+             "attngen.compile(arch='sm_90a', head_dim=128); "
+             "print(time.perf_counter() - t, attngen.stats()['disk_hits'])")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout.split()
+    rows.append({"what": "disk hit (new process)", "seconds": float(out[0]),
+                 "disk_hits": int(out[1])})
+    print(f"  disk hit (new process): {float(out[0]) * 1e3:.3f} ms, disk_hits={out[1]}")
+    q = torch.randn(1, 256, 4, 64, device="cuda", dtype=torch.float16)
+
+    def first_call():
+        attngen.attention(q, q, q, causal=True)
+        torch.cuda.synchronize()
+
+    timed("first attention() of a new kernel: compile + load + launch", first_call)
+    timed("attention() again, 1x256x4x64 (host overhead + tiny kernel)", first_call, repeat=200)
+    return rows
+
+
+SHAPES = [  # (B, Nq, Nk, H, Hkv)
+    (1, 1, 1, 1, 1), (2, 17, 333, 3, 3), (1, 333, 17, 4, 2), (2, 1000, 1000, 2, 1),
+    (1, 4097, 4096, 2, 2), (1, 128, 4097, 2, 1)]
+
+
+def make(shape, d, dtype, layout):
+    b, nq, nk, h, hkv = shape
+    q = cb.make_input(torch, (b, nq, h, d), dtype, layout)
+    k = cb.make_input(torch, (b, nk, hkv, d), dtype, layout)
+    v = cb.make_input(torch, (b, nk, hkv, d), dtype, layout)
+    return q, k, v
+
+
+def poisoned_call(q, k, v, causal, with_lse):
+    """Fills the blocks attngen's outputs will get with NaN, frees them, calls."""
+    b, nq, h, d = q.shape
+    bait = torch.full((b, nq, h, d), float("nan"), dtype=q.dtype, device="cuda")
+    bait_lse = torch.full((b, h, nq) if with_lse else (0,), float("nan"), dtype=torch.float32,
+                          device="cuda")
+    ptrs = (bait.data_ptr(), bait_lse.data_ptr())
+    del bait, bait_lse
+    result = attngen.attention(q, k, v, causal=causal, return_lse=with_lse)
+    out, lse = result if with_lse else (result, None)
+    reused = out.data_ptr() == ptrs[0] and (lse is None or lse.data_ptr() == ptrs[1]
+                                            or lse.numel() == 0)
+    return out, lse, reused
+
+
+def correctness(quick):
+    results = []
+    dtypes = [(torch.bfloat16, "bf16"), (torch.float16, "f16")]
+    for d in (64, 128, 256):
+        for dtype, dname in dtypes:
+            for causal in (False, True):
+                shapes = SHAPES[:4] if quick else SHAPES
+                for i, shape in enumerate(shapes):
+                    layout = ("bnhd", "bhnd", "padded")[i % 3]
+                    torch.manual_seed(1000 + i)
+                    q, k, v = make(shape, d, dtype, layout)
+                    with_lse = i % 2 == 0
+                    out, lse, reused = poisoned_call(q, k, v, causal, with_lse)
+                    torch.cuda.synchronize()
+                    scale = 1 / math.sqrt(d)
+                    ref, ref_lse = cb.reference(torch, q, k, v, scale, causal)
+                    rel = cb.rel_error(torch, out, ref)
+                    nan = int(torch.isnan(out).sum().item())
+                    ok = rel < cb.REL_TOL[dname] and nan == 0 and math.isfinite(rel)
+                    lse_err = None
+                    if with_lse:
+                        err = (lse - ref_lse).abs()
+                        lse_err = float(err.max().item())
+                        ok = ok and bool((err <= cb.LSE_TOL * ref_lse.abs().clamp(min=1)).all())
+                    # SDPA (default backend choice) against the same reference.
+                    group = shape[3] // shape[4]
+                    sdpa = F.scaled_dot_product_attention(
+                        q.transpose(1, 2), k.repeat_interleave(group, 2).transpose(1, 2),
+                        v.repeat_interleave(group, 2).transpose(1, 2), is_causal=causal)
+                    sdpa_rel = cb.rel_error(torch, sdpa.transpose(1, 2), ref)
+                    row = dict(d=d, dtype=dname, causal=causal, shape=shape, layout=layout,
+                               lse=with_lse, rel=rel, sdpa_rel=sdpa_rel, lse_err=lse_err,
+                               nan=nan, poison_reused=reused, passed=ok)
+                    results.append(row)
+                    if not ok or not reused:
+                        print(f"  {'FAIL' if not ok else 'note'}: {row}", flush=True)
+    passed = sum(r["passed"] for r in results)
+    print(f"  correctness: {passed}/{len(results)} passed; poisoned output block reused in "
+          f"{sum(r['poison_reused'] for r in results)}/{len(results)}", flush=True)
+    return results
+
+
+def speed(quick, warmup=10, iters=50):
+    rows = []
+    cases = [(128, False, 8192), (128, True, 8192), (128, False, 1024), (128, True, 1024),
+             (64, False, 8192), (256, False, 8192)]
+    if not quick:
+        cases += [(128, False, 4096), (64, True, 8192), (256, True, 8192)]
+    for d, causal, n in cases:
+        h = 2048 // d
+        b = max(1, 16384 // n)
+        torch.manual_seed(7)
+        q, k, v = (torch.randn(b, n, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+        row = dict(d=d, causal=causal, n=n, b=b, h=h)
+
+        def ours():
+            return attngen.attention(q, k, v, causal=causal)
+
+        ours()
+        row["ours_ms"] = cb.time_ms(torch, ours, warmup, iters)
+        row["ours_tflops"] = cb.attention_tflops(b, h, n, d, causal, row["ours_ms"])
+        qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        for label, backend in (("flash", SDPBackend.FLASH_ATTENTION),
+                               ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+            def peer():
+                with sdpa_kernel(backend):
+                    return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+            try:
+                peer()
+                row[f"{label}_ms"] = cb.time_ms(torch, peer, warmup, iters)
+                row[f"{label}_tflops"] = cb.attention_tflops(b, h, n, d, causal,
+                                                             row[f"{label}_ms"])
+            except RuntimeError as e:
+                row[f"{label}_error"] = str(e).splitlines()[0][:200]
+        # Same answer as flash at bench size (both low precision).
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            ref = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal).transpose(1, 2)
+        row["rel_vs_flash"] = cb.rel_error(torch, ours(), ref)
+        rows.append(row)
+        print(f"  d{d} {'causal ' if causal else ''}N={n}: ours {row['ours_tflops']:.1f}, "
+              f"flash {row.get('flash_tflops', float('nan')):.1f}, "
+              f"cudnn {row.get('cudnn_tflops', float('nan')):.1f} TFLOPS", flush=True)
+        del q, k, v, qt, kt, vt, ref
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json")
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    print(f"attngen {attngen.__version__}, compiler {attngen.compiler_id()}, "
+          f"library {attngen._library_path}")
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, "
+          f"attngen arch {attngen.device_arch()}, cache {attngen.cache_dir()}", flush=True)
+    print("== compile speed (the JIT on this machine)")
+    compile_rows = compile_speed()
+    print("== correctness (attngen.attention vs float32 reference)")
+    checks = correctness(args.quick)
+    print("== speed (bf16, attngen.attention vs SDPA)")
+    bench = speed(args.quick)
+    stats = attngen.stats()
+    ok = all(r["passed"] for r in checks)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"compile": compile_rows, "checks": checks, "bench": bench,
+                       "stats": stats, "passed": ok,
+                       "tolerances": {"rel": cb.REL_TOL, "lse": cb.LSE_TOL}}, f, indent=1)
+
+    print("\n== summary")
+    worst = {}
+    for r in checks:
+        worst[r["dtype"]] = max(worst.get(r["dtype"], 0), r["rel"])
+    print(f"correctness: {sum(r['passed'] for r in checks)}/{len(checks)} passed; worst rel "
+          + ", ".join(f"{k} {v:.2e}" for k, v in sorted(worst.items()))
+          + f" (tol {cb.REL_TOL}); JIT stats {stats}")
+    print("compile: " + "; ".join(f"{r['what']} {r['seconds'] * 1e3:.2f} ms" for r in compile_rows))
+    print(f"{'case':<22} {'ours':>7} {'flash':>7} {'cudnn':>7} {'ours/flash':>10} "
+          f"{'ours/cudnn':>10} {'rel vs flash':>12}")
+    for r in bench:
+        case = f"d{r['d']} {'causal ' if r['causal'] else ''}N={r['n']}"
+        fl, cu = r.get("flash_tflops"), r.get("cudnn_tflops")
+        print(f"{case:<22} {r['ours_tflops']:7.1f} {fl or float('nan'):7.1f} "
+              f"{cu or float('nan'):7.1f} {r['ours_tflops'] / fl if fl else float('nan'):9.2f}x "
+              f"{r['ours_tflops'] / cu if cu else float('nan'):9.2f}x {r['rel_vs_flash']:12.2e}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

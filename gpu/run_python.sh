@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The JIT, the C++ example and the Python API end to end on the GPU machine,
+# which has no LLVM: the JIT travels as the self-contained libattngen.so.
+#
+# Here (build machine):
+#   bash scripts/build-self-contained.sh
+#   cmake --install build-self-contained --prefix .gpu-jit/prefix --strip
+# There (carry .gpu-jit):
+#   bash gpu/run_python.sh [.gpu-jit/prefix] [--quick]
+#
+# With $OUT set, JSON results and logs go there. Exit status: 0 when every
+# step passed.
+set -uo pipefail
+cd "$(dirname "$(readlink -f "$0")")/.."
+PREFIX=$(readlink -f "${1:-.gpu-jit/prefix}")
+shift || true
+OUT=${OUT:-/tmp/attngen-out}
+mkdir -p "$OUT"
+# A copy may have lost the library's symlinks; put them back.
+real=$(ls "$PREFIX"/lib/libattngen.so.*.*.* | head -n 1)
+for link in libattngen.so libattngen.so.0.1; do
+  [ -e "$PREFIX/lib/$link" ] || ln -sf "$(basename "$real")" "$PREFIX/lib/$link"
+done
+export ATTNGEN_LIBRARY=$PREFIX/lib/libattngen.so
+export PYTHONPATH=$PWD/python
+export ATTNGEN_CACHE_DIR=$(mktemp -d /tmp/attngen-cache-XXXXXX)
+status=0
+step() { echo; echo "== $*"; }
+fail() { echo "FAILED: $*"; status=1; }
+
+step "environment"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+echo "libattngen: $(du -h "$ATTNGEN_LIBRARY" | cut -f1)"; ldd "$ATTNGEN_LIBRARY"
+
+step "C++ example: find_package(attngen) on the installed prefix, JIT + launch + check"
+cmake -S examples/cpp -B /tmp/example -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -Dattngen_DIR="$PREFIX/lib/cmake/attngen" > /tmp/example-configure.log 2>&1 \
+  || { cat /tmp/example-configure.log; fail "example configure"; }
+cmake --build /tmp/example > /tmp/example-build.log 2>&1 || { cat /tmp/example-build.log; fail "example build"; }
+/tmp/example/jit_example --arch=sm_80 || fail "jit_example --arch=sm_80"
+/tmp/example/jit_example || fail "jit_example on the GPU"
+
+step "compile-speed benchmark (C API, the JIT on this machine)"
+g++ -O2 -std=c++17 jit/tests/bench_compile.cpp -I"$PREFIX/include" -L"$PREFIX/lib" -lattngen \
+  -Wl,-rpath,"$PREFIX/lib" -o /tmp/bench_compile || fail "bench build"
+/tmp/bench_compile --json="$OUT/bench_compile.json" | tee "$OUT/bench_compile.log" || fail "bench"
+
+step "Python unit tests (errors, torch.compile, opcheck, reference)"
+python3 -m unittest discover -s python/tests -v 2>&1 | tee "$OUT/unittest.log"
+[ "${PIPESTATUS[0]}" = 0 ] || fail "python unit tests"
+
+step "Python example"
+python3 examples/python/attention_example.py || fail "python example"
+
+step "Python API: correctness over many shapes, speed vs SDPA"
+python3 gpu/python_check.py --json "$OUT/python_check.json" "$@" 2>&1 | tee "$OUT/python_check.log"
+[ "${PIPESTATUS[0]}" = 0 ] || fail "python_check"
+echo
+echo "run_python.sh: $([ $status = 0 ] && echo all steps passed || echo SOME STEPS FAILED)"
+exit $status
