@@ -30,7 +30,7 @@ fail() { echo "FAILED: $*"; status=1; }
 
 step "environment"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
-echo "libattngen: $(du -h "$ATTNGEN_LIBRARY" | cut -f1)"; ldd "$ATTNGEN_LIBRARY"
+echo "libattngen: $(du -hL "$ATTNGEN_LIBRARY" | cut -f1)"; ldd "$ATTNGEN_LIBRARY"
 
 step "C++ example: find_package(attngen) on the installed prefix, JIT + launch + check"
 cmake -S examples/cpp -B /tmp/example -G Ninja -DCMAKE_BUILD_TYPE=Release \

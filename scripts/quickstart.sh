@@ -18,6 +18,10 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi >/dev/null 2>&1 \
    && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   echo "== GPU found: checking the kernel"
   python3 gpu/check_and_bench.py --lib build/lib/libattnrt.so --kernels out --quick --no-bench
+  echo "== the JIT from Python: attngen.attention against SDPA"
+  PYTHONPATH=python python3 examples/python/attention_example.py
 else
   echo "== no GPU here: the kernel was compiled and assembled, not run"
+  echo "== the JIT from Python (PTX only)"
+  PYTHONPATH=python python3 examples/python/attention_example.py --ptx-only
 fi

@@ -41,6 +41,9 @@ namespace {
 /// before compiling it itself.
 constexpr std::chrono::milliseconds kCompileLockTimeout{120000};
 
+/// Loads slower than this are reported even without ATTNGEN_LOG.
+constexpr double kSlowLoadSeconds = 1.0;
+
 struct Slot {
   std::mutex mutex;
   std::unique_ptr<attngen_compiled> compiled;
@@ -171,8 +174,13 @@ struct attngen_jit {
         return failFromRuntime(s);
       }
       ++counters.moduleLoads;
-      logAt(LogLevel::Info, "{}: loaded on the GPU in {:.3f} s", k.kernelName,
-            clock.seconds());
+      // The driver compiles PTX to machine code on a first load (then keeps
+      // it in its own cache): say so when that is slow.
+      double seconds = clock.seconds();
+      if (logLevel() >= LogLevel::Info || seconds > kSlowLoadSeconds)
+        logLine(fmt::format("{}: loaded on the GPU in {:.3f} s (the driver's "
+                            "PTX compile included)",
+                            k.kernelName, seconds));
       kernel = std::move(loaded);
     }
     *out = kernel.get();
