@@ -129,24 +129,32 @@ struct attngen_jit {
     return false;
   }
 
-  attngen_status compile(const attngen_spec *cspec, TargetKind arch,
-                         const attngen_compiled **out) {
+  /// The slot of `cspec` on `arch`, its kernel compiled (or read back) and
+  /// its mutex held by `lock`.
+  attngen_status filledSlot(const attngen_spec *cspec, TargetKind arch,
+                            Slot *&slot, std::unique_lock<std::mutex> &lock) {
     ++counters.requests;
     AttentionSpec spec;
     if (attngen_status s = readSpec(cspec, arch, spec))
       return s;
     std::string key = cacheKey(spec);
-    Slot &slot = slotFor(key);
-    std::lock_guard<std::mutex> guard(slot.mutex);
-    if (attngen_status s = fill(slot, spec, key))
+    slot = &slotFor(key);
+    lock = std::unique_lock<std::mutex>(slot->mutex);
+    return fill(*slot, spec, key);
+  }
+
+  attngen_status compile(const attngen_spec *cspec, TargetKind arch,
+                         const attngen_compiled **out) {
+    Slot *slot = nullptr;
+    std::unique_lock<std::mutex> lock;
+    if (attngen_status s = filledSlot(cspec, arch, slot, lock))
       return s;
-    *out = slot.compiled.get();
+    *out = slot->compiled.get();
     return ATTNGEN_OK;
   }
 
   attngen_status getKernel(const attngen_spec *cspec,
                            const attngen_kernel **out) {
-    ++counters.requests;
     void *context = nullptr;
     int major = 0, minor = 0;
     if (attnrt_status s = attnrt_current_device(&context, nullptr, &major, &minor))
@@ -154,23 +162,19 @@ struct attngen_jit {
     TargetKind arch;
     if (attngen_status s = archForComputeCapability(major, minor, arch))
       return s;
-    AttentionSpec spec;
-    if (attngen_status s = readSpec(cspec, arch, spec))
+    Slot *slot = nullptr;
+    std::unique_lock<std::mutex> lock;
+    if (attngen_status s = filledSlot(cspec, arch, slot, lock))
       return s;
-    std::string key = cacheKey(spec);
-    Slot &slot = slotFor(key);
-    std::lock_guard<std::mutex> guard(slot.mutex);
-    if (attngen_status s = fill(slot, spec, key))
-      return s;
-    std::unique_ptr<attngen_kernel> &kernel = slot.kernels[context];
+    std::unique_ptr<attngen_kernel> &kernel = slot->kernels[context];
     if (!kernel) {
       auto loaded = std::make_unique<attngen_kernel>();
-      loaded->compiled = slot.compiled.get();
+      loaded->compiled = slot->compiled.get();
       Stopwatch clock;
-      const CompiledKernel &k = slot.compiled->kernel;
+      const CompiledKernel &k = slot->compiled->kernel;
       if (attnrt_status s = attnrt_module_load(k.ptx.c_str(), k.metadata.c_str(),
                                                &loaded->module)) {
-        slot.kernels.erase(context);
+        slot->kernels.erase(context);
         return failFromRuntime(s);
       }
       ++counters.moduleLoads;

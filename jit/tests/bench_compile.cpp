@@ -49,6 +49,15 @@ struct Case {
   int headDim, causal, dtype;
 };
 
+attngen_spec specOf(const Case &c) {
+  attngen_spec spec;
+  attngen_spec_init(&spec);
+  spec.head_dim = c.headDim;
+  spec.causal = c.causal;
+  spec.dtype = c.dtype;
+  return spec;
+}
+
 struct Row {
   std::string arch, label, what;
   double seconds;
@@ -89,11 +98,7 @@ int main(int argc, char **argv) {
   int dirIndex = 0;
   for (const std::string &arch : arches)
     for (const Case &c : cases) {
-      attngen_spec spec;
-      attngen_spec_init(&spec);
-      spec.head_dim = c.headDim;
-      spec.causal = c.causal;
-      spec.dtype = c.dtype;
+      attngen_spec spec = specOf(c);
       std::string dir = root + "/" + std::to_string(dirIndex++);
       attngen_jit *jit = makeJit(dir);
       const attngen_compiled *out = nullptr;
@@ -122,11 +127,7 @@ int main(int argc, char **argv) {
   bool gpu = attngen_device_arch(deviceArch, sizeof(deviceArch)) == ATTNGEN_OK;
   if (gpu) {
     for (const Case &c : cases) {
-      attngen_spec spec;
-      attngen_spec_init(&spec);
-      spec.head_dim = c.headDim;
-      spec.causal = c.causal;
-      spec.dtype = c.dtype;
+      attngen_spec spec = specOf(c);
       std::string dir = root + "/gpu" + std::to_string(dirIndex++);
       attngen_jit *jit = makeJit(dir);
       const attngen_kernel *kernel = nullptr;
