@@ -119,10 +119,12 @@ DiskCache::Lookup DiskCache::read(const std::string &key, CompiledKernel &out,
     return Lookup::Miss;
   if (parse((*buffer)->getBuffer().str(), key, out, why))
     return Lookup::Hit;
-  // Remove it so that no one else trips on it; the rebuilt entry replaces
-  // it atomically anyway.
-  fs::remove(path);
   return Lookup::Corrupt;
+}
+
+void DiskCache::remove(const std::string &key) {
+  if (enabled())
+    fs::remove(entryPath(key));
 }
 
 bool DiskCache::write(const CompiledKernel &kernel) {

@@ -13,7 +13,8 @@
 // length, the checksum and that the stored key is the one it asked for (the
 // key names the compiler build, so an entry from another build is stale);
 // anything else is reported corrupt and the caller rebuilds it. A per-key
-// lock file lets one process compile while the others wait for its entry.
+// lock file (<entry>.lock, kept) lets one process compile or repair an entry
+// while the others wait for it.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNGEN_JIT_DISKCACHE_H
@@ -36,9 +37,10 @@ public:
   std::string entryPath(const std::string &key) const;
 
   enum class Lookup { Hit, Miss, Corrupt };
-  /// Reads the entry of `key`; on Corrupt, `why` says what was wrong and
-  /// the entry has been removed.
+  /// Reads the entry of `key`; on Corrupt, `why` says what was wrong.
   Lookup read(const std::string &key, CompiledKernel &out, std::string &why);
+  /// Deletes the entry of `key` (a corrupt one, before it is rebuilt).
+  void remove(const std::string &key);
 
   /// Writes the entry atomically. Failure (full disk, read-only folder) is
   /// not an error for the caller: it is logged and the kernel stays usable.

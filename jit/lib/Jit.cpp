@@ -79,6 +79,12 @@ struct attngen_jit {
   }
 
   /// Memory, then disk, then the compiler; the slot's mutex is held.
+  ///
+  /// A first disk read goes without the key's lock (the common hit). On a
+  /// miss or a bad entry the process takes the lock and reads again: another
+  /// process may have written or repaired the entry meanwhile. Only a bad
+  /// entry seen under the lock is reported, removed and rebuilt, so one
+  /// corrupt file is rebuilt once however many processes trip on it.
   attngen_status fill(Slot &slot, const AttentionSpec &spec,
                       const std::string &key) {
     if (slot.compiled) {
@@ -87,15 +93,25 @@ struct attngen_jit {
     }
     auto compiled = std::make_unique<attngen_compiled>();
     Stopwatch clock;
-    if (readDisk(key, compiled->kernel)) {
+    std::string why;
+    if (readDisk(key, compiled->kernel, why) == DiskCache::Lookup::Hit) {
       slot.compiled = std::move(compiled);
       return ATTNGEN_OK;
     }
     DiskCache::KeyLock lock = disk.lock(key, kCompileLockTimeout);
-    // Another process may have written it while this one waited.
-    if (lock.held() && readDisk(key, compiled->kernel)) {
+    switch (readDisk(key, compiled->kernel, why)) {
+    case DiskCache::Lookup::Hit:
       slot.compiled = std::move(compiled);
       return ATTNGEN_OK;
+    case DiskCache::Lookup::Corrupt:
+      ++counters.corruptEntries;
+      // Always said: a corrupt cache is worth knowing about.
+      logLine(fmt::format("discarded cache entry '{}': {}; rebuilding it",
+                          disk.entryPath(key), why));
+      disk.remove(key);
+      break;
+    case DiskCache::Lookup::Miss:
+      break;
     }
     if (attngen_status s = compileKernel(spec, compiled->kernel))
       return s;
@@ -109,24 +125,15 @@ struct attngen_jit {
     return ATTNGEN_OK;
   }
 
-  bool readDisk(const std::string &key, CompiledKernel &out) {
-    std::string why;
-    switch (disk.read(key, out, why)) {
-    case DiskCache::Lookup::Hit:
+  DiskCache::Lookup readDisk(const std::string &key, CompiledKernel &out,
+                             std::string &why) {
+    DiskCache::Lookup lookup = disk.read(key, out, why);
+    if (lookup == DiskCache::Lookup::Hit) {
       ++counters.diskHits;
       logAt(LogLevel::Info, "{}: loaded from the disk cache ({})",
             out.kernelName, disk.entryPath(key));
-      return true;
-    case DiskCache::Lookup::Corrupt:
-      ++counters.corruptEntries;
-      // Always said: a corrupt cache is worth knowing about.
-      logLine(fmt::format("discarded cache entry '{}': {}; rebuilding it",
-                          disk.entryPath(key), why));
-      return false;
-    case DiskCache::Lookup::Miss:
-      return false;
     }
-    return false;
+    return lookup;
   }
 
   /// The slot of `cspec` on `arch`, its kernel compiled (or read back) and
