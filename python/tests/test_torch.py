@@ -121,6 +121,43 @@ class AttentionTest(unittest.TestCase):
         self.assertEqual(rel(out, eager_out), 0.0)
         self.assertTrue(torch.equal(lse, eager_lse))
 
+    def test_torch_compile_dynamic_shapes(self):
+        compiled = torch.compile(lambda q, k, v: attngen.attention(q, k, v), dynamic=True,
+                                 fullgraph=True)
+        for nq, nk in ((100, 77), (513, 1029), (64, 4096)):
+            q, k, v = self.tensors(nq=nq, nk=nk)
+            ref, _ = reference(q, k, v, False, 1 / 8)
+            self.assertLess(rel(compiled(q, k, v), ref), 1e-2)
+
+    def test_side_stream(self):
+        q, k, v = self.tensors(b=2, nq=2048, nk=2048, h=8, hkv=8, d=128)
+        expected = attngen.attention(q, k, v)
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            out = attngen.attention(q, k, v)
+        stream.synchronize()
+        self.assertTrue(torch.equal(out, expected))
+
+    def test_cuda_graph_capture(self):
+        q, k, v = self.tensors(b=1, nq=300, nk=500, h=4, hkv=2, d=128)
+        expected = attngen.attention(q, k, v, causal=True)  # compiles and loads first
+        graph = torch.cuda.CUDAGraph()
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            with torch.cuda.graph(graph):
+                out = attngen.attention(q, k, v, causal=True)
+        torch.cuda.current_stream().wait_stream(stream)
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        self.assertTrue(torch.equal(out, expected))
+        q.copy_(torch.randn_like(q))  # replays read the new inputs
+        graph.replay()
+        torch.cuda.synchronize()
+        self.assertTrue(torch.equal(out, attngen.attention(q, k, v, causal=True)))
+
     def test_custom_op_opcheck(self):
         q, k, v = self.tensors(d=128)
         torch.library.opcheck(torch.ops.attngen.attention.default,
