@@ -205,8 +205,8 @@ struct attngen_jit {
       return ATTNGEN_OK;
     }
     if (major >= 8) {
-      // Other Hopper-class parts and newer GPUs: sm_80 PTX, which the
-      // driver compiles for them.
+      // Ampere, Ada and GPUs newer than Hopper: sm_80 PTX, which the
+      // driver compiles for each of them (sm_90a code runs on 9.0 only).
       arch = TargetKind::sm_80;
       return ATTNGEN_OK;
     }
