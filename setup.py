@@ -24,7 +24,8 @@ class BuildWithLibrary(build_py):
     def run(self):
         super().run()
         target = os.path.join(self.build_lib, "attngen", "_lib")
-        os.makedirs(target, exist_ok=True)
+        shutil.rmtree(target, ignore_errors=True)  # nothing left from another build
+        os.makedirs(target)
         library = os.environ.get("ATTNGEN_LIBRARY")
         if library:
             shutil.copy2(library, os.path.join(target, "libattngen.so"))
@@ -38,6 +39,21 @@ class BuildWithLibrary(build_py):
             shutil.copy2(runtime, os.path.join(target, os.path.basename(runtime)))
 
 
+try:  # setuptools >= 70.1 ships bdist_wheel itself
+    from setuptools.command.bdist_wheel import bdist_wheel
+except ImportError:
+    from wheel.bdist_wheel import bdist_wheel
+
+
+class PlatformWheel(bdist_wheel):
+    """The native library is reached through ctypes, not the Python C API:
+    one wheel serves every Python 3 on the platform (py3-none-<platform>)."""
+
+    def get_tag(self):
+        _, _, platform = super().get_tag()
+        return "py3", "none", platform
+
+
 class BinaryDistribution(Distribution):
     """The wheel holds a native library: tag it for this platform."""
 
@@ -45,4 +61,5 @@ class BinaryDistribution(Distribution):
         return True
 
 
-setup(cmdclass={"build_py": BuildWithLibrary}, distclass=BinaryDistribution)
+setup(cmdclass={"build_py": BuildWithLibrary, "bdist_wheel": PlatformWheel},
+      distclass=BinaryDistribution)
