@@ -5,6 +5,8 @@
 # Here (build machine):
 #   bash scripts/build-self-contained.sh
 #   cmake --install build-self-contained --prefix .gpu-jit/prefix --strip
+#   ATTNGEN_LIBRARY=$PWD/.gpu-jit/prefix/lib/libattngen.so.0.1.0 \
+#     python3 -m pip wheel . --no-deps -w .gpu-jit/wheel         # optional
 # There (carry .gpu-jit):
 #   bash gpu/run_python.sh [.gpu-jit/prefix] [--quick]
 #
@@ -55,6 +57,20 @@ python3 examples/python/attention_example.py || fail "python example"
 step "Python API: correctness over many shapes, speed vs SDPA"
 python3 gpu/python_check.py --json "$OUT/python_check.json" "$@" 2>&1 | tee "$OUT/python_check.log"
 [ "${PIPESTATUS[0]}" = 0 ] || fail "python_check"
+WHEEL=$(ls "$(dirname "$PREFIX")"/wheel/attngen-*.whl 2>/dev/null | head -n 1)
+if [ -n "$WHEEL" ]; then
+  step "pip install of the wheel (self-contained library inside) into a fresh venv"
+  python3 -m venv --system-site-packages /tmp/wheel-venv \
+    && /tmp/wheel-venv/bin/python -m pip install -q --no-index --no-deps "$WHEEL" \
+    || fail "pip install $WHEEL"
+  # From outside the source tree, without PYTHONPATH or ATTNGEN_LIBRARY.
+  (cd /tmp && env -u PYTHONPATH -u ATTNGEN_LIBRARY /tmp/wheel-venv/bin/python -c \
+    'import attngen; print("installed:", attngen.__file__, attngen._library_path)' \
+    && cp -r "$OLDPWD/python/tests" /tmp/wheel-tests \
+    && env -u PYTHONPATH -u ATTNGEN_LIBRARY /tmp/wheel-venv/bin/python -m unittest discover \
+       -s /tmp/wheel-tests 2>&1 | tail -n 4) || fail "tests with the installed wheel"
+fi
+
 echo
 echo "run_python.sh: $([ $status = 0 ] && echo all steps passed || echo SOME STEPS FAILED)"
 exit $status
