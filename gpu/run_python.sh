@@ -59,16 +59,19 @@ python3 gpu/python_check.py --json "$OUT/python_check.json" "$@" 2>&1 | tee "$OU
 [ "${PIPESTATUS[0]}" = 0 ] || fail "python_check"
 WHEEL=$(ls "$(dirname "$PREFIX")"/wheel/attngen-*.whl 2>/dev/null | head -n 1)
 if [ -n "$WHEEL" ]; then
-  step "pip install of the wheel (self-contained library inside) into a fresh venv"
-  python3 -m venv --system-site-packages /tmp/wheel-venv \
-    && /tmp/wheel-venv/bin/python -m pip install -q --no-index --no-deps "$WHEEL" \
+  step "pip install of the wheel (self-contained library inside), tests against the install"
+  # Into a target folder: the python with torch here is itself a venv, and a
+  # venv made from it would not see its torch.
+  python3 -m pip install -q --no-index --no-deps --target /tmp/wheel-site "$WHEEL" \
     || fail "pip install $WHEEL"
-  # From outside the source tree, without PYTHONPATH or ATTNGEN_LIBRARY.
-  (cd /tmp && env -u PYTHONPATH -u ATTNGEN_LIBRARY /tmp/wheel-venv/bin/python -c \
+  # From outside the source tree, without ATTNGEN_LIBRARY: the package must
+  # find its own library. Only the no-torch test may be skipped.
+  (cd /tmp && env -u ATTNGEN_LIBRARY PYTHONPATH=/tmp/wheel-site python3 -c \
     'import attngen; print("installed:", attngen.__file__, attngen._library_path)' \
     && cp -r "$OLDPWD/python/tests" /tmp/wheel-tests \
-    && env -u PYTHONPATH -u ATTNGEN_LIBRARY /tmp/wheel-venv/bin/python -m unittest discover \
-       -s /tmp/wheel-tests 2>&1 | tail -n 4) || fail "tests with the installed wheel"
+    && env -u ATTNGEN_LIBRARY PYTHONPATH=/tmp/wheel-site python3 -m unittest discover \
+       -s /tmp/wheel-tests 2>&1 | tail -n 3 | tee /tmp/wheel-tests.log \
+    && grep -q "OK (skipped=1)" /tmp/wheel-tests.log) || fail "tests with the installed wheel"
 fi
 
 echo
