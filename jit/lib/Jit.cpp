@@ -60,6 +60,28 @@ bool diskCacheDisabledByEnv() {
   return value && *value && std::strcmp(value, "0") != 0;
 }
 
+/// The calling thread's CUDA context (see attnrt_current_device) and the
+/// target attngen compiles for on its GPU.
+attngen_status currentDevice(void **context, TargetKind &arch) {
+  int major = 0, minor = 0;
+  if (attnrt_status s = attnrt_current_device(context, nullptr, &major, &minor))
+    return failFromRuntime(s);
+  if (major == 9 && minor == 0) {
+    arch = TargetKind::sm_90a;
+    return ATTNGEN_OK;
+  }
+  if (major >= 8) {
+    // Ampere, Ada and GPUs newer than Hopper: sm_80 PTX, which the driver
+    // compiles for each of them (sm_90a code runs on 9.0 only).
+    arch = TargetKind::sm_80;
+    return ATTNGEN_OK;
+  }
+  return fail(ATTNGEN_ERROR_UNSUPPORTED_DEVICE,
+              "the current GPU has compute capability {}.{}; attngen "
+              "kernels need 8.0 (Ampere) or newer",
+              major, minor);
+}
+
 } // namespace
 
 struct attngen_jit {
@@ -163,11 +185,8 @@ struct attngen_jit {
   attngen_status getKernel(const attngen_spec *cspec,
                            const attngen_kernel **out) {
     void *context = nullptr;
-    int major = 0, minor = 0;
-    if (attnrt_status s = attnrt_current_device(&context, nullptr, &major, &minor))
-      return failFromRuntime(s);
     TargetKind arch;
-    if (attngen_status s = archForComputeCapability(major, minor, arch))
+    if (attngen_status s = currentDevice(&context, arch))
       return s;
     Slot *slot = nullptr;
     std::unique_lock<std::mutex> lock;
@@ -198,23 +217,6 @@ struct attngen_jit {
     return ATTNGEN_OK;
   }
 
-  static attngen_status archForComputeCapability(int major, int minor,
-                                                 TargetKind &arch) {
-    if (major == 9 && minor == 0) {
-      arch = TargetKind::sm_90a;
-      return ATTNGEN_OK;
-    }
-    if (major >= 8) {
-      // Ampere, Ada and GPUs newer than Hopper: sm_80 PTX, which the
-      // driver compiles for each of them (sm_90a code runs on 9.0 only).
-      arch = TargetKind::sm_80;
-      return ATTNGEN_OK;
-    }
-    return fail(ATTNGEN_ERROR_UNSUPPORTED_DEVICE,
-                "the current GPU has compute capability {}.{}; attngen "
-                "kernels need 8.0 (Ampere) or newer",
-                major, minor);
-  }
 };
 
 //===----------------------------------------------------------------------===//
@@ -261,12 +263,8 @@ attngen_status attngen_device_arch(char *arch, size_t capacity) {
     if (!arch || capacity < 8)
       return fail(ATTNGEN_ERROR_INVALID_ARGUMENT,
                   "attngen_device_arch needs a buffer of at least 8 bytes");
-    int major = 0, minor = 0;
-    if (attnrt_status s = attnrt_current_device(nullptr, nullptr, &major, &minor))
-      return failFromRuntime(s);
     TargetKind target;
-    if (attngen_status s =
-            attngen_jit::archForComputeCapability(major, minor, target))
+    if (attngen_status s = currentDevice(nullptr, target))
       return s;
     std::snprintf(arch, capacity, "%s", archName(target));
     return ATTNGEN_OK;
@@ -316,10 +314,8 @@ attngen_status attngen_jit_compile(attngen_jit *jit, const attngen_spec *spec,
     *out = nullptr;
     TargetKind target;
     if (!arch || !*arch || std::strcmp(arch, "auto") == 0) {
-      char detected[16];
-      if (attngen_status s = attngen_device_arch(detected, sizeof(detected)))
+      if (attngen_status s = currentDevice(nullptr, target))
         return s;
-      parseArch(detected, target);
     } else if (attngen_status s = parseArch(arch, target)) {
       return s;
     }
