@@ -375,6 +375,9 @@ LogicalResult KernelLowering::run() {
                                                     ? "bf16"
                                                     : "f16"));
   kernel->setAttr("attn.uses_tma", b.getBoolAttr(usesTma));
+  // Whether the kernel writes the log-sum-exp: a kernel without the lse
+  // argument ignores the pointer, so the runtime must refuse one.
+  kernel->setAttr("attn.lse", b.getBoolAttr(func.getNumArguments() == 5));
   for (StringRef name : {"attn.causal", "attn.scale"})
     if (Attribute attr = func->getAttr(name))
       kernel->setAttr(name, attr);

@@ -34,6 +34,8 @@ llvm::Expected<KernelMetadata> mlir::attn::readKernelMetadata(ModuleOp module) {
   meta.numThreads = getInt("attn.num_threads");
   meta.smemBytes = getInt("attn.smem_bytes");
   meta.usesTma = kernel->getAttrOfType<BoolAttr>("attn.uses_tma").getValue();
+  auto lse = kernel->getAttrOfType<BoolAttr>("attn.lse");
+  meta.writesLse = lse && lse.getValue();
   for (Attribute name : kernel->getAttrOfType<ArrayAttr>("attn.params"))
     meta.params.push_back(cast<StringAttr>(name).str());
   return meta;
@@ -50,6 +52,7 @@ std::string mlir::attn::metadataToJson(const KernelMetadata &meta) {
       {"dtype", meta.dtype},
       {"head_dim", meta.headDim},
       {"causal", meta.causal},
+      {"lse", meta.writesLse},
       {"scale", meta.scale},
       {"block_m", meta.blockM},
       {"block_n", meta.blockN},

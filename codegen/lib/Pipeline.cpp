@@ -48,10 +48,10 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
 }
 
 std::string mlir::attn::kernelName(const AttentionSpec &spec) {
-  return fmt::format("attn_fwd_{}_{}_d{}{}",
+  return fmt::format("attn_fwd_{}_{}_d{}{}{}",
                      spec.target == TargetKind::sm_90a ? "sm90a" : "sm80",
                      spec.bf16 ? "bf16" : "f16", spec.headDim,
-                     spec.causal ? "_causal" : "");
+                     spec.causal ? "_causal" : "", spec.withLse ? "" : "_nolse");
 }
 
 OwningOpRef<ModuleOp> mlir::attn::buildSpecModule(MLIRContext &ctx,

@@ -41,6 +41,7 @@ struct KernelMetadata {
   double scale = 0;
   int64_t blockM = 0, blockN = 0, numThreads = 0, smemBytes = 0;
   bool usesTma = false;
+  bool writesLse = false; ///< the kernel writes LSE when given a pointer
   std::vector<std::string> params;
 };
 
