@@ -64,6 +64,7 @@ private:
   LogicalResult lowerOp(Operation *op);
   LogicalResult lowerFor(scf::ForOp op);
   LogicalResult lowerIf(scf::IfOp op);
+  LogicalResult lowerWarpSpecialize(WarpSpecializeOp op);
   LogicalResult lowerDim(memref::DimOp op);
   /// Appends the lowered values of `v` (a tile's scalars or one scalar).
   void flatten(Value v, SmallVectorImpl<Value> &out);
@@ -135,12 +136,92 @@ LogicalResult KernelLowering::lowerFor(scf::ForOp op) {
 }
 
 LogicalResult KernelLowering::lowerIf(scf::IfOp op) {
-  if (op.getNumResults() != 0 || !op.getElseRegion().empty())
-    return op.emitOpError("attn-to-nvvm handles only scf.if without results "
-                          "or else region");
+  if (op.getNumResults() == 0 && op.getElseRegion().empty()) {
+    LogicalResult status = success();
+    l->emitIf(l->scalar(op.getCondition()),
+              [&] { status = lowerBlock(*op.thenBlock()); });
+    return status;
+  }
+  // With results: both branches yield the same flattened shapes; the
+  // lowered if is built first with placeholder result types.
+  OpBuilder &b = l->b;
+  auto newIf = scf::IfOp::create(b, op.getLoc(), TypeRange(),
+                                 l->scalar(op.getCondition()),
+                                 /*withElseRegion=*/true);
+  SmallVector<Value> thenFlat, elseFlat;
+  for (auto [region, flat] :
+       {std::pair(&op.getThenRegion(), &thenFlat),
+        std::pair(&op.getElseRegion(), &elseFlat)}) {
+    Block *target = region == &op.getThenRegion() ? newIf.thenBlock()
+                                                  : newIf.elseBlock();
+    target->getTerminator()->erase();
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(target);
+    Block &body = region->front();
+    for (Operation &inner : body.without_terminator()) {
+      for (Value operand : inner.getOperands())
+        if (Value mapped = l->scalars.lookup(operand))
+          scalarMap.map(operand, mapped);
+      if (failed(lowerOp(&inner)))
+        return failure();
+    }
+    for (Value v : body.getTerminator()->getOperands())
+      flatten(v, *flat);
+    scf::YieldOp::create(b, op.getLoc(), *flat);
+    for (auto [result, yielded] :
+         llvm::zip(op.getResults(), body.getTerminator()->getOperands()))
+      if (isa<RegTileType>(result.getType()))
+        l->tiles[result] = l->tiles[yielded];
+  }
+  // Rebuild with the real result types and move the branches over.
+  b.setInsertionPoint(newIf);
+  auto typed = scf::IfOp::create(b, op.getLoc(), ValueRange(thenFlat).getTypes(),
+                                 newIf.getCondition(), /*withElseRegion=*/true);
+  typed.getThenRegion().takeBody(newIf.getThenRegion());
+  typed.getElseRegion().takeBody(newIf.getElseRegion());
+  newIf.erase();
+  b.setInsertionPointAfter(typed);
+  size_t pos = 0;
+  for (Value result : op.getResults())
+    unflatten(result, typed.getResults(), pos);
+  return success();
+}
+
+/// Producer warpgroup(s) first, then the consumer warpgroups; each role
+/// moves registers with setmaxnreg, the producer continues on one thread,
+/// the consumers see warps numbered from 0 so register tiles are laid out
+/// over them alone.
+LogicalResult KernelLowering::lowerWarpSpecialize(WarpSpecializeOp op) {
+  OpBuilder &b = l->b;
+  Location loc = op.getLoc();
+  Value isProducer = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ult, l->warp,
+      l->i32(op.getProducerWarps()));
+  auto ifOp = scf::IfOp::create(b, loc, isProducer, /*withElseRegion=*/true);
   LogicalResult status = success();
-  l->emitIf(l->scalar(op.getCondition()),
-            [&] { status = lowerBlock(*op.thenBlock()); });
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    NVVM::SetMaxRegisterOp::create(b, loc, op.getProducerRegs(),
+                                   NVVM::SetMaxRegisterAction::decrease);
+    Value elected = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          l->tid, l->i32(0));
+    l->emitIf(elected, [&] {
+      l->singleThread = true;
+      status = lowerBlock(op.getProducer().front());
+      l->singleThread = false;
+    });
+  }
+  if (failed(status))
+    return failure();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+  NVVM::SetMaxRegisterOp::create(b, loc, op.getConsumerRegs(),
+                                 NVVM::SetMaxRegisterAction::increase);
+  Value warp = l->warp;
+  l->warp = arith::SubIOp::create(b, loc, warp, l->i32(op.getProducerWarps()));
+  status = lowerBlock(op.getConsumers().front());
+  l->warp = warp;
   return status;
 }
 
@@ -197,7 +278,37 @@ LogicalResult KernelLowering::lowerOp(Operation *op) {
             arith::IndexCastOp::create(b, o.getLoc(), b.getIndexType(), id);
         return success();
       })
-      .Case<AllocSmemOp>([&](auto) { return success(); }) // placed up front
+      .Case<WarpSpecializeOp>([&](auto o) { return lowerWarpSpecialize(o); })
+      .Case<WarpgroupIdOp>([&](WarpgroupIdOp o) {
+        Value wg = arith::ShRUIOp::create(b, o.getLoc(), l->warp, l->i32(2));
+        l->scalars[o] = arith::IndexCastOp::create(b, o.getLoc(),
+                                                   b.getIndexType(), wg);
+        return success();
+      })
+      .Case<NamedBarrierSyncOp>([&](NamedBarrierSyncOp o) {
+        NVVM::BarrierOp::create(b, o.getLoc(), TypeRange{},
+                                l->toI32(l->scalar(o.getId())),
+                                l->i32(o.getThreads()), {}, Value());
+        return success();
+      })
+      .Case<NamedBarrierArriveOp>([&](NamedBarrierArriveOp o) {
+        NVVM::BarrierArriveOp::create(b, o.getLoc(),
+                                      l->toI32(l->scalar(o.getId())),
+                                      l->i32(o.getThreads()));
+        return success();
+      })
+      .Case<AllocSmemOp, CreatePipeOp>(
+          [&](auto) { return success(); }) // placed up front
+      .Case<PipeAcquireOp>(
+          [&](auto o) { return targetLowering->lowerPipeAcquire(*l, o); })
+      .Case<PipeLoadOp>(
+          [&](auto o) { return targetLowering->lowerPipeLoad(*l, o); })
+      .Case<PipeWaitOp>(
+          [&](auto o) { return targetLowering->lowerPipeWait(*l, o); })
+      .Case<PipeReleaseOp>(
+          [&](auto o) { return targetLowering->lowerPipeRelease(*l, o); })
+      .Case<MmaWaitOp>(
+          [&](auto o) { return targetLowering->lowerMmaWait(*l, o); })
       .Case<CopyAsyncOp>(
           [&](auto o) { return targetLowering->lowerCopy(*l, o); })
       .Case<WaitOp>([&](auto o) { return targetLowering->lowerWait(*l, o); })
@@ -241,27 +352,50 @@ LogicalResult KernelLowering::lowerBlock(Block &block) {
   return success();
 }
 
-/// The layout of TileConfig.h's sharedMemoryLayoutBytes: the tiles in
-/// allocation order, each 1024-byte aligned, then one mbarrier per tile.
+/// The layout of TileConfig.h's sharedMemoryLayoutBytes: the tiles (a
+/// pipe's stages one after the other) in allocation order, each 1024-byte
+/// aligned, then the mbarriers: one per buffer, a full and an empty array
+/// per pipe.
 void KernelLowering::placeBuffers() {
   int64_t offset = 0;
   SmallVector<Value> order;
-  SmallVector<int64_t> sizes;
-  func.walk([&](AllocSmemOp alloc) { order.push_back(alloc); });
+  SmallVector<SmemAllocation> allocations;
+  func.walk([&](Operation *op) {
+    if (isa<AllocSmemOp, CreatePipeOp>(op))
+      order.push_back(op->getResult(0));
+  });
   for (Value buffer : order) {
+    if (auto pipeType = dyn_cast<PipeType>(buffer.getType())) {
+      SmemPipe pipe;
+      pipe.type = pipeType;
+      pipe.offset = offset;
+      int64_t bytes = pipeType.getBuffer().getSizeInBytes();
+      pipe.stageBytes = llvm::alignTo(bytes, kSmemTileAlignment);
+      offset += pipe.stageBytes * pipeType.getStages();
+      allocations.push_back({bytes, pipeType.getStages()});
+      l->pipes[buffer] = pipe;
+      continue;
+    }
     SmemBuffer entry;
     entry.type = cast<SmemTileType>(buffer.getType());
     entry.offset = offset;
-    sizes.push_back(entry.type.getSizeInBytes());
-    offset += llvm::alignTo(sizes.back(), kSmemTileAlignment);
+    allocations.push_back({entry.type.getSizeInBytes(), 0});
+    offset += llvm::alignTo(allocations.back().tileBytes, kSmemTileAlignment);
     l->buffers[buffer] = entry;
   }
   for (Value buffer : order) {
+    if (auto pipe = l->pipes.find(buffer); pipe != l->pipes.end()) {
+      int64_t stages = pipe->second.type.getStages();
+      pipe->second.fullBarrierOffset = offset;
+      pipe->second.emptyBarrierOffset = offset + stages * kMbarrierBytes;
+      offset += 2 * stages * kMbarrierBytes;
+      continue;
+    }
     l->buffers[buffer].barrierOffset = offset;
     offset += kMbarrierBytes;
   }
   l->bufferOrder = order;
-  l->smemBytes = sharedMemoryLayoutBytes(sizes);
+  l->smemBytes = sharedMemoryLayoutBytes(allocations);
 }
 
 LogicalResult KernelLowering::run() {
@@ -302,10 +436,16 @@ LogicalResult KernelLowering::run() {
   OpBuilder b(func);
   auto kernel = LLVM::LLVMFuncOp::create(b, func.getLoc(), func.getName(),
                                          fnType);
-  int64_t threads = 32 * tiling.getNumWarps();
+  // A warp-specialized kernel adds its producer warps to the consumer warps
+  // the tiling counts; setmaxnreg needs maxntid and minctasm = 1.
+  int64_t producerWarps = 0;
+  func.walk([&](WarpSpecializeOp ws) { producerWarps = ws.getProducerWarps(); });
+  int64_t threads = 32 * (tiling.getNumWarps() + producerWarps);
   kernel->setAttr("nvvm.kernel", UnitAttr::get(ctx));
   kernel->setAttr("nvvm.maxntid",
                   DenseI32ArrayAttr::get(ctx, {int32_t(threads), 1, 1}));
+  if (producerWarps > 0)
+    kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
   if (usesTma)
     for (unsigned i = 0; i < 3; ++i) {
       kernel.setArgAttr(i, "llvm.byval",
@@ -322,6 +462,7 @@ LogicalResult KernelLowering::run() {
   b.setInsertionPointToStart(entry);
   l = std::make_unique<Lowering>(b, func.getLoc(), target, tiling,
                                  qType.getDimSize(3), qType.getElementType());
+  l->producerWarps = producerWarps;
   // Parameters.
   unsigned argIndex = 0;
   if (usesTma)

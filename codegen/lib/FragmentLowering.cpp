@@ -70,7 +70,15 @@ Value Lowering::swizzledOffset(const SmemBuffer &buffer, Value row,
   Value within = arith::ShLIOp::create(
       b, loc, arith::AndIOp::create(b, loc, col, i32(7)), i32(1));
   offset = arith::AddIOp::create(b, loc, offset, within);
-  return arith::AddIOp::create(b, loc, offset, i32(buffer.offset));
+  return arith::AddIOp::create(b, loc, offset, bufferOffset(buffer, 0));
+}
+
+Value Lowering::bufferOffset(const SmemBuffer &buffer, int64_t extra) {
+  if (!buffer.dynamicOffset)
+    return i32(buffer.offset + extra);
+  if (extra == 0)
+    return buffer.dynamicOffset;
+  return arith::AddIOp::create(b, loc, buffer.dynamicOffset, i32(extra));
 }
 
 Value Lowering::swizzledOffsetSplit(const SmemBuffer &buffer, Value rowVar,
@@ -86,10 +94,9 @@ Value Lowering::swizzledOffsetSplit(const SmemBuffer &buffer, Value rowVar,
   Value offset = arith::AddIOp::create(
       b, loc, arith::MulIOp::create(b, loc, rowVar, i32(kPanelRowBytes)),
       arith::ShLIOp::create(b, loc, swizzled, i32(4)));
-  int64_t constant = buffer.offset +
-                     (colConst / kPanelCols) * rows * kPanelRowBytes +
+  int64_t constant = (colConst / kPanelCols) * rows * kPanelRowBytes +
                      rowConst * kPanelRowBytes;
-  return arith::AddIOp::create(b, loc, offset, i32(constant));
+  return arith::AddIOp::create(b, loc, offset, bufferOffset(buffer, constant));
 }
 
 Value Lowering::globalAddress(Tensor tensor, Value batch, Value row,

@@ -60,6 +60,19 @@ struct SmemBuffer {
   SmemTileType type;
   int64_t offset = 0;        ///< byte offset in the aligned dynamic smem
   int64_t barrierOffset = 0; ///< byte offset of its mbarrier (sm_90a)
+  /// For a pipe stage chosen at run time: the i32 byte offset of the stage
+  /// (`offset` is then unused).
+  Value dynamicOffset;
+};
+
+/// A pipe: `stages` buffers of `stageBytes` (1024-byte aligned) from
+/// `offset`, then `stages` full and `stages` empty mbarriers.
+struct SmemPipe {
+  PipeType type;
+  int64_t offset = 0;
+  int64_t stageBytes = 0;
+  int64_t fullBarrierOffset = 0;
+  int64_t emptyBarrierOffset = 0;
 };
 
 /// Geometry of a register tile's fragments for this kernel.
@@ -85,20 +98,27 @@ public:
   int64_t headDim;
   Type elementType; ///< f16 or bf16
   KernelParams params;
-  Value tid, warp, lane; ///< i32
+  Value tid, warp, lane; ///< i32 (warp: within the current warp role)
   Value smemBase;        ///< !llvm.ptr<3>, 1024-byte aligned
   int64_t smemBytes = 0; ///< dynamic shared memory the kernel needs
 
   llvm::DenseMap<Value, Value> scalars;
   llvm::DenseMap<Value, SmallVector<Value>> tiles;
   llvm::DenseMap<Value, SmemBuffer> buffers;
+  llvm::DenseMap<Value, SmemPipe> pipes;
+  /// Warps of the producer role (0 without warp specialization); the
+  /// tiling's num_warps counts the consumer warps that own register tiles.
+  int64_t producerWarps = 0;
+  /// Inside the producer region: one elected thread runs the code, so
+  /// copies need no `tid == 0` guard.
+  bool singleThread = false;
   /// The buffers in allocation order (DenseMap order is not deterministic,
   /// and the emitted code must not depend on it).
   SmallVector<Value> bufferOrder;
   llvm::DenseMap<Value, Tensor> tensors;
 
   int64_t numWarps() const { return tiling.getNumWarps(); }
-  int64_t numThreads() const { return 32 * numWarps(); }
+  int64_t numThreads() const { return 32 * (numWarps() + producerWarps); }
 
   // Constants and casts.
   Value i32(int64_t v);
@@ -109,6 +129,8 @@ public:
   /// The lowered form of a scalar (index) value of the tile program.
   Value scalar(Value v);
 
+  /// i32 byte offset of `buffer` plus `extra` bytes.
+  Value bufferOffset(const SmemBuffer &buffer, int64_t extra);
   /// Pointer `smemBase + offset` (i32 byte offset).
   Value smemPtr(Value byteOffset);
   /// Shared-memory address as a 32-bit integer (for descriptors).
@@ -162,6 +184,11 @@ public:
   virtual LogicalResult lowerCopy(Lowering &l, CopyAsyncOp op) = 0;
   virtual LogicalResult lowerWait(Lowering &l, WaitOp op) = 0;
   virtual LogicalResult lowerMma(Lowering &l, MmaOp op) = 0;
+  virtual LogicalResult lowerMmaWait(Lowering &l, MmaWaitOp op) = 0;
+  virtual LogicalResult lowerPipeAcquire(Lowering &l, PipeAcquireOp op) = 0;
+  virtual LogicalResult lowerPipeLoad(Lowering &l, PipeLoadOp op) = 0;
+  virtual LogicalResult lowerPipeWait(Lowering &l, PipeWaitOp op) = 0;
+  virtual LogicalResult lowerPipeRelease(Lowering &l, PipeReleaseOp op) = 0;
   /// Extra kernel parameters this target puts first (sm_90a: TMA maps).
   virtual bool usesTma() const = 0;
 };

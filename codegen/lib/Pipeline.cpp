@@ -28,6 +28,8 @@ using namespace mlir::attn;
 /// Index bitwidth of the kernels: every index (rows, blocks) fits in 32 bits
 /// and 64-bit integer math is slow on the GPU; addresses are built in i64.
 static constexpr unsigned kIndexBitwidth = 32;
+/// K/V pipe depth of the warp-specialized kernels (FlashAttention-3's).
+static constexpr int64_t kDefaultStages = 2;
 
 llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
   auto fail = [](const std::string &message) {
@@ -41,17 +43,42 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
     return fail(fmt::format("softmax scale {} must be positive and finite "
                             "(or 0 for 1/sqrt(head_dim))",
                             spec.scale));
-  TileConfig config =
-      resolveTileConfig(spec.target, spec.headDim, spec.causal, spec.blockM,
-                        spec.blockN, spec.numWarps);
+  bool sm90 = spec.target == TargetKind::sm_90a;
+  if (spec.stages < 0 || spec.stages > kMaxPipeStages)
+    return fail(fmt::format("stages = {} is out of range; use 1 to {}",
+                            spec.stages, kMaxPipeStages));
+  if (!sm90 && (spec.stages > 0))
+    return fail("--stages needs sm_90a (sm_80 keeps single cp.async buffers)");
+  if (sm90 && spec.intraWgOverlap && spec.warpSpecialize && spec.stages == 1)
+    return fail("intra-warpgroup overlap needs 2 or more stages; use "
+                "--stages=2 or --no-intra-wg-overlap");
+  TileConfig config = resolveTileConfig(
+      spec.target, spec.headDim, spec.causal, spec.blockM, spec.blockN,
+      spec.numWarps, sm90 && spec.warpSpecialize, spec.stages);
   return checkTileConfig(config, spec.target, spec.headDim);
 }
 
 std::string mlir::attn::kernelName(const AttentionSpec &spec) {
-  return fmt::format("attn_fwd_{}_{}_d{}{}{}",
+  // Schedule ablations get a suffix, so their kernels never share a name
+  // (or a cache entry's kernel) with the default schedule.
+  std::string schedule;
+  if (spec.target == TargetKind::sm_90a) {
+    if (!spec.warpSpecialize)
+      schedule += "_nows";
+    else {
+      if (spec.stages > 0)
+        schedule += fmt::format("_s{}", spec.stages);
+      if (!spec.intraWgOverlap)
+        schedule += "_noovl";
+      if (!spec.pingpong)
+        schedule += "_nopp";
+    }
+  }
+  return fmt::format("attn_fwd_{}_{}_d{}{}{}{}",
                      spec.target == TargetKind::sm_90a ? "sm90a" : "sm80",
                      spec.bf16 ? "bf16" : "f16", spec.headDim,
-                     spec.causal ? "_causal" : "", spec.withLse ? "" : "_nolse");
+                     spec.causal ? "_causal" : "", spec.withLse ? "" : "_nolse",
+                     schedule);
 }
 
 OwningOpRef<ModuleOp> mlir::attn::buildSpecModule(MLIRContext &ctx,
@@ -84,14 +111,31 @@ OwningOpRef<ModuleOp> mlir::attn::buildSpecModule(MLIRContext &ctx,
 
 void mlir::attn::buildTilePipeline(OpPassManager &pm,
                                    const AttentionSpec &spec) {
+  bool fa3 = spec.target == TargetKind::sm_90a && spec.warpSpecialize;
   AttnTileOptions tile;
   tile.blockM = spec.blockM;
   tile.blockN = spec.blockN;
   tile.numWarps = spec.numWarps;
+  tile.warpSpecialize = fa3;
+  tile.stages = fa3 ? spec.stages : 0;
   pm.addPass(createAttnTile(tile));
   if (spec.skipMaskedBlocks)
     pm.addPass(createAttnCausalBlocks());
   pm.addPass(createAttnOnlineSoftmax());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  if (!fa3)
+    return;
+  // FlashAttention-3 on sm_90a: K/V rings, producer/consumer warpgroups,
+  // then the two schedules of the consumers' GEMMs.
+  AttnMultibufferOptions multibuffer;
+  multibuffer.stages = spec.stages > 0 ? spec.stages : kDefaultStages;
+  pm.addPass(createAttnMultibuffer(multibuffer));
+  pm.addPass(createAttnWarpSpecialize());
+  if (spec.intraWgOverlap)
+    pm.addPass(createAttnIntraWgOverlap());
+  if (spec.pingpong)
+    pm.addPass(createAttnPingpong());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

@@ -28,6 +28,29 @@ public:
   LogicalResult lowerCopy(Lowering &l, CopyAsyncOp op) override;
   LogicalResult lowerWait(Lowering &l, WaitOp op) override;
   LogicalResult lowerMma(Lowering &l, MmaOp op) override;
+  // mma.sync is synchronous and sm_80 has no mbarrier pipes in this code
+  // generator (yet): the verifiers already refuse these ops on sm_80.
+  LogicalResult lowerMmaWait(Lowering &, MmaWaitOp op) override {
+    return notOnSm80(op);
+  }
+  LogicalResult lowerPipeAcquire(Lowering &, PipeAcquireOp op) override {
+    return notOnSm80(op);
+  }
+  LogicalResult lowerPipeLoad(Lowering &, PipeLoadOp op) override {
+    return notOnSm80(op);
+  }
+  LogicalResult lowerPipeWait(Lowering &, PipeWaitOp op) override {
+    return notOnSm80(op);
+  }
+  LogicalResult lowerPipeRelease(Lowering &, PipeReleaseOp op) override {
+    return notOnSm80(op);
+  }
+
+private:
+  static LogicalResult notOnSm80(Operation *op) {
+    return op->emitOpError("is not supported on sm_80 (it needs sm_90a's "
+                           "wgmma or mbarrier pipes)");
+  }
 };
 
 /// Chunk c of a [rows x D] tile goes to thread c % T: consecutive threads

@@ -23,6 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Lowering.h"
+#include "attn/Passes/TileConfig.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMTypes.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -50,6 +51,11 @@ public:
   LogicalResult lowerCopy(Lowering &l, CopyAsyncOp op) override;
   LogicalResult lowerWait(Lowering &l, WaitOp op) override;
   LogicalResult lowerMma(Lowering &l, MmaOp op) override;
+  LogicalResult lowerMmaWait(Lowering &l, MmaWaitOp op) override;
+  LogicalResult lowerPipeAcquire(Lowering &l, PipeAcquireOp op) override;
+  LogicalResult lowerPipeLoad(Lowering &l, PipeLoadOp op) override;
+  LogicalResult lowerPipeWait(Lowering &l, PipeWaitOp op) override;
+  LogicalResult lowerPipeRelease(Lowering &l, PipeReleaseOp op) override;
 };
 
 Value barrierPtr(Lowering &l, const SmemBuffer &buffer) {
@@ -61,41 +67,68 @@ Value isThreadZero(Lowering &l) {
                                l.i32(0));
 }
 
+/// Runs `body` on thread 0 only, unless the code already runs on one
+/// elected thread (the producer region).
+void onOneThread(Lowering &l, llvm::function_ref<void()> body) {
+  if (l.singleThread)
+    return body();
+  l.emitIf(isThreadZero(l), body);
+}
+
 /// Thread 0 initialises one mbarrier per buffer (one arrival: the thread
-/// that arms it with expect_tx); everyone waits for the initialisation.
+/// that arms it with expect_tx) and, per pipe stage, a full barrier (one
+/// arrival plus the TMA bytes) and an empty barrier (one arrival per
+/// consumer warp); everyone waits for the initialisation.
 LogicalResult Sm90Lowering::lowerPrologue(Lowering &l) {
   l.emitIf(isThreadZero(l), [&] {
-    for (Value buffer : l.bufferOrder)
+    for (Value buffer : l.bufferOrder) {
+      if (auto pipe = l.pipes.find(buffer); pipe != l.pipes.end()) {
+        for (int64_t s = 0; s < pipe->second.type.getStages(); ++s) {
+          NVVM::MBarrierInitOp::create(
+              l.b, l.loc,
+              l.smemPtr(l.i32(pipe->second.fullBarrierOffset + s * kMbarrierBytes)),
+              l.i32(1), Value());
+          NVVM::MBarrierInitOp::create(
+              l.b, l.loc,
+              l.smemPtr(l.i32(pipe->second.emptyBarrierOffset + s * kMbarrierBytes)),
+              l.i32(l.numWarps()), Value());
+        }
+        continue;
+      }
       NVVM::MBarrierInitOp::create(l.b, l.loc,
                                    barrierPtr(l, l.buffers[buffer]), l.i32(1),
                                    Value());
+    }
     NVVM::FenceMbarrierInitOp::create(l.b, l.loc);
   });
   NVVM::Barrier0Op::create(l.b, l.loc);
   return success();
 }
 
-LogicalResult Sm90Lowering::lowerCopy(Lowering &l, CopyAsyncOp op) {
+/// Arms `bar` with the tile's byte count and issues one TMA per 64-column
+/// panel of `buffer` (run by one thread).
+LogicalResult emitTmaLoad(Lowering &l, Operation *op, Value src,
+                          const SmemBuffer &buffer, Value bar, Value batchIdx,
+                          Value rowIdx, Value headIdx) {
   OpBuilder &b = l.b;
-  const SmemBuffer &buffer = l.buffers[op.getDst()];
-  Tensor tensor = l.tensors.lookup(op.getSrc());
-  int t = static_cast<int>(tensor);
-  if (tensor > Tensor::V)
-    return op.emitOpError("TMA descriptors exist only for q, k and v");
+  auto it = l.tensors.find(src);
+  if (it == l.tensors.end() || it->second > Tensor::V)
+    return op->emitOpError("TMA descriptors exist only for the kernel's q, k "
+                           "and v arguments");
+  int t = static_cast<int>(it->second);
   int64_t rows = buffer.type.getRows();
   int64_t panels = buffer.type.getCols() / kPanelCols;
   int64_t bytes = buffer.type.getSizeInBytes();
-  Value batch = l.toI32(l.scalar(op.getBatch()));
-  Value head = l.toI32(l.scalar(op.getHead()));
-  Value row = l.toI32(l.scalar(op.getRow()));
-  l.emitIf(isThreadZero(l), [&] {
-    Value bar = barrierPtr(l, buffer);
+  Value batch = l.toI32(l.scalar(batchIdx));
+  Value head = l.toI32(l.scalar(headIdx));
+  Value row = l.toI32(l.scalar(rowIdx));
+  onOneThread(l, [&] {
     NVVM::MBarrierArriveExpectTxOp::create(b, l.loc, Type(), bar,
                                            l.i32(bytes), NVVM::MemScopeKind::CTA,
                                            /*relaxed=*/false, Value());
     auto clusterPtr = LLVM::LLVMPointerType::get(b.getContext(), 7);
     for (int64_t p = 0; p < panels; ++p) {
-      Value dst = l.smemPtr(l.i32(buffer.offset + p * rows * kPanelRowBytes));
+      Value dst = l.smemPtr(l.bufferOffset(buffer, p * rows * kPanelRowBytes));
       dst = LLVM::AddrSpaceCastOp::create(b, l.loc, clusterPtr, dst);
       SmallVector<Value> coords = {l.i32(p * kPanelCols), row, head, batch};
       NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
@@ -107,7 +140,127 @@ LogicalResult Sm90Lowering::lowerCopy(Lowering &l, CopyAsyncOp op) {
   return success();
 }
 
+LogicalResult Sm90Lowering::lowerCopy(Lowering &l, CopyAsyncOp op) {
+  const SmemBuffer &buffer = l.buffers[op.getDst()];
+  return emitTmaLoad(l, op, op.getSrc(), buffer, barrierPtr(l, buffer),
+                     op.getBatch(), op.getRow(), op.getHead());
+}
+
+/// Stage (fill % stages) and phase parity ((fill / stages) % 2) of a fill.
+std::pair<Value, Value> stageAndPhase(Lowering &l, const SmemPipe &pipe,
+                                      Value fillIndex) {
+  OpBuilder &b = l.b;
+  Value fill = l.toI32(l.scalar(fillIndex));
+  int64_t stages = pipe.type.getStages();
+  Value stage = arith::RemUIOp::create(b, l.loc, fill, l.i32(stages));
+  Value round = arith::DivUIOp::create(b, l.loc, fill, l.i32(stages));
+  Value phase = arith::AndIOp::create(b, l.loc, round, l.i32(1));
+  return {stage, phase};
+}
+
+/// Pointer to barrier `stage` of the array at `offset`.
+Value stageBarrier(Lowering &l, int64_t offset, Value stage) {
+  return l.smemPtr(arith::AddIOp::create(
+      l.b, l.loc, l.i32(offset),
+      arith::MulIOp::create(l.b, l.loc, stage, l.i32(kMbarrierBytes))));
+}
+
+/// The buffer of `stage` as a tile whose offset is known at run time.
+SmemBuffer stageBuffer(Lowering &l, const SmemPipe &pipe, Value stage) {
+  SmemBuffer buffer;
+  buffer.type = pipe.type.getBuffer();
+  buffer.dynamicOffset = arith::AddIOp::create(
+      l.b, l.loc, l.i32(pipe.offset),
+      arith::MulIOp::create(l.b, l.loc, stage, l.i32(pipe.stageBytes)));
+  return buffer;
+}
+
+LogicalResult Sm90Lowering::lowerPipeAcquire(Lowering &l, PipeAcquireOp op) {
+  const SmemPipe &pipe = l.pipes[op.getPipe()];
+  auto [stage, phase] = stageAndPhase(l, pipe, op.getFill());
+  // A fresh barrier counts as having completed the phase before phase 0,
+  // so the first round of fills waits on parity 1 and passes at once.
+  Value parity = arith::XOrIOp::create(l.b, l.loc, phase, l.i32(1));
+  onOneThread(l, [&] {
+    NVVM::MBarrierTryWaitParityOp::create(
+        l.b, l.loc, stageBarrier(l, pipe.emptyBarrierOffset, stage), parity,
+        l.i32(kTryWaitTicks));
+  });
+  return success();
+}
+
+LogicalResult Sm90Lowering::lowerPipeLoad(Lowering &l, PipeLoadOp op) {
+  const SmemPipe &pipe = l.pipes[op.getPipe()];
+  auto [stage, phase] = stageAndPhase(l, pipe, op.getFill());
+  (void)phase;
+  return emitTmaLoad(l, op, op.getSrc(), stageBuffer(l, pipe, stage),
+                     stageBarrier(l, pipe.fullBarrierOffset, stage),
+                     op.getBatch(), op.getRow(), op.getHead());
+}
+
+LogicalResult Sm90Lowering::lowerPipeWait(Lowering &l, PipeWaitOp op) {
+  const SmemPipe &pipe = l.pipes[op.getPipe()];
+  auto [stage, phase] = stageAndPhase(l, pipe, op.getFill());
+  NVVM::MBarrierTryWaitParityOp::create(
+      l.b, l.loc, stageBarrier(l, pipe.fullBarrierOffset, stage), phase,
+      l.i32(kTryWaitTicks));
+  l.buffers[op.getBuffer()] = stageBuffer(l, pipe, stage);
+  return success();
+}
+
+LogicalResult Sm90Lowering::lowerPipeRelease(Lowering &l, PipeReleaseOp op) {
+  const SmemPipe &pipe = l.pipes[op.getPipe()];
+  auto [stage, phase] = stageAndPhase(l, pipe, op.getFill());
+  (void)phase;
+  // One arrival per consumer warp: the warp's MMAs reading the stage have
+  // completed (wgmma waits are warp-wide), so lane 0 speaks for the warp.
+  Value laneZero = arith::CmpIOp::create(l.b, l.loc, arith::CmpIPredicate::eq,
+                                         l.lane, l.i32(0));
+  l.emitIf(laneZero, [&] {
+    NVVM::MBarrierArriveOp::create(
+        l.b, l.loc, Type(), stageBarrier(l, pipe.emptyBarrierOffset, stage),
+        Value(), NVVM::MemScopeKind::CTA, /*relaxed=*/false);
+  });
+  return success();
+}
+
+/// Ties `values` to an empty asm statement with side effects, so no use of
+/// them is scheduled above the preceding wgmma wait (reading accumulators
+/// in flight makes ptxas serialize every wgmma).
+void fenceRegisters(Lowering &l, SmallVector<Value> &values) {
+  OpBuilder &b = l.b;
+  if (values.empty())
+    return;
+  SmallVector<Type> types;
+  for (Value v : values)
+    types.push_back(v.getType());
+  std::string constraints;
+  for (size_t i = 0; i < values.size(); ++i)
+    constraints += (i ? ",=" : "=") + std::string(
+        values[i].getType().isF32() ? "f" : "r");
+  for (size_t i = 0; i < values.size(); ++i)
+    constraints += "," + std::to_string(i);
+  auto structType = LLVM::LLVMStructType::getLiteral(b.getContext(), types);
+  auto asmOp = LLVM::InlineAsmOp::create(
+      b, l.loc, structType, values, "", constraints,
+      /*has_side_effects=*/true, /*is_align_stack=*/false,
+      LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = LLVM::ExtractValueOp::create(b, l.loc, asmOp.getResult(0), i);
+}
+
+LogicalResult Sm90Lowering::lowerMmaWait(Lowering &l, MmaWaitOp op) {
+  NVVM::WgmmaWaitGroupSyncOp::create(l.b, l.loc, op.getPending());
+  SmallVector<Value> values = l.tiles[op.getInput()];
+  fenceRegisters(l, values);
+  l.tiles[op.getResult()] = values;
+  return success();
+}
+
 LogicalResult Sm90Lowering::lowerWait(Lowering &l, WaitOp op) {
+  if (l.producerWarps > 0)
+    return op.emitOpError("is a CTA-wide barrier, which warp-specialized "
+                          "kernels cannot use; use a pipe (attn-multibuffer)");
   const SmemBuffer &buffer = l.buffers[op.getBuffer()];
   Value fill = l.toI32(l.scalar(op.getFill()));
   Value parity = arith::AndIOp::create(l.b, l.loc, fill, l.i32(1));
@@ -118,6 +271,8 @@ LogicalResult Sm90Lowering::lowerWait(Lowering &l, WaitOp op) {
 }
 
 /// Builds a 128-byte-swizzle descriptor for the operand at `byteOffset`.
+/// (The start-address field is addr >> 4 in 14 bits; shared addresses stay
+/// below 2^18, so constant offsets may be added to the whole descriptor.)
 Value makeDescriptor(Lowering &l, Value byteOffset, int64_t leadingBytes,
                      int64_t strideBytes) {
   OpBuilder &b = l.b;
@@ -130,6 +285,13 @@ Value makeDescriptor(Lowering &l, Value byteOffset, int64_t leadingBytes,
                       uint64_t(kDescSwizzle128) << 62;
   return arith::OrIOp::create(b, l.loc, l.toI64(start),
                               l.i64(static_cast<int64_t>(constant)));
+}
+
+/// `desc` advanced by `bytes` (a multiple of 16).
+Value addToDescriptor(Lowering &l, Value desc, int64_t bytes) {
+  if (bytes == 0)
+    return desc;
+  return arith::AddIOp::create(l.b, l.loc, desc, l.i64(bytes >> 4));
 }
 
 /// wgmma with A from registers: no NVVM op takes a register A fragment, so
@@ -201,6 +363,15 @@ LogicalResult Sm90Lowering::lowerMma(Lowering &l, MmaOp op) {
       b, l.loc, arith::ShRUIOp::create(b, l.loc, l.warp, l.i32(2)),
       l.i32(kWgmmaRows));
 
+  // Descriptor of B's first k step; every other step adds a constant.
+  Value descBBase =
+      transposeB
+          ? makeDescriptor(l, l.bufferOffset(bBuffer, 0), /*leadingBytes=*/16,
+                           kSwizzleGroupBytes)
+          : makeDescriptor(l, l.bufferOffset(bBuffer, 0),
+                           bBuffer.type.getRows() * kPanelRowBytes,
+                           kSwizzleGroupBytes);
+
   NVVM::WgmmaFenceAlignedOp::create(b, l.loc);
   for (int64_t t = 0; t < shape.mTiles; ++t) {
     SmallVector<Value> slice(acc.begin() + t * accPerSlice,
@@ -209,18 +380,14 @@ LogicalResult Sm90Lowering::lowerMma(Lowering &l, MmaOp op) {
       Value descB;
       if (transposeB) {
         // B = K [N, D], K-major: panel ks / 4, 32 bytes per k step inside it.
-        int64_t offset = bBuffer.offset +
-                         (ks / 4) * bBuffer.type.getRows() * kPanelRowBytes +
+        int64_t offset = (ks / 4) * bBuffer.type.getRows() * kPanelRowBytes +
                          (ks % 4) * 32;
-        descB = makeDescriptor(l, l.i32(offset), /*leadingBytes=*/16,
-                               kSwizzleGroupBytes);
+        descB = addToDescriptor(l, descBBase, offset);
       } else {
         // B = V [K, N], MN-major: 16 k-rows per step, panels `rows * 128`
         // bytes apart along N.
-        int64_t offset = bBuffer.offset + ks * 16 * kPanelRowBytes;
-        descB = makeDescriptor(l, l.i32(offset),
-                               bBuffer.type.getRows() * kPanelRowBytes,
-                               kSwizzleGroupBytes);
+        int64_t offset = ks * 16 * kPanelRowBytes;
+        descB = addToDescriptor(l, descBBase, offset);
       }
       if (aInRegisters) {
         const SmallVector<Value> &regs = l.tiles[op.getA()];
@@ -236,11 +403,10 @@ LogicalResult Sm90Lowering::lowerMma(Lowering &l, MmaOp op) {
           arith::AddIOp::create(b, l.loc, groupRow,
                                 l.i32(16 * l.numWarps() * t)),
           l.i32(kPanelRowBytes));
-      int64_t panelOffset = aBuffer.offset +
-                            (ks / 4) * aBuffer.type.getRows() * kPanelRowBytes +
+      int64_t panelOffset = (ks / 4) * aBuffer.type.getRows() * kPanelRowBytes +
                             (ks % 4) * 32;
-      Value aOffset =
-          arith::AddIOp::create(b, l.loc, rowOffset, l.i32(panelOffset));
+      Value aOffset = arith::AddIOp::create(
+          b, l.loc, rowOffset, l.bufferOffset(aBuffer, panelOffset));
       Value descA = makeDescriptor(l, aOffset, 16, kSwizzleGroupBytes);
       SmallVector<Type> f32s(accPerSlice, b.getF32Type());
       auto structType = LLVM::LLVMStructType::getLiteral(ctx, f32s);
@@ -270,7 +436,9 @@ LogicalResult Sm90Lowering::lowerMma(Lowering &l, MmaOp op) {
     std::copy(slice.begin(), slice.end(), acc.begin() + t * accPerSlice);
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b, l.loc);
-  NVVM::WgmmaWaitGroupSyncOp::create(b, l.loc, 0);
+  // An asynchronous MMA stays in flight until its attn.mma_wait.
+  if (!op.getAsync())
+    NVVM::WgmmaWaitGroupSyncOp::create(b, l.loc, 0);
   l.tiles[op] = acc;
   return success();
 }

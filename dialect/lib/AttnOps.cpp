@@ -1,5 +1,6 @@
 //===- AttnOps.cpp - attn operations: verifiers and builders --------------===//
 #include "attn/Dialect/AttnDialect.h"
+#include "Verifiers.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -113,24 +114,28 @@ LogicalResult AttentionOp::verify() {
 // CopyAsyncOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult CopyAsyncOp::verify() {
-  if (failed(verifyBNHDMemRef(*this, getSrc().getType(), "src")))
+LogicalResult mlir::attn::verifyTileCopy(Operation *op, Type srcType,
+                                         SmemTileType dst) {
+  if (failed(verifyBNHDMemRef(op, srcType, "src")))
     return failure();
-  auto src = cast<MemRefType>(getSrc().getType());
-  SmemTileType dst = getDst().getType();
+  auto src = cast<MemRefType>(srcType);
   if (src.getElementType() != dst.getElementType())
-    return emitOpError() << "source element type " << src.getElementType()
-                         << " does not match the tile's "
-                         << dst.getElementType();
+    return op->emitOpError() << "source element type " << src.getElementType()
+                             << " does not match the tile's "
+                             << dst.getElementType();
   if (src.getDimSize(3) != dst.getCols())
-    return emitOpError() << "tile has " << dst.getCols()
-                         << " columns but the source head dimension is "
-                         << src.getDimSize(3);
+    return op->emitOpError() << "tile has " << dst.getCols()
+                             << " columns but the source head dimension is "
+                             << src.getDimSize(3);
   if (dst.getSwizzle() != 128)
-    return emitOpError() << "asynchronous copies need a 128-byte swizzled "
-                            "tile, got swizzle "
-                         << dst.getSwizzle();
+    return op->emitOpError() << "asynchronous copies need a 128-byte swizzled "
+                                "tile, got swizzle "
+                             << dst.getSwizzle();
   return success();
+}
+
+LogicalResult CopyAsyncOp::verify() {
+  return verifyTileCopy(*this, getSrc().getType(), getDst().getType());
 }
 
 //===----------------------------------------------------------------------===//
@@ -177,6 +182,16 @@ LogicalResult MmaOp::verify() {
   if (k % 16 != 0)
     return emitOpError() << "reduction size " << k
                          << " must be a multiple of 16 (the MMA k step)";
+  if (getAsync()) {
+    if (getTarget(*this) != TargetKind::sm_90a)
+      return emitOpError("asynchronous MMAs need #attn.target<sm_90a> "
+                         "(wgmma); sm_80's mma.sync is synchronous");
+    for (Operation *user : getResult().getUsers())
+      if (!isa<MmaWaitOp>(user))
+        return emitOpError() << "an asynchronous result may only be used by "
+                                "attn.mma_wait, but '"
+                             << user->getName() << "' uses it";
+  }
   if (getTarget(*this) == TargetKind::sm_90a) {
     // wgmma m64nNk16: N at most 256, M in whole 64-row warpgroup slices.
     if (n > 256 || m % 64 != 0)

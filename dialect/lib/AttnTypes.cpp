@@ -158,3 +158,14 @@ LogicalResult RegTileType::verify(function_ref<InFlightDiagnostic()> emitError,
                        << ") must be a multiple of 16";
   return success();
 }
+
+LogicalResult
+PipeType::verify(function_ref<InFlightDiagnostic()> emitError, int64_t stages,
+                 SmemTileType buffer) {
+  if (stages < 1 || stages > kMaxPipeStages)
+    return emitError() << "a pipe has 1 to " << kMaxPipeStages
+                       << " stages, got " << stages;
+  if (!buffer)
+    return emitError() << "a pipe's buffer must be an !attn.smem tile";
+  return success();
+}

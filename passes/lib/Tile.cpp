@@ -188,9 +188,9 @@ struct AttnTilePass : public mlir::attn::impl::AttnTileBase<AttnTilePass> {
       auto func = op->getParentOfType<func::FuncOp>();
       if (failed(checkKernelShape(op, func)))
         return signalPassFailure();
-      TileConfig config = resolveTileConfig(*target, op.getHeadDim(),
-                                            op.getCausal(), blockM, blockN,
-                                            numWarps);
+      TileConfig config = resolveTileConfig(
+          *target, op.getHeadDim(), op.getCausal(), blockM, blockN, numWarps,
+          warpSpecialize && *target == TargetKind::sm_90a, stages);
       if (llvm::Error error =
               checkTileConfig(config, *target, op.getHeadDim())) {
         op.emitOpError() << "invalid tile configuration: "

@@ -15,7 +15,18 @@ static constexpr int64_t kMaxSmemSm80 = 163 * 1024;
 static constexpr int64_t kMaxSmemSm90 = 227 * 1024;
 
 TileConfig mlir::attn::chooseTileConfig(TargetKind target, int64_t headDim,
-                                        bool causal) {
+                                        bool causal, bool warpSpecialized) {
+  if (target == TargetKind::sm_90a && warpSpecialized) {
+    // FlashAttention-3's shapes: consumer warpgroups of 64 query rows each
+    // (three at d64, two otherwise) behind one producer warpgroup, K/V in
+    // two-stage pipes. d256 narrows the key block to 80 so that O (128
+    // registers) and S fit in 240 registers and Q + 2 x (K + V) in 227 KB.
+    if (headDim == 64)
+      return {192, 128, 12, 2};
+    if (headDim == 128)
+      return {128, 128, 8, 2};
+    return {128, 80, 8, 2};
+  }
   if (target == TargetKind::sm_90a) {
     // One warpgroup computes a 64-row query block (one wgmma m64 slice) with
     // 128-wide key blocks (n64 for d256 to stay within the register file).
@@ -40,8 +51,12 @@ TileConfig mlir::attn::chooseTileConfig(TargetKind target, int64_t headDim,
 
 TileConfig mlir::attn::resolveTileConfig(TargetKind target, int64_t headDim,
                                          bool causal, int64_t blockM,
-                                         int64_t blockN, int64_t numWarps) {
-  TileConfig config = chooseTileConfig(target, headDim, causal);
+                                         int64_t blockN, int64_t numWarps,
+                                         bool warpSpecialized, int64_t stages) {
+  TileConfig config =
+      chooseTileConfig(target, headDim, causal, warpSpecialized);
+  if (stages > 0)
+    config.stages = stages;
   if (blockM > 0)
     config.blockM = blockM;
   if (blockN > 0)
@@ -55,19 +70,26 @@ int64_t mlir::attn::maxSharedMemoryBytes(TargetKind target) {
   return target == TargetKind::sm_90a ? kMaxSmemSm90 : kMaxSmemSm80;
 }
 
-int64_t mlir::attn::sharedMemoryLayoutBytes(ArrayRef<int64_t> tileBytes) {
+int64_t
+mlir::attn::sharedMemoryLayoutBytes(ArrayRef<SmemAllocation> allocations) {
   int64_t bytes = 0;
-  for (int64_t tile : tileBytes)
-    bytes += llvm::alignTo(tile, kSmemTileAlignment) + kMbarrierBytes;
+  for (const SmemAllocation &a : allocations) {
+    int64_t buffers = std::max<int64_t>(a.stages, 1);
+    int64_t barriers = a.stages == 0 ? 1 : 2 * a.stages;
+    bytes += buffers * llvm::alignTo(a.tileBytes, kSmemTileAlignment) +
+             barriers * kMbarrierBytes;
+  }
   return bytes + kSmemTileAlignment;
 }
 
 int64_t mlir::attn::sharedMemoryBytes(const TileConfig &config,
                                       int64_t headDim) {
   const int64_t elementBytes = 2;
-  return sharedMemoryLayoutBytes({config.blockM * headDim * elementBytes,
-                                  config.blockN * headDim * elementBytes,
-                                  config.blockN * headDim * elementBytes});
+  int64_t q = config.blockM * headDim * elementBytes;
+  int64_t kv = config.blockN * headDim * elementBytes;
+  if (config.stages > 0)
+    return sharedMemoryLayoutBytes({{q, 1}, {kv, config.stages}, {kv, config.stages}});
+  return sharedMemoryLayoutBytes({{q, 0}, {kv, 0}, {kv, 0}});
 }
 
 llvm::Error mlir::attn::checkTileConfig(const TileConfig &config,
@@ -87,6 +109,9 @@ llvm::Error mlir::attn::checkTileConfig(const TileConfig &config,
     return fail(llvm::formatv(
         "block-n = {0} must be a multiple of 16 between 16 and 256",
         config.blockN));
+  if (config.stages < 0 || config.stages > kMaxPipeStages)
+    return fail(llvm::formatv("stages = {0} is out of range; use 1 to {1}",
+                              config.stages, kMaxPipeStages));
   if (target == TargetKind::sm_90a) {
     if (config.numWarps % 4 != 0)
       return fail(llvm::formatv("sm_90a computes with whole warpgroups: "

@@ -72,6 +72,21 @@ static cl::opt<bool> noBlockSkip(
     "no-block-skip",
     cl::desc("Leave out attn-causal-blocks: mask every block (ablation)"),
     cl::cat(category));
+static cl::opt<bool> noWarpSpecialize(
+    "no-warp-specialize",
+    cl::desc("sm_90a: one role for all warps, FlashAttention-2 style (ablation)"),
+    cl::cat(category));
+static cl::opt<int64_t> stages(
+    "stages", cl::desc("sm_90a: K/V pipe stages (default 2)"), cl::init(0),
+    cl::cat(category));
+static cl::opt<bool> noIntraWgOverlap(
+    "no-intra-wg-overlap",
+    cl::desc("sm_90a: do not overlap the softmax with the GEMMs (ablation)"),
+    cl::cat(category));
+static cl::opt<bool> noPingpong(
+    "no-pingpong",
+    cl::desc("sm_90a: do not alternate the consumer warpgroups (ablation)"),
+    cl::cat(category));
 static cl::opt<int> llvmOptLevel(
     "llvm-opt-level", cl::desc("LLVM optimisation level before the NVPTX "
                                "backend: 1, 2 or 3 (default)"),
@@ -143,6 +158,10 @@ int main(int argc, char **argv) {
   spec.blockN = blockN;
   spec.numWarps = numWarps;
   spec.skipMaskedBlocks = !noBlockSkip;
+  spec.warpSpecialize = !noWarpSpecialize;
+  spec.stages = stages;
+  spec.intraWgOverlap = !noIntraWgOverlap;
+  spec.pingpong = !noPingpong;
   if (llvm::Error error = validateSpec(spec))
     return fail(llvm::toString(std::move(error)));
 

@@ -29,6 +29,11 @@ struct AttentionSpec {
   // Tile overrides (0: chosen by attn-tile).
   int64_t blockM = 0, blockN = 0, numWarps = 0;
   bool skipMaskedBlocks = true; ///< run attn-causal-blocks
+  // The FlashAttention-3 schedule (sm_90a; each switch is one pass).
+  bool warpSpecialize = true; ///< attn-warp-specialize
+  int64_t stages = 0;         ///< attn-multibuffer stages (0: default, 2)
+  bool intraWgOverlap = true; ///< attn-intra-wg-overlap
+  bool pingpong = true;       ///< attn-pingpong
 };
 
 /// Everything the runtime needs to launch a kernel (see docs/ABI.md).

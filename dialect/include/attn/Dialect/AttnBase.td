@@ -186,4 +186,24 @@ def Attn_RegTileType : Attn_Type<"RegTile", "regs"> {
   }];
 }
 
+def Attn_PipeType : Attn_Type<"Pipe", "pipe"> {
+  let summary = "A ring of shared-memory tiles with full/empty barriers per stage";
+  let description = [{
+    `stages` buffers of one tile type, filled in order by a producer and
+    drained in order by consumers. Fill `i` goes to stage `i % stages`; the
+    phase of that stage's barriers is `(i / stages) % 2`, so a loop index is
+    all the IR needs to name a fill. On sm_90a each stage has a `full`
+    mbarrier (completed by the TMA transaction count) and an `empty` mbarrier
+    (one arrival per consumer warp); see `attn.pipe_acquire`, `attn.pipe_load`,
+    `attn.pipe_wait` and `attn.pipe_release`.
+
+    ```mlir
+    !attn.pipe<2, !attn.smem<128x128xbf16, swizzle = 128>>
+    ```
+  }];
+  let parameters = (ins "int64_t":$stages, "SmemTileType":$buffer);
+  let assemblyFormat = "`<` $stages `,` $buffer `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // ATTN_DIALECT_ATTNBASE_TD

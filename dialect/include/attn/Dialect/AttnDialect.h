@@ -10,6 +10,12 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "attn/Dialect/AttnDialect.h.inc"
+
+namespace mlir::attn {
+/// Most stages a shared-memory pipe may have (more never fit in shared memory
+/// with the tiles attention uses).
+constexpr int64_t kMaxPipeStages = 8;
+} // namespace mlir::attn
 #include "attn/Dialect/AttnEnums.h.inc"
 
 #define GET_ATTRDEF_CLASSES

@@ -41,8 +41,12 @@ def Attn_AttentionOp : Attn_Op<"attention"> {
         memref<?x?x?x128xbf16>, memref<?x?x?xf32>
     ```
   }];
-  let arguments = (ins AnyMemRef:$q, AnyMemRef:$k, AnyMemRef:$v, AnyMemRef:$o,
-                       Optional<AnyMemRef>:$lse, UnitAttr:$causal, F32Attr:$scale);
+  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$q,
+                       Arg<AnyMemRef, "", [MemRead]>:$k,
+                       Arg<AnyMemRef, "", [MemRead]>:$v,
+                       Arg<AnyMemRef, "", [MemWrite]>:$o,
+                       Arg<Optional<AnyMemRef>, "", [MemWrite]>:$lse,
+                       UnitAttr:$causal, F32Attr:$scale);
   let assemblyFormat = [{
     $q `,` $k `,` $v `,` $o (`lse` $lse^)? attr-dict `:` type($q) `,` type($k)
     `,` type($v) `,` type($o) (`,` type($lse)^)?
@@ -84,7 +88,7 @@ def Attn_AllocSmemOp : Attn_Op<"alloc_smem"> {
     %k = attn.alloc_smem : !attn.smem<64x128xbf16, swizzle = 128>
     ```
   }];
-  let results = (outs Attn_AnySmemTile:$result);
+  let results = (outs Res<Attn_AnySmemTile, "", [MemAlloc]>:$result);
   let assemblyFormat = "attr-dict `:` qualified(type($result))";
 }
 
@@ -106,8 +110,9 @@ def Attn_CopyAsyncOp : Attn_Op<"copy_async"> {
       : memref<?x?x?x128xbf16>, !attn.smem<64x128xbf16, swizzle = 128>
     ```
   }];
-  let arguments = (ins AnyMemRef:$src, Index:$batch, Index:$row, Index:$head,
-                       Attn_AnySmemTile:$dst);
+  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$src, Index:$batch,
+                       Index:$row, Index:$head,
+                       Arg<Attn_AnySmemTile, "", [MemWrite]>:$dst);
   let assemblyFormat = [{
     $src `[` $batch `,` $row `,` $head `]` `->` $dst attr-dict `:` type($src)
     `,` qualified(type($dst))
@@ -131,7 +136,8 @@ def Attn_WaitOp : Attn_Op<"wait"> {
     attn.wait %k_smem, %j : !attn.smem<64x128xbf16, swizzle = 128>
     ```
   }];
-  let arguments = (ins Attn_AnySmemTile:$buffer, Index:$fill);
+  let arguments = (ins Arg<Attn_AnySmemTile, "", [MemRead, MemWrite]>:$buffer,
+                       Index:$fill);
   let assemblyFormat = "$buffer `,` $fill attr-dict `:` qualified(type($buffer))";
 }
 
@@ -151,7 +157,7 @@ def Attn_SplatOp : Attn_Op<"splat", [Pure]> {
   let assemblyFormat = "$value attr-dict `->` qualified(type($result))";
 }
 
-def Attn_MmaOp : Attn_Op<"mma", [Pure]> {
+def Attn_MmaOp : Attn_Op<"mma"> {
   let summary = "Matrix multiply-accumulate on tensor cores";
   let description = [{
     `result = a * b (+ acc)`, with `b` transposed when `transpose_b` is set
@@ -167,13 +173,23 @@ def Attn_MmaOp : Attn_Op<"mma", [Pure]> {
     swizzle shared-memory descriptors (a from registers when it is a register
     tile), fenced, committed and waited.
 
+    Shared memory is read, not a value: the op declares a read of `a` and `b`,
+    so CSE never merges two MMAs across a copy or wait that refills a buffer.
+
+    With `async` (sm_90a) the wgmma group is committed but not waited: the
+    result is in flight and may only be used by `attn.mma_wait`, which names
+    how many later groups may stay pending. This is what lets the next GEMM
+    run under the softmax (`attn-intra-wg-overlap`).
+
     ```mlir
     %s = attn.mma %q, %k {transpose_b} : !attn.smem<128x128xbf16, swizzle = 128>,
            !attn.smem<64x128xbf16, swizzle = 128> -> !attn.regs<128x64xf32, acc>
     ```
   }];
-  let arguments = (ins Attn_Operand:$a, Attn_AnySmemTile:$b,
-                       Optional<Attn_AnyRegTile>:$acc, UnitAttr:$transpose_b);
+  let arguments = (ins Arg<Attn_Operand, "", [MemRead]>:$a,
+                       Arg<Attn_AnySmemTile, "", [MemRead]>:$b,
+                       Optional<Attn_AnyRegTile>:$acc, UnitAttr:$transpose_b,
+                       UnitAttr:$async);
   let results = (outs Attn_AnyRegTile:$result);
   let assemblyFormat = [{
     $a `,` $b (`,` $acc^)? attr-dict `:` qualified(type($a)) `,` qualified(type($b))
@@ -378,8 +394,8 @@ def Attn_StoreOp : Attn_Op<"store"> {
     attn.store %out -> %O[%b, %row, %h] : !attn.regs<128x128xf32, acc>, memref<?x?x?x128xbf16>
     ```
   }];
-  let arguments = (ins Attn_AnyRegTile:$value, AnyMemRef:$dst, Index:$batch,
-                       Index:$row, Index:$head);
+  let arguments = (ins Attn_AnyRegTile:$value, Arg<AnyMemRef, "", [MemWrite]>:$dst,
+                       Index:$batch, Index:$row, Index:$head);
   let assemblyFormat = [{
     $value `->` $dst `[` $batch `,` $row `,` $head `]` attr-dict `:`
     qualified(type($value)) `,` type($dst)
@@ -397,13 +413,15 @@ def Attn_StoreRowsOp : Attn_Op<"store_rows"> {
     attn.store_rows %lse -> %LSE[%b, %h, %row] : !attn.regs<128xf32, row>, memref<?x?x?xf32>
     ```
   }];
-  let arguments = (ins Attn_AnyRegTile:$value, AnyMemRef:$dst, Index:$batch,
-                       Index:$head, Index:$row);
+  let arguments = (ins Attn_AnyRegTile:$value, Arg<AnyMemRef, "", [MemWrite]>:$dst,
+                       Index:$batch, Index:$head, Index:$row);
   let assemblyFormat = [{
     $value `->` $dst `[` $batch `,` $head `,` $row `]` attr-dict `:`
     qualified(type($value)) `,` type($dst)
   }];
   let hasVerifier = 1;
 }
+
+include "attn/Dialect/AttnScheduleOps.td"
 
 #endif // ATTN_DIALECT_ATTNOPS_TD

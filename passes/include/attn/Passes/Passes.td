@@ -51,6 +51,12 @@ def AttnTile : Pass<"attn-tile", "ModuleOp"> {
            "Key/value rows per loop iteration (0: chosen)">,
     Option<"numWarps", "num-warps", "int64_t", "0",
            "Warps per CTA (0: chosen)">,
+    Option<"warpSpecialize", "warp-specialize", "bool", "false",
+           "Choose tiles for a warp-specialized kernel (sm_90a: FlashAttention-3 "
+           "shapes; attn-warp-specialize does the split)">,
+    Option<"stages", "stages", "int64_t", "0",
+           "K/V pipe stages the shared-memory budget must hold (0: none, or "
+           "the warp-specialized default of 2)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect",
@@ -105,6 +111,144 @@ def AttnOnlineSoftmax : Pass<"attn-online-softmax", "ModuleOp"> {
     %l1    = attn.row_reduce sum %p, %ls ...
     ```
   }];
+}
+
+def AttnMultibuffer : Pass<"attn-multibuffer", "ModuleOp"> {
+  let summary = "Turn the copied tiles into multi-stage pipes with full/empty barriers";
+  let description = [{
+    Every shared-memory tile that `attn.copy_async` fills becomes an
+    `attn.pipe`: the key and value tiles get `stages` buffers, the query tile
+    (filled once) one. Each copy becomes `attn.pipe_acquire` (wait for the
+    stage to be empty) plus `attn.pipe_load` (TMA, completing on the stage's
+    full barrier); each `attn.wait` becomes `attn.pipe_wait`, which returns
+    the stage's buffer, and an `attn.pipe_release` follows the last MMA that
+    reads it. The CTA-wide barrier of `attn.wait` is gone: a buffer is
+    refilled exactly when every consumer warp has released it, which is what
+    lets a producer run `stages - 1` blocks ahead. sm_90a only (sm_80 keeps
+    its cp.async single buffers for now).
+
+    Before:
+    ```mlir
+    %k = attn.alloc_smem : !attn.smem<128x128xbf16, swizzle = 128>
+    attn.copy_async %K[%b, %c0, %h] -> %k ...
+    scf.for %j = ... {
+      attn.wait %k, %j ...
+      %s = attn.mma %qs, %k {transpose_b} ...
+      ...
+    }
+    ```
+    After:
+    ```mlir
+    %kp = attn.create_pipe : !attn.pipe<2, !attn.smem<128x128xbf16, swizzle = 128>>
+    attn.pipe_acquire %kp[%c0] ...
+    attn.pipe_load %K[%b, %c0, %h] -> %kp[%c0] ...
+    scf.for %j = ... {
+      %k = attn.pipe_wait %kp[%j] ...
+      %s = attn.mma %qs, %k {transpose_b} ...
+      attn.pipe_release %kp[%j] ...
+      ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", "2",
+           "Buffers per key/value pipe (1 to 8)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
+def AttnWarpSpecialize : Pass<"attn-warp-specialize", "ModuleOp"> {
+  let summary = "Split the kernel into a TMA producer warpgroup and MMA consumer warpgroups";
+  let description = [{
+    FlashAttention-3's warp specialization. The tile program is copied into
+    the two regions of `attn.warp_specialize`: the producer keeps only the
+    pipe acquires and loads (and the loops and scalars they need) and runs
+    on one thread of its own warpgroup; the consumers keep everything else.
+    Data flows only through the pipes, so the producer runs ahead by the
+    pipes' depth while the consumers compute. Registers move from the
+    producer to the consumers with `setmaxnreg` (24/240 with one or two
+    consumer warpgroups, 32/160 with three, as FlashAttention-3 does).
+    Needs every copied tile to be a pipe (run `attn-multibuffer` first).
+
+    After (abridged):
+    ```mlir
+    %kp = attn.create_pipe ...
+    attn.warp_specialize producer {
+      attn.pipe_acquire %qp[%c0] ...  attn.pipe_load %Q[...] -> %qp[%c0] ...
+      scf.for %j = ... { attn.pipe_acquire %vp[%j] ... attn.pipe_load ... }
+    } consumers {
+      %q = attn.pipe_wait %qp[%c0] ...
+      %r:3 = scf.for %j = ... { %k = attn.pipe_wait %kp[%j] ... attn.mma ... }
+      attn.store ...
+    } {consumer_regs = 240 : i64, consumer_warpgroups = 2 : i64,
+       producer_regs = 24 : i64, producer_warps = 4 : i64}
+    ```
+  }];
+  let options = [
+    Option<"producerRegs", "producer-regs", "int64_t", "0",
+           "Registers per producer thread (0: 24, or 32 with three consumer warpgroups)">,
+    Option<"consumerRegs", "consumer-regs", "int64_t", "0",
+           "Registers per consumer thread (0: 240, or 160 with three consumer warpgroups)">,
+  ];
+}
+
+def AttnIntraWgOverlap : Pass<"attn-intra-wg-overlap", "ModuleOp"> {
+  let summary = "Issue S_{j+1} = Q K_{j+1}^T and O += P_j V_j before the softmax of block j+1";
+  let description = [{
+    FlashAttention-3's intra-warpgroup pipelining of the two GEMMs with the
+    softmax. Each key/value loop is rotated by half an iteration: a prologue
+    computes S_0 and its softmax; iteration j issues S_j = Q K_j^T and
+    O += P_{j-1} V_{j-1} as asynchronous wgmma groups, waits for S_j alone
+    (`attn.mma_wait {pending = 1}`) and runs the softmax while the P V group
+    is still on the tensor cores, then waits for it (`pending = 0`),
+    releases the buffers and rescales O; an epilogue adds the last P V.
+    An empty loop skips prologue and epilogue (`scf.if`). sm_90a; the pipes
+    need two stages or more.
+
+    After (abridged):
+    ```mlir
+    %r:4 = scf.for %j = %lo1 to %hi ... iter_args(%acc, %m, %l, %p) {
+      %k  = attn.pipe_wait %kp[%j] ...
+      %sa = attn.mma %q, %k {async, transpose_b} ...
+      %v  = attn.pipe_wait %vp[%jm1] ...
+      %oa = attn.mma %p, %v, %acc {async} ...
+      %s  = attn.mma_wait %sa {pending = 1} ...
+      attn.pipe_release %kp[%j] ...
+      ... softmax of %s ...
+      %o  = attn.mma_wait %oa {pending = 0} ...
+      attn.pipe_release %vp[%jm1] ...
+      %o1 = attn.rescale %o, %alpha ...
+    }
+    ```
+  }];
+}
+
+def AttnPingpong : Pass<"attn-pingpong", "ModuleOp"> {
+  let summary = "Alternate the consumer warpgroups' GEMM phases on named barriers";
+  let description = [{
+    FlashAttention-3's pingpong schedule. In a warp-specialized kernel with
+    two or more consumer warpgroups, every run of MMA issues (the GEMM
+    phase) is bracketed by `attn.named_barrier_sync` on the warpgroup's own
+    barrier and `attn.named_barrier_arrive` on the next warpgroup's, and
+    the last warpgroup arrives once up front: the warpgroups take turns on
+    the tensor cores, so one's softmax runs under the others' GEMMs. Barrier
+    ids come from one allocator (`attn/Passes/NamedBarriers.h`); barrier 0
+    stays the CTA barrier.
+
+    After (abridged):
+    ```mlir
+    %wg = attn.warpgroup_id
+    ... scf.if (%wg == last) { attn.named_barrier_arrive %first {threads = 256} }
+    scf.for ... {
+      attn.named_barrier_sync %mine {threads = 256 : i64}
+      %sa = attn.mma ... {async} ... %oa = attn.mma ... {async}
+      attn.named_barrier_arrive %next {threads = 256 : i64}
+      ...
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 #endif // ATTN_PASSES_PASSES_TD

@@ -11,15 +11,20 @@ namespace mlir::attn {
 struct TileConfig {
   int64_t blockM = 0;   ///< query rows per CTA
   int64_t blockN = 0;   ///< key/value rows per loop iteration
-  int64_t numWarps = 0; ///< warps per CTA
+  int64_t numWarps = 0; ///< warps per CTA (the consumer warps when
+                        ///< warp-specialized)
+  int64_t stages = 0;   ///< K/V pipe stages (0: single buffers, no pipes)
 };
 
-/// The default configuration for a head dimension, mask and target.
-TileConfig chooseTileConfig(TargetKind target, int64_t headDim, bool causal);
+/// The default configuration for a head dimension, mask and target, and
+/// whether the kernel will be warp-specialized (sm_90a).
+TileConfig chooseTileConfig(TargetKind target, int64_t headDim, bool causal,
+                            bool warpSpecialized = false);
 
 /// The default configuration with every positive override applied.
 TileConfig resolveTileConfig(TargetKind target, int64_t headDim, bool causal,
-                             int64_t blockM, int64_t blockN, int64_t numWarps);
+                             int64_t blockM, int64_t blockN, int64_t numWarps,
+                             bool warpSpecialized = false, int64_t stages = 0);
 
 /// Checks a (possibly user-overridden) configuration against what the target's
 /// code generator supports, and returns an error that says what to change.
@@ -33,10 +38,19 @@ llvm::Error checkTileConfig(const TileConfig &config, TargetKind target,
 constexpr int64_t kSmemTileAlignment = 1024;
 constexpr int64_t kMbarrierBytes = 8;
 
-/// Dynamic shared memory (bytes) of that layout for tiles of these sizes.
-int64_t sharedMemoryLayoutBytes(llvm::ArrayRef<int64_t> tileBytes);
+/// One shared-memory allocation of a tile program: a buffer (`stages` 0,
+/// one mbarrier) or a pipe of `stages` buffers (a full and an empty mbarrier
+/// per stage).
+struct SmemAllocation {
+  int64_t tileBytes = 0;
+  int64_t stages = 0;
+};
 
-/// Shared memory (bytes) the kernel of `config` needs: Q, K and V tiles.
+/// Dynamic shared memory (bytes) of that layout for these allocations.
+int64_t sharedMemoryLayoutBytes(llvm::ArrayRef<SmemAllocation> allocations);
+
+/// Shared memory (bytes) the kernel of `config` needs: Q, K and V tiles
+/// (with `config.stages` > 0, pipes: Q one stage, K and V `stages` each).
 int64_t sharedMemoryBytes(const TileConfig &config, int64_t headDim);
 
 /// The most dynamic shared memory one CTA may use on the target.

@@ -1,0 +1,225 @@
+//===- AttnScheduleOps.td - the schedule as IR -------------*- tablegen -*-===//
+//
+// Ops that make a kernel's schedule explicit, so each FlashAttention-3
+// technique is a pass that rewrites them and the lowering only translates:
+//   * pipes: multi-stage shared-memory rings with full/empty barriers
+//     (attn-multibuffer);
+//   * warp roles: a producer region and a consumer region with register
+//     budgets (attn-warp-specialize);
+//   * asynchronous MMAs and their waits (attn-intra-wg-overlap);
+//   * named barriers between consumer warpgroups (attn-pingpong).
+//
+// Included from AttnOps.td.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_DIALECT_ATTNSCHEDULEOPS_TD
+#define ATTN_DIALECT_ATTNSCHEDULEOPS_TD
+
+def Attn_Pipe : Type<CPred<"::llvm::isa<::mlir::attn::PipeType>($_self)">,
+                     "shared-memory pipe", "::mlir::attn::PipeType">;
+
+//===----------------------------------------------------------------------===//
+// Pipes
+//===----------------------------------------------------------------------===//
+
+def Attn_CreatePipeOp : Attn_Op<"create_pipe"> {
+  let summary = "A multi-stage ring of shared-memory tiles";
+  let description = [{
+    Reserves `stages` tile buffers and, on sm_90a, a `full` and an `empty`
+    mbarrier per stage (initialised once at kernel entry: `full` expects one
+    arrival plus the TMA bytes, `empty` one arrival per consumer warp).
+
+    ```mlir
+    %kp = attn.create_pipe : !attn.pipe<2, !attn.smem<128x128xbf16, swizzle = 128>>
+    ```
+  }];
+  let results = (outs Res<Attn_Pipe, "", [MemAlloc]>:$result);
+  let assemblyFormat = "attr-dict `:` qualified(type($result))";
+}
+
+def Attn_PipeAcquireOp : Attn_Op<"pipe_acquire"> {
+  let summary = "Producer: wait until the stage of fill `fill` is empty";
+  let description = [{
+    Blocks the producer until every consumer has released fill
+    `fill - stages` of this stage (the first `stages` fills pass at once).
+    sm_90a: `mbarrier.try_wait.parity` on the stage's `empty` barrier with
+    parity `(fill / stages + 1) % 2`.
+
+    ```mlir
+    attn.pipe_acquire %kp[%j] : !attn.pipe<2, !attn.smem<128x128xbf16, swizzle = 128>>
+    ```
+  }];
+  let arguments = (ins Arg<Attn_Pipe, "", [MemRead, MemWrite]>:$pipe,
+                       Index:$fill);
+  let assemblyFormat = "$pipe `[` $fill `]` attr-dict `:` qualified(type($pipe))";
+}
+
+def Attn_PipeLoadOp : Attn_Op<"pipe_load"> {
+  let summary = "Producer: start the copy of one tile into the stage of fill `fill`";
+  let description = [{
+    Copies rows `[row, row + rows)` of head `head` of batch `batch` of a
+    [B, N, H, D] tensor into stage `fill % stages` (rows past N read as zero)
+    and commits the fill: consumers waiting on it wake when the bytes land.
+    sm_90a: `mbarrier.arrive.expect_tx` of the tile's bytes on the stage's
+    `full` barrier, then one `cp.async.bulk.tensor.4d` per 64-column panel.
+    Issued by one thread.
+
+    ```mlir
+    attn.pipe_load %K[%b, %row, %h] -> %kp[%j]
+      : memref<?x?x?x128xbf16>, !attn.pipe<2, !attn.smem<128x128xbf16, swizzle = 128>>
+    ```
+  }];
+  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$src, Index:$batch,
+                       Index:$row, Index:$head,
+                       Arg<Attn_Pipe, "", [MemWrite]>:$pipe, Index:$fill);
+  let assemblyFormat = [{
+    $src `[` $batch `,` $row `,` $head `]` `->` $pipe `[` $fill `]` attr-dict
+    `:` type($src) `,` qualified(type($pipe))
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_PipeWaitOp : Attn_Op<"pipe_wait"> {
+  let summary = "Consumer: wait until fill `fill` has landed and name its buffer";
+  let description = [{
+    Blocks until the copy of fill `fill` is complete and visible, and returns
+    the stage's buffer. sm_90a: `mbarrier.try_wait.parity` on the stage's
+    `full` barrier with parity `(fill / stages) % 2`. No CTA barrier.
+
+    ```mlir
+    %k = attn.pipe_wait %kp[%j] : !attn.pipe<2, !attn.smem<128x128xbf16, swizzle = 128>>
+           -> !attn.smem<128x128xbf16, swizzle = 128>
+    ```
+  }];
+  let arguments = (ins Arg<Attn_Pipe, "", [MemRead, MemWrite]>:$pipe,
+                       Index:$fill);
+  let results = (outs Attn_AnySmemTile:$buffer);
+  let assemblyFormat = [{
+    $pipe `[` $fill `]` attr-dict `:` qualified(type($pipe)) `->`
+    qualified(type($buffer))
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_PipeReleaseOp : Attn_Op<"pipe_release"> {
+  let summary = "Consumer: this warp is done reading fill `fill`";
+  let description = [{
+    Lane 0 of every consumer warp arrives on the stage's `empty` barrier, so
+    the producer may refill it. Place it after the MMAs reading the buffer
+    have completed (a synchronous `attn.mma`, or `attn.mma_wait`).
+
+    ```mlir
+    attn.pipe_release %kp[%j] : !attn.pipe<2, !attn.smem<128x128xbf16, swizzle = 128>>
+    ```
+  }];
+  let arguments = (ins Arg<Attn_Pipe, "", [MemRead, MemWrite]>:$pipe,
+                       Index:$fill);
+  let assemblyFormat = "$pipe `[` $fill `]` attr-dict `:` qualified(type($pipe))";
+}
+
+//===----------------------------------------------------------------------===//
+// Asynchronous MMAs
+//===----------------------------------------------------------------------===//
+
+def Attn_MmaWaitOp : Attn_Op<"mma_wait", [AllTypesMatch<["input", "result"]>,
+    MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Wait for an asynchronous MMA, leaving `pending` later ones in flight";
+  let description = [{
+    `input` is the result of an `attn.mma {async}`; the result is the same
+    tile, now readable. `pending` is how many MMA groups committed after it
+    may still run. sm_90a: `wgmma.wait_group.sync.aligned pending`, then a
+    register fence so no read of the accumulator moves above the wait.
+
+    ```mlir
+    %s = attn.mma_wait %s_async {pending = 1} : !attn.regs<128x128xf32, acc>
+    ```
+  }];
+  let arguments = (ins Attn_AnyRegTile:$input,
+                       ConfinedAttr<I64Attr, [IntMinValue<0>, IntMaxValue<7>]>:$pending);
+  let results = (outs Attn_AnyRegTile:$result);
+  let assemblyFormat = "$input attr-dict `:` qualified(type($input))";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Warp roles and named barriers
+//===----------------------------------------------------------------------===//
+
+def Attn_WarpSpecializeOp : Attn_Op<"warp_specialize", [NoTerminator,
+    RecursiveMemoryEffects]> {
+  let summary = "Split the CTA into a producer warpgroup and consumer warpgroups";
+  let description = [{
+    The first `producer_warps` warps (one warpgroup) run `producer`, the next
+    `consumer_warpgroups` warpgroups run `consumers`. Each role first moves
+    registers with `setmaxnreg` (`producer_regs` and `consumer_regs` per
+    thread; the budgets must fit the register file). The producer region runs
+    on one elected thread (it only waits on barriers and issues TMA); the
+    consumer region runs on every consumer thread, and its register tiles are
+    laid out over the consumer warps only.
+
+    ```mlir
+    attn.warp_specialize producer {
+      scf.for %j = ... { attn.pipe_acquire ...  attn.pipe_load ... }
+    } consumers {
+      ... attn.pipe_wait ... attn.mma ... attn.pipe_release ...
+    } {consumer_regs = 240 : i64, consumer_warpgroups = 2 : i64,
+       producer_regs = 24 : i64, producer_warps = 4 : i64}
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntMinValue<4>]>:$producer_warps,
+                       I64Attr:$producer_regs,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>, IntMaxValue<3>]>:$consumer_warpgroups,
+                       I64Attr:$consumer_regs);
+  let regions = (region SizedRegion<1>:$producer, SizedRegion<1>:$consumers);
+  let assemblyFormat = "`producer` $producer `consumers` $consumers attr-dict";
+  let hasVerifier = 1;
+}
+
+def Attn_WarpgroupIdOp : Attn_Op<"warpgroup_id", [Pure]> {
+  let summary = "Index of this warpgroup among the consumer warpgroups";
+  let description = [{
+    Only inside the `consumers` region of `attn.warp_specialize`.
+    Lowers to `(tid - producer threads) / 128`.
+
+    ```mlir
+    %wg = attn.warpgroup_id
+    ```
+  }];
+  let results = (outs Index:$result);
+  let assemblyFormat = "attr-dict";
+  let hasVerifier = 1;
+}
+
+def Attn_NamedBarrierSyncOp : Attn_Op<"named_barrier_sync",
+    [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Wait on hardware barrier `id` until `threads` threads arrived";
+  let description = [{
+    `bar.sync id, threads`. Barrier 0 is the CTA barrier; pass-created ids
+    come from one allocator (attn-pingpong).
+
+    ```mlir
+    attn.named_barrier_sync %id {threads = 256 : i64}
+    ```
+  }];
+  let arguments = (ins Index:$id,
+                       ConfinedAttr<I64Attr, [IntMinValue<32>, IntMaxValue<1024>]>:$threads);
+  let assemblyFormat = "$id attr-dict";
+}
+
+def Attn_NamedBarrierArriveOp : Attn_Op<"named_barrier_arrive",
+    [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Arrive on hardware barrier `id` without waiting";
+  let description = [{
+    `bar.arrive id, threads`.
+
+    ```mlir
+    attn.named_barrier_arrive %id {threads = 256 : i64}
+    ```
+  }];
+  let arguments = (ins Index:$id,
+                       ConfinedAttr<I64Attr, [IntMinValue<32>, IntMaxValue<1024>]>:$threads);
+  let assemblyFormat = "$id attr-dict";
+}
+
+#endif // ATTN_DIALECT_ATTNSCHEDULEOPS_TD

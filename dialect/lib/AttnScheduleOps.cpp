@@ -1,0 +1,76 @@
+//===- AttnScheduleOps.cpp - verifiers of the schedule ops ----------------===//
+#include "Verifiers.h"
+#include "attn/Dialect/AttnDialect.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+/// Registers one thread may hold (sm_90a) and the register file per SM.
+static constexpr int64_t kMaxRegsPerThread = 256;
+static constexpr int64_t kRegisterFile = 64 * 1024;
+/// setmaxnreg takes 24..256 in steps of 8.
+static constexpr int64_t kMinSetMaxNReg = 24;
+static constexpr int64_t kSetMaxNRegStep = 8;
+static constexpr int64_t kWarpgroupWarps = 4;
+
+LogicalResult PipeLoadOp::verify() {
+  if (getTarget(*this) != TargetKind::sm_90a)
+    return emitOpError("pipes complete on mbarriers and TMA; they need "
+                       "#attn.target<sm_90a>");
+  return verifyTileCopy(*this, getSrc().getType(), getPipe().getType().getBuffer());
+}
+
+LogicalResult PipeWaitOp::verify() {
+  SmemTileType buffer = getPipe().getType().getBuffer();
+  if (getBuffer().getType() != buffer)
+    return emitOpError() << "result type " << getBuffer().getType()
+                         << " differs from the pipe's buffer type " << buffer;
+  return success();
+}
+
+LogicalResult MmaWaitOp::verify() {
+  auto mma = getInput().getDefiningOp<MmaOp>();
+  if (!mma || !mma.getAsync())
+    return emitOpError("input must be the result of an asynchronous "
+                       "attn.mma {async}");
+  return success();
+}
+
+/// Checks one role's setmaxnreg budget.
+static LogicalResult verifyRegs(Operation *op, StringRef role, int64_t regs) {
+  if (regs < kMinSetMaxNReg || regs > kMaxRegsPerThread ||
+      regs % kSetMaxNRegStep != 0)
+    return op->emitOpError() << role << "_regs = " << regs
+                             << " must be a multiple of " << kSetMaxNRegStep
+                             << " between " << kMinSetMaxNReg << " and "
+                             << kMaxRegsPerThread << " (setmaxnreg)";
+  return success();
+}
+
+LogicalResult WarpSpecializeOp::verify() {
+  if (getTarget(*this) != TargetKind::sm_90a)
+    return emitOpError("warp specialization needs #attn.target<sm_90a> "
+                       "(setmaxnreg, mbarrier pipes)");
+  if (getProducerWarps() % kWarpgroupWarps != 0)
+    return emitOpError() << "producer_warps = " << getProducerWarps()
+                         << " must be whole warpgroups (a multiple of 4): "
+                            "setmaxnreg applies per warpgroup";
+  if (failed(verifyRegs(*this, "producer", getProducerRegs())) ||
+      failed(verifyRegs(*this, "consumer", getConsumerRegs())))
+    return failure();
+  int64_t total = getProducerWarps() * 32 * getProducerRegs() +
+                  getConsumerWarpgroups() * 128 * getConsumerRegs();
+  if (total > kRegisterFile)
+    return emitOpError() << "register budgets need " << total
+                         << " registers, more than the " << kRegisterFile
+                         << " of an SM; lower producer_regs or consumer_regs";
+  return success();
+}
+
+LogicalResult WarpgroupIdOp::verify() {
+  auto ws = (*this)->getParentOfType<WarpSpecializeOp>();
+  if (!ws || !ws.getConsumers().isAncestor((*this)->getParentRegion()))
+    return emitOpError("is only defined inside the 'consumers' region of "
+                       "attn.warp_specialize");
+  return success();
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The sm_90a FlashAttention-3 schedule on the GPU machine, in one call:
+# compute-sanitizer (memcheck, racecheck, synccheck) on small ragged shapes,
+# then correctness + benchmark of the default kernels and the ablations
+# against cuDNN and FA2 (PyTorch SDPA) in the same run.
+#
+#   bash gpu/make_fa3_kernels.sh            # here: kernels into .gpu/fa3, .gpu/ablation
+#   bash gpu/fa3.sh LIB                     # there, LIB = libattnrt.so
+set -uo pipefail
+cd "$(dirname "$(readlink -f "$0")")/.."
+LIB=${1:-.gpu/lib/libattnrt.so}
+OUTDIR=${OUT:-/tmp/out}
+mkdir -p "$OUTDIR"
+SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+status=0
+echo "== compute-sanitizer (each run under a 180 s timeout: a wrong mbarrier phase hangs)"
+for k in ${SANITIZE:-sm90a_bf16_d128 sm90a_bf16_d128_causal}; do
+  for tool in memcheck racecheck synccheck; do
+    if timeout 180 "$SAN" --tool $tool --error-exitcode 9 python3 gpu/sanitize_case.py \
+        --lib "$LIB" --ptx .gpu/fa3/$k.ptx --json .gpu/fa3/$k.json > "$OUTDIR/san-$k-$tool.log" 2>&1; then
+      echo "$k $tool: clean ($(grep -c ok "$OUTDIR/san-$k-$tool.log") shapes ok)"
+    else
+      echo "$k $tool: FAILED (exit $?)"; tail -n 15 "$OUTDIR/san-$k-$tool.log"; status=1
+    fi
+  done
+done
+echo "== default kernels"
+OUT=$OUTDIR/fa3 bash gpu/run.sh .gpu/fa3 "$LIB" --timeout 120 --bench-n ${BENCH_N:-1024,8192} ${FA3_ARGS:-} || status=1
+if [ -d .gpu/ablation ] && [ "${ABLATION:-1}" = 1 ]; then
+  echo "== ablation"
+  OUT=$OUTDIR/ablation bash gpu/run.sh .gpu/ablation "$LIB" --timeout 120 --quick --bench-n 8192 || status=1
+fi
+exit $status

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Compiles the sm_90a kernels gpu/fa3.sh checks: the default schedule for
+# every head dim (causal and not, bf16; f16 d128) into DIR/fa3, and the d128
+# ablations (each FlashAttention-3 technique switched off) into DIR/ablation.
+#   bash gpu/make_fa3_kernels.sh [ATTNGEN] [DIR]
+set -euo pipefail
+ATTNGEN=${1:-build/bin/attngen}
+DIR=${2:-.gpu}
+mkdir -p "$DIR/fa3" "$DIR/ablation"
+for d in 64 128 256; do
+  for causal in "" --causal; do
+    "$ATTNGEN" --head-dim=$d $causal -o "$DIR/fa3/sm90a_bf16_d${d}${causal:+_causal}.ptx"
+  done
+done
+"$ATTNGEN" --head-dim=128 --dtype=f16 -o "$DIR/fa3/sm90a_f16_d128.ptx"
+for causal in "" --causal; do
+  c=${causal:+_causal}
+  "$ATTNGEN" $causal --no-warp-specialize -o "$DIR/ablation/d128${c}_no_warp_specialize.ptx"
+  "$ATTNGEN" $causal --no-intra-wg-overlap -o "$DIR/ablation/d128${c}_no_intra_wg_overlap.ptx"
+  "$ATTNGEN" $causal --no-pingpong -o "$DIR/ablation/d128${c}_no_pingpong.ptx"
+  "$ATTNGEN" $causal --no-pingpong --no-intra-wg-overlap -o "$DIR/ablation/d128${c}_ws_only.ptx"
+  "$ATTNGEN" $causal --stages=3 -o "$DIR/ablation/d128${c}_stages3.ptx"
+done
+ls "$DIR"/fa3/*.ptx "$DIR"/ablation/*.ptx | wc -l

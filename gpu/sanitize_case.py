@@ -1,0 +1,61 @@
+"""One small ragged launch of one kernel, checked against the float32
+reference: the program compute-sanitizer runs (memcheck, racecheck,
+synccheck) for every new schedule.
+
+    compute-sanitizer --tool racecheck python3 gpu/sanitize_case.py \
+        --lib libattnrt.so --ptx K.ptx --json K.json
+"""
+import argparse
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_and_bench as cb  # noqa: E402
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--lib", required=True)
+    p.add_argument("--ptx", required=True)
+    p.add_argument("--json", required=True)
+    p.add_argument("--shapes", default="77x333,333x77,1x1",
+                   help="comma-separated NQxNK (B=1, H=2, Hkv=1)")
+    args = p.parse_args()
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.manual_seed(0)
+    torch.zeros(1, device="cuda")
+    rt = cb.Runtime(args.lib)
+    module = rt.load(args.ptx, args.json)
+    info = module.info.as_dict()
+    dtype = torch.bfloat16 if info["dtype"] == cb.ATTNRT_DTYPE_BF16 else torch.float16
+    d = info["head_dim"]
+    ok = True
+    for shape in args.shapes.split(","):
+        nq, nk = (int(x) for x in shape.split("x"))
+        q = torch.randn(1, nq, 2, d, dtype=dtype, device="cuda")
+        k = torch.randn(1, nk, 1, d, dtype=dtype, device="cuda")
+        v = torch.randn(1, nk, 1, d, dtype=dtype, device="cuda")
+        o = torch.full((1, nq, 2, d), float("nan"), dtype=dtype, device="cuda")
+        lse = torch.full((1, 2, nq), float("nan"), dtype=torch.float32, device="cuda")
+        fargs = module.make_args(q, k, v, o, lse)
+        import ctypes
+        status = rt.lib.attnrt_forward(module.handle, ctypes.byref(fargs),
+                                       ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+        if status != cb.ATTNRT_OK:
+            raise rt.error(status)
+        torch.cuda.synchronize()
+        ref, ref_lse = cb.reference(torch, q, k, v, info["scale"], bool(info["causal"]))
+        err = ((o.float() - ref).abs().max() / ref.abs().max().clamp_min(1e-6)).item()
+        good = math.isfinite(err) and err < 2e-2
+        ok &= good
+        print(f"{os.path.basename(args.ptx)} nq={nq} nk={nk}: rel err {err:.2e} "
+              f"{'ok' if good else 'FAILED'}", flush=True)
+    module.unload()
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+//===- Multibuffer.cpp - attn-multibuffer: copied tiles -> pipes ----------===//
+//
+//   %k = alloc_smem                    %kp = create_pipe <stages>
+//   copy_async %K[..row..] -> %k   ->  pipe_acquire %kp[row / block]
+//                                      pipe_load %K[..row..] -> %kp[row / block]
+//   wait %k, %j                        %kj = pipe_wait %kp[%j]
+//   mma .., %k                         mma .., %kj ; pipe_release %kp[%j]
+//
+// A CTA barrier per wait becomes a full/empty barrier pair per stage, and a
+// buffer can be refilled while the previous `stages - 1` fills are in use.
+//
+//===----------------------------------------------------------------------===//
+#include "attn/Passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+#define DEBUG_TYPE "attn-multibuffer"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_ATTNMULTIBUFFER
+#include "attn/Passes/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+/// The fill number of a copy to `row`: the block index `row / rows`,
+/// read off `row = x * rows` when the tile program built it that way.
+Value fillOf(OpBuilder &b, Location loc, Value row, int64_t rows) {
+  if (auto mul = row.getDefiningOp<arith::MulIOp>())
+    for (auto [x, c] : {std::pair(mul.getLhs(), mul.getRhs()),
+                        std::pair(mul.getRhs(), mul.getLhs())})
+      if (auto constant = c.getDefiningOp<arith::ConstantIndexOp>())
+        if (constant.value() == rows)
+          return x;
+  return arith::DivUIOp::create(
+      b, loc, row, arith::ConstantIndexOp::create(b, loc, rows));
+}
+
+/// Rewrites one copied buffer into a pipe of `stages` buffers.
+LogicalResult convertBuffer(AllocSmemOp alloc, int64_t stages) {
+  SmemTileType type = alloc.getType();
+  SmallVector<CopyAsyncOp> copies;
+  SmallVector<WaitOp> waits;
+  for (Operation *user : alloc->getUsers()) {
+    if (auto copy = dyn_cast<CopyAsyncOp>(user))
+      copies.push_back(copy);
+    else if (auto wait = dyn_cast<WaitOp>(user))
+      waits.push_back(wait);
+    else if (!isa<MmaOp>(user))
+      return user->emitOpError("reads a copied tile in a way attn-multibuffer "
+                               "cannot follow (only attn.mma may)");
+  }
+  // A tile filled once, outside any loop, needs one stage and no release.
+  bool filledOnce = copies.size() == 1 &&
+                    !copies.front()->getParentOfType<scf::ForOp>();
+  int64_t pipeStages = filledOnce ? 1 : stages;
+
+  OpBuilder b(alloc);
+  auto pipeType = PipeType::get(alloc.getContext(), pipeStages, type);
+  Value pipe = CreatePipeOp::create(b, alloc.getLoc(), pipeType);
+
+  for (CopyAsyncOp copy : copies) {
+    b.setInsertionPoint(copy);
+    Value fill = filledOnce ? arith::ConstantIndexOp::create(b, copy.getLoc(), 0)
+                            : fillOf(b, copy.getLoc(), copy.getRow(),
+                                     type.getRows());
+    PipeAcquireOp::create(b, copy.getLoc(), pipe, fill);
+    PipeLoadOp::create(b, copy.getLoc(), copy.getSrc(), copy.getBatch(),
+                       copy.getRow(), copy.getHead(), pipe, fill);
+    copy.erase();
+  }
+
+  for (WaitOp wait : waits) {
+    b.setInsertionPoint(wait);
+    Value buffer =
+        PipeWaitOp::create(b, wait.getLoc(), type, pipe, wait.getFill());
+    // Until the next wait on this tile, its readers use this fill's stage.
+    Operation *last = nullptr;
+    for (Operation *op = wait->getNextNode(); op; op = op->getNextNode()) {
+      if (auto next = dyn_cast<WaitOp>(op); next && next.getBuffer() == alloc)
+        break;
+      bool uses = false;
+      op->walk([&](Operation *inner) {
+        for (OpOperand &operand : inner->getOpOperands())
+          if (operand.get() == alloc.getResult() && isa<MmaOp>(inner)) {
+            operand.set(buffer);
+            uses = true;
+          }
+      });
+      if (uses)
+        last = op;
+    }
+    if (!filledOnce) {
+      if (!last)
+        return wait.emitOpError("waits for a fill no attn.mma reads in the "
+                                "same block; attn-multibuffer cannot place "
+                                "its release");
+      b.setInsertionPointAfter(last);
+      PipeReleaseOp::create(b, wait.getLoc(), pipe, wait.getFill());
+    }
+    wait.erase();
+  }
+  // Readers outside any wait's reach (the Q tile after the loop) keep the
+  // one-stage pipe's only buffer: map them to a wait's result.
+  if (!alloc->use_empty())
+    return alloc.emitOpError("is read before any attn.wait; attn-multibuffer "
+                             "cannot tell which fill is read");
+  alloc.erase();
+  return success();
+}
+
+struct AttnMultibufferPass
+    : public mlir::attn::impl::AttnMultibufferBase<AttnMultibufferPass> {
+  using AttnMultibufferBase::AttnMultibufferBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (stages < 1 || stages > kMaxPipeStages) {
+      module.emitError() << "attn-multibuffer: stages = " << stages
+                         << " is out of range; use 1 to " << kMaxPipeStages;
+      return signalPassFailure();
+    }
+    SmallVector<AllocSmemOp> allocs;
+    module.walk([&](AllocSmemOp alloc) {
+      bool copied = llvm::any_of(alloc->getUsers(), [](Operation *user) {
+        return isa<CopyAsyncOp>(user);
+      });
+      if (copied)
+        allocs.push_back(alloc);
+    });
+    if (!allocs.empty() && getTarget(module) != TargetKind::sm_90a) {
+      module.emitError("attn-multibuffer builds mbarrier pipes, which need "
+                       "#attn.target<sm_90a>");
+      return signalPassFailure();
+    }
+    for (AllocSmemOp alloc : allocs)
+      if (failed(convertBuffer(alloc, stages)))
+        return signalPassFailure();
+  }
+};
+
+} // namespace
