@@ -171,11 +171,22 @@ attngen_status attngen::compileKernel(const AttentionSpec &spec,
                 llvm::toString(ptx.takeError()));
   progress.stageDone("emitted PTX (LLVM O3, NVPTX)");
 
+  // The runtime's reader is the one judge of metadata: what it refuses is
+  // never returned, cached on disk or loaded.
+  std::string json = metadataToJson(*metadata);
+  attnrt_kernel_info info;
+  if (attnrt_metadata_parse(json.c_str(), &info) != ATTNRT_OK)
+    return fail(ATTNGEN_ERROR_COMPILE,
+                "the compiler produced launch metadata for {} that the runtime "
+                "refuses (a compiler bug; please report it with this "
+                "message): {}",
+                name, attnrt_last_error());
+
   out.key = cacheKey(spec);
   out.kernelName = name;
   out.arch = archName(spec.target);
   out.ptx = std::move(*ptx);
-  out.metadata = metadataToJson(*metadata);
+  out.metadata = std::move(json);
   logAt(LogLevel::Info, "compiled {} for {} in {:.3f} s", name, out.arch,
         progress.seconds());
   return ATTNGEN_OK;

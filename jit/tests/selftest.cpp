@@ -412,6 +412,34 @@ void testEntryKinds() {
   removeTree(dir);
 }
 
+/// Compiles that fail (here a scale whose float32 overflows, which the
+/// metadata could not even spell in JSON) leave nothing in the disk cache.
+void testFailedCompileNotCached() {
+  std::string dir = makeTempDir();
+  attngen_jit *jit = makeJit(dir);
+  attngen_spec spec = specOf(64, 0);
+  spec.scale = 1e39;
+  const attngen_compiled *out = nullptr;
+  attngen_status s = attngen_jit_compile(jit, &spec, "sm_80", &out);
+  expect(s != ATTNGEN_OK && !out, std::string("scale 1e39 is refused, got ") +
+                                      attngen_status_name(s) + ": " + attngen_last_error());
+  expect(entries(dir, ".kernel").empty() && entries(dir, ".tmp").empty(),
+         "scale 1e39: nothing written to the disk cache");
+  expect(stats(jit).disk_writes == 0, "scale 1e39: no disk write counted");
+  attngen_jit_destroy(jit);
+  removeTree(dir);
+}
+
+/// Only NULL and "auto" mean the current device: an empty arch is an error.
+void testEmptyArch() {
+  attngen_jit *jit = makeJit("", 0);
+  attngen_spec spec = specOf(64, 0);
+  const attngen_compiled *out = nullptr;
+  expectError(attngen_jit_compile(jit, &spec, "", &out), ATTNGEN_ERROR_INVALID_SPEC,
+              "unsupported arch ''; supported: sm_80, sm_90a, or auto", "empty arch");
+  attngen_jit_destroy(jit);
+}
+
 /// The `compile` subcommand: one request on a fresh JIT.
 int compileOnce(const std::string &dir, bool causal) {
   attngen_jit *jit = makeJit(dir);
@@ -439,6 +467,8 @@ int main(int argc, char **argv) {
   testCompileOutput();
   testCache();
   testEntryKinds();
+  testFailedCompileNotCached();
+  testEmptyArch();
   std::printf("%d checks, %d failed\n", checks, failures);
   return failures ? 1 : 0;
 }

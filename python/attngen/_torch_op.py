@@ -84,7 +84,8 @@ def _kernel_for(device, dtype, head_dim, causal, scale):
     with _kernels_lock:
         kernel = _kernels.get(key)
         if kernel is None:
-            spec = _make_spec(head_dim, str(dtype), causal, scale or None, with_lse=True)
+            spec = _make_spec(head_dim, str(dtype), causal, scale or None, with_lse=True,
+                              function="attention")
             handle = ctypes.c_void_p()
             # The kernel is loaded into the tensor's device's context.
             with torch.cuda.device(device):
