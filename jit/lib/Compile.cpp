@@ -17,7 +17,8 @@ using namespace mlir::attn;
 namespace {
 
 /// Compiles slower than this report their stages even when ATTNGEN_LOG is
-/// off, so a long first-time build never looks like a hang.
+/// unset, so a long first-time build never looks like a hang (ATTNGEN_LOG=0
+/// turns that off).
 constexpr double kSlowCompileSeconds = 1.0;
 
 /// Stage-by-stage progress of one compile.
@@ -26,7 +27,8 @@ public:
   explicit Progress(std::string kernel) : kernel(std::move(kernel)) {}
   void stageDone(const char *stage) {
     double now = clock.seconds();
-    if (logLevel() >= LogLevel::Debug || now > kSlowCompileSeconds)
+    if (logLevel() >= LogLevel::Debug ||
+        (logLevel() != LogLevel::Off && now > kSlowCompileSeconds))
       logLine(fmt::format("compiling {}: {} ({:.3f} s; {:.3f} s in all)",
                           kernel, stage, now - last, now));
     last = now;

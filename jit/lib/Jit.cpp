@@ -207,7 +207,7 @@ struct attngen_jit {
       // The driver compiles PTX to machine code on a first load (then keeps
       // it in its own cache): say so when that is slow.
       double seconds = clock.seconds();
-      if (logLevel() >= LogLevel::Info || seconds > kSlowLoadSeconds)
+      if (reportSlow(seconds, kSlowLoadSeconds))
         logLine(fmt::format("{}: loaded on the GPU in {:.3f} s (the driver's "
                             "PTX compile included)",
                             k.kernelName, seconds));
