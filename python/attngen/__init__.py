@@ -242,7 +242,9 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False):
 
     causal masks top-left aligned, as torch's is_causal: query i sees keys
     j <= i. scale defaults to 1/sqrt(head_dim). Registered as the torch op
-    torch.ops.attngen.attention, so it works under torch.compile."""
+    torch.ops.attngen.attention, which torch.compile and torch.export trace;
+    eager calls launch directly (the op's first call costs seconds of
+    PyTorch set-up)."""
     return _torch_op.attention(q, k, v, causal, scale, return_lse)
 
 
