@@ -30,6 +30,10 @@ class BuildWithLibrary(build_py):
         if library:
             shutil.copy2(library, os.path.join(target, "libattngen.so"))
             return
+        # pip shows a build's output only with -v: say what is going on for
+        # those who look, and let ninja's progress stream through.
+        print("attngen: building libattngen (the whole compiler: several minutes on a fresh "
+              "clone) with scripts/build.sh; `pip install -v .` shows the progress", flush=True)
         subprocess.check_call(["bash", os.path.join(ROOT, "scripts", "build.sh"), "attngen_jit"])
         lib_dir = os.path.join(ROOT, "build", "lib")
         # libattngen finds libattnrt beside it ($ORIGIN) and LLVM/MLIR in

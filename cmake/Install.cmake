@@ -8,6 +8,11 @@ include(CMakePackageConfigHelpers)
 set(ATTNGEN_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/attngen)
 
 if(NOT ATTNGEN_SELF_CONTAINED)
+  # The installed tools find attngen's libraries in <prefix>/lib and
+  # libMLIR/libLLVM where they were at build time (LLVM's own default,
+  # $ORIGIN/../lib alone, finds neither outside the LLVM tree).
+  set_target_properties(attngen attngen-opt PROPERTIES
+    INSTALL_RPATH "\$ORIGIN/../${CMAKE_INSTALL_LIBDIR};${LLVM_LIBRARY_DIR}")
   install(TARGETS attngen attngen-opt RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
 if(NOT TARGET attngen_jit)

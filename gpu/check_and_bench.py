@@ -74,6 +74,7 @@ class KernelInfo(ctypes.Structure):
         ("local_bytes", ctypes.c_int),
         ("static_smem_bytes", ctypes.c_int),
         ("max_threads_per_block", ctypes.c_int),
+        ("lse", ctypes.c_int),
     ]
 
     def as_dict(self):

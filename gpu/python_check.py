@@ -6,8 +6,8 @@ shapes and speed against torch SDPA, plus the JIT's compile speed.
         python3 gpu/python_check.py [--json OUT.json] [--quick]
 
 * Compile speed: a fresh cache folder; cold compiles, memory hits, disk hits (a
-  second process), and the first attention() call of a new kernel (compile +
-  load + launch).
+  second process), the first attention() call of a new process (cold and from
+  the disk cache) and of a new kernel (compile + load + launch).
 * Correctness: attngen.attention on fresh random inputs (ragged Nq != Nk, GQA,
   strided views, both dtypes, head dims 64/128/256, causal or not) against a
   float32 reference with the tolerances of gpu/check_and_bench.py. The output is
@@ -70,15 +70,16 @@ def compile_speed():
     rows.append({"what": "disk hit (new process)", "seconds": float(out[0]),
                  "disk_hits": int(out[1])})
     print(f"  disk hit (new process): {float(out[0]) * 1e3:.3f} ms, disk_hits={out[1]}")
-    # The first call of any torch custom op in a process pays for torch's own
-    # lazy set-up; time it apart from the JIT's work.
+    rows += first_call_in_new_process()
+    # Eager calls skip the torch custom op, whose first use in a process costs
+    # PyTorch's lazy set-up; this one pays a compile + load.
     x = torch.randn(1, 256, 4, 128, device="cuda", dtype=torch.bfloat16)
 
     def first_ever():
         attngen.attention(x, x, x)
         torch.cuda.synchronize()
 
-    timed("first attention() in the process (torch op set-up + compile + load)", first_ever)
+    timed("first attention() in this process (compile + load + launch)", first_ever)
     q = torch.randn(1, 256, 4, 64, device="cuda", dtype=torch.float16)
 
     def new_kernel():
@@ -87,6 +88,49 @@ def compile_speed():
 
     timed("first attention() of a new kernel: compile + load + launch", new_kernel)
     timed("attention() again, 1x256x4x64 (host overhead + tiny kernel)", new_kernel, repeat=200)
+    return rows
+
+
+# A user's first eager attngen.attention call in a new process: torch and
+# CUDA already set up, then one call, timed. Eager calls launch directly (not
+# through the torch custom op), so this should cost about a compile + load,
+# and torch._dynamo / sympy should not be imported by it.
+FIRST_CALL_PROBE = """
+import sys, time, torch
+x = torch.randn(1, 256, 4, 128, device="cuda", dtype=torch.bfloat16)
+torch.cuda.synchronize()
+t = time.perf_counter()
+import attngen
+import_seconds = time.perf_counter() - t
+before = {m for m in ("torch._dynamo", "sympy") if m in sys.modules}
+t = time.perf_counter()
+attngen.attention(x, x, x)
+torch.cuda.synchronize()
+seconds = time.perf_counter() - t
+after = {m for m in ("torch._dynamo", "sympy") if m in sys.modules}
+print(seconds, import_seconds, attngen.stats()["compiles"],
+      ",".join(sorted(after - before)) or "-")
+"""
+
+
+def first_call_in_new_process():
+    """Times the first attention() of a fresh process, once on an empty cache
+    (compile + load + launch) and once on the disk cache it left (load +
+    launch). Printed, not asserted."""
+    rows = []
+    cache = tempfile.mkdtemp(prefix="attngen-first-call-")
+    for label in ("cold cache", "disk cache hit"):
+        env = dict(os.environ, ATTNGEN_CACHE_DIR=cache)
+        out = subprocess.run([sys.executable, "-c", FIRST_CALL_PROBE], capture_output=True,
+                             text=True, check=True, env=env).stdout.split()
+        seconds, import_seconds, compiles, imported = (float(out[0]), float(out[1]),
+                                                       int(out[2]), out[3])
+        what = f"first attention() in a new process, {label}"
+        rows.append({"what": what, "seconds": seconds, "import_seconds": import_seconds,
+                     "compiles": compiles, "imported_by_the_call": imported})
+        print(f"  {what}: {seconds * 1e3:.3f} ms (import attngen before it: "
+              f"{import_seconds * 1e3:.1f} ms; compiles={compiles}; imported by the call: "
+              f"{imported})", flush=True)
     return rows
 
 

@@ -15,7 +15,12 @@ print(f"{kernel.kernel_name}: {len(kernel.ptx)} bytes of PTX, "
 if "--ptx-only" in sys.argv:
     sys.exit(0)
 
-import torch  # noqa: E402
+try:
+    import torch
+except ImportError:
+    print("PyTorch is not installed: stopped after the PTX (pip install torch to run "
+          "attngen.attention; --ptx-only skips this step)")
+    sys.exit(0)
 
 if not torch.cuda.is_available():
     print("no GPU: stopped after the PTX")

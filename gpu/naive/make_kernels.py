@@ -65,6 +65,7 @@ def main():
             "dtype": dtype,
             "head_dim": d,
             "causal": causal,
+            "lse": True,
             "scale": scale,
             "block_m": BLOCK_M,
             "block_n": 1,

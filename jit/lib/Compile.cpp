@@ -17,7 +17,8 @@ using namespace mlir::attn;
 namespace {
 
 /// Compiles slower than this report their stages even when ATTNGEN_LOG is
-/// off, so a long first-time build never looks like a hang.
+/// unset, so a long first-time build never looks like a hang (ATTNGEN_LOG=0
+/// turns that off).
 constexpr double kSlowCompileSeconds = 1.0;
 
 /// Stage-by-stage progress of one compile.
@@ -26,7 +27,8 @@ public:
   explicit Progress(std::string kernel) : kernel(std::move(kernel)) {}
   void stageDone(const char *stage) {
     double now = clock.seconds();
-    if (logLevel() >= LogLevel::Debug || now > kSlowCompileSeconds)
+    if (logLevel() >= LogLevel::Debug ||
+        (logLevel() != LogLevel::Off && now > kSlowCompileSeconds))
       logLine(fmt::format("compiling {}: {} ({:.3f} s; {:.3f} s in all)",
                           kernel, stage, now - last, now));
     last = now;
@@ -171,11 +173,22 @@ attngen_status attngen::compileKernel(const AttentionSpec &spec,
                 llvm::toString(ptx.takeError()));
   progress.stageDone("emitted PTX (LLVM O3, NVPTX)");
 
+  // The runtime's reader is the one judge of metadata: what it refuses is
+  // never returned, cached on disk or loaded.
+  std::string json = metadataToJson(*metadata);
+  attnrt_kernel_info info;
+  if (attnrt_metadata_parse(json.c_str(), &info) != ATTNRT_OK)
+    return fail(ATTNGEN_ERROR_COMPILE,
+                "the compiler produced launch metadata for {} that the runtime "
+                "refuses (a compiler bug; please report it with this "
+                "message): {}",
+                name, attnrt_last_error());
+
   out.key = cacheKey(spec);
   out.kernelName = name;
   out.arch = archName(spec.target);
   out.ptx = std::move(*ptx);
-  out.metadata = metadataToJson(*metadata);
+  out.metadata = std::move(json);
   logAt(LogLevel::Info, "compiled {} for {} in {:.3f} s", name, out.arch,
         progress.seconds());
   return ATTNGEN_OK;

@@ -9,12 +9,14 @@
 //   xxh3 <16 hex digits over key, ptx and metadata>\n
 //
 // Entries are written to a unique temporary file and renamed into place, so
-// a reader sees a whole entry or none. A reader checks the header, every
-// length, the checksum and that the stored key is the one it asked for (the
-// key names the compiler build, so an entry from another build is stale);
-// anything else is reported corrupt and the caller rebuilds it. A per-key
-// lock file (<entry>.lock, kept) lets one process compile or repair an entry
-// while the others wait for it.
+// a reader sees a whole entry or none. A reader opens only a regular file of
+// at most 64 MiB (never a symbolic link, FIFO or device) and checks the
+// header, every length, the checksum and that the stored key is the one it
+// asked for (the key names the compiler build, so an entry from another build
+// is stale); anything else is reported corrupt and the caller rebuilds it. A per-key
+// lock file (<entry>.lock, kept; a POSIX fcntl record lock) lets one process
+// compile or repair an entry while the others wait for it; a wait of more
+// than a few seconds is announced on stderr.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNGEN_JIT_DISKCACHE_H

@@ -207,7 +207,7 @@ struct attngen_jit {
       // The driver compiles PTX to machine code on a first load (then keeps
       // it in its own cache): say so when that is slow.
       double seconds = clock.seconds();
-      if (logLevel() >= LogLevel::Info || seconds > kSlowLoadSeconds)
+      if (reportSlow(seconds, kSlowLoadSeconds))
         logLine(fmt::format("{}: loaded on the GPU in {:.3f} s (the driver's "
                             "PTX compile included)",
                             k.kernelName, seconds));
@@ -313,7 +313,9 @@ attngen_status attngen_jit_compile(attngen_jit *jit, const attngen_spec *spec,
                   "a non-NULL out");
     *out = nullptr;
     TargetKind target;
-    if (!arch || !*arch || std::strcmp(arch, "auto") == 0) {
+    // An empty name is refused by parseArch: only NULL and "auto" mean the
+    // current device.
+    if (!arch || std::strcmp(arch, "auto") == 0) {
       if (attngen_status s = currentDevice(nullptr, target))
         return s;
     } else if (attngen_status s = parseArch(arch, target)) {

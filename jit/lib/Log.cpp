@@ -11,13 +11,20 @@ using namespace attngen;
 LogLevel attngen::logLevel() {
   static const LogLevel level = [] {
     const char *value = std::getenv("ATTNGEN_LOG");
-    if (!value || !*value || std::strcmp(value, "0") == 0)
+    if (!value || !*value)
       return LogLevel::Quiet;
+    if (std::strcmp(value, "0") == 0)
+      return LogLevel::Off;
     if (std::strcmp(value, "2") == 0 || std::strcmp(value, "debug") == 0)
       return LogLevel::Debug;
     return LogLevel::Info;
   }();
   return level;
+}
+
+bool attngen::reportSlow(double seconds, double threshold) {
+  LogLevel level = logLevel();
+  return level >= LogLevel::Info || (level == LogLevel::Quiet && seconds > threshold);
 }
 
 void attngen::logLine(const std::string &message) {

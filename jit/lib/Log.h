@@ -9,10 +9,16 @@
 
 namespace attngen {
 
-/// ATTNGEN_LOG: 0 or unset (quiet), 1 (cache events, timings), 2 (also the
-/// compiler's stages). Read once per process.
-enum class LogLevel { Quiet = 0, Info = 1, Debug = 2 };
+/// ATTNGEN_LOG: 0 (off: not even the progress of slow work), unset (quiet:
+/// only the progress of slow work, warnings), 1 (cache events, timings), 2
+/// (also the compiler's stages). Read once per process. Warnings (a corrupt
+/// cache entry, a wait for another process's lock) are always printed.
+enum class LogLevel { Off = -1, Quiet = 0, Info = 1, Debug = 2 };
 LogLevel logLevel();
+
+/// Whether work that took `seconds` deserves a progress note at the default
+/// level: over `threshold`, unless ATTNGEN_LOG=0; always with ATTNGEN_LOG >= 1.
+bool reportSlow(double seconds, double threshold);
 
 /// Writes "attngen: <message>\n" to stderr in one write.
 void logLine(const std::string &message);

@@ -11,6 +11,7 @@
 #include "attngen/attngen.hpp"
 
 #include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace {
@@ -354,6 +356,90 @@ void testCache() {
   removeTree(dir);
 }
 
+/// Cache entries that are not regular files of a sane size (a FIFO that
+/// would block a reader forever, a symbolic link to /dev/zero, a 10 GiB
+/// sparse file) are discarded without being read, and rebuilt as files.
+void testEntryKinds() {
+  std::string dir = makeTempDir();
+  attngen_spec spec = specOf(64, 0);
+  attngen_jit *a = makeJit(dir);
+  std::string ptx = compile(a, spec, "sm_80", "entry kinds: first compile");
+  attngen_jit_destroy(a);
+  std::vector<std::string> found = entries(dir, ".kernel");
+  expect(found.size() == 1, "entry kinds: one entry");
+  if (found.size() != 1) {
+    removeTree(dir);
+    return;
+  }
+  const std::string entry = found[0];
+  const std::string good = readFile(entry);
+  struct Kind {
+    const char *name;
+    std::function<bool()> make; ///< replaces the entry; false on failure
+  };
+  const Kind kinds[] = {
+      {"a FIFO", [&] { return mkfifo(entry.c_str(), 0600) == 0; }},
+      {"a symbolic link to /dev/zero", [&] { return symlink("/dev/zero", entry.c_str()) == 0; }},
+      {"a symbolic link to a good entry",
+       [&] {
+         writeFile(entry + ".copy", good);
+         return symlink((entry + ".copy").c_str(), entry.c_str()) == 0;
+       }},
+      {"a 10 GiB sparse file",
+       [&] {
+         writeFile(entry, good);
+         return truncate(entry.c_str(), off_t(10) << 30) == 0;
+       }},
+      {"an empty folder", [&] { return mkdir(entry.c_str(), 0700) == 0; }},
+  };
+  for (const Kind &kind : kinds) {
+    std::string what = std::string("entry kinds: ") + kind.name;
+    unlink(entry.c_str());
+    if (!kind.make()) {
+      expect(false, what + ": could not set it up: " + std::strerror(errno));
+      continue;
+    }
+    attngen_jit *b = makeJit(dir);
+    std::string rebuilt = compile(b, spec, "sm_80", what + ": rebuild");
+    attngen_jit_stats s = stats(b);
+    attngen_jit_destroy(b);
+    struct stat st;
+    bool isFile = lstat(entry.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+    expect(s.corrupt_entries == 1 && s.compiles == 1 && s.disk_writes == 1 && rebuilt == ptx,
+           what + ": discarded and rebuilt");
+    expect(isFile && readFile(entry) == good, what + ": replaced by a good entry");
+  }
+  removeTree(dir);
+}
+
+/// Compiles that fail (here a scale whose float32 overflows, which the
+/// metadata could not even spell in JSON) leave nothing in the disk cache.
+void testFailedCompileNotCached() {
+  std::string dir = makeTempDir();
+  attngen_jit *jit = makeJit(dir);
+  attngen_spec spec = specOf(64, 0);
+  spec.scale = 1e39;
+  const attngen_compiled *out = nullptr;
+  attngen_status s = attngen_jit_compile(jit, &spec, "sm_80", &out);
+  expect(s != ATTNGEN_OK && !out, std::string("scale 1e39 is refused, got ") +
+                                      attngen_status_name(s) + ": " + attngen_last_error());
+  expect(entries(dir, ".kernel").empty() && entries(dir, ".tmp").empty(),
+         "scale 1e39: nothing written to the disk cache");
+  expect(stats(jit).disk_writes == 0, "scale 1e39: no disk write counted");
+  attngen_jit_destroy(jit);
+  removeTree(dir);
+}
+
+/// Only NULL and "auto" mean the current device: an empty arch is an error.
+void testEmptyArch() {
+  attngen_jit *jit = makeJit("", 0);
+  attngen_spec spec = specOf(64, 0);
+  const attngen_compiled *out = nullptr;
+  expectError(attngen_jit_compile(jit, &spec, "", &out), ATTNGEN_ERROR_INVALID_SPEC,
+              "unsupported arch ''; supported: sm_80, sm_90a, or auto", "empty arch");
+  attngen_jit_destroy(jit);
+}
+
 /// The `compile` subcommand: one request on a fresh JIT.
 int compileOnce(const std::string &dir, bool causal) {
   attngen_jit *jit = makeJit(dir);
@@ -380,6 +466,9 @@ int main(int argc, char **argv) {
   testErrors();
   testCompileOutput();
   testCache();
+  testEntryKinds();
+  testFailedCompileNotCached();
+  testEmptyArch();
   std::printf("%d checks, %d failed\n", checks, failures);
   return failures ? 1 : 0;
 }

@@ -99,9 +99,12 @@ def _normalize_scale(scale):
     """None -> 0.0 (the library's 1/sqrt(head_dim)); else a positive float."""
     if scale is None:
         return 0.0
+    if isinstance(scale, bool):
+        raise InvalidInputError(f"scale must be a number or None, got {scale!r}",
+                                "ATTNGEN_ERROR_INVALID_SPEC")
     try:
         value = float(scale)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise InvalidInputError(f"scale must be a number or None, got {scale!r}",
                                 "ATTNGEN_ERROR_INVALID_SPEC") from None
     if not (value > 0 and math.isfinite(value)):
@@ -111,21 +114,56 @@ def _normalize_scale(scale):
     return value
 
 
+# The C API's int fields are 32-bit: ctypes would silently wrap larger values.
+_C_INT_MIN, _C_INT_MAX = -2**31, 2**31 - 1
+
+
+def _c_int(name, value):
+    """`value` as a C int field: an int (not a bool) that fits 32 bits. Which
+    values are supported is the compiler's to say (its INVALID_SPEC error)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInputError(f"{name} must be an int, got {value!r}",
+                                "ATTNGEN_ERROR_INVALID_SPEC")
+    if not _C_INT_MIN <= value <= _C_INT_MAX:
+        raise InvalidInputError(
+            f"{name} = {value} is out of range: the C API takes a 32-bit int "
+            f"({_C_INT_MIN} to {_C_INT_MAX})",
+            "ATTNGEN_ERROR_INVALID_SPEC")
+    return value
+
+
+def _flag(function, name, value):
+    """`value` as a C 0/1 flag: only a bool, so that 'False', 2 or None never
+    turn into True."""
+    if not isinstance(value, bool):
+        raise TypeError(f"attngen.{function}: {name} must be a bool (True or False), got "
+                        f"{value!r}")
+    return 1 if value else 0
+
+
+def _c_string(name, value):
+    """`value` as a C string: a str without NUL characters (ctypes would cut it
+    at the first one)."""
+    if not isinstance(value, str):
+        raise TypeError(f"attngen.compile: {name} must be a str, got {value!r}")
+    if "\0" in value:
+        raise InvalidInputError(f"{name} {value!r} contains a NUL character",
+                                "ATTNGEN_ERROR_INVALID_SPEC")
+    return value.encode()
+
+
 def _make_spec(head_dim, dtype, causal, scale, with_lse=True, block_m=0, block_n=0,
-               num_warps=0):
+               num_warps=0, function="compile"):
     spec = _capi.Spec()
     _lib.attngen_spec_init(ctypes.byref(spec))
-    for name, value in (("head_dim", head_dim), ("block_m", block_m), ("block_n", block_n),
-                        ("num_warps", num_warps)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise InvalidInputError(f"{name} must be an int, got {value!r}",
-                                    "ATTNGEN_ERROR_INVALID_SPEC")
-    spec.head_dim = head_dim
+    spec.head_dim = _c_int("head_dim", head_dim)
+    spec.block_m = _c_int("block_m", block_m)
+    spec.block_n = _c_int("block_n", block_n)
+    spec.num_warps = _c_int("num_warps", num_warps)
     spec.dtype = _dtype_code(dtype)
-    spec.causal = 1 if causal else 0
+    spec.causal = _flag(function, "causal", causal)
     spec.scale = _normalize_scale(scale)
-    spec.with_lse = 1 if with_lse else 0
-    spec.block_m, spec.block_n, spec.num_warps = block_m, block_n, num_warps
+    spec.with_lse = _flag(function, "with_lse", with_lse)
     return spec
 
 
@@ -134,8 +172,15 @@ class CompiledKernel:
 
     def __init__(self, handle):
         self.ptx = _lib.attngen_compiled_ptx(handle).decode()
-        self.metadata = json.loads(_lib.attngen_compiled_metadata(handle).decode())
         self.kernel_name = _lib.attngen_compiled_kernel_name(handle).decode()
+        text = _lib.attngen_compiled_metadata(handle).decode()
+        try:
+            self.metadata = json.loads(text)
+        except ValueError as error:  # json.JSONDecodeError
+            raise AttngenError(
+                f"the launch metadata of {self.kernel_name} is not valid JSON ({error}): a "
+                f"compiler bug; please report it with this message. Metadata: {text[:200]}",
+                "ATTNGEN_ERROR_COMPILE") from None
         self.arch = _lib.attngen_compiled_arch(handle).decode()
         self.cache_key = _lib.attngen_compiled_cache_key(handle).decode()
 
@@ -148,9 +193,10 @@ def compile(arch="sm_90a", head_dim=128, dtype="bf16", causal=False, scale=None,
     """Compiles (or finds in the cache) one kernel and returns its PTX and
     metadata. Needs no GPU unless arch="auto" (the current GPU's)."""
     spec = _make_spec(head_dim, dtype, causal, scale, with_lse, block_m, block_n, num_warps)
+    arch_name = _c_string("arch", arch)
     handle = ctypes.c_void_p()
-    status = _lib.attngen_jit_compile(_Jit.get(), ctypes.byref(spec),
-                                      str(arch).encode(), ctypes.byref(handle))
+    status = _lib.attngen_jit_compile(_Jit.get(), ctypes.byref(spec), arch_name,
+                                      ctypes.byref(handle))
     if status:
         _raise(status)
     return CompiledKernel(handle)
@@ -196,7 +242,9 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False):
 
     causal masks top-left aligned, as torch's is_causal: query i sees keys
     j <= i. scale defaults to 1/sqrt(head_dim). Registered as the torch op
-    torch.ops.attngen.attention, so it works under torch.compile."""
+    torch.ops.attngen.attention, which torch.compile and torch.export trace;
+    eager calls launch directly (the op's first call costs seconds of
+    PyTorch set-up)."""
     return _torch_op.attention(q, k, v, causal, scale, return_lse)
 
 

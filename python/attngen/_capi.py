@@ -41,6 +41,7 @@ class KernelInfo(ctypes.Structure):
         ("device", ctypes.c_int), ("cc_major", ctypes.c_int), ("cc_minor", ctypes.c_int),
         ("num_regs", ctypes.c_int), ("local_bytes", ctypes.c_int),
         ("static_smem_bytes", ctypes.c_int), ("max_threads_per_block", ctypes.c_int),
+        ("lse", ctypes.c_int),
     ]
 
 

@@ -1,5 +1,6 @@
 """attngen.attention for PyTorch tensors: input checks, the torch custom op
-attngen::attention (so torch.compile traces it), and the launch."""
+attngen::attention (so torch.compile traces it), and the launch. Eager calls
+launch directly; traced ones go through the op (see _use_custom_op)."""
 
 import ctypes
 import threading
@@ -84,7 +85,8 @@ def _kernel_for(device, dtype, head_dim, causal, scale):
     with _kernels_lock:
         kernel = _kernels.get(key)
         if kernel is None:
-            spec = _make_spec(head_dim, str(dtype), causal, scale or None, with_lse=True)
+            spec = _make_spec(head_dim, str(dtype), causal, scale or None, with_lse=True,
+                              function="attention")
             handle = ctypes.c_void_p()
             # The kernel is loaded into the tensor's device's context.
             with torch.cuda.device(device):
@@ -144,10 +146,37 @@ if torch is not None:
     _attention_op.register_autograd(_backward, setup_context=_setup_context)
 
 
+def _dispatch_mode_active():
+    """Whether a TorchDispatchMode (fake tensors, functionalization, make_fx
+    proxies) is on the stack: then only the custom op does the right thing."""
+    stack_length = getattr(torch._C, "_len_torch_dispatch_stack", None)
+    return stack_length is not None and stack_length() > 0
+
+
+def _use_custom_op(q, k, v):
+    """Whether this call must go through torch.ops.attngen.attention.
+
+    A plain eager call launches directly: the first call of a torch custom op
+    in a process costs seconds of PyTorch's lazy set-up (torch._dynamo, sympy),
+    far more than a compile. The op is needed while tracing (torch.compile,
+    export: torch.compiler.is_compiling(), a dispatch mode, or tensor
+    subclasses such as FakeTensor and FunctionalTensor) and when autograd
+    records the call (so .backward() reaches the op's clear error)."""
+    if torch.compiler.is_compiling() or _dispatch_mode_active():
+        return True
+    if any(type(t) is not torch.Tensor for t in (q, k, v)):
+        return True
+    return torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
+
+
 def attention(q, k, v, causal, scale, return_lse):
     if torch is None:
         raise ImportError("attngen.attention needs PyTorch (pip install torch); "
                           "attngen.compile works without it")
     _check_inputs(q, k, v, causal, scale, return_lse)
-    out, lse = torch.ops.attngen.attention(q, k, v, causal, _normalize_scale(scale), return_lse)
+    scale = _normalize_scale(scale)
+    if _use_custom_op(q, k, v):
+        out, lse = torch.ops.attngen.attention(q, k, v, causal, scale, return_lse)
+    else:
+        out, lse = _forward(q, k, v, causal, scale, return_lse)
     return (out, lse) if return_lse else out

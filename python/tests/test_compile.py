@@ -6,6 +6,7 @@
 import os
 import tempfile
 import unittest
+from unittest import mock
 
 import attngen
 
@@ -60,6 +61,75 @@ class CompileTest(unittest.TestCase):
                     attngen.compile(**kwargs)
                 self.assertIn(needle, str(caught.exception))
                 self.assertIsInstance(caught.exception, ValueError)
+
+    # (Comments, not docstrings: unittest -v would print a docstring instead of
+    # the test's name, which package.test checks.)
+
+    def test_argument_types(self):
+        # Arguments reach the C API unchanged or not at all: flags are bools,
+        # ints fit the C int, strings are whole.
+        type_errors = [
+            (dict(causal="False"), "causal must be a bool"),
+            (dict(causal=2), "causal must be a bool"),
+            (dict(causal=None), "causal must be a bool"),
+            (dict(with_lse="no"), "with_lse must be a bool"),
+            (dict(with_lse=1), "with_lse must be a bool"),
+            (dict(arch=80), "arch must be a str"),
+        ]
+        for kwargs, needle in type_errors:
+            with self.subTest(**{k: repr(v) for k, v in kwargs.items()}):
+                with self.assertRaises(TypeError) as caught:
+                    attngen.compile(**kwargs)
+                self.assertIn(needle, str(caught.exception))
+        value_errors = [
+            (dict(head_dim=2**32 + 128), "head_dim = 4294967424 is out of range"),
+            (dict(head_dim=2**31 + 128), "head_dim = 2147483776 is out of range"),
+            (dict(head_dim=-2**31 - 1), "head_dim = -2147483649 is out of range"),
+            (dict(block_m=2**40), "block_m = 1099511627776 is out of range"),
+            (dict(num_warps=2**31), "num_warps = 2147483648 is out of range"),
+            (dict(arch=""), "unsupported arch ''"),
+            (dict(arch="sm_80\0sm_90a"), "contains a NUL character"),
+            (dict(dtype="bf16\0"), "is not supported"),
+            (dict(scale=float("inf")), "positive and finite"),
+            (dict(scale=True), "must be a number"),
+            (dict(scale=10**400), "must be a number"),
+        ]
+        for kwargs, needle in value_errors:
+            with self.subTest(**{k: repr(v) for k, v in kwargs.items()}):
+                with self.assertRaises(attngen.InvalidInputError) as caught:
+                    attngen.compile(**kwargs)
+                self.assertIn(needle, str(caught.exception))
+
+    def test_flags_take_effect(self):
+        k = attngen.compile(arch="sm_80", head_dim=64, causal=False, with_lse=False)
+        self.assertFalse(k.metadata["causal"])
+        self.assertFalse(k.metadata["lse"])
+        self.assertTrue(k.kernel_name.endswith("_nolse"))
+        k = attngen.compile(arch="sm_80", head_dim=64, causal=True)
+        self.assertTrue(k.metadata["causal"])
+        self.assertTrue(k.metadata["lse"])
+
+    def test_overflowing_scale_is_refused_and_not_cached(self):
+        # A scale whose float32 is inf gives an attngen error, never a raw
+        # JSONDecodeError, and leaves no entry in the disk cache.
+        folder = attngen.cache_dir()
+        before = set(os.listdir(folder)) if os.path.isdir(folder) else set()
+        for scale in (1e39, 3.5e38):
+            with self.subTest(scale=scale):
+                with self.assertRaises(attngen.AttngenError):
+                    attngen.compile(arch="sm_80", head_dim=64, dtype="f16", scale=scale)
+        after = set(os.listdir(folder)) if os.path.isdir(folder) else set()
+        self.assertEqual({name for name in after - before if name.endswith(".kernel")}, set())
+
+    def test_metadata_that_is_not_json(self):
+        # Python wraps a metadata parse failure in a clear AttngenError.
+        attngen.compile(arch="sm_80", head_dim=64)
+        with mock.patch.object(attngen._lib, "attngen_compiled_metadata",
+                               lambda handle: b'{"scale": inf}'):
+            with self.assertRaises(attngen.AttngenError) as caught:
+                attngen.compile(arch="sm_80", head_dim=64)
+        self.assertIn("is not valid JSON", str(caught.exception))
+        self.assertEqual(caught.exception.status, "ATTNGEN_ERROR_COMPILE")
 
     def test_attention_without_torch(self):
         try:

@@ -7,6 +7,7 @@ machine by gpu/run_python.sh); without them the tests are skipped.
 
 import math
 import unittest
+from unittest import mock
 
 import attngen
 
@@ -36,6 +37,14 @@ def reference(q, k, v, causal, scale):
 
 def rel(a, b):
     return ((a.double() - b.double()).norm() / b.double().norm()).item()
+
+
+if torch is not None:
+    class _Attention(torch.nn.Module):
+        """A module for torch.export."""
+
+        def forward(self, q, k, v):
+            return attngen.attention(q, k, v, causal=True)
 
 
 @unittest.skipUnless(HAVE_GPU, "needs torch and a CUDA GPU")
@@ -157,6 +166,36 @@ class AttentionTest(unittest.TestCase):
         graph.replay()
         torch.cuda.synchronize()
         self.assertTrue(torch.equal(out, attngen.attention(q, k, v, causal=True)))
+
+    def test_eager_call_launches_directly(self):
+        # A plain eager call never enters the custom op (whose first use costs
+        # seconds of PyTorch set-up); calls autograd records do.
+        from attngen import _torch_op
+        q, k, v = self.tensors()
+        expected = attngen.attention(q, k, v)
+        refuse = AssertionError("an eager call went through torch.ops.attngen.attention")
+        with mock.patch.object(torch.ops.attngen, "attention", side_effect=refuse):
+            out, lse = attngen.attention(q, k, v, causal=True, return_lse=True)
+            self.assertEqual(lse.shape, (1, 2, 100))
+            self.assertTrue(torch.equal(attngen.attention(q, k, v), expected))
+            with torch.no_grad():
+                attngen.attention(q.requires_grad_(True), k, v)
+        self.assertFalse(_torch_op._use_custom_op(q.detach(), k, v))
+        self.assertTrue(_torch_op._use_custom_op(q.requires_grad_(True), k, v))
+
+    def test_traced_calls_use_the_custom_op(self):
+        # Fake tensors (torch.export, AOT tracing) go through the op and its
+        # fake implementation: a direct launch would read their data pointers.
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        q, k, v = self.tensors(nq=300, nk=77, h=4, hkv=2)
+        with FakeTensorMode() as mode:
+            fq, fk, fv = (mode.from_tensor(t) for t in (q, k, v))
+            out, lse = attngen.attention(fq, fk, fv, causal=True, return_lse=True)
+        self.assertEqual(tuple(out.shape), tuple(q.shape))
+        self.assertEqual(tuple(lse.shape), (1, 4, 300))
+        exported = torch.export.export(
+            _Attention(), (q, k, v)).module()
+        self.assertLess(rel(exported(q, k, v), attngen.attention(q, k, v, causal=True)), 1e-6)
 
     def test_custom_op_opcheck(self):
         q, k, v = self.tensors(d=128)

@@ -258,6 +258,8 @@ attnrt_status readMetadata(const JsonValue &root, attnrt_kernel_info &info) {
                 info.head_dim, kRegenerate);
   if (attnrt_status s = reader.getBool("causal", info.causal))
     return s;
+  if (attnrt_status s = reader.getBool("lse", info.lse))
+    return s;
   if (attnrt_status s = reader.getPositiveReal("scale", info.scale))
     return s;
   if (attnrt_status s = reader.getInt("block_m", 1, kMaxBlockRows, info.block_m))

@@ -8,6 +8,7 @@
 //   Nq, Nk            <= INT32_MAX (passed as i32)
 //   H <= 65535, B <= 65535 (gridDim.y, gridDim.z)
 //   q, k, v, o        non-NULL, 16-byte aligned; lse NULL or 16-byte aligned
+//   lse               NULL for a kernel built without LSE (info.lse == 0)
 //   strides           [3] == 1; [0..2] >= 0 and multiples of 8 elements
 //                     (ignored for a dimension of extent 1)
 //   TMA kernels       byte strides < 2^40
@@ -150,6 +151,12 @@ attnrt_status checkForwardArgs(const attnrt_kernel_info &info, const attnrt_forw
                 "compiled for head_dim %lld",
                 static_cast<long long>(a.head_dim), info.kernel, info.head_dim,
                 static_cast<long long>(a.head_dim));
+  if (a.lse && !info.lse)
+    return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                "args.lse is not NULL but kernel '%s' was compiled without LSE (metadata \"lse\": "
+                "false) and would leave it unwritten: pass lse = NULL, or use a kernel compiled with "
+                "LSE (attngen without --no-lse, attngen_spec.with_lse = 1)",
+                info.kernel);
 
   // Sizes.
   if (attnrt_status s = checkNonNegative("batch", a.batch))

@@ -119,6 +119,7 @@ Fields sm90aFields() {
           {"dtype", "\"bf16\""},
           {"head_dim", "128"},
           {"causal", "true"},
+          {"lse", "true"},
           {"scale", "0.08838834764831845"},
           {"block_m", "128"},
           {"block_n", "128"},
@@ -205,7 +206,7 @@ void testMetadata() {
              info.uses_tma == 1 && info.block_m == 128 && info.num_threads == 384 &&
              info.smem_bytes == 98304 && info.tma_box_cols == 64 && info.tma_box_rows_v == 128 &&
              std::strcmp(info.kernel, "attn_fwd_test") == 0 && std::strcmp(info.arch, "sm_90a") == 0 &&
-             info.scale > 0.0883883 && info.scale < 0.0883884 && info.device == -1,
+             info.scale > 0.0883883 && info.scale < 0.0883884 && info.lse == 1 && info.device == -1,
          "metadata: sm_90a fields read back");
   s = attnrt_metadata_parse(toJson(sm80Fields()).c_str(), &info);
   expectStatus("metadata: sm_80 kernel parses", s, ATTNRT_OK);
@@ -215,8 +216,9 @@ void testMetadata() {
   // Every key is required and must have its type.
   const std::vector<std::pair<std::string, std::string>> wrongTypes = {
       {"format", "1"},        {"kernel", "true"},      {"arch", "90"},          {"dtype", "null"},
-      {"head_dim", "\"128\""}, {"causal", "1"},        {"scale", "\"0.1\""},    {"block_m", "[128]"},
-      {"block_n", "{}"},       {"num_threads", "128.0"}, {"smem_bytes", "false"}, {"uses_tma", "\"true\""},
+      {"head_dim", "\"128\""}, {"causal", "1"},        {"lse", "\"false\""},  {"scale", "\"0.1\""},
+      {"block_m", "[128]"},    {"block_n", "{}"},       {"num_threads", "128.0"}, {"smem_bytes", "false"},
+      {"uses_tma", "\"true\""},
       {"tma_box_cols", "64.5"}, {"tma_box_rows_q", "\"128\""}, {"tma_box_rows_k", "null"},
       {"tma_box_rows_v", "1e2"}, {"params", "\"q,k,v\""}};
   for (const auto &field : sm90aFields()) {
@@ -623,6 +625,28 @@ void testArgs() {
   }
 }
 
+/// A kernel built without LSE ("lse": false) refuses an LSE pointer: it
+/// would leave the caller's LSE tensor unwritten.
+void testNoLse() {
+  attnrt_kernel_info info;
+  Fields f = with(with(sm80Fields(), "lse", "false"), "kernel", "\"attn_fwd_sm80_nolse\"");
+  if (attnrt_metadata_parse(toJson(f).c_str(), &info) != ATTNRT_OK) {
+    report(false, "nolse: metadata parses", attnrt_last_error());
+    return;
+  }
+  report(info.lse == 0, "nolse: \"lse\": false reads back as info.lse = 0");
+  attnrt_forward_args a = validArgs(info);
+  expectStatus("nolse: an LSE pointer is refused", attnrt_check_forward_args(&info, &a),
+               ATTNRT_ERROR_INVALID_ARGUMENT,
+               {"args.lse is not NULL but kernel 'attn_fwd_sm80_nolse' was compiled without LSE",
+                "pass lse = NULL"});
+  unsigned grid[3], block[3], smem;
+  expectStatus("nolse: launch dims refuse it too", attnrt_launch_dims(&info, &a, grid, block, &smem),
+               ATTNRT_ERROR_INVALID_ARGUMENT, {"compiled without LSE"});
+  a.lse = nullptr;
+  expectStatus("nolse: lse = NULL is accepted", attnrt_check_forward_args(&info, &a), ATTNRT_OK);
+}
+
 } // namespace
 
 int main() {
@@ -630,6 +654,7 @@ int main() {
   testMetadata();
   testModuleLoad();
   testArgs();
+  testNoLse();
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

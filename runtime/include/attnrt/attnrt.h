@@ -113,6 +113,10 @@ typedef struct attnrt_kernel_info {
   int local_bytes;       /**< local memory per thread: > 0 means spills */
   int static_smem_bytes; /**< static shared memory per CTA */
   int max_threads_per_block; /**< limit given the kernel's registers */
+  /* Appended to keep the offsets above (it fits the old tail padding). */
+  int lse;            /**< 1: the kernel writes LSE when args.lse is not NULL;
+                           0: built without LSE (metadata "lse": false, a
+                           _nolse name), args.lse must be NULL */
 } attnrt_kernel_info;
 
 /**
@@ -134,7 +138,8 @@ typedef struct attnrt_kernel_info {
  * - strides[3] == 1 (D contiguous); strides[0..2] are >= 0 multiples of 8
  *   elements (16 bytes) -- a dimension of extent 1 may have any stride;
  * - q, k, v, o and lse 16-byte aligned; lse may be NULL (then the kernel
- *   does not write it);
+ *   does not write it) and must be NULL for a kernel built without LSE
+ *   (attnrt_kernel_info::lse == 0);
  * - num_heads % num_kv_heads == 0: query head h reads K/V head
  *   h / (num_heads / num_kv_heads);
  * - nq, nk <= INT32_MAX, nk >= 1, num_heads <= 65535 (gridDim.y),
