@@ -51,6 +51,91 @@ SmallVector<std::string> abiParamNames(bool usesTma) {
   return names;
 }
 
+/// Checks, before anything is emitted, that every op of the tile program is
+/// one this lowering translates faithfully; anything else is a located
+/// error, never a crash or a kernel that silently skips work.
+///   - tensors: copies read the kernel's q/k/v, attn.store writes o,
+///     attn.store_rows writes lse (the ABI gives each a fixed parameter);
+///   - register tiles: whole 16-row slices per warp (rows a positive
+///     multiple of 16 * num_warps), else some rows would have no owner;
+///   - shared-memory tiles and pipes are placed once at kernel entry: they
+///     cannot be loop-carried, yielded or selected between;
+///   - arith ops compute on scalars only.
+LogicalResult checkLowerable(func::FuncOp func, TilingAttr tiling) {
+  auto argIndex = [&](Value v) -> int {
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (!arg || arg.getOwner() != &func.getBody().front())
+      return -1;
+    return static_cast<int>(arg.getArgNumber());
+  };
+  int64_t slice = 16 * tiling.getNumWarps();
+  auto checkTile = [&](Operation *op, Value v) -> LogicalResult {
+    auto tile = dyn_cast<RegTileType>(v.getType());
+    if (tile && (tile.getRows() <= 0 || tile.getRows() % slice != 0))
+      return op->emitOpError()
+             << "register tile " << tile << " has " << tile.getRows()
+             << " rows, but the kernel's " << tiling.getNumWarps()
+             << " warps own whole 16-row slices: use a multiple of " << slice;
+    if (isa<SmemTileType, PipeType>(v.getType()) &&
+        (isa<BlockArgument>(v) || isa<scf::ForOp, scf::IfOp>(op) ||
+         !isa_and_present<AttnDialect>(op->getDialect())))
+      return op->emitOpError()
+             << "shared-memory tiles are placed once at kernel entry; "
+             << v.getType() << " cannot be loop-carried, yielded or selected";
+    return success();
+  };
+  WalkResult result = func.walk([&](Operation *op) -> WalkResult {
+    for (Value v : op->getResults())
+      if (failed(checkTile(op, v)))
+        return WalkResult::interrupt();
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        for (BlockArgument arg : block.getArguments())
+          if (op != func.getOperation() && failed(checkTile(op, arg)))
+            return WalkResult::interrupt();
+    if (isa<scf::YieldOp>(op))
+      for (Value v : op->getOperands())
+        if (isa<SmemTileType, PipeType>(v.getType())) {
+          op->emitOpError() << "shared-memory tiles are placed once at kernel "
+                               "entry; "
+                            << v.getType()
+                            << " cannot be loop-carried, yielded or selected";
+          return WalkResult::interrupt();
+        }
+    if (op->getDialect() && isa<arith::ArithDialect>(op->getDialect()))
+      for (Type t : llvm::concat<const Type>(op->getOperandTypes(),
+                                             op->getResultTypes()))
+        if (!t.isIntOrIndexOrFloat()) {
+          op->emitOpError() << "computes on " << t
+                            << "; attn-to-nvvm lowers arith ops on scalars "
+                               "only (use attn ops for tiles)";
+          return WalkResult::interrupt();
+        }
+    auto expect = [&](Value tensor, ArrayRef<int> allowed,
+                      StringRef what) -> LogicalResult {
+      if (llvm::is_contained(allowed, argIndex(tensor)))
+        return success();
+      return op->emitOpError() << what;
+    };
+    LogicalResult ok = success();
+    if (auto copy = dyn_cast<CopyAsyncOp>(op))
+      ok = expect(copy.getSrc(), {0, 1, 2},
+                  "copies from the kernel's q, k or v argument only");
+    else if (auto load = dyn_cast<PipeLoadOp>(op))
+      ok = expect(load.getSrc(), {0, 1, 2},
+                  "loads from the kernel's q, k or v argument only");
+    else if (auto store = dyn_cast<StoreOp>(op))
+      ok = expect(store.getDst(), {3},
+                  "must write the kernel's o argument (the fourth): the "
+                  "kernel ABI has one output tensor");
+    else if (auto rows = dyn_cast<StoreRowsOp>(op))
+      ok = expect(rows.getDst(), {4},
+                  "must write the kernel's lse argument (the fifth)");
+    return failed(ok) ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
 class KernelLowering {
 public:
   KernelLowering(func::FuncOp func, TargetKind target,
@@ -406,6 +491,8 @@ LogicalResult KernelLowering::run() {
                             "attn-tile first");
   if (func.getNumArguments() < 4 || func.getNumArguments() > 5)
     return func.emitOpError("kernel must take q, k, v, o and optionally lse");
+  if (failed(checkLowerable(func, tiling)))
+    return failure();
   auto qType = cast<MemRefType>(func.getArgument(0).getType());
   ModuleOp module = func->getParentOfType<ModuleOp>();
   OpBuilder moduleBuilder(module.getBodyRegion());

@@ -36,8 +36,8 @@ Value fillOf(OpBuilder &b, Location loc, Value row, int64_t rows) {
       if (auto constant = c.getDefiningOp<arith::ConstantIndexOp>())
         if (constant.value() == rows)
           return x;
-  return arith::DivUIOp::create(
-      b, loc, row, arith::ConstantIndexOp::create(b, loc, rows));
+  return b.createOrFold<arith::DivUIOp>(
+      loc, row, arith::ConstantIndexOp::create(b, loc, rows));
 }
 
 /// Rewrites one copied buffer into a pipe of `stages` buffers.

@@ -1,0 +1,66 @@
+// RUN: attngen-opt %s -attn-to-nvvm -split-input-file -verify-diagnostics
+
+// Hand-written tile programs the verifiers accept but this lowering cannot
+// translate faithfully are refused at the offending op, never crash and
+// never become a kernel that silently skips work.
+
+// A 64-row accumulator cannot be spread over 8 warps (16 rows each).
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @rows_without_owner(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
+                                %v: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>)
+      attributes {attn.kernel, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 8>} {
+    // expected-error @+1 {{'attn.splat' op register tile '!attn.regs<64x128xf32, acc>' has 64 rows, but the kernel's 8 warps own whole 16-row slices: use a multiple of 128}}
+    %acc = attn.splat 0.0 -> !attn.regs<64x128xf32, acc>
+    %c0 = arith.constant 0 : index
+    attn.store %acc -> %o[%c0, %c0, %c0] : !attn.regs<64x128xf32, acc>, memref<?x?x?x128xbf16>
+    return
+  }
+}
+
+// -----
+
+// A shared-memory tile carried through a loop.
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @carried_buffer(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
+                            %v: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>)
+      attributes {attn.kernel, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %b = attn.alloc_smem : !attn.smem<64x128xbf16, swizzle = 128>
+    %r = scf.for %i = %c0 to %c1 step %c1 iter_args(%t = %b) -> (!attn.smem<64x128xbf16, swizzle = 128>) {
+      // expected-error @+1 {{'scf.yield' op shared-memory tiles are placed once at kernel entry; '!attn.smem<64x128xbf16, swizzle = 128>' cannot be loop-carried, yielded or selected}}
+      scf.yield %t : !attn.smem<64x128xbf16, swizzle = 128>
+    }
+    return
+  }
+}
+
+// -----
+
+// A choice between two register tiles is not a scalar computation.
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @select_tiles(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
+                          %v: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>, %c: i1)
+      attributes {attn.kernel, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+    %a = attn.splat 0.0 -> !attn.regs<64x128xf32, acc>
+    %b = attn.splat 1.0 -> !attn.regs<64x128xf32, acc>
+    // expected-error @+1 {{'arith.select' op computes on '!attn.regs<64x128xf32, acc>'; attn-to-nvvm lowers arith ops on scalars only (use attn ops for tiles)}}
+    %s = arith.select %c, %a, %b : !attn.regs<64x128xf32, acc>
+    return
+  }
+}
+
+// -----
+
+// attn.store writes the kernel's output, not an input.
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @store_into_q(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
+                          %v: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>)
+      attributes {attn.kernel, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+    %c0 = arith.constant 0 : index
+    %acc = attn.splat 0.0 -> !attn.regs<64x128xf32, acc>
+    // expected-error @+1 {{'attn.store' op must write the kernel's o argument (the fourth): the kernel ABI has one output tensor}}
+    attn.store %acc -> %q[%c0, %c0, %c0] : !attn.regs<64x128xf32, acc>, memref<?x?x?x128xbf16>
+    return
+  }
+}
