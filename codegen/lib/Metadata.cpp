@@ -29,6 +29,11 @@ llvm::Expected<KernelMetadata> mlir::attn::readKernelMetadata(ModuleOp module) {
   meta.causal = kernel->hasAttr("attn.causal");
   if (auto scale = kernel->getAttrOfType<FloatAttr>("attn.scale"))
     meta.scale = scale.getValueAsDouble();
+  // The scale goes into JSON, which has no inf or nan.
+  if (llvm::Error error = checkSoftmaxScale(meta.scale))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "kernel " + meta.kernel + ": " +
+                                       llvm::toString(std::move(error)));
   meta.blockM = getInt("attn.block_m");
   meta.blockN = getInt("attn.block_n");
   meta.numThreads = getInt("attn.num_threads");

@@ -37,10 +37,10 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
     return fail(fmt::format("head dim {} is not supported; supported: 64, "
                             "128, 256",
                             spec.headDim));
-  if (spec.scale < 0 || !std::isfinite(spec.scale))
-    return fail(fmt::format("softmax scale {} must be positive and finite "
-                            "(or 0 for 1/sqrt(head_dim))",
-                            spec.scale));
+  if (spec.scale != 0)
+    if (llvm::Error error = checkSoftmaxScale(spec.scale))
+      return fail(llvm::toString(std::move(error)) +
+                  " (or 0 for 1/sqrt(head_dim))");
   TileConfig config =
       resolveTileConfig(spec.target, spec.headDim, spec.causal, spec.blockM,
                         spec.blockN, spec.numWarps);

@@ -189,10 +189,9 @@ LogicalResult AttentionOp::verify() {
                          << " must be a multiple of the number of key/value "
                             "heads, "
                          << *numKvHeads;
-  float scale = getScale().convertToFloat();
-  if (!(scale > 0.0f) || !std::isfinite(scale))
-    return emitOpError() << "softmax scale must be positive and finite, got "
-                         << scale;
+  if (llvm::Error error =
+          checkSoftmaxScale(getScale().convertToFloat()))
+    return emitOpError() << llvm::toString(std::move(error));
   return success();
 }
 

@@ -52,7 +52,7 @@ func.func @attention_rank(%q: memref<?x?x64xf16>, %k: memref<?x?x?x64xf16>,
 
 func.func @attention_negative_scale(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
                                     %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) {
-  // expected-error @+1 {{'attn.attention' op softmax scale must be positive and finite, got -1.000000e+00}}
+  // expected-error @+1 {{'attn.attention' op softmax scale -1 must be positive and finite}}
   attn.attention %q, %k, %v, %o {scale = -1.0 : f32}
     : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
   return
@@ -197,6 +197,28 @@ func.func @attention_dynamic_last_stride(
   // expected-error @+1 {{'attn.attention' op operand 'o' must be contiguous in its last dimension (stride 1), got stride ?}}
   attn.attention %q, %k, %v, %o {scale = 0.125 : f32}
     : memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16, strided<[?, ?, ?, ?]>>
+  return
+}
+
+// -----
+
+func.func @attention_scale_overflow(
+    %q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
+    %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op softmax scale 3.0000000054977558e+38 is too large: scale * log2(e) must not exceed the largest f32 (3.4e+38); use a smaller scale}}
+  attn.attention %q, %k, %v, %o {scale = 3.0e38 : f32}
+    : memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @attention_scale_underflow(
+    %q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
+    %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op softmax scale 9.99994610111476e-41 is too small: it rounds to 0 or a subnormal f32; use at least the smallest normal f32 (1.18e-38)}}
+  attn.attention %q, %k, %v, %o {scale = 1.0e-40 : f32}
+    : memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>
   return
 }
 
