@@ -41,6 +41,18 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
     if (llvm::Error error = checkSoftmaxScale(spec.scale))
       return fail(llvm::toString(std::move(error)) +
                   " (or 0 for 1/sqrt(head_dim))");
+  std::pair<const char *, int64_t> overrides[] = {
+      {"block-m", spec.blockM},
+      {"block-n", spec.blockN},
+      {"num-warps", spec.numWarps}};
+  for (auto [name, value] : overrides)
+    if (value < 0)
+      return fail(fmt::format("{} = {} must be 0 (tuned default) or positive",
+                              name, value));
+  if (spec.llvmOptLevel < 1 || spec.llvmOptLevel > 3)
+    return fail(fmt::format("llvm-opt-level = {} is not supported; "
+                            "supported: 1, 2, 3",
+                            spec.llvmOptLevel));
   TileConfig config =
       resolveTileConfig(spec.target, spec.headDim, spec.causal, spec.blockM,
                         spec.blockN, spec.numWarps);

@@ -143,6 +143,7 @@ int main(int argc, char **argv) {
   spec.blockN = blockN;
   spec.numWarps = numWarps;
   spec.skipMaskedBlocks = !noBlockSkip;
+  spec.llvmOptLevel = llvmOptLevel;
   if (llvm::Error error = validateSpec(spec))
     return fail(llvm::toString(std::move(error)));
 
@@ -183,7 +184,7 @@ int main(int argc, char **argv) {
     llvm::raw_string_ostream os(text);
     module->print(os);
   } else {
-    auto result = emitPtx(*module, spec.target, emit == "llvm", llvmOptLevel);
+    auto result = emitPtx(*module, spec.target, emit == "llvm", spec.llvmOptLevel);
     if (!result)
       return fail(llvm::toString(result.takeError()));
     text = std::move(*result);
