@@ -11,10 +11,14 @@
 #include "attn/Codegen/Codegen.h"
 #include "attn/Passes/Passes.h"
 
+#include "mlir/Conversion/Passes.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
@@ -28,11 +32,17 @@
 #include <string>
 #include <vector>
 
+#ifndef ATTNGEN_VERSION
+#error "ATTNGEN_VERSION must be defined by the build"
+#endif
+
 using namespace mlir;
 using namespace mlir::attn;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory category("attngen options");
+static cl::OptionCategory mlirCategory(
+    "MLIR options (--print-ir-* is accepted for --mlir-print-ir-*)");
 
 static cl::opt<std::string> inputFile(cl::Positional,
                                       cl::desc("[input.mlir]"),
@@ -82,6 +92,12 @@ static cl::opt<std::string> emit(
              "passes), nvvm (LLVM+NVVM dialects), llvm (LLVM IR), ptx"),
     cl::init("ptx"), cl::cat(category));
 
+/// MLIR's parser recurses once per nested region, block, attribute or type:
+/// input nested deeper than this is refused before parsing, because deeper
+/// nesting can overflow the stack (10,000 `module {` does). Real kernels nest
+/// fewer than 20 levels.
+static constexpr int kMaxNestingDepth = 256;
+
 /// MLIR spells its pass-manager flags --mlir-print-ir-*; accept the short
 /// spellings too.
 static std::vector<char *> aliasPassManagerFlags(int argc, char **argv,
@@ -102,19 +118,89 @@ static std::vector<char *> aliasPassManagerFlags(int argc, char **argv,
   return args;
 }
 
+/// Registers the passes attngen runs, so that the pass-manager flags that
+/// name a pass (--mlir-print-ir-after=attn-tile) find them.
+static void registerPipelinePasses() {
+  registerAttnPasses();
+  registerCodegenPasses();
+  registerCanonicalizerPass();
+  registerCSEPass();
+  registerSCFToControlFlowPass();
+  registerArithToLLVMConversionPass();
+  registerConvertControlFlowToLLVMPass();
+  registerConvertNVVMToLLVMPass();
+  registerReconcileUnrealizedCastsPass();
+}
+
+/// Shows only attngen's options and MLIR's pass-manager, context and printer
+/// options in --help, not the hundreds of backend options linked into LLVM.
+static void hideUnrelatedOptions() {
+  for (auto &entry : cl::getRegisteredOptions()) {
+    cl::Option *option = entry.second;
+    if (entry.first.starts_with("mlir-") &&
+        !llvm::is_contained(option->Categories, &category))
+      option->Categories.assign({&mlirCategory});
+  }
+  cl::HideUnrelatedOptions({&category, &mlirCategory});
+}
+
 static int fail(const std::string &message) {
   llvm::WithColor::error(llvm::errs(), "attngen") << message << "\n";
   return 1;
+}
+
+/// Finds the first bracket of `buffer` nested deeper than kMaxNestingDepth,
+/// counting (, [, { and < (string literals and // comments skipped). A `>`
+/// without its `<` (as in `->`) lowers the count, which can only make the
+/// check miss deep input, never refuse shallow input.
+static const char *findTooDeepNesting(StringRef buffer) {
+  int depth = 0;
+  for (const char *p = buffer.begin(), *end = buffer.end(); p < end; ++p) {
+    switch (*p) {
+    case '"':
+      for (++p; p < end && *p != '"'; ++p)
+        if (*p == '\\')
+          ++p;
+      break;
+    case '/':
+      if (p + 1 < end && p[1] == '/')
+        while (p < end && *p != '\n')
+          ++p;
+      break;
+    case '(':
+    case '[':
+    case '{':
+    case '<':
+      if (++depth > kMaxNestingDepth)
+        return p;
+      break;
+    case ')':
+    case ']':
+    case '}':
+    case '>':
+      depth = std::max(0, depth - 1);
+      break;
+    default:
+      break;
+    }
+  }
+  return nullptr;
 }
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   std::vector<std::string> storage;
   std::vector<char *> args = aliasPassManagerFlags(argc, argv, storage);
+  // Before the pass-manager options, whose pass-name lists read the registry.
+  registerPipelinePasses();
   registerPassManagerCLOptions();
   registerMLIRContextCLOptions();
   registerAsmPrinterCLOptions();
-  cl::HideUnrelatedOptions({&category, &cl::getGeneralCategory()});
+  hideUnrelatedOptions();
+  cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "attngen " << ATTNGEN_VERSION << " (LLVM " << LLVM_VERSION_STRING
+       << ")\n";
+  });
   cl::ParseCommandLineOptions(
       static_cast<int>(args.size()), args.data(),
       "attngen: FlashAttention-class kernels from a declarative spec\n");
@@ -151,6 +237,15 @@ int main(int argc, char **argv) {
   registerCodegenDialects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // The located error and the source line say enough; the generic form of
+  // the op is there on request (--mlir-print-op-on-diagnostic).
+  cl::Option *printOp =
+      cl::getRegisteredOptions().lookup("mlir-print-op-on-diagnostic");
+  if (!printOp || !printOp->getNumOccurrences())
+    context.printOpOnDiagnostic(false);
+  // Errors read `file:line:col: error: ...` with the offending line.
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
 
   OwningOpRef<ModuleOp> module;
   if (!inputFile.empty()) {
@@ -158,8 +253,16 @@ int main(int argc, char **argv) {
     auto file = openInputFile(inputFile, &error);
     if (!file)
       return fail(error);
-    llvm::SourceMgr sourceMgr;
-    sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+    unsigned id = sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+    StringRef buffer = sourceMgr.getMemoryBuffer(id)->getBuffer();
+    if (const char *deep = findTooDeepNesting(buffer)) {
+      sourceMgr.PrintMessage(llvm::SMLoc::getFromPointer(deep),
+                             llvm::SourceMgr::DK_Error,
+                             fmt::format("input nested deeper than {} levels; "
+                                         "attngen refuses it before parsing",
+                                         kMaxNestingDepth));
+      return 1;
+    }
     module = parseSourceFile<ModuleOp>(sourceMgr, &context);
     if (!module)
       return 1;
