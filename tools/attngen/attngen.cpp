@@ -20,6 +20,7 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -187,6 +188,47 @@ static const char *findTooDeepNesting(StringRef buffer) {
   return nullptr;
 }
 
+/// Where the metadata goes: --metadata, or with --emit=ptx and -o X.ptx,
+/// X.json. Refuses a metadata file that would overwrite the output.
+static FailureOr<std::string> metadataPath() {
+  if (emit != "ptx") {
+    if (!metadataFile.empty()) {
+      fail(fmt::format("--metadata is written only with --emit=ptx, not "
+                       "--emit={}",
+                       emit.getValue()));
+      return failure();
+    }
+    return std::string();
+  }
+  std::string path = metadataFile;
+  if (path.empty() && outputFile != "-") {
+    llvm::SmallString<256> json(outputFile.getValue());
+    llvm::sys::path::replace_extension(json, "json");
+    path = std::string(json);
+  }
+  if (path.empty())
+    return path;
+  auto normalized = [](StringRef file) {
+    llvm::SmallString<256> absolute(file);
+    if (file != "-")
+      llvm::sys::fs::make_absolute(absolute);
+    llvm::sys::path::remove_dots(absolute, /*remove_dot_dot=*/true);
+    return std::string(absolute);
+  };
+  bool same = normalized(path) == normalized(outputFile);
+  bool equivalent = false;
+  if (!same && !llvm::sys::fs::equivalent(path, outputFile, equivalent))
+    same = equivalent;
+  if (same) {
+    fail(fmt::format("the metadata file '{}' would overwrite the PTX output "
+                     "-o {}; name the output X.ptx or pass --metadata with "
+                     "another file",
+                     path, outputFile.getValue()));
+    return failure();
+  }
+  return path;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   std::vector<std::string> storage;
@@ -230,6 +272,9 @@ int main(int argc, char **argv) {
   spec.numWarps = numWarps;
   spec.skipMaskedBlocks = !noBlockSkip;
   spec.llvmOptLevel = llvmOptLevel;
+  FailureOr<std::string> metaPath = metadataPath();
+  if (failed(metaPath))
+    return 1;
   if (llvm::Error error = validateSpec(spec))
     return fail(llvm::toString(std::move(error)));
 
@@ -293,30 +338,27 @@ int main(int argc, char **argv) {
     text = std::move(*result);
   }
 
+  // Read the metadata before writing anything, so that an error leaves no
+  // PTX without its metadata behind.
+  std::string json;
+  if (!metaPath->empty()) {
+    auto meta = readKernelMetadata(*module);
+    if (!meta)
+      return fail(llvm::toString(meta.takeError()));
+    json = metadataToJson(*meta);
+  }
   std::string error;
   auto output = openOutputFile(outputFile, &error);
   if (!output)
     return fail(error);
   output->os() << text;
-  output->keep();
-
-  if (emit == "ptx") {
-    std::string metaPath = metadataFile;
-    if (metaPath.empty() && outputFile != "-") {
-      llvm::SmallString<256> path(outputFile.getValue());
-      llvm::sys::path::replace_extension(path, "json");
-      metaPath = std::string(path);
-    }
-    if (!metaPath.empty()) {
-      auto meta = readKernelMetadata(*module);
-      if (!meta)
-        return fail(llvm::toString(meta.takeError()));
-      auto metaOut = openOutputFile(metaPath, &error);
-      if (!metaOut)
-        return fail(error);
-      metaOut->os() << metadataToJson(*meta);
-      metaOut->keep();
-    }
+  if (!metaPath->empty()) {
+    auto metaOut = openOutputFile(*metaPath, &error);
+    if (!metaOut)
+      return fail(error);
+    metaOut->os() << json;
+    metaOut->keep();
   }
+  output->keep();
   return 0;
 }
