@@ -8,16 +8,24 @@ using namespace mlir;
 using namespace mlir::attn;
 
 llvm::Expected<KernelMetadata> mlir::attn::readKernelMetadata(ModuleOp module) {
+  auto fail = [](const llvm::Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  };
   KernelMetadata meta;
-  LLVM::LLVMFuncOp kernel;
+  SmallVector<LLVM::LLVMFuncOp> kernels;
   module.walk([&](LLVM::LLVMFuncOp func) {
     if (func->hasAttr("attn.params"))
-      kernel = func;
+      kernels.push_back(func);
   });
-  if (!kernel)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "no lowered attention kernel in the module "
-                                   "(run attn-to-nvvm first)");
+  if (kernels.empty())
+    return fail("no lowered attention kernel in the module (run attn-to-nvvm "
+                "first)");
+  // One metadata object describes one kernel.
+  if (kernels.size() > 1)
+    return fail(llvm::Twine(kernels.size()) +
+                " lowered attention kernels in the module; the metadata "
+                "describes one");
+  LLVM::LLVMFuncOp kernel = kernels.front();
   auto getInt = [&](StringRef name) {
     auto attr = kernel->getAttrOfType<IntegerAttr>(name);
     return attr ? attr.getInt() : 0;
@@ -29,6 +37,10 @@ llvm::Expected<KernelMetadata> mlir::attn::readKernelMetadata(ModuleOp module) {
   meta.causal = kernel->hasAttr("attn.causal");
   if (auto scale = kernel->getAttrOfType<FloatAttr>("attn.scale"))
     meta.scale = scale.getValueAsDouble();
+  // The scale goes into JSON, which has no inf or nan.
+  if (llvm::Error error = checkSoftmaxScale(meta.scale))
+    return fail("kernel " + meta.kernel + ": " +
+                llvm::toString(std::move(error)));
   meta.blockM = getInt("attn.block_m");
   meta.blockN = getInt("attn.block_n");
   meta.numThreads = getInt("attn.num_threads");

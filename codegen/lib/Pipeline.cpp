@@ -39,10 +39,22 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
     return fail(fmt::format("head dim {} is not supported; supported: 64, "
                             "128, 256",
                             spec.headDim));
-  if (spec.scale < 0 || !std::isfinite(spec.scale))
-    return fail(fmt::format("softmax scale {} must be positive and finite "
-                            "(or 0 for 1/sqrt(head_dim))",
-                            spec.scale));
+  if (spec.scale != 0)
+    if (llvm::Error error = checkSoftmaxScale(spec.scale))
+      return fail(llvm::toString(std::move(error)) +
+                  " (or 0 for 1/sqrt(head_dim))");
+  std::pair<const char *, int64_t> overrides[] = {
+      {"block-m", spec.blockM},
+      {"block-n", spec.blockN},
+      {"num-warps", spec.numWarps}};
+  for (auto [name, value] : overrides)
+    if (value < 0)
+      return fail(fmt::format("{} = {} must be 0 (tuned default) or positive",
+                              name, value));
+  if (spec.llvmOptLevel < 1 || spec.llvmOptLevel > 3)
+    return fail(fmt::format("llvm-opt-level = {} is not supported; "
+                            "supported: 1, 2, 3",
+                            spec.llvmOptLevel));
   bool sm90 = spec.target == TargetKind::sm_90a;
   if (spec.stages < 0 || spec.stages > kMaxPipeStages)
     return fail(fmt::format("stages = {} is out of range; use 1 to {}",

@@ -5,6 +5,12 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -34,4 +40,25 @@ std::optional<TargetKind> mlir::attn::getTarget(Operation *op) {
   if (auto target = module->getAttrOfType<TargetAttr>(kTargetAttrName))
     return target.getKind();
   return std::nullopt;
+}
+
+llvm::Error mlir::attn::checkSoftmaxScale(double scale) {
+  auto fail = [&](const std::string &why) {
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        fmt::format("softmax scale {} {}", scale, why));
+  };
+  if (!(scale > 0) || !std::isfinite(scale))
+    return fail("must be positive and finite");
+  float asF32 = static_cast<float>(scale);
+  float folded = static_cast<float>(scale * llvm::numbers::log2e);
+  if (!std::isfinite(asF32) || !std::isfinite(folded))
+    return fail(fmt::format("is too large: scale * log2(e) must not exceed "
+                            "the largest f32 ({:.3g}); use a smaller scale",
+                            std::numeric_limits<float>::max()));
+  if (!std::isnormal(asF32))
+    return fail(fmt::format("is too small: it rounds to 0 or a subnormal f32; "
+                            "use at least the smallest normal f32 ({:.3g})",
+                            std::numeric_limits<float>::min()));
+  return llvm::Error::success();
 }

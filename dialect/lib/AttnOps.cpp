@@ -74,6 +74,57 @@ Type AttentionOp::getElementType() {
   return cast<MemRefType>(getQ().getType()).getElementType();
 }
 
+/// Checks that `type`'s innermost dimension is contiguous (stride 1): the
+/// kernels copy rows in 16-byte chunks and take no stride for it.
+static LogicalResult verifyUnitLastStride(Operation *op, MemRefType type,
+                                          StringRef name) {
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)))
+    return op->emitOpError() << "operand '" << name
+                             << "' must have a strided layout, got " << type;
+  if (strides.back() != 1)
+    return op->emitOpError()
+           << "operand '" << name
+           << "' must be contiguous in its last dimension (stride 1), got "
+              "stride "
+           << (ShapedType::isDynamic(strides.back())
+                   ? std::string("?")
+                   : std::to_string(strides.back()));
+  return success();
+}
+
+/// One dimension of one operand, for the static size checks.
+struct DimRef {
+  Value value;
+  StringRef name;
+  unsigned dim;
+};
+
+/// Checks that the static sizes among `dims` (one logical size, `what`)
+/// agree and returns that size, or kDynamic when all are dynamic (the
+/// runtime checks those).
+static FailureOr<int64_t> verifySameSize(Operation *op, StringRef what,
+                                         ArrayRef<DimRef> dims) {
+  std::optional<DimRef> first;
+  int64_t size = ShapedType::kDynamic;
+  for (const DimRef &ref : dims) {
+    int64_t s = cast<MemRefType>(ref.value.getType()).getDimSize(ref.dim);
+    if (ShapedType::isDynamic(s))
+      continue;
+    if (!first) {
+      first = ref;
+      size = s;
+    } else if (s != size) {
+      return op->emitOpError()
+             << what << " differs: operand '" << ref.name << "' has " << s
+             << " (dim " << ref.dim << ") but '" << first->name << "' has "
+             << size << " (dim " << first->dim << ")";
+    }
+  }
+  return size;
+}
+
 LogicalResult AttentionOp::verify() {
   std::pair<Value, StringRef> tensors[] = {
       {getQ(), "q"}, {getK(), "k"}, {getV(), "v"}, {getO(), "o"}};
@@ -92,21 +143,56 @@ LogicalResult AttentionOp::verify() {
       return emitOpError() << "operand '" << name << "' has head dimension "
                            << type.getDimSize(3) << " but 'q' has "
                            << headDim;
+    if (failed(verifyUnitLastStride(*this, type, name)))
+      return failure();
   }
   if (!llvm::is_contained(kSupportedHeadDims, headDim))
     return emitOpError() << "head dimension " << headDim
                          << " is not supported; supported: 64, 128, 256";
-  if (Value lse = getLse()) {
+  Value lse = getLse();
+  if (lse) {
     auto type = dyn_cast<MemRefType>(lse.getType());
     if (!type || type.getRank() != 3 || !type.getElementType().isF32())
       return emitOpError() << "operand 'lse' must be a rank-3 f32 memref "
                               "[B, H, Nq], got "
                            << lse.getType();
+    if (!type.getLayout().isIdentity())
+      return emitOpError() << "operand 'lse' must be contiguous (the identity "
+                              "layout), got "
+                           << type;
   }
-  float scale = getScale().convertToFloat();
-  if (!(scale > 0.0f) || !std::isfinite(scale))
-    return emitOpError() << "softmax scale must be positive and finite, got "
-                         << scale;
+  // Static sizes: Q, O [B, Nq, H, D]; K, V [B, Nk, Hkv, D]; LSE [B, H, Nq].
+  SmallVector<DimRef> batch = {
+      {getQ(), "q", 0}, {getK(), "k", 0}, {getV(), "v", 0}, {getO(), "o", 0}};
+  SmallVector<DimRef> queries = {{getQ(), "q", 1}, {getO(), "o", 1}};
+  SmallVector<DimRef> heads = {{getQ(), "q", 2}, {getO(), "o", 2}};
+  if (lse) {
+    batch.push_back({lse, "lse", 0});
+    heads.push_back({lse, "lse", 1});
+    queries.push_back({lse, "lse", 2});
+  }
+  if (failed(verifySameSize(*this, "batch size", batch)) ||
+      failed(verifySameSize(*this, "query length", queries)) ||
+      failed(verifySameSize(*this, "key length",
+                            {{getK(), "k", 1}, {getV(), "v", 1}})))
+    return failure();
+  FailureOr<int64_t> numHeads = verifySameSize(*this, "number of heads", heads);
+  if (failed(numHeads))
+    return failure();
+  FailureOr<int64_t> numKvHeads = verifySameSize(
+      *this, "number of key/value heads", {{getK(), "k", 2}, {getV(), "v", 2}});
+  if (failed(numKvHeads))
+    return failure();
+  if (!ShapedType::isDynamic(*numHeads) &&
+      !ShapedType::isDynamic(*numKvHeads) &&
+      (*numKvHeads == 0 || *numHeads % *numKvHeads != 0))
+    return emitOpError() << "number of heads " << *numHeads
+                         << " must be a multiple of the number of key/value "
+                            "heads, "
+                         << *numKvHeads;
+  if (llvm::Error error =
+          checkSoftmaxScale(getScale().convertToFloat()))
+    return emitOpError() << llvm::toString(std::move(error));
   return success();
 }
 

@@ -458,6 +458,25 @@ int compileOnce(const std::string &dir, bool causal) {
   return 0;
 }
 
+/// Scales whose f32 value or folded exp2 constant (scale * log2(e)) is not
+/// a finite f32 are refused like the CLI refuses them (one shared check):
+/// such a kernel would multiply by inf and its metadata would not be JSON.
+void testScaleRange() {
+  attngen_jit *jit = makeJit("", 0);
+  const attngen_compiled *out = nullptr;
+  attngen_spec bad = specOf(64, 0);
+  bad.scale = 1e39;
+  expectError(attngen_jit_compile(jit, &bad, "sm_80", &out), ATTNGEN_ERROR_INVALID_SPEC,
+              "softmax scale 1e+39 is too large", "scale 1e39");
+  bad.scale = 3e38;
+  expectError(attngen_jit_compile(jit, &bad, "sm_90a", &out), ATTNGEN_ERROR_INVALID_SPEC,
+              "softmax scale 3e+38 is too large", "scale 3e38 (scale * log2(e) overflows)");
+  bad.scale = 1e-50;
+  expectError(attngen_spec_check(&bad, "sm_80"), ATTNGEN_ERROR_INVALID_SPEC,
+              "softmax scale 1e-50 is too small", "scale 1e-50");
+  attngen_jit_destroy(jit);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -469,6 +488,7 @@ int main(int argc, char **argv) {
   testEntryKinds();
   testFailedCompileNotCached();
   testEmptyArch();
+  testScaleRange();
   std::printf("%d checks, %d failed\n", checks, failures);
   return failures ? 1 : 0;
 }

@@ -4,6 +4,8 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace mlir::attn;
 
@@ -132,4 +134,24 @@ llvm::Error mlir::attn::checkTileConfig(const TileConfig &config,
         "use on {2}; use smaller block-m/block-n",
         smem, maxSharedMemoryBytes(target), stringifyTargetKind(target)));
   return llvm::Error::success();
+}
+
+/// Registers per thread outside the tiles: addresses, strides, sizes, loop
+/// counters and indices (a rough allowance).
+static constexpr int64_t kScalarRegisters = 40;
+
+// Every register tile uses the mma fragment layout: a warp holds its 16-row
+// slices of a 16 x C f32 tile in 16 * C / 32 = C / 2 registers per thread.
+// Per slice, the loop keeps the output accumulator (D / 2), the scores S
+// (blockN / 2), the probabilities P packed two per register (blockN / 4) and
+// the running max, sum and rescale factor (2 rows per thread each: 6). Each
+// warp owns blockM / (16 * numWarps) slices. For the defaults this gives
+// 174-252 registers; sm_80 d128 with 64-wide key blocks (276, measured to
+// spill) or one warp per 128-row block (888) go over the limit.
+int64_t mlir::attn::estimateRegistersPerThread(const TileConfig &config,
+                                               int64_t headDim) {
+  int64_t slicesPerWarp =
+      std::max<int64_t>(1, config.blockM / (kRowsPerWarp * config.numWarps));
+  int64_t perSlice = headDim / 2 + config.blockN / 2 + config.blockN / 4 + 6;
+  return slicesPerWarp * perSlice + kScalarRegisters;
 }

@@ -52,7 +52,7 @@ func.func @attention_rank(%q: memref<?x?x64xf16>, %k: memref<?x?x?x64xf16>,
 
 func.func @attention_negative_scale(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
                                     %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) {
-  // expected-error @+1 {{'attn.attention' op softmax scale must be positive and finite, got -1.000000e+00}}
+  // expected-error @+1 {{'attn.attention' op softmax scale -1 must be positive and finite}}
   attn.attention %q, %k, %v, %o {scale = -1.0 : f32}
     : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
   return
@@ -65,6 +65,160 @@ func.func @attention_lse_type(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>
   // expected-error @+1 {{'attn.attention' op operand 'lse' must be a rank-3 f32 memref [B, H, Nq], got 'memref<?x?xf32>'}}
   attn.attention %q, %k, %v, %o lse %lse {scale = 0.125 : f32}
     : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?xf32>
+  return
+}
+
+// -----
+
+func.func @attention_batch_mismatch(
+    %q: memref<2x128x8x64xbf16>, %k: memref<3x256x2x64xbf16>,
+    %v: memref<2x256x2x64xbf16>, %o: memref<2x128x8x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op batch size differs: operand 'k' has 3 (dim 0) but 'q' has 2 (dim 0)}}
+  attn.attention %q, %k, %v, %o {scale = 0.125 : f32}
+    : memref<2x128x8x64xbf16>, memref<3x256x2x64xbf16>, memref<2x256x2x64xbf16>, memref<2x128x8x64xbf16>
+  return
+}
+
+// -----
+
+func.func @attention_query_length_mismatch(
+    %q: memref<2x128x8x64xbf16>, %k: memref<?x?x?x64xbf16>,
+    %v: memref<?x?x?x64xbf16>, %o: memref<2x127x8x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op query length differs: operand 'o' has 127 (dim 1) but 'q' has 128 (dim 1)}}
+  attn.attention %q, %k, %v, %o {scale = 0.125 : f32}
+    : memref<2x128x8x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<2x127x8x64xbf16>
+  return
+}
+
+// -----
+
+func.func @attention_key_length_mismatch(
+    %q: memref<?x?x?x64xbf16>, %k: memref<?x256x2x64xbf16>,
+    %v: memref<?x255x2x64xbf16>, %o: memref<?x?x?x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op key length differs: operand 'v' has 255 (dim 1) but 'k' has 256 (dim 1)}}
+  attn.attention %q, %k, %v, %o {scale = 0.125 : f32}
+    : memref<?x?x?x64xbf16>, memref<?x256x2x64xbf16>, memref<?x255x2x64xbf16>, memref<?x?x?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @attention_heads_mismatch(
+    %q: memref<?x?x8x64xbf16>, %k: memref<?x?x?x64xbf16>,
+    %v: memref<?x?x?x64xbf16>, %o: memref<?x?x4x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op number of heads differs: operand 'o' has 4 (dim 2) but 'q' has 8 (dim 2)}}
+  attn.attention %q, %k, %v, %o {scale = 0.125 : f32}
+    : memref<?x?x8x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x4x64xbf16>
+  return
+}
+
+// -----
+
+func.func @attention_kv_heads_mismatch(
+    %q: memref<?x?x?x64xbf16>, %k: memref<?x?x3x64xbf16>,
+    %v: memref<?x?x2x64xbf16>, %o: memref<?x?x?x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op number of key/value heads differs: operand 'v' has 2 (dim 2) but 'k' has 3 (dim 2)}}
+  attn.attention %q, %k, %v, %o {scale = 0.125 : f32}
+    : memref<?x?x?x64xbf16>, memref<?x?x3x64xbf16>, memref<?x?x2x64xbf16>, memref<?x?x?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @attention_head_ratio(
+    %q: memref<?x?x8x64xbf16>, %k: memref<?x?x3x64xbf16>,
+    %v: memref<?x?x3x64xbf16>, %o: memref<?x?x?x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op number of heads 8 must be a multiple of the number of key/value heads, 3}}
+  attn.attention %q, %k, %v, %o {scale = 0.125 : f32}
+    : memref<?x?x8x64xbf16>, memref<?x?x3x64xbf16>, memref<?x?x3x64xbf16>, memref<?x?x?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @attention_lse_batch(
+    %q: memref<4x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
+    %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>, %lse: memref<2x?x?xf32>) {
+  // expected-error @+1 {{'attn.attention' op batch size differs: operand 'lse' has 2 (dim 0) but 'q' has 4 (dim 0)}}
+  attn.attention %q, %k, %v, %o lse %lse {scale = 0.125 : f32}
+    : memref<4x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<2x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @attention_lse_heads(
+    %q: memref<?x?x8x64xbf16>, %k: memref<?x?x?x64xbf16>,
+    %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>, %lse: memref<?x4x?xf32>) {
+  // expected-error @+1 {{'attn.attention' op number of heads differs: operand 'lse' has 4 (dim 1) but 'q' has 8 (dim 2)}}
+  attn.attention %q, %k, %v, %o lse %lse {scale = 0.125 : f32}
+    : memref<?x?x8x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x4x?xf32>
+  return
+}
+
+// -----
+
+func.func @attention_lse_queries(
+    %q: memref<?x100x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
+    %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>, %lse: memref<?x?x128xf32>) {
+  // expected-error @+1 {{'attn.attention' op query length differs: operand 'lse' has 128 (dim 2) but 'q' has 100 (dim 1)}}
+  attn.attention %q, %k, %v, %o lse %lse {scale = 0.125 : f32}
+    : memref<?x100x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x128xf32>
+  return
+}
+
+// -----
+
+func.func @attention_lse_layout(
+    %q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
+    %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>, %lse: memref<?x?x?xf32, strided<[?, ?, 2]>>) {
+  // expected-error @+1 {{'attn.attention' op operand 'lse' must be contiguous (the identity layout), got 'memref<?x?x?xf32, strided<[?, ?, 2]>>'}}
+  attn.attention %q, %k, %v, %o lse %lse {scale = 0.125 : f32}
+    : memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?xf32, strided<[?, ?, 2]>>
+  return
+}
+
+// -----
+
+func.func @attention_last_stride(
+    %q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16, strided<[?, ?, ?, 2]>>,
+    %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op operand 'k' must be contiguous in its last dimension (stride 1), got stride 2}}
+  attn.attention %q, %k, %v, %o {scale = 0.125 : f32}
+    : memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16, strided<[?, ?, ?, 2]>>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @attention_dynamic_last_stride(
+    %q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
+    %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16, strided<[?, ?, ?, ?]>>) {
+  // expected-error @+1 {{'attn.attention' op operand 'o' must be contiguous in its last dimension (stride 1), got stride ?}}
+  attn.attention %q, %k, %v, %o {scale = 0.125 : f32}
+    : memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16, strided<[?, ?, ?, ?]>>
+  return
+}
+
+// -----
+
+func.func @attention_scale_overflow(
+    %q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
+    %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op softmax scale 3.0000000054977558e+38 is too large: scale * log2(e) must not exceed the largest f32 (3.4e+38); use a smaller scale}}
+  attn.attention %q, %k, %v, %o {scale = 3.0e38 : f32}
+    : memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @attention_scale_underflow(
+    %q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
+    %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op softmax scale 9.99994610111476e-41 is too small: it rounds to 0 or a subnormal f32; use at least the smallest normal f32 (1.18e-38)}}
+  attn.attention %q, %k, %v, %o {scale = 1.0e-40 : f32}
+    : memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>
   return
 }
 

@@ -6,16 +6,27 @@
 // Builds (or reads) an attn.attention module, runs the FlashAttention passes
 // and the lowering, and writes the tile program, the LLVM/NVVM-dialect
 // module, LLVM IR or PTX. With PTX it also writes the launch metadata JSON.
+// An input module may also be one attngen wrote itself (--emit=mlir or
+// --emit=nvvm): the driver then runs only the steps that are left.
 //
 //===----------------------------------------------------------------------===//
 #include "attn/Codegen/Codegen.h"
 #include "attn/Passes/Passes.h"
+#include "attn/Passes/TileConfig.h"
 
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -24,15 +35,22 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
+
+#ifndef ATTNGEN_VERSION
+#error "ATTNGEN_VERSION must be defined by the build"
+#endif
 
 using namespace mlir;
 using namespace mlir::attn;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory category("attngen options");
+static cl::OptionCategory mlirCategory(
+    "MLIR options (--print-ir-* is accepted for --mlir-print-ir-*)");
 
 static cl::opt<std::string> inputFile(cl::Positional,
                                       cl::desc("[input.mlir]"),
@@ -97,6 +115,12 @@ static cl::opt<std::string> emit(
              "passes), nvvm (LLVM+NVVM dialects), llvm (LLVM IR), ptx"),
     cl::init("ptx"), cl::cat(category));
 
+/// MLIR's parser recurses once per nested region, block, attribute or type:
+/// input nested deeper than this is refused before parsing, because deeper
+/// nesting can overflow the stack (10,000 `module {` does). Real kernels nest
+/// fewer than 20 levels.
+static constexpr int kMaxNestingDepth = 256;
+
 /// MLIR spells its pass-manager flags --mlir-print-ir-*; accept the short
 /// spellings too.
 static std::vector<char *> aliasPassManagerFlags(int argc, char **argv,
@@ -117,19 +141,317 @@ static std::vector<char *> aliasPassManagerFlags(int argc, char **argv,
   return args;
 }
 
+/// Registers the passes attngen runs, so that the pass-manager flags that
+/// name a pass (--mlir-print-ir-after=attn-tile) find them.
+static void registerPipelinePasses() {
+  registerAttnPasses();
+  registerCodegenPasses();
+  registerCanonicalizerPass();
+  registerCSEPass();
+  registerSCFToControlFlowPass();
+  registerArithToLLVMConversionPass();
+  registerConvertControlFlowToLLVMPass();
+  registerConvertNVVMToLLVMPass();
+  registerReconcileUnrealizedCastsPass();
+}
+
+/// Shows only attngen's options and MLIR's pass-manager, context and printer
+/// options in --help, not the hundreds of backend options linked into LLVM.
+static void hideUnrelatedOptions() {
+  for (auto &entry : cl::getRegisteredOptions()) {
+    cl::Option *option = entry.second;
+    if (entry.first.starts_with("mlir-") &&
+        !llvm::is_contained(option->Categories, &category))
+      option->Categories.assign({&mlirCategory});
+  }
+  cl::HideUnrelatedOptions({&category, &mlirCategory});
+}
+
 static int fail(const std::string &message) {
   llvm::WithColor::error(llvm::errs(), "attngen") << message << "\n";
   return 1;
+}
+
+/// Finds the first bracket of `buffer` nested deeper than kMaxNestingDepth,
+/// counting (, [, { and < (string literals and // comments skipped). A `>`
+/// without its `<` (as in `->`) lowers the count, which can only make the
+/// check miss deep input, never refuse shallow input.
+static const char *findTooDeepNesting(StringRef buffer) {
+  int depth = 0;
+  for (const char *p = buffer.begin(), *end = buffer.end(); p < end; ++p) {
+    switch (*p) {
+    case '"':
+      for (++p; p < end && *p != '"'; ++p)
+        if (*p == '\\')
+          ++p;
+      break;
+    case '/':
+      if (p + 1 < end && p[1] == '/')
+        while (p < end && *p != '\n')
+          ++p;
+      break;
+    case '(':
+    case '[':
+    case '{':
+    case '<':
+      if (++depth > kMaxNestingDepth)
+        return p;
+      break;
+    case ')':
+    case ']':
+    case '}':
+    case '>':
+      depth = std::max(0, depth - 1);
+      break;
+    default:
+      break;
+    }
+  }
+  return nullptr;
+}
+
+namespace {
+
+/// How far an input module has come: attngen resumes from there.
+enum class Stage {
+  problem, ///< holds attn.attention: run everything
+  tiled,   ///< a tile program (func.func with attn.kernel): lower it
+  lowered, ///< an LLVM-dialect kernel (llvm.func with attn.params): emit it
+};
+
+/// The one kernel of an input module and what it fixes of the spec.
+struct ModuleKernel {
+  Stage stage = Stage::problem;
+  Operation *op = nullptr; ///< attn.attention, or the kernel function
+  int64_t headDim = 0;
+  bool bf16 = true;
+  bool causal = false;
+  bool withLse = true;
+  float scale = 0;
+  std::optional<TileConfig> tiling; ///< fixed once tiled
+};
+
+} // namespace
+
+/// The name under which `op`, a kernel of some stage, is reported.
+static std::string kernelNameOf(Operation *op) {
+  if (auto func = dyn_cast<FunctionOpInterface>(op))
+    return func.getName().str();
+  if (auto func = op->getParentOfType<FunctionOpInterface>())
+    return func.getName().str();
+  return "<no function>";
+}
+
+/// Reads what the kernel op of `stage` fixes of the spec.
+static ModuleKernel describeKernel(Operation *op, Stage stage) {
+  ModuleKernel kernel;
+  kernel.stage = stage;
+  kernel.op = op;
+  auto readScale = [&](Operation *holder) {
+    if (auto attr = holder->getAttrOfType<FloatAttr>("attn.scale"))
+      kernel.scale = attr.getValueAsDouble();
+  };
+  if (auto attention = dyn_cast<AttentionOp>(op)) {
+    kernel.headDim = attention.getHeadDim();
+    kernel.bf16 = attention.getElementType().isBF16();
+    kernel.causal = attention.getCausal();
+    kernel.withLse = attention.getLse() != nullptr;
+    kernel.scale = attention.getScale().convertToFloat();
+  } else if (auto func = dyn_cast<func::FuncOp>(op)) {
+    // A tiled kernel takes q, k, v, o[, lse]: q is [B, N, H, D].
+    auto q = func.getNumArguments() ? dyn_cast<MemRefType>(
+                                          func.getArgumentTypes().front())
+                                    : MemRefType();
+    if (q && q.getRank() != 4)
+      q = MemRefType();
+    kernel.headDim = q ? q.getDimSize(3) : 0;
+    kernel.bf16 = q && q.getElementType().isBF16();
+    kernel.causal = func->hasAttr("attn.causal");
+    kernel.withLse = func.getNumArguments() == 5;
+    readScale(func);
+    if (auto tiling = func->getAttrOfType<TilingAttr>(kTilingAttrName))
+      kernel.tiling = TileConfig{tiling.getBlockM(), tiling.getBlockN(),
+                                 tiling.getNumWarps()};
+  } else {
+    auto getInt = [&](StringRef name) {
+      auto attr = op->getAttrOfType<IntegerAttr>(name);
+      return attr ? attr.getInt() : 0;
+    };
+    kernel.headDim = getInt("attn.head_dim");
+    auto dtypeAttr = op->getAttrOfType<StringAttr>("attn.dtype");
+    kernel.bf16 = dtypeAttr && dtypeAttr.getValue() == "bf16";
+    kernel.causal = op->hasAttr("attn.causal");
+    auto lse = op->getAttrOfType<BoolAttr>("attn.lse");
+    kernel.withLse = lse && lse.getValue();
+    readScale(op);
+    kernel.tiling = TileConfig{getInt("attn.block_m"), getInt("attn.block_n"),
+                               getInt("attn.num_threads") / 32};
+  }
+  return kernel;
+}
+
+/// Finds the one kernel of an input module: an attn.attention op, a tile
+/// program or a lowered kernel. Refuses nested modules, modules with several
+/// kernels (the PTX would hold them all but the metadata describes one) and
+/// modules with none, with an error located in the input.
+static FailureOr<ModuleKernel> findKernel(ModuleOp module, StringRef file) {
+  SmallVector<std::pair<Operation *, Stage>> kernels;
+  Operation *nested = nullptr;
+  module.walk([&](Operation *op) {
+    if (isa<ModuleOp>(op) && op != module.getOperation() && !nested)
+      nested = op;
+    else if (isa<AttentionOp>(op))
+      kernels.push_back({op, Stage::problem});
+    else if (isa<func::FuncOp>(op) && op->hasAttr(kKernelAttrName))
+      kernels.push_back({op, Stage::tiled});
+    else if (isa<LLVM::LLVMFuncOp>(op) && op->hasAttr("attn.params"))
+      kernels.push_back({op, Stage::lowered});
+  });
+  if (nested)
+    return nested->emitError("nested modules are not supported: put the "
+                             "kernel's function in the top-level module");
+  if (kernels.empty()) {
+    fail(fmt::format("no attn.attention op in {}", file.str()));
+    return failure();
+  }
+  if (kernels.size() > 1) {
+    SmallVector<std::string> names;
+    for (auto [op, stage] : kernels)
+      names.push_back(kernelNameOf(op));
+    return kernels[1].first->emitError()
+           << "one attn.attention per module; found " << kernels.size()
+           << " (" << llvm::join(names, ", ")
+           << "): put each kernel in a module of its own";
+  }
+  return describeKernel(kernels[0].first, kernels[0].second);
+}
+
+/// Checks the spec flags given on the command line against an input module:
+/// a flag the module leaves open takes effect (the target of a module
+/// without attn.target, the tile overrides before tiling); one that
+/// contradicts the module is refused, naming both values. Returns the spec
+/// the module and the flags describe together.
+static FailureOr<AttentionSpec> mergeSpecFlags(ModuleOp module,
+                                               const ModuleKernel &kernel,
+                                               const AttentionSpec &flags) {
+  Operation *op = kernel.op;
+  auto contradicts = [&](const std::string &flag, const std::string &value,
+                         StringRef what) {
+    return op->emitError() << fmt::format(
+               "{} contradicts this kernel's {} {}; drop the flag or change "
+               "the module",
+               flag, what, value);
+  };
+  AttentionSpec spec = flags;
+  if (auto target = module->getAttrOfType<TargetAttr>(kTargetAttrName)) {
+    if (arch.getNumOccurrences() && target.getKind() != flags.target)
+      return module.emitError() << fmt::format(
+                 "--arch={} contradicts the module's attn.target {}; drop "
+                 "the flag or change the module",
+                 arch.getValue(), stringifyTargetKind(target.getKind()).str());
+    spec.target = target.getKind();
+  } else {
+    module->setAttr(kTargetAttrName,
+                    TargetAttr::get(module.getContext(), flags.target));
+  }
+  if (headDim.getNumOccurrences() && headDim != kernel.headDim)
+    return contradicts(fmt::format("--head-dim={}", headDim.getValue()),
+                       std::to_string(kernel.headDim), "head dimension");
+  const char *moduleDtype = kernel.bf16 ? "bf16" : "f16";
+  if (dtype.getNumOccurrences() && dtype != moduleDtype)
+    return contradicts("--dtype=" + dtype.getValue(), moduleDtype,
+                       "element type");
+  if (causal.getNumOccurrences() && causal != kernel.causal)
+    return contradicts(fmt::format("--causal={}", causal.getValue()),
+                       kernel.causal ? "true" : "false", "causal =");
+  if (noLse.getNumOccurrences() && !noLse != kernel.withLse)
+    return contradicts(fmt::format("--no-lse={}", noLse.getValue()),
+                       kernel.withLse ? "operand" : "(none)", "lse");
+  if (scale.getNumOccurrences()) {
+    double asked = scale > 0 ? scale : 1.0 / std::sqrt(double(kernel.headDim));
+    if (static_cast<float>(asked) != kernel.scale)
+      return contradicts(fmt::format("--scale={}", scale.getValue()),
+                         fmt::format("{}", kernel.scale), "scale");
+  }
+  spec.headDim = kernel.headDim;
+  spec.bf16 = kernel.bf16;
+  spec.causal = kernel.causal;
+  spec.withLse = kernel.withLse;
+  spec.scale = kernel.scale;
+  if (kernel.tiling) {
+    std::tuple<const char *, cl::opt<int64_t> &, int64_t> overrides[] = {
+        {"block-m", blockM, kernel.tiling->blockM},
+        {"block-n", blockN, kernel.tiling->blockN},
+        {"num-warps", numWarps, kernel.tiling->numWarps}};
+    for (auto &[name, flag, value] : overrides)
+      if (flag.getNumOccurrences() && flag != value)
+        return contradicts(fmt::format("--{}={}", name, flag.getValue()),
+                           std::to_string(value), name);
+    if (noBlockSkip.getNumOccurrences())
+      return op->emitError("--no-block-skip has no effect on a kernel that "
+                           "is already tiled; pass it when tiling");
+    spec.blockM = kernel.tiling->blockM;
+    spec.blockN = kernel.tiling->blockN;
+    spec.numWarps = kernel.tiling->numWarps;
+  }
+  return spec;
+}
+
+/// Where the metadata goes: --metadata, or with --emit=ptx and -o X.ptx,
+/// X.json. Refuses a metadata file that would overwrite the output.
+static FailureOr<std::string> metadataPath() {
+  if (emit != "ptx") {
+    if (!metadataFile.empty()) {
+      fail(fmt::format("--metadata is written only with --emit=ptx, not "
+                       "--emit={}",
+                       emit.getValue()));
+      return failure();
+    }
+    return std::string();
+  }
+  std::string path = metadataFile;
+  if (path.empty() && outputFile != "-") {
+    llvm::SmallString<256> json(outputFile.getValue());
+    llvm::sys::path::replace_extension(json, "json");
+    path = std::string(json);
+  }
+  if (path.empty())
+    return path;
+  auto normalized = [](StringRef file) {
+    llvm::SmallString<256> absolute(file);
+    if (file != "-")
+      llvm::sys::fs::make_absolute(absolute);
+    llvm::sys::path::remove_dots(absolute, /*remove_dot_dot=*/true);
+    return std::string(absolute);
+  };
+  bool same = normalized(path) == normalized(outputFile);
+  bool equivalent = false;
+  if (!same && !llvm::sys::fs::equivalent(path, outputFile, equivalent))
+    same = equivalent;
+  if (same) {
+    fail(fmt::format("the metadata file '{}' would overwrite the PTX output "
+                     "-o {}; name the output X.ptx or pass --metadata with "
+                     "another file",
+                     path, outputFile.getValue()));
+    return failure();
+  }
+  return path;
 }
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   std::vector<std::string> storage;
   std::vector<char *> args = aliasPassManagerFlags(argc, argv, storage);
+  // Before the pass-manager options, whose pass-name lists read the registry.
+  registerPipelinePasses();
   registerPassManagerCLOptions();
   registerMLIRContextCLOptions();
   registerAsmPrinterCLOptions();
-  cl::HideUnrelatedOptions({&category, &cl::getGeneralCategory()});
+  hideUnrelatedOptions();
+  cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "attngen " << ATTNGEN_VERSION << " (LLVM " << LLVM_VERSION_STRING
+       << ")\n";
+  });
   cl::ParseCommandLineOptions(
       static_cast<int>(args.size()), args.data(),
       "attngen: FlashAttention-class kernels from a declarative spec\n");
@@ -162,37 +484,82 @@ int main(int argc, char **argv) {
   spec.stages = stages;
   spec.intraWgOverlap = !noIntraWgOverlap;
   spec.pingpong = !noPingpong;
-  if (llvm::Error error = validateSpec(spec))
-    return fail(llvm::toString(std::move(error)));
+  spec.llvmOptLevel = llvmOptLevel;
+  FailureOr<std::string> metaPath = metadataPath();
+  if (failed(metaPath))
+    return 1;
 
   DialectRegistry registry;
   registerCodegenDialects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // The located error and the source line say enough; the generic form of
+  // the op is there on request (--mlir-print-op-on-diagnostic).
+  cl::Option *printOp =
+      cl::getRegisteredOptions().lookup("mlir-print-op-on-diagnostic");
+  if (!printOp || !printOp->getNumOccurrences())
+    context.printOpOnDiagnostic(false);
+  // Errors read `file:line:col: error: ...` with the offending line.
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
 
   OwningOpRef<ModuleOp> module;
+  Stage stage = Stage::problem;
   if (!inputFile.empty()) {
     std::string error;
     auto file = openInputFile(inputFile, &error);
     if (!file)
       return fail(error);
-    llvm::SourceMgr sourceMgr;
-    sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+    unsigned id = sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+    StringRef buffer = sourceMgr.getMemoryBuffer(id)->getBuffer();
+    if (const char *deep = findTooDeepNesting(buffer)) {
+      sourceMgr.PrintMessage(llvm::SMLoc::getFromPointer(deep),
+                             llvm::SourceMgr::DK_Error,
+                             fmt::format("input nested deeper than {} levels; "
+                                         "attngen refuses it before parsing",
+                                         kMaxNestingDepth));
+      return 1;
+    }
     module = parseSourceFile<ModuleOp>(sourceMgr, &context);
     if (!module)
       return 1;
-    if (!(*module)->hasAttr(kTargetAttrName))
-      (*module)->setAttr(kTargetAttrName, TargetAttr::get(&context, spec.target));
-    spec.target = *getTarget(*module);
-  } else {
-    module = buildSpecModule(context, spec);
+    FailureOr<ModuleKernel> kernel = findKernel(*module, inputFile);
+    if (failed(kernel))
+      return 1;
+    FailureOr<AttentionSpec> merged = mergeSpecFlags(*module, *kernel, spec);
+    if (failed(merged))
+      return 1;
+    spec = *merged;
+    stage = kernel->stage;
+    if (stage == Stage::lowered && emit == "mlir")
+      return fail("the input is already lowered to the LLVM dialect; use "
+                  "--emit=nvvm, llvm or ptx");
   }
+  if (llvm::Error error = validateSpec(spec))
+    return fail(llvm::toString(std::move(error)));
+  if (stage != Stage::lowered) {
+    TileConfig config = resolveTileConfig(
+        spec.target, spec.headDim, spec.causal, spec.blockM, spec.blockN,
+        spec.numWarps,
+        spec.target == TargetKind::sm_90a && spec.warpSpecialize, spec.stages);
+    int64_t registers = estimateRegistersPerThread(config, spec.headDim);
+    if (registers > kMaxRegistersPerThread)
+      llvm::WithColor::warning(llvm::errs(), "attngen") << fmt::format(
+          "a {}x{} tile with {} warps at head dim {} needs about {} registers "
+          "per thread, more than the {} available: the kernel will spill; "
+          "use more warps or smaller blocks\n",
+          config.blockM, config.blockN, config.numWarps, spec.headDim,
+          registers, kMaxRegistersPerThread);
+  }
+  if (!module)
+    module = buildSpecModule(context, spec);
 
   PassManager pm(&context);
   if (failed(applyPassManagerCLOptions(pm)))
     return 1;
-  buildTilePipeline(pm, spec);
-  if (emit != "mlir")
+  if (stage == Stage::problem)
+    buildTilePipeline(pm, spec);
+  if (emit != "mlir" && stage != Stage::lowered)
     buildLoweringPipeline(pm);
   if (failed(pm.run(*module)))
     return 1;
@@ -202,36 +569,34 @@ int main(int argc, char **argv) {
     llvm::raw_string_ostream os(text);
     module->print(os);
   } else {
-    auto result = emitPtx(*module, spec.target, emit == "llvm", llvmOptLevel);
+    auto result =
+        emitPtx(*module, spec.target, emit == "llvm", spec.llvmOptLevel);
     if (!result)
       return fail(llvm::toString(result.takeError()));
     text = std::move(*result);
   }
 
+  // Read the metadata before writing anything, so that an error leaves no
+  // PTX without its metadata behind.
+  std::string json;
+  if (!metaPath->empty()) {
+    auto meta = readKernelMetadata(*module);
+    if (!meta)
+      return fail(llvm::toString(meta.takeError()));
+    json = metadataToJson(*meta);
+  }
   std::string error;
   auto output = openOutputFile(outputFile, &error);
   if (!output)
     return fail(error);
   output->os() << text;
-  output->keep();
-
-  if (emit == "ptx") {
-    std::string metaPath = metadataFile;
-    if (metaPath.empty() && outputFile != "-") {
-      llvm::SmallString<256> path(outputFile.getValue());
-      llvm::sys::path::replace_extension(path, "json");
-      metaPath = std::string(path);
-    }
-    if (!metaPath.empty()) {
-      auto meta = readKernelMetadata(*module);
-      if (!meta)
-        return fail(llvm::toString(meta.takeError()));
-      auto metaOut = openOutputFile(metaPath, &error);
-      if (!metaOut)
-        return fail(error);
-      metaOut->os() << metadataToJson(*meta);
-      metaOut->keep();
-    }
+  if (!metaPath->empty()) {
+    auto metaOut = openOutputFile(*metaPath, &error);
+    if (!metaOut)
+      return fail(error);
+    metaOut->os() << json;
+    metaOut->keep();
   }
+  output->keep();
   return 0;
 }

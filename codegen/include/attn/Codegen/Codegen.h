@@ -29,6 +29,7 @@ struct AttentionSpec {
   // Tile overrides (0: chosen by attn-tile).
   int64_t blockM = 0, blockN = 0, numWarps = 0;
   bool skipMaskedBlocks = true; ///< run attn-causal-blocks
+  int llvmOptLevel = 3;         ///< LLVM optimisation level: 1, 2 or 3
   // The FlashAttention-3 schedule (sm_90a; each switch is one pass).
   bool warpSpecialize = true; ///< attn-warp-specialize
   int64_t stages = 0;         ///< attn-multibuffer stages (0: default, 2)
@@ -50,7 +51,9 @@ struct KernelMetadata {
   std::vector<std::string> params;
 };
 
-/// Checks a spec and returns an error that says what is supported.
+/// Checks a spec (head dim, scale, tile overrides, LLVM optimisation level)
+/// and returns an error that says what is supported. The CLI and the C API
+/// both call it, so they accept the same specs.
 llvm::Error validateSpec(const AttentionSpec &spec);
 
 /// Builds `module { func.func @<name>(q, k, v, o, lse) { attn.attention } }`.

@@ -8,6 +8,7 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/Support/Error.h"
 
 #include "attn/Dialect/AttnDialect.h.inc"
 
@@ -35,6 +36,13 @@ constexpr llvm::StringLiteral kKernelAttrName = "attn.kernel";
 
 /// The target of the module enclosing `op`, if it has one.
 std::optional<TargetKind> getTarget(Operation *op);
+
+/// Checks a softmax scale: positive and finite, and representable where the
+/// kernels use it: as an f32 and folded into the exp2 constant
+/// `scale * log2(e)` (f32), neither of which may round to 0 or overflow.
+/// Shared by the op verifier, the spec checks of the CLI and the C API, and
+/// the metadata writer, so every path refuses the same scales.
+llvm::Error checkSoftmaxScale(double scale);
 } // namespace mlir::attn
 
 #endif // ATTN_DIALECT_ATTNDIALECT_H

@@ -32,8 +32,12 @@ def Attn_AttentionOp : Attn_Op<"attention"> {
     `h / (H / Hkv)` (grouped-query attention when Hkv < H).
 
     The verifier checks ranks, element types (f16 or bf16, all alike), that the
-    head dimension is static, equal everywhere and one of 64, 128, 256, and
-    that `scale` is positive and finite.
+    head dimension is static, equal everywhere and one of 64, 128, 256, that
+    the static sizes agree (B everywhere, Nq of Q, O and LSE, Nk and Hkv of K
+    and V, H of Q, O and LSE, H a multiple of Hkv), that the last dimension
+    of Q, K, V and O has stride 1 and LSE the identity layout, and that
+    `scale` is positive and finite with `scale` and `scale * log2(e)` normal
+    finite f32 numbers (the kernels fold it into their exp2 constant).
 
     ```mlir
     attn.attention %q, %k, %v, %o lse %lse {causal, scale = 0.0883883 : f32}

@@ -31,6 +31,16 @@ TileConfig resolveTileConfig(TargetKind target, int64_t headDim, bool causal,
 llvm::Error checkTileConfig(const TileConfig &config, TargetKind target,
                             int64_t headDim);
 
+/// Registers one thread may use (the PTX ISA limit); a kernel needing more
+/// spills to local memory.
+constexpr int64_t kMaxRegistersPerThread = 255;
+
+/// A rough estimate of the 32-bit registers per thread the kernel of
+/// `config` keeps live in its key/value loop (see TileConfig.cpp for the
+/// heuristic). Used to warn about overrides that obviously spill; the
+/// defaults stay below kMaxRegistersPerThread.
+int64_t estimateRegistersPerThread(const TileConfig &config, int64_t headDim);
+
 /// Shared-memory layout of a tile program (codegen places buffers by it):
 /// each tile starts on a 1024-byte boundary (the 128-byte swizzle atom),
 /// then one 8-byte mbarrier per tile, plus 1024 bytes of slack to align

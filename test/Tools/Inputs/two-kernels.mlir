@@ -1,0 +1,15 @@
+// Two kernels in one module: refused (the metadata describes one kernel).
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @k1(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
+                %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>) {
+    attn.attention %q, %k, %v, %o {scale = 0.125 : f32}
+      : memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>
+    return
+  }
+  func.func @k2(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
+                %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>) {
+    attn.attention %q, %k, %v, %o {scale = 0.125 : f32}
+      : memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>
+    return
+  }
+}
