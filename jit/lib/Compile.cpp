@@ -92,11 +92,6 @@ attngen_status attngen::readSpec(const attngen_spec *spec, TargetKind arch,
     if (flag != 0 && flag != 1)
       return fail(ATTNGEN_ERROR_INVALID_SPEC,
                   "causal and with_lse must be 0 or 1, got {}", flag);
-  if (spec->block_m < 0 || spec->block_n < 0 || spec->num_warps < 0)
-    return fail(ATTNGEN_ERROR_INVALID_SPEC,
-                "tile overrides must be 0 (tuned default) or positive; got "
-                "block_m={} block_n={} num_warps={}",
-                spec->block_m, spec->block_n, spec->num_warps);
   out = AttentionSpec();
   out.target = arch;
   out.headDim = spec->head_dim;
