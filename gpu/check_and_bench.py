@@ -254,12 +254,17 @@ def correctness_cases(quick):
     return cases
 
 
-def bench_shapes(head_dim, n_list=None):
-    """PEERS table: B*N = 16384 tokens, H*D = 2048."""
+def bench_shapes(head_dim, n_list=None, gqa=False):
+    """PEERS table: B*N = 16384 tokens, H*D = 2048, as (B, H, Hkv, N); with
+    `gqa`, also PEERS' grouped-query row at d128: 64 query heads on 8 KV
+    heads, N = 8k, B = 2."""
     if n_list is None:
         n_list = [1024, 4096, 8192] if head_dim == 128 else [1024, 8192]
     heads = max(1, 2048 // head_dim)
-    return [(max(1, 16384 // n), heads, n) for n in n_list]
+    shapes = [(max(1, 16384 // n), heads, heads, n) for n in n_list]
+    if gqa and head_dim == 128:
+        shapes.append((2, 64, 8, 8192))
+    return shapes
 
 
 # --------------------------------------------------------------------------------------
@@ -504,13 +509,14 @@ def run_bench(torch, module, name, info, args):
     stream = torch.cuda.current_stream().cuda_stream
     rows = []
     n_list = [int(x) for x in args.bench_n.split(",")] if args.bench_n else None
-    for b, h, n in bench_shapes(d, n_list):
-        row = {"B": b, "H": h, "N": n, "D": d, "causal": causal,
-               "case": f"B={b} H={h} N={n} D={d}{' causal' if causal else ''}"}
+    for b, h, hkv, n in bench_shapes(d, n_list, args.bench_gqa):
+        heads = f"H={h}" if hkv == h else f"H={h}/{hkv}"
+        row = {"B": b, "H": h, "Hkv": hkv, "N": n, "D": d, "causal": causal,
+               "case": f"B={b} {heads} N={n} D={d}{' causal' if causal else ''}"}
         try:
             q = torch.randn(b, n, h, d, dtype=dtype, device="cuda")
-            k = torch.randn(b, n, h, d, dtype=dtype, device="cuda")
-            v = torch.randn(b, n, h, d, dtype=dtype, device="cuda")
+            k = torch.randn(b, n, hkv, d, dtype=dtype, device="cuda")
+            v = torch.randn(b, n, hkv, d, dtype=dtype, device="cuda")
             o = torch.empty(b, n, h, d, dtype=dtype, device="cuda")
             lse = torch.empty(b, h, n, dtype=torch.float32, device="cuda")
             fargs = module.make_args(q, k, v, o, lse)
@@ -538,7 +544,8 @@ def run_bench(torch, module, name, info, args):
                     def sdpa():
                         with sdpa_kernel(be):
                             return F.scaled_dot_product_attention(
-                                qt, kt, vt, is_causal=causal, scale=scale)
+                                qt, kt, vt, is_causal=causal, scale=scale,
+                                **({"enable_gqa": True} if hkv != h else {}))
 
                     ref = sdpa()
                     torch.cuda.synchronize()
@@ -654,6 +661,8 @@ def run_child(args, name):
         cmd.append("--no-bench")
     if args.bench_n:
         cmd += ["--bench-n", args.bench_n]
+    if args.bench_gqa:
+        cmd.append("--bench-gqa")
     error = None
     try:
         proc = subprocess.run(cmd, timeout=args.timeout)
@@ -785,6 +794,8 @@ def main():
     parser.add_argument("--no-bench", action="store_true", help="skip the benchmark")
     parser.add_argument("--bench-n", help="comma-separated sequence lengths to benchmark "
                                           "(default: PEERS table)")
+    parser.add_argument("--bench-gqa", action="store_true",
+                        help="also time d128 kernels on 64 query heads over 8 KV heads (N = 8k)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed calls before timing")
     parser.add_argument("--iters", type=int, default=30, help="timed calls (median reported)")
     parser.add_argument("--seed", type=int, default=0)
