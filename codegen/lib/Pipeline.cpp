@@ -131,8 +131,17 @@ void mlir::attn::buildTilePipeline(OpPassManager &pm,
   tile.warpSpecialize = fa3;
   tile.stages = fa3 ? spec.stages : 0;
   pm.addPass(createAttnTile(tile));
-  if (spec.skipMaskedBlocks)
-    pm.addPass(createAttnCausalBlocks());
+  if (spec.skipMaskedBlocks) {
+    // A rotated (intra-warpgroup overlapped) loop should not drain between
+    // the unmasked and the masked blocks: the tile configuration says
+    // whether to keep them in one loop.
+    TileConfig config = resolveTileConfig(
+        spec.target, spec.headDim, spec.causal, spec.blockM, spec.blockN,
+        spec.numWarps, fa3, spec.stages);
+    AttnCausalBlocksOptions blocks;
+    blocks.peel = config.peelMaskedBlocks || !(fa3 && spec.intraWgOverlap);
+    pm.addPass(createAttnCausalBlocks(blocks));
+  }
   pm.addPass(createAttnOnlineSoftmax());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -37,9 +37,11 @@ MaskOp findMask(scf::ForOp loop) {
   return found;
 }
 
-/// Splits `loop` (which masks every block) into skip / unmasked / masked.
+/// Splits `loop` (which masks every block) into skip / unmasked / masked,
+/// or with `peel` false keeps one loop whose mask runs only on the blocks
+/// from the first masked one on.
 LogicalResult peelMaskedBlocks(scf::ForOp loop, MaskOp mask,
-                               TilingAttr tiling) {
+                               TilingAttr tiling, bool peel) {
   if (!loop.getLowerBound().getDefiningOp<arith::ConstantIndexOp>() ||
       loop.getConstantStep() != 1)
     return mask.emitOpError("attn-causal-blocks expects the key/value loop "
@@ -82,6 +84,23 @@ LogicalResult peelMaskedBlocks(scf::ForOp loop, MaskOp mask,
     return loop->isAncestor(use.getOwner());
   });
 
+  if (!peel) {
+    OpBuilder ib(mask);
+    Value masked = arith::CmpIOp::create(ib, mask.getLoc(),
+                                         arith::CmpIPredicate::uge,
+                                         loop.getInductionVar(), full);
+    auto branch = scf::IfOp::create(ib, mask.getLoc(), mask.getType(), masked,
+                                    /*withElseRegion=*/true);
+    OpBuilder thenB = OpBuilder::atBlockEnd(branch.thenBlock());
+    mask->moveBefore(thenB.getInsertionBlock(), thenB.getInsertionPoint());
+    scf::YieldOp::create(thenB, mask.getLoc(), mask.getResult());
+    OpBuilder elseB = OpBuilder::atBlockEnd(branch.elseBlock());
+    scf::YieldOp::create(elseB, mask.getLoc(), mask.getInput());
+    mask.getResult().replaceAllUsesExcept(branch.getResult(0),
+                                          branch.thenBlock()->getTerminator());
+    return success();
+  }
+
   IRMapping mapping;
   auto unmasked = cast<scf::ForOp>(b.clone(*loop, mapping));
   unmasked.setUpperBound(full);
@@ -96,6 +115,7 @@ LogicalResult peelMaskedBlocks(scf::ForOp loop, MaskOp mask,
 
 struct AttnCausalBlocksPass
     : public mlir::attn::impl::AttnCausalBlocksBase<AttnCausalBlocksPass> {
+  using AttnCausalBlocksBase::AttnCausalBlocksBase;
   void runOnOperation() override {
     getOperation().walk([&](func::FuncOp func) {
       auto tiling = func->getAttrOfType<TilingAttr>(kTilingAttrName);
@@ -107,7 +127,7 @@ struct AttnCausalBlocksPass
           loops.emplace_back(loop, mask);
       });
       for (auto [loop, mask] : loops)
-        if (failed(peelMaskedBlocks(loop, mask, tiling)))
+        if (failed(peelMaskedBlocks(loop, mask, tiling, peel)))
           return signalPassFailure();
     });
   }

@@ -23,11 +23,15 @@ TileConfig mlir::attn::chooseTileConfig(TargetKind target, int64_t headDim,
     // (three at d64, two otherwise) behind one producer warpgroup, K/V in
     // two-stage pipes. d256 narrows the key block to 80 so that O (128
     // registers) and S fit in 240 registers and Q + 2 x (K + V) in 227 KB.
+    // The rotated loop runs unmasked and masked blocks in one loop (no
+    // pipeline drain between them): +3-8% on the H200 (docs/PERF.md),
+    // except d256 causal, where the branch's extra live tile spills
+    // (573 vs 594 TFLOPS peeled).
     if (headDim == 64)
-      return {192, 128, 12, 2};
+      return {192, 128, 12, 2, /*peelMaskedBlocks=*/false};
     if (headDim == 128)
-      return {128, 128, 8, 2};
-    return {128, 80, 8, 2};
+      return {128, 128, 8, 2, /*peelMaskedBlocks=*/false};
+    return {128, 80, 8, 2, /*peelMaskedBlocks=*/causal};
   }
   if (target == TargetKind::sm_90a) {
     // One warpgroup computes a 64-row query block (one wgmma m64 slice) with

@@ -83,7 +83,23 @@ def AttnCausalBlocks : Pass<"attn-causal-blocks", "ModuleOp"> {
       %sm = attn.mask ...
     }
     ```
+
+    With `peel=false` the blocks are skipped the same way but stay in one
+    loop, the mask guarded by a uniform branch; a software-pipelined loop
+    (attn-intra-wg-overlap) then never drains between the unmasked and the
+    masked blocks:
+    ```mlir
+    %r:3 = scf.for %j = %c0 to %hi ... {
+      %masked = arith.cmpi uge, %j, %full : index
+      %sm = scf.if %masked -> (...) { attn.mask ... } else { scf.yield %s }
+    }
+    ```
   }];
+  let options = [
+    Option<"peel", "peel", "bool", "true",
+           "Split off the unmasked blocks into their own loop (false: one loop, "
+           "the mask under a branch)">,
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];
 }

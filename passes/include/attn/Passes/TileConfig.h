@@ -14,6 +14,10 @@ struct TileConfig {
   int64_t numWarps = 0; ///< warps per CTA (the consumer warps when
                         ///< warp-specialized)
   int64_t stages = 0;   ///< K/V pipe stages (0: single buffers, no pipes)
+  /// attn-causal-blocks peels the unmasked blocks into their own loop
+  /// (false: one loop, the mask under a branch, so a software-pipelined
+  /// loop never drains between them).
+  bool peelMaskedBlocks = true;
 };
 
 /// The default configuration for a head dimension, mask and target, and
