@@ -47,3 +47,4 @@ module attributes {attn.target = #attn.target<sm_80>} {
     return
   }
 }
+
