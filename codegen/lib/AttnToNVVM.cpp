@@ -85,6 +85,14 @@ LogicalResult checkLowerable(func::FuncOp func, TilingAttr tiling) {
     return success();
   };
   WalkResult result = func.walk([&](Operation *op) -> WalkResult {
+    if (auto ws = dyn_cast<WarpSpecializeOp>(op))
+      if (4 * ws.getConsumerWarpgroups() != tiling.getNumWarps()) {
+        ws.emitOpError() << "declares " << ws.getConsumerWarpgroups()
+                         << " consumer warpgroups, but the kernel's tiling has "
+                         << tiling.getNumWarps() << " warps ("
+                         << tiling.getNumWarps() / 4 << " warpgroups)";
+        return WalkResult::interrupt();
+      }
     for (Value v : op->getResults())
       if (failed(checkTile(op, v)))
         return WalkResult::interrupt();

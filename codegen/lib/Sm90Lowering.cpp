@@ -254,6 +254,14 @@ LogicalResult Sm90Lowering::lowerMmaWait(Lowering &l, MmaWaitOp op) {
   SmallVector<Value> values = l.tiles[op.getInput()];
   fenceRegisters(l, values);
   l.tiles[op.getResult()] = values;
+  // The wgmma also read its A operand from registers asynchronously: using
+  // them in the fence after the wait keeps their registers from being
+  // reused for anything else while the MMA may still read them.
+  auto mma = op.getInput().getDefiningOp<MmaOp>();
+  if (mma && isa<RegTileType>(mma.getA().getType())) {
+    SmallVector<Value> a = l.tiles[mma.getA()];
+    fenceRegisters(l, a);
+  }
   return success();
 }
 

@@ -51,6 +51,10 @@ struct LoopParts {
 FailureOr<LoopParts> analyze(scf::ForOp loop, std::string &why) {
   LoopParts parts;
   Block *body = loop.getBody();
+  if (loop.getConstantStep() != 1) {
+    why = "the loop must step by 1 (the rotation shifts by one block)";
+    return failure();
+  }
   auto yield = cast<scf::YieldOp>(body->getTerminator());
   SmallVector<MmaOp> mmas(body->getOps<MmaOp>());
   if (mmas.size() != 2) {
@@ -90,6 +94,10 @@ FailureOr<LoopParts> analyze(scf::ForOp loop, std::string &why) {
   if (vWait.getPipe().getType().getStages() < 2) {
     why = "the value pipe has one stage; intra-warpgroup overlap needs two "
           "(attn-multibuffer stages=2)";
+    return failure();
+  }
+  if (!vWait->hasOneUse()) {
+    why = "the value buffer must be read by the P V product alone";
     return failure();
   }
   parts.b.insert(vWait);
@@ -132,6 +140,16 @@ FailureOr<LoopParts> analyze(scf::ForOp loop, std::string &why) {
   // next iteration.
   SetVector<Value> carried;
   for (Operation *op : parts.b)
+    for (Value v : op->getOperands()) {
+      auto arg = dyn_cast<BlockArgument>(v);
+      if (arg && arg.getOwner() == body && v != loop.getInductionVar() &&
+          v != loop.getRegionIterArgs()[parts.accIndex]) {
+        why = "the P V product reads a loop-carried value other than the "
+              "accumulator";
+        return failure();
+      }
+    }
+  for (Operation *op : parts.b)
     for (Value v : op->getOperands())
       if (Operation *def = v.getDefiningOp())
         if (def->getBlock() == body && !parts.b.contains(def) &&
@@ -144,11 +162,11 @@ FailureOr<LoopParts> analyze(scf::ForOp loop, std::string &why) {
 /// Clones B with `mapping` (IV and A's values already mapped); the MMA is
 /// asynchronous when `async`. Returns the cloned P V result.
 Value cloneB(OpBuilder &b, LoopParts &parts, IRMapping &mapping,
-             bool async, Operation *&pvClone, Operation *&releaseClone) {
+             bool async, Operation *&pvClone, Operation *&release) {
   Value result;
   for (Operation *op : parts.b) {
     if (isa<PipeReleaseOp>(op)) {
-      releaseClone = op;
+      release = op; // cloned by the caller, after the MMA's wait
       continue;
     }
     Operation *clone = b.clone(*op, mapping);

@@ -40,7 +40,10 @@ Value fillOf(OpBuilder &b, Location loc, Value row, int64_t rows) {
       loc, row, arith::ConstantIndexOp::create(b, loc, rows));
 }
 
-/// Rewrites one copied buffer into a pipe of `stages` buffers.
+/// Rewrites one copied buffer into a pipe of `stages` buffers. The pipe
+/// names fills by block index: a copy of rows `x * rows` is fill x, and
+/// an `attn.wait` names the fill it waits for, as attn-tile's programs do
+/// (the first block is fill 0, each block one fill).
 LogicalResult convertBuffer(AllocSmemOp alloc, int64_t stages) {
   SmemTileType type = alloc.getType();
   SmallVector<CopyAsyncOp> copies;
@@ -50,7 +53,13 @@ LogicalResult convertBuffer(AllocSmemOp alloc, int64_t stages) {
       copies.push_back(copy);
     else if (auto wait = dyn_cast<WaitOp>(user))
       waits.push_back(wait);
-    else if (!isa<MmaOp>(user))
+    else if (auto mma = dyn_cast<MmaOp>(user)) {
+      if (mma.getAsync())
+        return mma.emitOpError("is asynchronous; attn-multibuffer places a "
+                               "buffer's release after its last reader and "
+                               "needs synchronous MMAs (run "
+                               "attn-intra-wg-overlap after it)");
+    } else
       return user->emitOpError("reads a copied tile in a way attn-multibuffer "
                                "cannot follow (only attn.mma may)");
   }
@@ -104,11 +113,12 @@ LogicalResult convertBuffer(AllocSmemOp alloc, int64_t stages) {
     }
     wait.erase();
   }
-  // Readers outside any wait's reach (the Q tile after the loop) keep the
-  // one-stage pipe's only buffer: map them to a wait's result.
+  // A reader no wait reaches (before the first wait, or outside the block
+  // of every wait) would read an unknown stage.
   if (!alloc->use_empty())
-    return alloc.emitOpError("is read before any attn.wait; attn-multibuffer "
-                             "cannot tell which fill is read");
+    return alloc.emitOpError("is read by an attn.mma no attn.wait on it "
+                             "reaches in its block; attn-multibuffer cannot "
+                             "tell which fill that MMA reads");
   alloc.erase();
   return success();
 }

@@ -165,9 +165,12 @@ bool staysShared(Operation *op, const DenseSet<Value> &shared) {
 LogicalResult specialize(func::FuncOp func, int64_t producerRegs,
                          int64_t consumerRegs) {
   auto tiling = func->getAttrOfType<TilingAttr>(kTilingAttrName);
-  if (tiling.getNumWarps() % 4 != 0)
-    return func.emitOpError() << "attn-warp-specialize needs whole consumer "
-                                 "warpgroups, but num_warps = "
+  if (!tiling)
+    return func.emitOpError("kernel has no 'attn.tiling' attribute; run "
+                            "attn-tile first");
+  if (tiling.getNumWarps() % 4 != 0 || tiling.getNumWarps() > 12)
+    return func.emitOpError() << "attn-warp-specialize needs 1 to 3 whole "
+                                 "consumer warpgroups, but num_warps = "
                               << tiling.getNumWarps();
   WalkResult leftover = func.walk([&](Operation *op) {
     if (isa<CopyAsyncOp, WaitOp>(op)) {

@@ -64,3 +64,21 @@ module attributes {attn.target = #attn.target<sm_90a>} {
     return
   }
 }
+
+// -----
+
+// The warp roles must match the tiling: three declared consumer warpgroups
+// over 8 warps would leave a pingpong turn to a warpgroup that does not exist.
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @role_count(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
+                        %v: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>)
+      attributes {attn.kernel, attn.tiling = #attn.tiling<block_m = 128, block_n = 64, num_warps = 8>} {
+    // expected-error @+1 {{'attn.warp_specialize' op declares 3 consumer warpgroups, but the kernel's tiling has 8 warps (2 warpgroups)}}
+    attn.warp_specialize producer {
+      %p = arith.constant 0 : index
+    } consumers {
+      %c = arith.constant 0 : index
+    } {consumer_regs = 160, consumer_warpgroups = 3, producer_regs = 32, producer_warps = 4}
+    return
+  }
+}

@@ -10,3 +10,13 @@ module attributes {attn.target = #attn.target<sm_90a>} {
     return
   }
 }
+
+// -----
+
+// A kernel function must carry its tiling.
+module attributes {attn.target = #attn.target<sm_90a>} {
+  // expected-error @+1 {{'func.func' op kernel has no 'attn.tiling' attribute; run attn-tile first}}
+  func.func @untiled() attributes {attn.kernel} {
+    return
+  }
+}
