@@ -35,6 +35,8 @@ llvm::Expected<KernelMetadata> mlir::attn::readKernelMetadata(ModuleOp module) {
   meta.dtype = kernel->getAttrOfType<StringAttr>("attn.dtype").str();
   meta.headDim = getInt("attn.head_dim");
   meta.causal = kernel->hasAttr("attn.causal");
+  if (auto align = kernel->getAttrOfType<CausalAlignAttr>("attn.causal_align"))
+    meta.causalAlign = align.getValue();
   if (auto scale = kernel->getAttrOfType<FloatAttr>("attn.scale"))
     meta.scale = scale.getValueAsDouble();
   // The scale goes into JSON, which has no inf or nan.
@@ -64,6 +66,8 @@ std::string mlir::attn::metadataToJson(const KernelMetadata &meta) {
       {"dtype", meta.dtype},
       {"head_dim", meta.headDim},
       {"causal", meta.causal},
+      {"causal_align",
+       meta.causal ? stringifyCausalAlign(meta.causalAlign) : "none"},
       {"lse", meta.writesLse},
       {"scale", meta.scale},
       {"block_m", meta.blockM},

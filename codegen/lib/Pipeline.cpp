@@ -55,6 +55,9 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
     return fail(fmt::format("llvm-opt-level = {} is not supported; "
                             "supported: 1, 2, 3",
                             spec.llvmOptLevel));
+  if (spec.causalAlign == CausalAlign::bottom_right && !spec.causal)
+    return fail("causal alignment bottom-right needs a causal mask: set causal "
+                "(--causal) or leave the alignment top-left");
   bool sm90 = spec.target == TargetKind::sm_90a;
   if (spec.stages < 0 || spec.stages > kMaxPipeStages)
     return fail(fmt::format("stages = {} is out of range; use 1 to {}",
@@ -86,11 +89,16 @@ std::string mlir::attn::kernelName(const AttentionSpec &spec) {
         schedule += "_nopp";
     }
   }
+  // _causal is top-left (PyTorch's is_causal), _causal_br bottom-right
+  // (FlashAttention's).
+  std::string causal;
+  if (spec.causal)
+    causal = spec.causalAlign == CausalAlign::bottom_right ? "_causal_br"
+                                                           : "_causal";
   return fmt::format("attn_fwd_{}_{}_d{}{}{}{}",
                      spec.target == TargetKind::sm_90a ? "sm90a" : "sm80",
-                     spec.bf16 ? "bf16" : "f16", spec.headDim,
-                     spec.causal ? "_causal" : "", spec.withLse ? "" : "_nolse",
-                     schedule);
+                     spec.bf16 ? "bf16" : "f16", spec.headDim, causal,
+                     spec.withLse ? "" : "_nolse", schedule);
 }
 
 OwningOpRef<ModuleOp> mlir::attn::buildSpecModule(MLIRContext &ctx,
@@ -116,7 +124,11 @@ OwningOpRef<ModuleOp> mlir::attn::buildSpecModule(MLIRContext &ctx,
       b, loc, body->getArgument(0), body->getArgument(1),
       body->getArgument(2), body->getArgument(3),
       spec.withLse ? body->getArgument(4) : Value(),
-      spec.causal ? b.getUnitAttr() : UnitAttr(), b.getF32FloatAttr(scale));
+      spec.causal ? b.getUnitAttr() : UnitAttr(),
+      spec.causal && spec.causalAlign == CausalAlign::bottom_right
+          ? CausalAlignAttr::get(&ctx, CausalAlign::bottom_right)
+          : CausalAlignAttr(),
+      b.getF32FloatAttr(scale));
   func::ReturnOp::create(b, loc);
   return module;
 }

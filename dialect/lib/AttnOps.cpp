@@ -62,6 +62,17 @@ static LogicalResult verifyAccTile(Operation *op, Type type, StringRef name) {
   return success();
 }
 
+/// Checks that `align` (the op's `causal_align`) is only set together with
+/// `causal`: a mask without a diagonal has nothing to align.
+static LogicalResult verifyCausalAlign(Operation *op, bool causal,
+                                       CausalAlignAttr align) {
+  if (align && !causal)
+    return op->emitOpError()
+           << "has 'causal_align' = " << stringifyCausalAlign(align.getValue())
+           << " but is not 'causal': add 'causal' or drop 'causal_align'";
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // AttentionOp
 //===----------------------------------------------------------------------===//
@@ -193,7 +204,7 @@ LogicalResult AttentionOp::verify() {
   if (llvm::Error error =
           checkSoftmaxScale(getScale().convertToFloat()))
     return emitOpError() << llvm::toString(std::move(error));
-  return success();
+  return verifyCausalAlign(*this, getCausal(), getCausalAlignAttr());
 }
 
 //===----------------------------------------------------------------------===//
@@ -293,7 +304,17 @@ LogicalResult MmaOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult MaskOp::verify() {
-  return verifyAccTile(*this, getInput().getType(), "input");
+  if (failed(verifyAccTile(*this, getInput().getType(), "input")) ||
+      failed(verifyCausalAlign(*this, getCausal(), getCausalAlignAttr())))
+    return failure();
+  if (isBottomRightCausal() && !getQLen())
+    return emitOpError("a bottom-right causal mask needs 'q_len' (the number "
+                       "of query rows, which places the diagonal)");
+  if (!isBottomRightCausal() && getQLen())
+    return emitOpError("'q_len' is only used by a bottom-right causal mask; "
+                       "drop it or set causal_align = "
+                       "#attn.causal_align<bottom_right>");
+  return success();
 }
 
 LogicalResult OnlineSoftmaxOp::verify() {

@@ -77,6 +77,10 @@ void TileProgramBuilder::build() {
   Value group = arith::DivUIOp::create(b, loc, numHeads, numKvHeads);
   Value kvHead = arith::DivUIOp::create(b, loc, head, group);
   Value row = arith::MulIOp::create(b, loc, qBlock, blockM);
+  // A bottom-right causal mask places its diagonal with the query length.
+  Value nq = op.isBottomRightCausal()
+                 ? memref::DimOp::create(b, loc, op.getQ(), 1).getResult()
+                 : Value();
 
   Value qTile = AllocSmemOp::create(b, loc, smemType(config.blockM));
   Value kTile = AllocSmemOp::create(b, loc, smemType(config.blockN));
@@ -105,8 +109,9 @@ void TileProgramBuilder::build() {
         // S = Q K_j^T, masked, then one online-softmax step.
         Value scores = MmaOp::create(b, l, accType(config.blockN), qTile,
                                      kTile, Value(), /*transpose_b=*/true);
-        auto mask = MaskOp::create(b, l, scores.getType(), scores, row, col,
-                                   nk, op.getCausal());
+        auto mask =
+            MaskOp::create(b, l, scores.getType(), scores, row, col, nk, nq,
+                           op.getCausalAttr(), op.getCausalAlignAttr());
         Type rowTy = rowType();
         auto softmax = OnlineSoftmaxOp::create(b, l, scores.getType(), rowTy,
                                                rowTy, rowTy, mask.getResult(),
@@ -207,6 +212,8 @@ struct AttnTilePass : public mlir::attn::impl::AttnTileBase<AttnTilePass> {
       func->setAttr("attn.scale", op.getScaleAttr());
       if (op.getCausal())
         func->setAttr("attn.causal", UnitAttr::get(&getContext()));
+      if (op.isBottomRightCausal())
+        func->setAttr("attn.causal_align", op.getCausalAlignAttr());
       TileProgramBuilder(op, config).build();
     }
   }

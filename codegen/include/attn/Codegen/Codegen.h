@@ -24,6 +24,8 @@ struct AttentionSpec {
   int64_t headDim = 128;
   bool bf16 = true; ///< false: f16
   bool causal = false;
+  /// Where the causal diagonal sits when Nq != Nk (used only with causal).
+  CausalAlign causalAlign = CausalAlign::top_left;
   double scale = 0; ///< 0: 1/sqrt(head_dim)
   bool withLse = true;
   // Tile overrides (0: chosen by attn-tile).
@@ -44,6 +46,7 @@ struct KernelMetadata {
   std::string dtype;
   int64_t headDim = 0;
   bool causal = false;
+  CausalAlign causalAlign = CausalAlign::top_left; ///< meaningful with causal
   double scale = 0;
   int64_t blockM = 0, blockN = 0, numThreads = 0, smemBytes = 0;
   bool usesTma = false;
@@ -60,7 +63,8 @@ llvm::Error validateSpec(const AttentionSpec &spec);
 OwningOpRef<ModuleOp> buildSpecModule(MLIRContext &ctx,
                                       const AttentionSpec &spec);
 
-/// The kernel name for a spec, e.g. attn_fwd_sm90a_bf16_d128_causal.
+/// The kernel name for a spec, e.g. attn_fwd_sm90a_bf16_d128_causal
+/// (`_causal_br` for a bottom-right aligned causal mask).
 std::string kernelName(const AttentionSpec &spec);
 
 /// Adds the FlashAttention passes (tile, causal block skipping, online

@@ -74,6 +74,16 @@ def AttnCausalBlocks : Pass<"attn-causal-blocks", "ModuleOp"> {
     the diagonal block(s) and a ragged last block stay in a second, masked
     loop. Leaving the pass out keeps the correct, fully masked loop (ablation).
 
+    The diagonal of the query block's first row is at column `diag = row`
+    (top-left) or `diag = row + kv_len - q_len` (a bottom-right mask, the
+    mask's `q_len` operand); both bounds follow it:
+    `hi = min(blocks, (diag + block_m - 1) / block_n + 1)` and
+    `full = min(kv_len / block_n, (diag + 1) / block_n, hi)`. The bottom-right
+    offset is a runtime value and may be negative (Nq > Nk): both numerators
+    are then clamped at 0 (signed max), so a query block whose rows see no key
+    still runs one fully masked block (its rows end with O = 0, LSE = -inf)
+    and the unmasked loop is empty; an offset past Nk is cut by `kv_len`.
+
     After (abridged):
     ```mlir
     %full = <first block that needs a mask>
