@@ -256,8 +256,23 @@ attnrt_status readMetadata(const JsonValue &root, attnrt_kernel_info &info) {
                 "kernel metadata key \"head_dim\" = %d is not a multiple of 8: attngen kernels copy "
                 "16-byte chunks of a row; %s",
                 info.head_dim, kRegenerate);
-  if (attnrt_status s = reader.getBool("causal", info.causal))
+  int causal = 0;
+  if (attnrt_status s = reader.getBool("causal", causal))
     return s;
+  if (attnrt_status s = reader.getString("causal_align", text))
+    return s;
+  if (text == "none" && !causal)
+    info.causal = ATTNRT_CAUSAL_NONE;
+  else if (text == "top_left" && causal)
+    info.causal = ATTNRT_CAUSAL_TOP_LEFT;
+  else if (text == "bottom_right" && causal)
+    info.causal = ATTNRT_CAUSAL_BOTTOM_RIGHT;
+  else
+    return fail(ATTNRT_ERROR_INVALID_METADATA,
+                "kernel metadata key \"causal_align\" = \"%s\" does not fit \"causal\": %s: it "
+                "must be \"none\" for a kernel without a causal mask and \"top_left\" or "
+                "\"bottom_right\" for a causal one; %s",
+                text.c_str(), causal ? "true" : "false", kRegenerate);
   if (attnrt_status s = reader.getBool("lse", info.lse))
     return s;
   if (attnrt_status s = reader.getPositiveReal("scale", info.scale))

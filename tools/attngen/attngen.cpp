@@ -71,9 +71,15 @@ static cl::opt<int64_t> headDim("head-dim",
 static cl::opt<std::string> dtype("dtype", cl::desc("Element type: f16 or bf16"),
                                   cl::init("bf16"), cl::cat(category));
 static cl::opt<bool> causal("causal",
-                            cl::desc("Causal mask (top-left aligned, as "
-                                     "PyTorch's is_causal)"),
+                            cl::desc("Causal mask (top-left aligned unless "
+                                     "--causal-align says otherwise)"),
                             cl::cat(category));
+static cl::opt<std::string> causalAlign(
+    "causal-align",
+    cl::desc("Causal diagonal when Nq != Nk: top-left (default; query i sees "
+             "keys j <= i, as PyTorch's is_causal) or bottom-right (j <= i + "
+             "Nk - Nq, as FlashAttention)"),
+    cl::init("top-left"), cl::cat(category));
 static cl::opt<double> scale("scale",
                              cl::desc("Softmax scale (default 1/sqrt(head dim))"),
                              cl::init(0.0), cl::cat(category));
@@ -467,6 +473,10 @@ int main(int argc, char **argv) {
   if (dtype != "bf16" && dtype != "f16")
     return fail(fmt::format("unsupported --dtype={}; supported: f16, bf16",
                             dtype.getValue()));
+  if (causalAlign != "top-left" && causalAlign != "bottom-right")
+    return fail(fmt::format("unsupported --causal-align={}; supported: "
+                            "top-left, bottom-right",
+                            causalAlign.getValue()));
   if (emit != "mlir" && emit != "nvvm" && emit != "llvm" && emit != "ptx")
     return fail(fmt::format("unsupported --emit={}; supported: mlir, nvvm, "
                             "llvm, ptx",
@@ -474,6 +484,8 @@ int main(int argc, char **argv) {
   spec.bf16 = dtype == "bf16";
   spec.headDim = headDim;
   spec.causal = causal;
+  spec.causalAlign = causalAlign == "bottom-right" ? CausalAlign::bottom_right
+                                                   : CausalAlign::top_left;
   spec.scale = scale;
   spec.withLse = !noLse;
   spec.blockM = blockM;
