@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Compiles the 18-kernel matrix of the GPU check with attngen (on the build
-# machine: the GPU machine has no LLVM/MLIR) into DIR as NAME.ptx + NAME.json.
+# Compiles the 22-kernel matrix of the GPU check with attngen (on the build
+# machine: the GPU machine has no LLVM/MLIR) into DIR as NAME.ptx + NAME.json:
+# per target f16/bf16 x d64/d128 x {plain, causal}, bf16 d256, and bottom-right
+# causal (FlashAttention's alignment) for bf16 d128 and f16 d64.
 #   bash gpu/make_kernels.sh [ATTNGEN] [DIR]
 set -euo pipefail
 ATTNGEN=${1:-build/bin/attngen}
@@ -16,5 +18,10 @@ for arch in sm_80 sm_90a; do
     done
   done
   "$ATTNGEN" --arch=$arch --dtype=bf16 --head-dim=256 -o "$DIR/${arch}_bf16_d256.ptx"
+  for variant in "bf16 128" "f16 64"; do
+    set -- $variant
+    "$ATTNGEN" --arch=$arch --dtype=$1 --head-dim=$2 --causal --causal-align=bottom-right \
+      -o "$DIR/${arch}_$1_d$2_causal_br.ptx"
+  done
 done
 ls "$DIR" | wc -l
