@@ -615,7 +615,8 @@ LogicalResult KernelLowering::run() {
   // Whether the kernel writes the log-sum-exp: a kernel without the lse
   // argument ignores the pointer, so the runtime must refuse one.
   kernel->setAttr("attn.lse", b.getBoolAttr(func.getNumArguments() == 5));
-  for (StringRef name : {"attn.causal", "attn.causal_align", "attn.scale"})
+  for (StringRef name :
+       {"attn.causal", "attn.causal_align", "attn.scale", "attn.softcap"})
     if (Attribute attr = func->getAttr(name))
       kernel->setAttr(name, attr);
   SmallVector<Attribute> names;

@@ -250,6 +250,21 @@ void lowerMask(Lowering &l, MaskOp op) {
   l.tiles[op] = values;
 }
 
+/// tanh(x * scale) per element: one multiply and one tanh.approx.f32 (llvm's
+/// tanh with afn, which NVPTX selects as the approximate instruction).
+void lowerSoftcap(Lowering &l, SoftcapOp op) {
+  OpBuilder &b = l.b;
+  Value scale = l.f32(op.getScale().convertToFloat());
+  auto fmf = LLVM::FastmathFlagsAttr::get(b.getContext(),
+                                          LLVM::FastmathFlags::afn);
+  SmallVector<Value> values = l.tiles.lookup(op.getInput());
+  for (Value &v : values) {
+    Value scaled = arith::MulFOp::create(b, l.loc, v, scale);
+    v = LLVM::TanhOp::create(b, l.loc, scaled.getType(), scaled, fmf);
+  }
+  l.tiles[op] = values;
+}
+
 /// In-thread reduction over the row's fragments, then butterfly shuffles
 /// across the 4 lanes (xor 1, xor 2) that hold the same row.
 void lowerRowReduce(Lowering &l, RowReduceOp op) {
@@ -457,6 +472,7 @@ LogicalResult mlir::attn::lowerFragmentOp(Lowering &l, Operation *op,
   llvm::TypeSwitch<Operation *>(op)
       .Case<SplatOp>([&](auto o) { lowerSplat(l, o); })
       .Case<MaskOp>([&](auto o) { lowerMask(l, o); })
+      .Case<SoftcapOp>([&](auto o) { lowerSoftcap(l, o); })
       .Case<RowReduceOp>([&](auto o) { lowerRowReduce(l, o); })
       .Case<Exp2DiffOp>([&](auto o) { lowerExp2Diff(l, o); })
       .Case<RescaleOp>([&](auto o) { lowerRescale(l, o); })

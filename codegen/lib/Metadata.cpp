@@ -43,6 +43,12 @@ llvm::Expected<KernelMetadata> mlir::attn::readKernelMetadata(ModuleOp module) {
   if (llvm::Error error = checkSoftmaxScale(meta.scale))
     return fail("kernel " + meta.kernel + ": " +
                 llvm::toString(std::move(error)));
+  if (auto cap = kernel->getAttrOfType<FloatAttr>("attn.softcap"))
+    meta.softcap = cap.getValueAsDouble();
+  if (meta.softcap != 0)
+    if (llvm::Error error = checkSoftmaxScale(meta.softcap, "softcap"))
+      return fail("kernel " + meta.kernel + ": " +
+                  llvm::toString(std::move(error)));
   meta.blockM = getInt("attn.block_m");
   meta.blockN = getInt("attn.block_n");
   meta.numThreads = getInt("attn.num_threads");
@@ -70,6 +76,7 @@ std::string mlir::attn::metadataToJson(const KernelMetadata &meta) {
        meta.causal ? stringifyCausalAlign(meta.causalAlign) : "none"},
       {"lse", meta.writesLse},
       {"scale", meta.scale},
+      {"softcap", meta.softcap},
       {"block_m", meta.blockM},
       {"block_n", meta.blockN},
       {"num_threads", meta.numThreads},

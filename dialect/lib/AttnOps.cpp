@@ -204,6 +204,11 @@ LogicalResult AttentionOp::verify() {
   if (llvm::Error error =
           checkSoftmaxScale(getScale().convertToFloat()))
     return emitOpError() << llvm::toString(std::move(error));
+  if (std::optional<APFloat> cap = getSoftcap())
+    if (llvm::Error error =
+            checkSoftmaxScale(cap->convertToFloat(), "softcap"))
+      return emitOpError() << llvm::toString(std::move(error))
+                           << "; leave it out for no capping";
   return verifyCausalAlign(*this, getCausal(), getCausalAlignAttr());
 }
 
@@ -314,6 +319,15 @@ LogicalResult MaskOp::verify() {
     return emitOpError("'q_len' is only used by a bottom-right causal mask; "
                        "drop it or set causal_align = "
                        "#attn.causal_align<bottom_right>");
+  return success();
+}
+
+LogicalResult SoftcapOp::verify() {
+  if (failed(verifyAccTile(*this, getInput().getType(), "input")))
+    return failure();
+  float scale = getScale().convertToFloat();
+  if (!(scale > 0.0f) || !std::isfinite(scale))
+    return emitOpError() << "scale must be positive and finite, got " << scale;
   return success();
 }
 

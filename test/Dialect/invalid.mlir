@@ -375,3 +375,29 @@ func.func @mask_q_len_without_bottom_right(%s: !attn.regs<64x64xf32, acc>, %i: i
   %m = attn.mask %s, %i, %i, %i q_len %i {causal} : !attn.regs<64x64xf32, acc>
   return
 }
+
+// -----
+
+func.func @attention_softcap_not_positive(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
+                                          %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) {
+  // expected-error @+1 {{'attn.attention' op softcap 0 must be positive and finite; leave it out for no capping}}
+  attn.attention %q, %k, %v, %o {scale = 0.125 : f32, softcap = 0.0 : f32}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+  return
+}
+
+// -----
+
+func.func @softcap_scale_not_positive(%s: !attn.regs<64x64xf32, acc>) {
+  // expected-error @+1 {{'attn.softcap' op scale must be positive and finite, got -1.000000e+00}}
+  %t = attn.softcap %s {scale = -1.0 : f32} : !attn.regs<64x64xf32, acc>
+  return
+}
+
+// -----
+
+func.func @softcap_on_row_vector(%m: !attn.regs<64xf32, row>) {
+  // expected-error @+1 {{'attn.softcap' op 'input' must be an 'acc' register tile, got '!attn.regs<64xf32, row>'}}
+  %t = attn.softcap %m {scale = 0.5 : f32} : !attn.regs<64xf32, row>
+  return
+}

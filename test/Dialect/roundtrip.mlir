@@ -38,6 +38,22 @@ func.func @mask_bottom_right(%s: !attn.regs<64x64xf32, acc>, %row: index, %col: 
   return %m : !attn.regs<64x64xf32, acc>
 }
 
+// CHECK-LABEL: func.func @attention_softcap
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.250000e-01 : f32, softcap = 3.000000e+01 : f32}
+func.func @attention_softcap(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
+                             %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) {
+  attn.attention %q, %k, %v, %o {scale = 0.125 : f32, softcap = 30.0 : f32}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+  return
+}
+
+// CHECK-LABEL: func.func @softcap_op
+// CHECK: attn.softcap %{{.*}} {scale = 4.000000e-03 : f32} : !attn.regs<64x64xf32, acc>
+func.func @softcap_op(%s: !attn.regs<64x64xf32, acc>) -> !attn.regs<64x64xf32, acc> {
+  %t = attn.softcap %s {scale = 0.004 : f32} : !attn.regs<64x64xf32, acc>
+  return %t : !attn.regs<64x64xf32, acc>
+}
+
 // CHECK-LABEL: func.func @tile_ops
 // CHECK: attn.program_id 0
 // CHECK: attn.alloc_smem : !attn.smem<64x128xbf16, swizzle = 128>

@@ -27,6 +27,8 @@ struct AttentionSpec {
   /// Where the causal diagonal sits when Nq != Nk (used only with causal).
   CausalAlign causalAlign = CausalAlign::top_left;
   double scale = 0; ///< 0: 1/sqrt(head_dim)
+  /// Soft cap c of the scores, c * tanh(scale * s / c); 0: none.
+  double softcap = 0;
   bool withLse = true;
   // Tile overrides (0: chosen by attn-tile).
   int64_t blockM = 0, blockN = 0, numWarps = 0;
@@ -48,6 +50,7 @@ struct KernelMetadata {
   bool causal = false;
   CausalAlign causalAlign = CausalAlign::top_left; ///< meaningful with causal
   double scale = 0;
+  double softcap = 0; ///< 0: no soft cap
   int64_t blockM = 0, blockN = 0, numThreads = 0, smemBytes = 0;
   bool usesTma = false;
   bool writesLse = false; ///< the kernel writes LSE when given a pointer

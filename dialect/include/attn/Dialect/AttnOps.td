@@ -32,6 +32,9 @@ def Attn_AttentionOp : Attn_Op<"attention"> {
     #attn.causal_align<bottom_right>` it sees `j <= i + Nk - Nq` instead
     (FlashAttention's alignment; rows with `i + Nk - Nq < 0` see no key and
     get O = 0, LSE = -inf). Without `causal_align` a causal mask is top-left.
+    With `softcap = c` the scores are soft-capped before the mask and the
+    softmax, as in Gemma 2 and Grok: `softmax(c * tanh(scale * Q K^T / c) +
+    mask) V`, and `lse` is the log-sum-exp of those capped scores.
     Query head `h` reads key/value head `h / (H / Hkv)` (grouped-query
     attention when Hkv < H).
 
@@ -41,8 +44,9 @@ def Attn_AttentionOp : Attn_Op<"attention"> {
     and V, H of Q, O and LSE, H a multiple of Hkv), that the last dimension
     of Q, K, V and O has stride 1 and LSE the identity layout, and that
     `scale` is positive and finite with `scale` and `scale * log2(e)` normal
-    finite f32 numbers (the kernels fold it into their exp2 constant), and
-    that `causal_align` comes only with `causal`.
+    finite f32 numbers (the kernels fold it into their exp2 constant), the
+    same of `softcap` when present (it replaces the scale there), and that
+    `causal_align` comes only with `causal`.
 
     ```mlir
     attn.attention %q, %k, %v, %o lse %lse {causal, scale = 0.0883883 : f32}
@@ -50,6 +54,9 @@ def Attn_AttentionOp : Attn_Op<"attention"> {
         memref<?x?x?x128xbf16>, memref<?x?x?xf32>
     attn.attention %q, %k, %v, %o
         {causal, causal_align = #attn.causal_align<bottom_right>, scale = 0.125 : f32}
+      : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>,
+        memref<?x?x?x64xf16>
+    attn.attention %q, %k, %v, %o {scale = 0.125 : f32, softcap = 30.0 : f32}
       : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>,
         memref<?x?x?x64xf16>
     ```
@@ -61,7 +68,7 @@ def Attn_AttentionOp : Attn_Op<"attention"> {
                        Arg<Optional<AnyMemRef>, "", [MemWrite]>:$lse,
                        UnitAttr:$causal,
                        OptionalAttr<Attn_CausalAlignAttr>:$causal_align,
-                       F32Attr:$scale);
+                       F32Attr:$scale, OptionalAttr<F32Attr>:$softcap);
   let assemblyFormat = [{
     $q `,` $k `,` $v `,` $o (`lse` $lse^)? attr-dict `:` type($q) `,` type($k)
     `,` type($v) `,` type($o) (`,` type($lse)^)?
@@ -263,6 +270,30 @@ def Attn_MaskOp : Attn_Op<"mask", [Pure, AllTypesMatch<["input", "result"]>]> {
       return getCausal() && getCausalAlign() == CausalAlign::bottom_right;
     }
   }];
+}
+
+def Attn_SoftcapOp : Attn_Op<"softcap", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "tanh(scale * x) per score: the bounded part of a soft cap";
+  let description = [{
+    Soft-capping replaces each score `s * softmax_scale` by
+    `c * tanh(s * softmax_scale / c)`. `attn-tile` splits that product in two:
+    this op computes `tanh(s * scale)` with `scale = softmax_scale / c` (one
+    multiply and one `tanh.approx.f32` per element on both targets), and the
+    cap `c` becomes the scale of the online softmax and the log-sum-exp, where
+    it folds into the exp2 constant as the softmax scale did. It comes before
+    `attn.mask`, so masked scores stay -inf.
+
+    The verifier checks that the input is an `acc` tile and that `scale` is
+    positive and finite.
+
+    ```mlir
+    %t = attn.softcap %s {scale = 0.0041666 : f32} : !attn.regs<128x64xf32, acc>
+    ```
+  }];
+  let arguments = (ins Attn_AnyRegTile:$input, F32Attr:$scale);
+  let results = (outs Attn_AnyRegTile:$result);
+  let assemblyFormat = "$input attr-dict `:` qualified(type($input))";
+  let hasVerifier = 1;
 }
 
 def Attn_OnlineSoftmaxOp : Attn_Op<"online_softmax", [Pure,

@@ -15,6 +15,11 @@ def AttnTile : Pass<"attn-tile", "ModuleOp"> {
     asynchronous and overlapped FlashAttention-2 style: V_j loads while
     S = Q K_j^T and the softmax run; K_{j+1} loads while O += P V_j runs.
 
+    A soft-capped attention (`softcap = c`) gets `attn.softcap` (tanh of the
+    scores times scale / c) between `S = Q K^T` and the mask, and `c` as the
+    scale of `attn.online_softmax` and `attn.softmax_finalize`; a bottom-right
+    causal one passes the query length to `attn.mask`.
+
     Tile sizes come from head dim, causal flag and the module's
     `#attn.target` (sm_80: 128 query rows, 4 warps, key blocks of 64 for
     d64 and 48 (32 causal) for d128; sm_90a: 64 x 128 with one
