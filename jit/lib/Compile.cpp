@@ -114,6 +114,8 @@ attngen_status attngen::readSpec(const attngen_spec *spec, TargetKind arch,
                         ? CausalAlign::bottom_right
                         : CausalAlign::top_left;
   out.scale = spec->scale;
+  if (hasField(offsetof(attngen_spec, softcap), sizeof(double)))
+    out.softcap = spec->softcap;
   out.withLse = spec->with_lse;
   out.blockM = spec->block_m;
   out.blockN = spec->block_n;
@@ -129,12 +131,13 @@ std::string attngen::cacheKey(const AttentionSpec &spec) {
   // 1/sqrt(d) share a kernel; %a keeps every bit of the double.
   double scale = spec.scale > 0 ? spec.scale : 1.0 / std::sqrt(double(spec.headDim));
   return fmt::format("attn_fwd arch={} dtype={} d={} causal={} "
-                     "causal_align={} scale={} lse={} block_m={} block_n={} "
-                     "warps={} block_skip={} compiler={}",
+                     "causal_align={} scale={} softcap={} lse={} block_m={} "
+                     "block_n={} warps={} block_skip={} compiler={}",
                      archName(spec.target), spec.bf16 ? "bf16" : "f16",
                      spec.headDim, int(spec.causal),
                      stringifyCausalAlign(spec.causalAlign),
-                     fmt::format("{:a}", scale), int(spec.withLse),
+                     fmt::format("{:a}", scale),
+                     fmt::format("{:a}", spec.softcap), int(spec.withLse),
                      spec.blockM, spec.blockN, spec.numWarps,
                      int(spec.skipMaskedBlocks), compilerId());
 }

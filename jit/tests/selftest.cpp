@@ -311,6 +311,51 @@ void testCausalAlign() {
   attngen_jit_destroy(jit);
 }
 
+/// softcap through the C and C++ APIs: name, metadata and key carry it; bad
+/// values are refused; a spec of the size before the field has no soft cap.
+void testSoftcap() {
+  attngen_jit *jit = makeJit("", 0);
+  for (const char *arch : {"sm_80", "sm_90a"}) {
+    attngen_spec spec = specOf(64, 0, ATTNRT_DTYPE_F16);
+    spec.softcap = 30;
+    const attngen_compiled *c = nullptr;
+    expect(attngen_jit_compile(jit, &spec, arch, &c) == ATTNGEN_OK,
+           std::string("softcap compile ") + arch + ": " + attngen_last_error());
+    if (!c)
+      continue;
+    std::string name = attngen_compiled_kernel_name(c);
+    expect(endsWith(name, "_f16_d64_softcap30"), "softcap kernel name " + name);
+    expect(std::string(attngen_compiled_metadata(c)).find("\"softcap\": 30") !=
+               std::string::npos,
+           "the metadata says the cap");
+    expect(std::string(attngen_compiled_cache_key(c)).find("softcap=0x1.ep+4") !=
+               std::string::npos,
+           std::string("the key holds the cap: ") + attngen_compiled_cache_key(c));
+    expect(std::string(attngen_compiled_ptx(c)).find("tanh.approx.f32") != std::string::npos,
+           "the PTX has tanh.approx.f32");
+
+    attngen_spec old = specOf(64, 0, ATTNRT_DTYPE_F16);
+    old.struct_size = offsetof(attngen_spec, softcap);
+    old.softcap = 30; // past the caller's struct: never read
+    expect(attngen_jit_compile(jit, &old, arch, &c) == ATTNGEN_OK && c &&
+               endsWith(attngen_compiled_kernel_name(c), "_f16_d64"),
+           std::string("a spec without the softcap field has none ") + arch);
+  }
+  for (double bad : {-1.0, std::nan(""), 1e39}) {
+    attngen_spec spec = specOf(64, 0);
+    spec.softcap = bad;
+    expectError(attngen_spec_check(&spec, "sm_90a"), ATTNGEN_ERROR_INVALID_SPEC,
+                "must be positive and finite (or 0 for no soft cap)",
+                "softcap " + std::to_string(bad));
+  }
+  attngen::JIT cxx("", false);
+  attngen::Spec s;
+  s.softcap = 50.5;
+  expect(endsWith(std::string(cxx.compile(s, "sm_80").kernelName()), "_d128_softcap50p5"),
+         "C++: softcap kernel");
+  attngen_jit_destroy(jit);
+}
+
 void testCache() {
   std::string dir = makeTempDir();
   attngen_spec spec = specOf(128, 0);
@@ -548,6 +593,7 @@ int main(int argc, char **argv) {
   testErrors();
   testCompileOutput();
   testCausalAlign();
+  testSoftcap();
   testCache();
   testEntryKinds();
   testFailedCompileNotCached();

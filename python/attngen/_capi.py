@@ -55,7 +55,7 @@ class Spec(ctypes.Structure):
         ("head_dim", ctypes.c_int), ("causal", ctypes.c_int),
         ("scale", ctypes.c_double), ("with_lse", ctypes.c_int),
         ("block_m", ctypes.c_int), ("block_n", ctypes.c_int), ("num_warps", ctypes.c_int),
-        ("causal_align", ctypes.c_int),
+        ("causal_align", ctypes.c_int), ("softcap", ctypes.c_double),
     ]
 
 

@@ -59,6 +59,10 @@ class CompileTest(unittest.TestCase):
              "causal_align 'bottom_right' is not supported; use 'top-left'"),
             (dict(causal_align="bottom-right"),
              "causal alignment bottom-right needs a causal mask"),
+            (dict(softcap=-1.0), "softcap -1 must be positive and finite"),
+            (dict(softcap=float("nan")), "must be positive and finite (or 0 for no soft cap)"),
+            (dict(softcap=1e39), "must be positive and finite (or 0 for no soft cap)"),
+            (dict(softcap=10**400), "softcap 1000"),
         ]
         for kwargs, needle in cases:
             with self.subTest(**{k: str(v) for k, v in kwargs.items()}):
@@ -82,6 +86,9 @@ class CompileTest(unittest.TestCase):
             (dict(arch=80), "arch must be a str"),
             (dict(causal=True, causal_align=None), "causal_align must be a str"),
             (dict(causal=True, causal_align=1), "causal_align must be a str"),
+            (dict(softcap="30"), "softcap must be a number"),
+            (dict(softcap=True), "softcap must be a number"),
+            (dict(softcap=None), "softcap must be a number"),
         ]
         for kwargs, needle in type_errors:
             with self.subTest(**{k: repr(v) for k, v in kwargs.items()}):
@@ -135,6 +142,24 @@ class CompileTest(unittest.TestCase):
                 self.assertNotEqual(br.ptx, tl.ptx)
                 self.assertEqual(attngen.compile(arch=arch, head_dim=64, causal=True,
                                                  causal_align="top-left").ptx, tl.ptx)
+
+    def test_softcap(self):
+        # The cap is in the name, the metadata and the key on both targets;
+        # 0 (the default) is no cap, an int is taken as a float.
+        for arch in ("sm_80", "sm_90a"):
+            with self.subTest(arch=arch):
+                k = attngen.compile(arch=arch, head_dim=64, causal=True, softcap=30)
+                self.assertTrue(k.kernel_name.endswith("_d64_causal_softcap30"), k.kernel_name)
+                self.assertEqual(k.metadata["softcap"], 30)
+                self.assertIn("tanh.approx.f32", k.ptx)
+                self.assertIn("softcap=0x1.ep+4", k.cache_key)
+                plain = attngen.compile(arch=arch, head_dim=64, causal=True)
+                self.assertEqual(plain.metadata["softcap"], 0)
+                self.assertNotIn("tanh", plain.ptx)
+                self.assertEqual(attngen.compile(arch=arch, head_dim=64, causal=True,
+                                                 softcap=0.0).ptx, plain.ptx)
+        self.assertEqual(
+            inspect.signature(attngen.attention).parameters["softcap"].default, 0.0)
 
     def test_attention_defaults_to_bottom_right(self):
         # As flash_attn_func; top-left is one keyword away (documented change).

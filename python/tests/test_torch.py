@@ -19,7 +19,7 @@ except ImportError:
     HAVE_GPU = False
 
 
-def reference(q, k, v, causal, scale, bottom_right=False):
+def reference(q, k, v, causal, scale, bottom_right=False, softcap=0.0):
     """float32 attention and natural-log LSE; the causal mask is top-left
     (j <= i) or, with `bottom_right`, j <= i + Nk - Nq (rows that see no key:
     out 0, LSE -inf)."""
@@ -29,6 +29,8 @@ def reference(q, k, v, causal, scale, bottom_right=False):
     kf = k.float().repeat_interleave(group, dim=2).transpose(1, 2)
     vf = v.float().repeat_interleave(group, dim=2).transpose(1, 2)
     s = torch.matmul(qf, kf.transpose(-1, -2)) * scale
+    if softcap:
+        s = softcap * torch.tanh(s / softcap)
     if causal:
         nk = k.shape[1]
         mask = torch.ones(nq, nk, dtype=torch.bool, device=q.device).tril(
@@ -91,6 +93,24 @@ class AttentionTest(unittest.TestCase):
                 self.assertLess(rel(out, ref), 1e-2)
                 self.assertLess((lse[..., 923:] - ref_lse[..., 923:]).abs().max().item(), 2e-2)
 
+    def test_softcap(self):
+        # c * tanh(scale * s / c) before the mask; caps that bite (2 on unit-size
+        # scores, 30 on scores 4x larger), with and without a causal mask.
+        torch.manual_seed(4)
+        for softcap, q_factor in ((2.0, 1), (30.0, 4)):
+            for causal in (False, True):
+                with self.subTest(softcap=softcap, causal=causal):
+                    q, k, v = self.tensors(b=2, nq=333, nk=1000, h=4, hkv=2, d=128)
+                    q = q * q_factor
+                    out, lse = attngen.attention(q, k, v, causal=causal, softcap=softcap,
+                                                 return_lse=True)
+                    ref, ref_lse = reference(q, k, v, causal, 1 / math.sqrt(128),
+                                             bottom_right=True, softcap=softcap)
+                    plain, _ = reference(q, k, v, causal, 1 / math.sqrt(128), bottom_right=True)
+                    self.assertLess(rel(out, ref), 1e-2)
+                    self.assertGreater(rel(plain, ref), 5e-2)  # the cap changed the answer
+                    self.assertLess((lse - ref_lse).abs().max().item(), 2e-2)
+
     def test_strided_inputs_and_scale(self):
         torch.manual_seed(1)
         big = torch.randn(1, 4, 97, 64, device="cuda", dtype=torch.float16)
@@ -119,6 +139,7 @@ class AttentionTest(unittest.TestCase):
             ((q, k, v), {"scale": -1.0}, "positive and finite"),
             ((q, k, v), {"causal": True, "causal_align": "bottom_right"},
              "use 'top-left'"),
+            ((q, k, v), {"softcap": -1.0}, "softcap -1 must be positive and finite"),
         ]
         for args, kwargs, needle in cases:
             with self.subTest(needle=needle):
@@ -129,6 +150,8 @@ class AttentionTest(unittest.TestCase):
             attngen.attention(q, k, "v")
         with self.assertRaises(TypeError):
             attngen.attention(q, k, v, causal=True, causal_align=None)
+        with self.assertRaises(TypeError):
+            attngen.attention(q, k, v, softcap="30")
         # A misaligned pointer passes the Python checks; the runtime names it.
         flat = torch.randn(1 * 100 * 2 * 64 + 8, device="cuda", dtype=torch.bfloat16)
         odd = flat[4:4 + q.numel()].view(q.shape)
@@ -227,7 +250,7 @@ class AttentionTest(unittest.TestCase):
     def test_custom_op_opcheck(self):
         q, k, v = self.tensors(d=128)
         torch.library.opcheck(torch.ops.attngen.attention.default,
-                              (q, k, v, True, 0.0, True, "bottom-right"),
+                              (q, k, v, True, 0.0, True, "bottom-right", 30.0),
                               test_utils=("test_schema", "test_faketensor"))
 
 

@@ -127,6 +127,22 @@ public:
     return ATTNRT_OK;
   }
 
+  /// A finite number >= 0.
+  attnrt_status getNonNegativeReal(const char *key, double &out) {
+    const JsonValue *value;
+    if (attnrt_status s = lookup(key, JsonValue::Kind::Number, "a number", value))
+      return s;
+    const std::string &text = value->text;
+    double parsed = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), parsed);
+    if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(parsed) || parsed < 0)
+      return fail(ATTNRT_ERROR_INVALID_METADATA,
+                  "kernel metadata key \"%s\" = %s is invalid: it must be a finite number >= 0; %s",
+                  key, text.c_str(), kRegenerate);
+    out = parsed;
+    return ATTNRT_OK;
+  }
+
   /// An array whose elements are all strings.
   attnrt_status getStringArray(const char *key, std::vector<std::string> &out) {
     const JsonValue *value;
@@ -276,6 +292,11 @@ attnrt_status readMetadata(const JsonValue &root, attnrt_kernel_info &info) {
   if (attnrt_status s = reader.getBool("lse", info.lse))
     return s;
   if (attnrt_status s = reader.getPositiveReal("scale", info.scale))
+    return s;
+  // The soft cap is baked into the kernel and changes nothing at launch:
+  // checked, not kept (attnrt_kernel_info has no room left for it).
+  double softcap = 0;
+  if (attnrt_status s = reader.getNonNegativeReal("softcap", softcap))
     return s;
   if (attnrt_status s = reader.getInt("block_m", 1, kMaxBlockRows, info.block_m))
     return s;

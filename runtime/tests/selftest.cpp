@@ -122,6 +122,7 @@ Fields sm90aFields() {
           {"causal_align", "\"top_left\""},
           {"lse", "true"},
           {"scale", "0.08838834764831845"},
+          {"softcap", "0"},
           {"block_m", "128"},
           {"block_n", "128"},
           {"num_threads", "384"},
@@ -226,7 +227,7 @@ void testMetadata() {
   const std::vector<std::pair<std::string, std::string>> wrongTypes = {
       {"format", "1"},        {"kernel", "true"},      {"arch", "90"},          {"dtype", "null"},
       {"head_dim", "\"128\""}, {"causal", "1"},        {"lse", "\"false\""},  {"scale", "\"0.1\""},
-      {"causal_align", "1"},
+      {"causal_align", "1"},  {"softcap", "\"30\""},
       {"block_m", "[128]"},    {"block_n", "{}"},       {"num_threads", "128.0"}, {"smem_bytes", "false"},
       {"uses_tma", "\"true\""},
       {"tma_box_cols", "64.5"}, {"tma_box_rows_q", "\"128\""}, {"tma_box_rows_k", "null"},
@@ -268,6 +269,7 @@ void testMetadata() {
       {"smem_bytes", "99999999999999999999", "\"smem_bytes\" = 99999999999999999999 is out of range"},
       {"scale", "0", "\"scale\" = 0 is invalid"},
       {"scale", "-0.125", "\"scale\" = -0.125 is invalid"},
+      {"softcap", "-30", "\"softcap\" = -30 is invalid: it must be a finite number >= 0"},
       {"tma_box_cols", "128", "\"tma_box_cols\" = 128 is invalid"},
       {"tma_box_cols", "12", "\"tma_box_cols\" = 12 is invalid"},
       {"tma_box_rows_k", "0", "\"tma_box_rows_k\" = 0 is invalid"},
@@ -281,6 +283,8 @@ void testMetadata() {
     expectStatus(std::string("metadata: bad value \"") + bad.key + "\" = " + bad.value, s,
                  ATTNRT_ERROR_INVALID_METADATA, {bad.fragment});
   }
+  s = attnrt_metadata_parse(toJson(with(sm90aFields(), "softcap", "30.5")).c_str(), &info);
+  expectStatus("metadata: a soft-capped kernel parses", s, ATTNRT_OK);
   s = attnrt_metadata_parse(toJson(with(sm80Fields(), "causal_align", "\"top_left\"")).c_str(), &info);
   expectStatus("metadata: an alignment on a non-causal kernel", s, ATTNRT_ERROR_INVALID_METADATA,
                {"\"causal_align\" = \"top_left\" does not fit \"causal\": false"});

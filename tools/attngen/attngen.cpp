@@ -83,6 +83,11 @@ static cl::opt<std::string> causalAlign(
 static cl::opt<double> scale("scale",
                              cl::desc("Softmax scale (default 1/sqrt(head dim))"),
                              cl::init(0.0), cl::cat(category));
+static cl::opt<double> softcap(
+    "softcap",
+    cl::desc("Soft cap c of the scores: c * tanh(scale * QK^T / c) before the "
+             "softmax (Gemma 2, Grok); 0 (default): none"),
+    cl::init(0.0), cl::cat(category));
 static cl::opt<bool> noLse("no-lse", cl::desc("Do not write the log-sum-exp"),
                            cl::cat(category));
 static cl::opt<int64_t> blockM("block-m", cl::desc("Override query rows per CTA"),
@@ -487,6 +492,7 @@ int main(int argc, char **argv) {
   spec.causalAlign = causalAlign == "bottom-right" ? CausalAlign::bottom_right
                                                    : CausalAlign::top_left;
   spec.scale = scale;
+  spec.softcap = softcap;
   spec.withLse = !noLse;
   spec.blockM = blockM;
   spec.blockN = blockN;

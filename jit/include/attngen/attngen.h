@@ -96,11 +96,14 @@ typedef struct attngen_spec {
   int block_m;        /**< tile overrides; 0 (default): the tuned choice */
   int block_n;
   int num_warps;
-  /* Appended after version 0.1.0; a smaller struct_size reads as the
-   * default. */
+  /* Appended after version 0.1.0; a struct_size that ends before a field
+   * reads it as its default. */
   int causal_align;   /**< an attngen_causal_align; ATTNGEN_CAUSAL_TOP_LEFT
                            (default). ATTNGEN_CAUSAL_BOTTOM_RIGHT needs
                            causal = 1 */
+  double softcap;     /**< soft cap c: scores become c * tanh(scale * s / c)
+                           before the softmax (Gemma 2, Grok); 0 (default):
+                           none; else positive and finite */
 } attngen_spec;
 
 /** Options of a JIT. Start from attngen_jit_options_init(). */

@@ -59,6 +59,7 @@ struct Spec {
   bool causal = false;
   CausalAlign causalAlign = CausalAlign::topLeft; ///< used when causal
   double scale = 0; ///< 0: 1/sqrt(headDim)
+  double softcap = 0; ///< soft cap c (c * tanh(scale * s / c)); 0: none
   bool withLse = true;
   int blockM = 0, blockN = 0, numWarps = 0; ///< 0: tuned defaults
 
@@ -74,6 +75,7 @@ struct Spec {
     spec.block_n = blockN;
     spec.num_warps = numWarps;
     spec.causal_align = static_cast<int>(causalAlign);
+    spec.softcap = softcap;
     return spec;
   }
 };
