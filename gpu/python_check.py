@@ -10,7 +10,7 @@ shapes and speed against torch SDPA, plus the JIT's compile speed.
   the disk cache) and of a new kernel (compile + load + launch).
 * Correctness: attngen.attention on fresh random inputs (ragged Nq != Nk, GQA,
   strided views, both dtypes, head dims 64/128/256, not causal, causal with the
-  default bottom-right alignment and causal top-left) against a
+  default bottom-right alignment and causal top-left, soft caps that bite) against a
   float32 reference with the tolerances of gpu/check_and_bench.py. The output is
   allocated by attngen; the memory it gets was filled with NaN just before (the
   caching allocator hands the same block back; the script checks it did).
@@ -148,7 +148,7 @@ def make(shape, d, dtype, layout):
     return q, k, v
 
 
-def poisoned_call(q, k, v, causal, with_lse, align):
+def poisoned_call(q, k, v, causal, with_lse, kwargs):
     """Fills the blocks attngen's outputs will get with NaN, frees them, calls."""
     b, nq, h, d = q.shape
     bait = torch.full((b, nq, h, d), float("nan"), dtype=q.dtype, device="cuda")
@@ -156,17 +156,20 @@ def poisoned_call(q, k, v, causal, with_lse, align):
                           device="cuda")
     ptrs = (bait.data_ptr(), bait_lse.data_ptr())
     del bait, bait_lse
-    result = attngen.attention(q, k, v, causal=causal, return_lse=with_lse, **align)
+    result = attngen.attention(q, k, v, causal=causal, return_lse=with_lse, **kwargs)
     out, lse = result if with_lse else (result, None)
     reused = out.data_ptr() == ptrs[0] and (lse is None or lse.data_ptr() == ptrs[1]
                                             or lse.numel() == 0)
     return out, lse, reused
 
 
-#: (causal, the causal_align argument or None for the default, the mask it means):
-#: attngen.attention's default is bottom-right, as flash_attn_func.
-CAUSAL_VARIANTS = [(False, None, "none"), (True, None, "bottom-right"),
-                   (True, "top-left", "top-left")]
+#: (causal, the causal_align argument or None for the default, the mask it means,
+#: softcap, factor on q): attngen.attention's default is bottom-right, as
+#: flash_attn_func. The soft caps bite: 2 on unit-size scores, 30 on scores of about
+#: 4x that size (q * 4, exact in bf16/f16).
+VARIANTS = [(False, None, "none", 0.0, 1), (True, None, "bottom-right", 0.0, 1),
+            (True, "top-left", "top-left", 0.0, 1), (True, None, "bottom-right", 2.0, 1),
+            (False, None, "none", 30.0, 4)]
 
 
 def correctness(quick):
@@ -174,19 +177,24 @@ def correctness(quick):
     dtypes = [(torch.bfloat16, "bf16"), (torch.float16, "f16")]
     for d in (64, 128, 256):
         for dtype, dname in dtypes:
-            for causal, align, mask in CAUSAL_VARIANTS:
-                shapes = SHAPES[:4] if quick else SHAPES
+            for causal, align, mask, softcap, q_factor in VARIANTS:
+                shapes = SHAPES[:4] if quick or softcap else SHAPES
                 for i, shape in enumerate(shapes):
                     layout = ("bnhd", "bhnd", "padded")[i % 3]
                     torch.manual_seed(1000 + i)
                     q, k, v = make(shape, d, dtype, layout)
+                    if q_factor != 1:
+                        q = q * q_factor
                     with_lse = i % 2 == 0
                     kwargs = {"causal_align": align} if align else {}
+                    if softcap:
+                        kwargs["softcap"] = softcap
                     out, lse, reused = poisoned_call(q, k, v, causal, with_lse, kwargs)
                     torch.cuda.synchronize()
                     scale = 1 / math.sqrt(d)
                     bottom_right = mask == "bottom-right"
-                    ref, ref_lse = cb.reference(torch, q, k, v, scale, causal, bottom_right)
+                    ref, ref_lse = cb.reference(torch, q, k, v, scale, causal, bottom_right,
+                                                softcap)
                     rel = cb.rel_error(torch, out, ref)
                     nan = int(torch.isnan(out).sum().item())
                     # Rows that see no key (bottom-right, Nq > Nk) must be exactly 0.
@@ -207,12 +215,15 @@ def correctness(quick):
                     if bottom_right:
                         sdpa_mask = torch.ones(nq, nk, dtype=torch.bool, device="cuda").tril(
                             diagonal=nk - nq)
-                    sdpa = F.scaled_dot_product_attention(
-                        q.transpose(1, 2), k.repeat_interleave(group, 2).transpose(1, 2),
-                        v.repeat_interleave(group, 2).transpose(1, 2), attn_mask=sdpa_mask,
-                        is_causal=causal and not bottom_right).nan_to_num(0.0)
-                    sdpa_rel = cb.rel_error(torch, sdpa.transpose(1, 2), ref)
-                    row = dict(d=d, dtype=dname, causal=causal, mask=mask, shape=shape,
+                    sdpa_rel = None  # SDPA has no soft cap
+                    if not softcap:
+                        sdpa = F.scaled_dot_product_attention(
+                            q.transpose(1, 2), k.repeat_interleave(group, 2).transpose(1, 2),
+                            v.repeat_interleave(group, 2).transpose(1, 2), attn_mask=sdpa_mask,
+                            is_causal=causal and not bottom_right).nan_to_num(0.0)
+                        sdpa_rel = cb.rel_error(torch, sdpa.transpose(1, 2), ref)
+                    row = dict(d=d, dtype=dname, causal=causal, mask=mask, softcap=softcap,
+                               q_factor=q_factor, shape=shape,
                                layout=layout, lse=with_lse, rel=rel, sdpa_rel=sdpa_rel,
                                lse_err=lse_err, nan=nan, empty_rows=int(empty.sum().item()),
                                empty_rows_zero=empty_zero, poison_reused=reused, passed=ok)
@@ -239,19 +250,22 @@ def warm_up_gpu(seconds=2.0):
 def speed(quick, warmup=10, iters=50):
     rows = []
     warm_up_gpu()
-    cases = [(128, False, 8192), (128, True, 8192), (128, False, 1024), (128, True, 1024),
-             (64, False, 8192), (256, False, 8192)]
+    # (d, causal, N, softcap): the soft-capped rows sit next to the plain ones of the
+    # same shape (the issue's bar: <= 10% over the plain kernel).
+    cases = [(128, False, 8192, 0.0), (128, True, 8192, 0.0), (128, False, 1024, 0.0),
+             (128, True, 1024, 0.0), (64, False, 8192, 0.0), (256, False, 8192, 0.0),
+             (128, False, 8192, 30.0), (128, True, 8192, 30.0)]
     if not quick:
-        cases += [(128, False, 4096), (64, True, 8192), (256, True, 8192)]
-    for d, causal, n in cases:
+        cases += [(128, False, 4096, 0.0), (64, True, 8192, 0.0), (256, True, 8192, 0.0)]
+    for d, causal, n, softcap in cases:
         h = 2048 // d
         b = max(1, 16384 // n)
         torch.manual_seed(7)
         q, k, v = (torch.randn(b, n, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-        row = dict(d=d, causal=causal, n=n, b=b, h=h)
+        row = dict(d=d, causal=causal, n=n, b=b, h=h, softcap=softcap)
 
         def ours():
-            return attngen.attention(q, k, v, causal=causal)
+            return attngen.attention(q, k, v, causal=causal, softcap=softcap)
 
         ours()
         row["ours_ms"] = cb.time_ms(torch, ours, warmup, iters)
@@ -272,9 +286,11 @@ def speed(quick, warmup=10, iters=50):
         # Same answer as flash at bench size (both low precision).
         with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
             ref = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal).transpose(1, 2)
-        row["rel_vs_flash"] = cb.rel_error(torch, ours(), ref)
+        # (SDPA has no soft cap: its answer is not ours then.)
+        row["rel_vs_flash"] = cb.rel_error(torch, ours(), ref) if not softcap else float("nan")
         rows.append(row)
-        print(f"  d{d} {'causal ' if causal else ''}N={n}: ours {row['ours_tflops']:.1f}, "
+        print(f"  d{d} {'causal ' if causal else ''}{f'softcap={softcap:g} ' if softcap else ''}"
+              f"N={n}: ours {row['ours_tflops']:.1f}, "
               f"flash {row.get('flash_tflops', float('nan')):.1f}, "
               f"cudnn {row.get('cudnn_tflops', float('nan')):.1f} TFLOPS", flush=True)
         del q, k, v, qt, kt, vt, ref
@@ -315,7 +331,8 @@ def main():
     print(f"{'case':<22} {'ours':>7} {'flash':>7} {'cudnn':>7} {'ours/flash':>10} "
           f"{'ours/cudnn':>10} {'rel vs flash':>12}")
     for r in bench:
-        case = f"d{r['d']} {'causal ' if r['causal'] else ''}N={r['n']}"
+        case = (f"d{r['d']} {'causal ' if r['causal'] else ''}"
+                f"{'sc ' if r.get('softcap') else ''}N={r['n']}")
         fl, cu = r.get("flash_tflops"), r.get("cudnn_tflops")
         print(f"{case:<22} {r['ours_tflops']:7.1f} {fl or float('nan'):7.1f} "
               f"{cu or float('nan'):7.1f} {r['ours_tflops'] / fl if fl else float('nan'):9.2f}x "
