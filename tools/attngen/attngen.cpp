@@ -237,8 +237,10 @@ struct ModuleKernel {
   int64_t headDim = 0;
   bool bf16 = true;
   bool causal = false;
+  CausalAlign causalAlign = CausalAlign::top_left;
   bool withLse = true;
   float scale = 0;
+  float softcap = 0; ///< 0: none
   std::optional<TileConfig> tiling; ///< fixed once tiled
 };
 
@@ -261,6 +263,10 @@ static ModuleKernel describeKernel(Operation *op, Stage stage) {
   auto readScale = [&](Operation *holder) {
     if (auto attr = holder->getAttrOfType<FloatAttr>("attn.scale"))
       kernel.scale = attr.getValueAsDouble();
+    if (auto attr = holder->getAttrOfType<FloatAttr>("attn.softcap"))
+      kernel.softcap = attr.getValueAsDouble();
+    if (auto attr = holder->getAttrOfType<CausalAlignAttr>("attn.causal_align"))
+      kernel.causalAlign = attr.getValue();
   };
   if (auto attention = dyn_cast<AttentionOp>(op)) {
     kernel.headDim = attention.getHeadDim();
@@ -268,6 +274,10 @@ static ModuleKernel describeKernel(Operation *op, Stage stage) {
     kernel.causal = attention.getCausal();
     kernel.withLse = attention.getLse() != nullptr;
     kernel.scale = attention.getScale().convertToFloat();
+    if (attention.isBottomRightCausal())
+      kernel.causalAlign = CausalAlign::bottom_right;
+    if (std::optional<APFloat> cap = attention.getSoftcap())
+      kernel.softcap = cap->convertToFloat();
   } else if (auto func = dyn_cast<func::FuncOp>(op)) {
     // A tiled kernel takes q, k, v, o[, lse]: q is [B, N, H, D].
     auto q = func.getNumArguments() ? dyn_cast<MemRefType>(
@@ -375,6 +385,18 @@ static FailureOr<AttentionSpec> mergeSpecFlags(ModuleOp module,
   if (causal.getNumOccurrences() && causal != kernel.causal)
     return contradicts(fmt::format("--causal={}", causal.getValue()),
                        kernel.causal ? "true" : "false", "causal =");
+  if (causalAlign.getNumOccurrences() &&
+      (causalAlign == "bottom-right") !=
+          (kernel.causalAlign == CausalAlign::bottom_right))
+    return contradicts("--causal-align=" + causalAlign.getValue(),
+                       kernel.causalAlign == CausalAlign::bottom_right
+                           ? "bottom-right"
+                           : "top-left",
+                       "causal alignment");
+  if (softcap.getNumOccurrences() &&
+      static_cast<float>(softcap) != kernel.softcap)
+    return contradicts(fmt::format("--softcap={}", softcap.getValue()),
+                       fmt::format("{}", kernel.softcap), "softcap");
   if (noLse.getNumOccurrences() && !noLse != kernel.withLse)
     return contradicts(fmt::format("--no-lse={}", noLse.getValue()),
                        kernel.withLse ? "operand" : "(none)", "lse");
@@ -387,8 +409,10 @@ static FailureOr<AttentionSpec> mergeSpecFlags(ModuleOp module,
   spec.headDim = kernel.headDim;
   spec.bf16 = kernel.bf16;
   spec.causal = kernel.causal;
+  spec.causalAlign = kernel.causalAlign;
   spec.withLse = kernel.withLse;
   spec.scale = kernel.scale;
+  spec.softcap = kernel.softcap;
   if (kernel.tiling) {
     std::tuple<const char *, cl::opt<int64_t> &, int64_t> overrides[] = {
         {"block-m", blockM, kernel.tiling->blockM},
