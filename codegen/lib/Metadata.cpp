@@ -46,7 +46,7 @@ llvm::Expected<KernelMetadata> mlir::attn::readKernelMetadata(ModuleOp module) {
   if (auto cap = kernel->getAttrOfType<FloatAttr>("attn.softcap"))
     meta.softcap = cap.getValueAsDouble();
   if (meta.softcap != 0)
-    if (llvm::Error error = checkSoftmaxScale(meta.softcap, "softcap"))
+    if (llvm::Error error = checkSoftmaxScale(meta.softcap, "softcap", "softcap"))
       return fail("kernel " + meta.kernel + ": " +
                   llvm::toString(std::move(error)));
   meta.blockM = getInt("attn.block_m");

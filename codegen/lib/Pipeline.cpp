@@ -59,7 +59,7 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
   // The cap takes the softmax scale's place in the kernel (f32, folded into
   // exp2's constant), so it obeys the same rule.
   if (spec.softcap != 0)
-    if (llvm::Error error = checkSoftmaxScale(spec.softcap, "softcap"))
+    if (llvm::Error error = checkSoftmaxScale(spec.softcap, "softcap", "softcap"))
       return fail(llvm::toString(std::move(error)) + " (or 0 for no soft cap)");
   if (spec.causalAlign == CausalAlign::bottom_right && !spec.causal)
     return fail("causal alignment bottom-right needs a causal mask: set causal "

@@ -42,7 +42,8 @@ std::optional<TargetKind> mlir::attn::getTarget(Operation *op) {
   return std::nullopt;
 }
 
-llvm::Error mlir::attn::checkSoftmaxScale(double scale, llvm::StringRef what) {
+llvm::Error mlir::attn::checkSoftmaxScale(double scale, llvm::StringRef what,
+                                          llvm::StringRef symbol) {
   auto fail = [&](const std::string &why) {
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
@@ -55,7 +56,7 @@ llvm::Error mlir::attn::checkSoftmaxScale(double scale, llvm::StringRef what) {
   if (!std::isfinite(asF32) || !std::isfinite(folded))
     return fail(fmt::format("is too large: {0} * log2(e) must not exceed "
                             "the largest f32 ({1:.3g}); use a smaller {0}",
-                            what.str(), std::numeric_limits<float>::max()));
+                            symbol.str(), std::numeric_limits<float>::max()));
   if (!std::isnormal(asF32))
     return fail(fmt::format("is too small: it rounds to 0 or a subnormal f32; "
                             "use at least the smallest normal f32 ({:.3g})",

@@ -206,7 +206,7 @@ LogicalResult AttentionOp::verify() {
     return emitOpError() << llvm::toString(std::move(error));
   if (std::optional<APFloat> cap = getSoftcap())
     if (llvm::Error error =
-            checkSoftmaxScale(cap->convertToFloat(), "softcap"))
+            checkSoftmaxScale(cap->convertToFloat(), "softcap", "softcap"))
       return emitOpError() << llvm::toString(std::move(error))
                            << "; leave it out for no capping";
   return verifyCausalAlign(*this, getCausal(), getCausalAlignAttr());

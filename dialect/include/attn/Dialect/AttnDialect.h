@@ -43,9 +43,10 @@ std::optional<TargetKind> getTarget(Operation *op);
 /// Shared by the op verifier, the spec checks of the CLI and the C API, and
 /// the metadata writer, so every path refuses the same scales. A soft cap,
 /// which takes the scale's place in the exp2 constant, is checked the same
-/// way; `what` names the value in the message.
+/// way; `what` names the value in the message and `symbol` in its formula.
 llvm::Error checkSoftmaxScale(double scale,
-                              llvm::StringRef what = "softmax scale");
+                              llvm::StringRef what = "softmax scale",
+                              llvm::StringRef symbol = "scale");
 } // namespace mlir::attn
 
 #endif // ATTN_DIALECT_ATTNDIALECT_H
