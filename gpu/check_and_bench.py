@@ -46,6 +46,10 @@ ATTNRT_ERROR_UNSUPPORTED_DEVICE = 5
 ATTNRT_DTYPE_F16 = 1
 ATTNRT_DTYPE_BF16 = 2
 ATTNRT_MAX_KERNEL_NAME = 256
+#: attnrt_kernel_info.causal values (attnrt_causal).
+ATTNRT_CAUSAL_NONE = 0
+ATTNRT_CAUSAL_TOP_LEFT = 1
+ATTNRT_CAUSAL_BOTTOM_RIGHT = 2
 
 
 class KernelInfo(ctypes.Structure):
@@ -218,6 +222,11 @@ class Module:
 FULL_SHAPES = [(1, 1), (17, 17), (1000, 1000), (4097, 4097), (128, 4097), (1000, 333),
                (333, 1000), (64, 64), (4096, 4096)]
 QUICK_SHAPES = [(1, 1), (17, 17), (1000, 333), (333, 1000), (4097, 4097)]
+#: Extra (nq, nk) pairs for bottom-right causal kernels: decode-like (nq << nk, one row
+#: sees every key), and nq > nk where whole query blocks (and, at (1000, 17), 983 of the
+#: rows) see no key at all and must give O = 0, LSE = -inf.
+BOTTOM_RIGHT_SHAPES = [(1, 4097), (17, 1000), (200, 201), (1000, 17), (4097, 128), (129, 1)]
+QUICK_BOTTOM_RIGHT_SHAPES = [(1, 4097), (1000, 17), (129, 1)]
 
 #: Relative Frobenius error bound of O per dtype.
 REL_TOL = {"bf16": 1e-2, "f16": 3e-3}
@@ -231,10 +240,19 @@ GUARD = 4096
 REF_CHUNK_ELEMS = 1 << 28
 
 
-def correctness_cases(quick):
-    """(B, H, Hkv, nq, nk, layout, with_lse) tuples."""
+def read_softcap(json_path):
+    """The kernel's soft cap from its metadata JSON (0.0: none)."""
+    with open(json_path) as f:
+        return float(json.load(f).get("softcap", 0.0))
+
+
+def correctness_cases(quick, bottom_right=False):
+    """(B, H, Hkv, nq, nk, layout, with_lse) tuples; `bottom_right` adds the shapes that
+    test a bottom-right aligned causal diagonal."""
     cases = []
     shapes = QUICK_SHAPES if quick else FULL_SHAPES
+    if bottom_right:
+        shapes = shapes + (QUICK_BOTTOM_RIGHT_SHAPES if quick else BOTTOM_RIGHT_SHAPES)
     combos = [(2, 3)] if quick else [(1, 1), (1, 3), (2, 1), (2, 3)]
     for nq, nk in shapes:
         for b, h in combos:
@@ -251,6 +269,10 @@ def correctness_cases(quick):
         cases.append((2, 3, 3, 17, 17, "padded", True))
     # LSE = NULL once.
     cases.append((2, 3, 3, 1000, 1000, "contiguous", False))
+    if bottom_right:
+        # GQA and a strided view with rows that see no key.
+        cases.append((2, 4, 2, 1000, 17, "contiguous", True))
+        cases.append((2, 3, 3, 1000, 333, "bhnd", False))
     return cases
 
 
@@ -307,9 +329,12 @@ def make_lse(torch, b, h, n):
     return flat[: b * h * n].view(b, h, n), flat[b * h * n:]
 
 
-def reference(torch, q, k, v, scale, causal):
-    """float32 attention on the GPU: O (B, Nq, H, D) and LSE (B, H, Nq), natural log,
-    top-left causal mask (row i sees columns j <= i)."""
+def reference(torch, q, k, v, scale, causal, bottom_right=False, softcap=0.0):
+    """float32 attention on the GPU: O (B, Nq, H, D) and LSE (B, H, Nq), natural log.
+    The causal mask is top-left (row i sees columns j <= i) or, with `bottom_right`,
+    FlashAttention's j <= i + Nk - Nq; a row that sees no column gets O = 0 and
+    LSE = -inf. With `softcap` c > 0 the scaled scores become c * tanh(s / c) before
+    the mask (LSE of the capped scores)."""
     b, nq, h, d = q.shape
     nk, hkv = k.shape[1], k.shape[2]
     group = h // hkv
@@ -317,7 +342,8 @@ def reference(torch, q, k, v, scale, causal):
     lse = torch.empty(b, h, nq, dtype=torch.float32, device="cuda")
     mask = None
     if causal:
-        mask = torch.ones(nq, nk, dtype=torch.bool, device="cuda").tril()
+        mask = torch.ones(nq, nk, dtype=torch.bool, device="cuda").tril(
+            diagonal=nk - nq if bottom_right else 0)
     heads_per_chunk = max(1, min(h, REF_CHUNK_ELEMS // max(1, nq * nk)))
     for bi in range(b):
         for h0 in range(0, h, heads_per_chunk):
@@ -327,14 +353,27 @@ def reference(torch, q, k, v, scale, causal):
             kh = k[bi][:, kv].float().permute(1, 0, 2)               # (hc, Nk, D)
             vh = v[bi][:, kv].float().permute(1, 0, 2)
             s = torch.matmul(qh, kh.transpose(1, 2)) * scale         # (hc, Nq, Nk)
+            if softcap:
+                s = softcap * torch.tanh(s / softcap)
             if mask is not None:
                 s.masked_fill_(~mask, float("-inf"))
             l = torch.logsumexp(s, dim=-1)
-            p = torch.exp(s - l[..., None])
+            # Rows with every score -inf: l = -inf, p = 0 (not exp(nan)).
+            p = torch.exp(s - torch.where(torch.isinf(l), 0.0, l)[..., None])
             out[bi, :, h0:h1] = torch.matmul(p, vh).permute(1, 0, 2)
             lse[bi, h0:h1] = l
             del s, p
     return out, lse
+
+
+def lse_error(torch, lse, ref_lse):
+    """(|lse - ref| per row, its bound): LSE_TOL * max(1, |ref|), and a -inf reference
+    (a row that sees no key) must be matched exactly (bound 0, error 0 only if equal)."""
+    matched_inf = (lse == ref_lse) & torch.isinf(ref_lse)
+    err = torch.where(matched_inf, torch.zeros_like(lse), (lse - ref_lse).abs())
+    bound = torch.where(torch.isinf(ref_lse), torch.zeros_like(ref_lse),
+                        LSE_TOL * ref_lse.abs().clamp(min=1.0))
+    return err, bound
 
 
 def rel_error(torch, out, ref):
@@ -380,6 +419,10 @@ def attention_tflops(b, h, n, d, causal, ms):
 # One kernel
 # --------------------------------------------------------------------------------------
 
+CAUSAL_NAMES = {ATTNRT_CAUSAL_NONE: "no", ATTNRT_CAUSAL_TOP_LEFT: "top-left",
+                ATTNRT_CAUSAL_BOTTOM_RIGHT: "bottom-right"}
+
+
 def log(name, text):
     print(f"[{name}] {text}", flush=True)
 
@@ -401,16 +444,22 @@ def run_correctness_case(torch, module, name, info, case):
         torch.cuda.synchronize()
         module.forward(q, k, v, o, lse)
         torch.cuda.synchronize()
-        ref_o, ref_lse = reference(torch, q, k, v, info["scale"], bool(info["causal"]))
+        ref_o, ref_lse = reference(torch, q, k, v, info["scale"], bool(info["causal"]),
+                                   info["causal"] == ATTNRT_CAUSAL_BOTTOM_RIGHT,
+                                   info.get("softcap", 0.0))
         rel = rel_error(torch, o, ref_o)
         nan_o = int(torch.isnan(o).sum().item())
         guard_ok = bool((o_guard == SENTINEL).all().item())
         result.update(rel=rel, nan_in_o=nan_o, o_guard_intact=guard_ok, rel_tol=REL_TOL[dname])
-        ok = rel < REL_TOL[dname] and nan_o == 0 and guard_ok and math.isfinite(rel)
+        # Rows that see no key (bottom-right causal, nq > nk) must be exactly 0.
+        empty_rows = torch.isinf(ref_lse).permute(0, 2, 1)           # (B, Nq, H)
+        empty_rows_zero = bool((o[empty_rows] == 0).all().item())
+        result.update(empty_rows=int(empty_rows.sum().item()), empty_rows_zero=empty_rows_zero)
+        ok = (rel < REL_TOL[dname] and nan_o == 0 and guard_ok and math.isfinite(rel)
+              and empty_rows_zero)
         if with_lse:
-            err = (lse - ref_lse).abs()
+            err, bound = lse_error(torch, lse, ref_lse)
             nan_lse = int(torch.isnan(lse).sum().item())
-            bound = LSE_TOL * ref_lse.abs().clamp(min=1.0)
             lse_ok = nan_lse == 0 and bool((err <= bound).all().item())
             lse_guard_ok = bool((lse_guard == SENTINEL).all().item())
             result.update(lse_max_abs_err=float(err.max().item()) if nan_lse == 0 else float("nan"),
@@ -425,6 +474,8 @@ def run_correctness_case(torch, module, name, info, case):
             problems.append(f"{nan_o} NaN in O (elements never written?)")
         if not guard_ok:
             problems.append("O guard overwritten (stray writes)")
+        if not empty_rows_zero:
+            problems.append("O is not 0 on rows that see no key")
         if with_lse and result["nan_in_lse"]:
             problems.append(f"{result['nan_in_lse']} NaN in LSE")
         if with_lse and not result["lse_guard_intact"]:
@@ -552,8 +603,9 @@ def run_bench(torch, module, name, info, args):
                     ms_b = time_ms(torch, sdpa, args.warmup, args.iters)
                     row[f"{label}_ms"] = ms_b
                     row[f"{label}_tflops"] = attention_tflops(b, h, n, d, causal, ms_b)
-                    if label == "flash":
-                        # Cross-check at bench size: ours vs flash, both in low precision.
+                    if label == "flash" and not info.get("softcap"):
+                        # Cross-check at bench size: ours vs flash, both in low precision
+                        # (SDPA has no soft cap: not for soft-capped kernels).
                         ours()
                         torch.cuda.synchronize()
                         rel = rel_error(torch, o, ref.transpose(1, 2))
@@ -604,9 +656,13 @@ def run_kernel(args, name, ptx_path, json_path):
                 result["skipped"] = True
             raise
         info = module.info.as_dict()
+        # The soft cap changes nothing at launch, so attnrt_kernel_info lacks it:
+        # the reference takes it from the metadata file.
+        info["softcap"] = read_softcap(json_path)
         result["info"] = info
         log(name, f"loaded: {info['arch']} {'bf16' if info['dtype'] == ATTNRT_DTYPE_BF16 else 'f16'} "
-                  f"d={info['head_dim']} causal={info['causal']} block_m={info['block_m']} "
+                  f"d={info['head_dim']} causal={CAUSAL_NAMES.get(info['causal'], info['causal'])} "
+                  f"softcap={info['softcap']} block_m={info['block_m']} "
                   f"threads={info['num_threads']} smem={info['smem_bytes']} tma={info['uses_tma']} "
                   f"regs={info['num_regs']} local(spill)={info['local_bytes']}B "
                   f"on device {info['device']} (cc {info['cc_major']}.{info['cc_minor']})")
@@ -615,7 +671,8 @@ def run_kernel(args, name, ptx_path, json_path):
             log(name, f"note: metadata scale {info['scale']} != 1/sqrt(D) = {expected_scale}; "
                       "the reference uses the metadata's")
         try:
-            for case in correctness_cases(args.quick):
+            bottom_right = info["causal"] == ATTNRT_CAUSAL_BOTTOM_RIGHT
+            for case in correctness_cases(args.quick, bottom_right):
                 case_result = run_correctness_case(torch, module, name, info, case)
                 result["cases"].append(case_result)
                 if case_result.get("fatal"):

@@ -14,7 +14,7 @@ mkdir -p "$OUTDIR"
 SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 status=0
 echo "== compute-sanitizer (each run under a 180 s timeout: a wrong mbarrier phase hangs)"
-for k in ${SANITIZE:-sm90a_bf16_d128 sm90a_bf16_d128_causal sm90a_bf16_d64_causal sm90a_bf16_d256}; do
+for k in ${SANITIZE:-sm90a_bf16_d128 sm90a_bf16_d128_causal sm90a_bf16_d64_causal sm90a_bf16_d256 sm90a_bf16_d128_causal_br}; do
   for tool in memcheck racecheck synccheck; do
     if timeout 180 "$SAN" --tool $tool --error-exitcode 9 python3 gpu/sanitize_case.py \
         --lib "$LIB" --ptx .gpu/fa3/$k.ptx --json .gpu/fa3/$k.json > "$OUTDIR/san-$k-$tool.log" 2>&1; then

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Compiles the sm_90a kernels gpu/fa3.sh checks: the default schedule for
-# every head dim (causal and not, bf16; f16 d128) into DIR/fa3, and the d128
+# every head dim (causal top-left and bottom-right and not, soft-capped, bf16;
+# f16 d128) into DIR/fa3, and the d128
 # ablations (each FlashAttention-3 technique switched off) into DIR/ablation.
 #   bash gpu/make_fa3_kernels.sh [ATTNGEN] [DIR]
 set -euo pipefail
@@ -11,6 +12,9 @@ for d in 64 128 256; do
   for causal in "" --causal; do
     "$ATTNGEN" --head-dim=$d $causal -o "$DIR/fa3/sm90a_bf16_d${d}${causal:+_causal}.ptx"
   done
+  "$ATTNGEN" --head-dim=$d --causal --causal-align=bottom-right \
+    -o "$DIR/fa3/sm90a_bf16_d${d}_causal_br.ptx"
+  "$ATTNGEN" --head-dim=$d --softcap=2 -o "$DIR/fa3/sm90a_bf16_d${d}_softcap2.ptx"
 done
 "$ATTNGEN" --head-dim=128 --dtype=f16 -o "$DIR/fa3/sm90a_f16_d128.ptx"
 for causal in "" --causal; do

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Compiles the 18-kernel matrix of the GPU check with attngen (on the build
-# machine: the GPU machine has no LLVM/MLIR) into DIR as NAME.ptx + NAME.json.
+# Compiles the 26-kernel matrix of the GPU check with attngen (on the build
+# machine: the GPU machine has no LLVM/MLIR) into DIR as NAME.ptx + NAME.json:
+# per target f16/bf16 x d64/d128 x {plain, causal}, bf16 d256, bottom-right
+# causal (FlashAttention's alignment) for bf16 d128 and f16 d64, and two
+# soft-capped kernels (cap 2, small enough to bite on randn inputs: bf16 d128
+# bottom-right causal, f16 d64 plain).
 #   bash gpu/make_kernels.sh [ATTNGEN] [DIR]
 set -euo pipefail
 ATTNGEN=${1:-build/bin/attngen}
@@ -16,5 +20,13 @@ for arch in sm_80 sm_90a; do
     done
   done
   "$ATTNGEN" --arch=$arch --dtype=bf16 --head-dim=256 -o "$DIR/${arch}_bf16_d256.ptx"
+  for variant in "bf16 128" "f16 64"; do
+    set -- $variant
+    "$ATTNGEN" --arch=$arch --dtype=$1 --head-dim=$2 --causal --causal-align=bottom-right \
+      -o "$DIR/${arch}_$1_d$2_causal_br.ptx"
+  done
+  "$ATTNGEN" --arch=$arch --dtype=bf16 --head-dim=128 --causal --causal-align=bottom-right \
+    --softcap=2 -o "$DIR/${arch}_bf16_d128_causal_br_softcap2.ptx"
+  "$ATTNGEN" --arch=$arch --dtype=f16 --head-dim=64 --softcap=2 -o "$DIR/${arch}_f16_d64_softcap2.ptx"
 done
 ls "$DIR" | wc -l

@@ -163,6 +163,10 @@ private:
   void flatten(Value v, SmallVectorImpl<Value> &out);
   /// Maps `v` to the next values of `flat` starting at `pos`.
   void unflatten(Value v, ValueRange flat, size_t &pos);
+  /// Gives tile `to` the lowered values of tile `from`. (Not
+  /// `tiles[to] = tiles[from]`: C++17 evaluates the right side first, and
+  /// the left side's insertion may rehash the map under that reference.)
+  void copyTile(Value to, Value from);
   void placeBuffers();
 
   func::FuncOp func;
@@ -180,6 +184,11 @@ void KernelLowering::flatten(Value v, SmallVectorImpl<Value> &out) {
     return;
   }
   out.push_back(l->scalar(v));
+}
+
+void KernelLowering::copyTile(Value to, Value from) {
+  SmallVector<Value> values = l->tiles.lookup(from);
+  l->tiles[to] = std::move(values);
 }
 
 void KernelLowering::unflatten(Value v, ValueRange flat, size_t &pos) {
@@ -201,7 +210,7 @@ LogicalResult KernelLowering::lowerFor(scf::ForOp op) {
   // Iteration arguments take the shape of their initial values.
   for (auto [arg, init] : llvm::zip(op.getRegionIterArgs(), op.getInitArgs()))
     if (isa<RegTileType>(arg.getType()))
-      l->tiles[arg] = l->tiles[init];
+      copyTile(arg, init);
   LogicalResult status = success();
   auto newFor = scf::ForOp::create(
       b, op.getLoc(), l->scalar(op.getLowerBound()),
@@ -221,7 +230,7 @@ LogicalResult KernelLowering::lowerFor(scf::ForOp op) {
   auto yield = cast<scf::YieldOp>(op.getBody()->getTerminator());
   for (auto [result, yielded] : llvm::zip(op.getResults(), yield.getOperands()))
     if (isa<RegTileType>(result.getType()))
-      l->tiles[result] = l->tiles[yielded];
+      copyTile(result, yielded);
   size_t pos = 0;
   for (Value result : op.getResults())
     unflatten(result, newFor.getResults(), pos);
@@ -264,7 +273,7 @@ LogicalResult KernelLowering::lowerIf(scf::IfOp op) {
     for (auto [result, yielded] :
          llvm::zip(op.getResults(), body.getTerminator()->getOperands()))
       if (isa<RegTileType>(result.getType()))
-        l->tiles[result] = l->tiles[yielded];
+        copyTile(result, yielded);
   }
   // Rebuild with the real result types and move the branches over.
   b.setInsertionPoint(newIf);
@@ -614,7 +623,8 @@ LogicalResult KernelLowering::run() {
   // Whether the kernel writes the log-sum-exp: a kernel without the lse
   // argument ignores the pointer, so the runtime must refuse one.
   kernel->setAttr("attn.lse", b.getBoolAttr(func.getNumArguments() == 5));
-  for (StringRef name : {"attn.causal", "attn.scale"})
+  for (StringRef name :
+       {"attn.causal", "attn.causal_align", "attn.scale", "attn.softcap"})
     if (Attribute attr = func->getAttr(name))
       kernel->setAttr(name, attr);
   SmallVector<Attribute> names;

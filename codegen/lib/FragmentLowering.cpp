@@ -199,7 +199,15 @@ void lowerSplat(Lowering &l, SplatOp op) {
   l.tiles[op] = SmallVector<Value>(valueCount(l, type), c);
 }
 
-/// -inf where col >= kv_len, or (causal) col > row.
+/// -inf where col >= kv_len, or (causal) col > row, or (bottom-right causal)
+/// col > row + kv_len - q_len. The comparisons are signed: a bottom-right
+/// row whose limit is negative is masked entirely.
+///
+/// A bottom-right limit row + 1 + kv_len - q_len is <= kv_len for every row
+/// that exists (row < q_len), so it needs no min with kv_len: padding rows
+/// past q_len (zero-filled Q, never stored) may see columns past kv_len,
+/// which read as zero-filled K. That keeps kv_len out of the mask, one live
+/// register fewer in the masked loop (sm_80 d256 would spill otherwise).
 void lowerMask(Lowering &l, MaskOp op) {
   OpBuilder &b = l.b;
   auto type = cast<RegTileType>(op.getInput().getType());
@@ -208,6 +216,14 @@ void lowerMask(Lowering &l, MaskOp op) {
   Value row0 = l.toI32(l.scalar(op.getRow()));
   Value col0 = l.toI32(l.scalar(op.getCol()));
   Value kvLen = l.toI32(l.scalar(op.getKvLen()));
+  // Bottom-right: shift the diagonal once per tile (loop-invariant, so
+  // hoisted). kv_len - q_len cannot overflow: both are in [1, 2^31).
+  bool bottomRight = op.isBottomRightCausal();
+  if (bottomRight) {
+    Value qLen = l.toI32(l.scalar(op.getQLen()));
+    row0 = arith::AddIOp::create(
+        b, l.loc, row0, arith::SubIOp::create(b, l.loc, kvLen, qLen));
+  }
   Value negInf = l.f32(-std::numeric_limits<float>::infinity());
   for (int64_t t = 0; t < shape.mTiles; ++t)
     for (int64_t h = 0; h < 2; ++h) {
@@ -216,7 +232,9 @@ void lowerMask(Lowering &l, MaskOp op) {
       if (op.getCausal()) {
         Value row = arith::AddIOp::create(b, l.loc, row0, l.fragmentRow(t, h));
         Value rowEnd = arith::AddIOp::create(b, l.loc, row, l.i32(1));
-        limit = arith::MinSIOp::create(b, l.loc, kvLen, rowEnd);
+        limit = bottomRight ? rowEnd
+                            : arith::MinSIOp::create(b, l.loc, kvLen, rowEnd)
+                                  .getResult();
       }
       Value relLimit = arith::SubIOp::create(b, l.loc, limit, col0);
       for (int64_t n = 0; n < shape.nBlocks; ++n)
@@ -229,6 +247,21 @@ void lowerMask(Lowering &l, MaskOp op) {
               arith::SelectOp::create(b, l.loc, masked, negInf, values[index]);
         }
     }
+  l.tiles[op] = values;
+}
+
+/// tanh(x * scale) per element: one multiply and one tanh.approx.f32 (llvm's
+/// tanh with afn, which NVPTX selects as the approximate instruction).
+void lowerSoftcap(Lowering &l, SoftcapOp op) {
+  OpBuilder &b = l.b;
+  Value scale = l.f32(op.getScale().convertToFloat());
+  auto fmf = LLVM::FastmathFlagsAttr::get(b.getContext(),
+                                          LLVM::FastmathFlags::afn);
+  SmallVector<Value> values = l.tiles.lookup(op.getInput());
+  for (Value &v : values) {
+    Value scaled = arith::MulFOp::create(b, l.loc, v, scale);
+    v = LLVM::TanhOp::create(b, l.loc, scaled.getType(), scaled, fmf);
+  }
   l.tiles[op] = values;
 }
 
@@ -439,6 +472,7 @@ LogicalResult mlir::attn::lowerFragmentOp(Lowering &l, Operation *op,
   llvm::TypeSwitch<Operation *>(op)
       .Case<SplatOp>([&](auto o) { lowerSplat(l, o); })
       .Case<MaskOp>([&](auto o) { lowerMask(l, o); })
+      .Case<SoftcapOp>([&](auto o) { lowerSoftcap(l, o); })
       .Case<RowReduceOp>([&](auto o) { lowerRowReduce(l, o); })
       .Case<Exp2DiffOp>([&](auto o) { lowerExp2Diff(l, o); })
       .Case<RescaleOp>([&](auto o) { lowerRescale(l, o); })

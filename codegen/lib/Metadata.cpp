@@ -35,12 +35,20 @@ llvm::Expected<KernelMetadata> mlir::attn::readKernelMetadata(ModuleOp module) {
   meta.dtype = kernel->getAttrOfType<StringAttr>("attn.dtype").str();
   meta.headDim = getInt("attn.head_dim");
   meta.causal = kernel->hasAttr("attn.causal");
+  if (auto align = kernel->getAttrOfType<CausalAlignAttr>("attn.causal_align"))
+    meta.causalAlign = align.getValue();
   if (auto scale = kernel->getAttrOfType<FloatAttr>("attn.scale"))
     meta.scale = scale.getValueAsDouble();
   // The scale goes into JSON, which has no inf or nan.
   if (llvm::Error error = checkSoftmaxScale(meta.scale))
     return fail("kernel " + meta.kernel + ": " +
                 llvm::toString(std::move(error)));
+  if (auto cap = kernel->getAttrOfType<FloatAttr>("attn.softcap"))
+    meta.softcap = cap.getValueAsDouble();
+  if (meta.softcap != 0)
+    if (llvm::Error error = checkSoftmaxScale(meta.softcap, "softcap", "softcap"))
+      return fail("kernel " + meta.kernel + ": " +
+                  llvm::toString(std::move(error)));
   meta.blockM = getInt("attn.block_m");
   meta.blockN = getInt("attn.block_n");
   meta.numThreads = getInt("attn.num_threads");
@@ -64,8 +72,11 @@ std::string mlir::attn::metadataToJson(const KernelMetadata &meta) {
       {"dtype", meta.dtype},
       {"head_dim", meta.headDim},
       {"causal", meta.causal},
+      {"causal_align",
+       meta.causal ? stringifyCausalAlign(meta.causalAlign) : "none"},
       {"lse", meta.writesLse},
       {"scale", meta.scale},
+      {"softcap", meta.softcap},
       {"block_m", meta.blockM},
       {"block_n", meta.blockN},
       {"num_threads", meta.numThreads},

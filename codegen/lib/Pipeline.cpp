@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -55,6 +56,14 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
     return fail(fmt::format("llvm-opt-level = {} is not supported; "
                             "supported: 1, 2, 3",
                             spec.llvmOptLevel));
+  // The cap takes the softmax scale's place in the kernel (f32, folded into
+  // exp2's constant), so it obeys the same rule.
+  if (spec.softcap != 0)
+    if (llvm::Error error = checkSoftmaxScale(spec.softcap, "softcap", "softcap"))
+      return fail(llvm::toString(std::move(error)) + " (or 0 for no soft cap)");
+  if (spec.causalAlign == CausalAlign::bottom_right && !spec.causal)
+    return fail("causal alignment bottom-right needs a causal mask: set causal "
+                "(--causal) or leave the alignment top-left");
   bool sm90 = spec.target == TargetKind::sm_90a;
   if (spec.stages < 0 || spec.stages > kMaxPipeStages)
     return fail(fmt::format("stages = {} is out of range; use 1 to {}",
@@ -86,11 +95,29 @@ std::string mlir::attn::kernelName(const AttentionSpec &spec) {
         schedule += "_nopp";
     }
   }
-  return fmt::format("attn_fwd_{}_{}_d{}{}{}{}",
+  // _causal is top-left (PyTorch's is_causal), _causal_br bottom-right
+  // (FlashAttention's).
+  std::string causal;
+  if (spec.causal)
+    causal = spec.causalAlign == CausalAlign::bottom_right ? "_causal_br"
+                                                           : "_causal";
+  // _softcap<c>, c in its shortest round-trip spelling made an identifier
+  // ('.' -> 'p', '-' -> 'm', '+' dropped): _softcap30, _softcap50p5.
+  std::string softcap;
+  if (spec.softcap > 0) {
+    softcap = "_softcap";
+    for (char c : fmt::format("{}", spec.softcap))
+      if (c == '.')
+        softcap += 'p';
+      else if (c == '-')
+        softcap += 'm';
+      else if (c != '+')
+        softcap += c;
+  }
+  return fmt::format("attn_fwd_{}_{}_d{}{}{}{}{}",
                      spec.target == TargetKind::sm_90a ? "sm90a" : "sm80",
-                     spec.bf16 ? "bf16" : "f16", spec.headDim,
-                     spec.causal ? "_causal" : "", spec.withLse ? "" : "_nolse",
-                     schedule);
+                     spec.bf16 ? "bf16" : "f16", spec.headDim, causal, softcap,
+                     spec.withLse ? "" : "_nolse", schedule);
 }
 
 OwningOpRef<ModuleOp> mlir::attn::buildSpecModule(MLIRContext &ctx,
@@ -116,7 +143,12 @@ OwningOpRef<ModuleOp> mlir::attn::buildSpecModule(MLIRContext &ctx,
       b, loc, body->getArgument(0), body->getArgument(1),
       body->getArgument(2), body->getArgument(3),
       spec.withLse ? body->getArgument(4) : Value(),
-      spec.causal ? b.getUnitAttr() : UnitAttr(), b.getF32FloatAttr(scale));
+      spec.causal ? b.getUnitAttr() : UnitAttr(),
+      spec.causal && spec.causalAlign == CausalAlign::bottom_right
+          ? CausalAlignAttr::get(&ctx, CausalAlign::bottom_right)
+          : CausalAlignAttr(),
+      b.getF32FloatAttr(scale),
+      spec.softcap > 0 ? b.getF32FloatAttr(spec.softcap) : FloatAttr());
   func::ReturnOp::create(b, loc);
   return module;
 }

@@ -42,20 +42,21 @@ std::optional<TargetKind> mlir::attn::getTarget(Operation *op) {
   return std::nullopt;
 }
 
-llvm::Error mlir::attn::checkSoftmaxScale(double scale) {
+llvm::Error mlir::attn::checkSoftmaxScale(double scale, llvm::StringRef what,
+                                          llvm::StringRef symbol) {
   auto fail = [&](const std::string &why) {
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
-        fmt::format("softmax scale {} {}", scale, why));
+        fmt::format("{} {} {}", what.str(), scale, why));
   };
   if (!(scale > 0) || !std::isfinite(scale))
     return fail("must be positive and finite");
   float asF32 = static_cast<float>(scale);
   float folded = static_cast<float>(scale * llvm::numbers::log2e);
   if (!std::isfinite(asF32) || !std::isfinite(folded))
-    return fail(fmt::format("is too large: scale * log2(e) must not exceed "
-                            "the largest f32 ({:.3g}); use a smaller scale",
-                            std::numeric_limits<float>::max()));
+    return fail(fmt::format("is too large: {0} * log2(e) must not exceed "
+                            "the largest f32 ({1:.3g}); use a smaller {0}",
+                            symbol.str(), std::numeric_limits<float>::max()));
   if (!std::isnormal(asF32))
     return fail(fmt::format("is too small: it rounds to 0 or a subnormal f32; "
                             "use at least the smallest normal f32 ({:.3g})",

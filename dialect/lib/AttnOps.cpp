@@ -62,6 +62,17 @@ static LogicalResult verifyAccTile(Operation *op, Type type, StringRef name) {
   return success();
 }
 
+/// Checks that `align` (the op's `causal_align`) is only set together with
+/// `causal`: a mask without a diagonal has nothing to align.
+static LogicalResult verifyCausalAlign(Operation *op, bool causal,
+                                       CausalAlignAttr align) {
+  if (align && !causal)
+    return op->emitOpError()
+           << "has 'causal_align' = " << stringifyCausalAlign(align.getValue())
+           << " but is not 'causal': add 'causal' or drop 'causal_align'";
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // AttentionOp
 //===----------------------------------------------------------------------===//
@@ -193,7 +204,12 @@ LogicalResult AttentionOp::verify() {
   if (llvm::Error error =
           checkSoftmaxScale(getScale().convertToFloat()))
     return emitOpError() << llvm::toString(std::move(error));
-  return success();
+  if (std::optional<APFloat> cap = getSoftcap())
+    if (llvm::Error error =
+            checkSoftmaxScale(cap->convertToFloat(), "softcap", "softcap"))
+      return emitOpError() << llvm::toString(std::move(error))
+                           << "; leave it out for no capping";
+  return verifyCausalAlign(*this, getCausal(), getCausalAlignAttr());
 }
 
 //===----------------------------------------------------------------------===//
@@ -293,7 +309,26 @@ LogicalResult MmaOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult MaskOp::verify() {
-  return verifyAccTile(*this, getInput().getType(), "input");
+  if (failed(verifyAccTile(*this, getInput().getType(), "input")) ||
+      failed(verifyCausalAlign(*this, getCausal(), getCausalAlignAttr())))
+    return failure();
+  if (isBottomRightCausal() && !getQLen())
+    return emitOpError("a bottom-right causal mask needs 'q_len' (the number "
+                       "of query rows, which places the diagonal)");
+  if (!isBottomRightCausal() && getQLen())
+    return emitOpError("'q_len' is only used by a bottom-right causal mask; "
+                       "drop it or set causal_align = "
+                       "#attn.causal_align<bottom_right>");
+  return success();
+}
+
+LogicalResult SoftcapOp::verify() {
+  if (failed(verifyAccTile(*this, getInput().getType(), "input")))
+    return failure();
+  float scale = getScale().convertToFloat();
+  if (!(scale > 0.0f) || !std::isfinite(scale))
+    return emitOpError() << "scale must be positive and finite, got " << scale;
+  return success();
 }
 
 LogicalResult OnlineSoftmaxOp::verify() {

@@ -81,8 +81,21 @@ attngen_status attngen::readSpec(const attngen_spec *spec, TargetKind arch,
                 "the spec's struct_size is {}: initialise the spec with "
                 "attngen_spec_init before setting its fields",
                 spec->struct_size);
-  // Fields appended by newer headers would be read here, guarded by
-  // struct_size.
+  // Fields appended since: a caller built against an older header leaves
+  // them out (a smaller struct_size) and gets their defaults.
+  auto hasField = [&](size_t offset, size_t size) {
+    return spec->struct_size >= offset + size;
+  };
+  int causalAlign = ATTNGEN_CAUSAL_TOP_LEFT;
+  if (hasField(offsetof(attngen_spec, causal_align), sizeof(int)))
+    causalAlign = spec->causal_align;
+  if (causalAlign != ATTNGEN_CAUSAL_TOP_LEFT &&
+      causalAlign != ATTNGEN_CAUSAL_BOTTOM_RIGHT)
+    return fail(ATTNGEN_ERROR_INVALID_SPEC,
+                "causal_align {} is not supported; supported: "
+                "ATTNGEN_CAUSAL_TOP_LEFT ({}), ATTNGEN_CAUSAL_BOTTOM_RIGHT ({})",
+                causalAlign, int(ATTNGEN_CAUSAL_TOP_LEFT),
+                int(ATTNGEN_CAUSAL_BOTTOM_RIGHT));
   if (spec->dtype != ATTNRT_DTYPE_F16 && spec->dtype != ATTNRT_DTYPE_BF16)
     return fail(ATTNGEN_ERROR_INVALID_SPEC,
                 "dtype {} is not supported; supported: ATTNRT_DTYPE_F16 ({}), "
@@ -97,7 +110,12 @@ attngen_status attngen::readSpec(const attngen_spec *spec, TargetKind arch,
   out.headDim = spec->head_dim;
   out.bf16 = spec->dtype == ATTNRT_DTYPE_BF16;
   out.causal = spec->causal;
+  out.causalAlign = causalAlign == ATTNGEN_CAUSAL_BOTTOM_RIGHT
+                        ? CausalAlign::bottom_right
+                        : CausalAlign::top_left;
   out.scale = spec->scale;
+  if (hasField(offsetof(attngen_spec, softcap), sizeof(double)))
+    out.softcap = spec->softcap;
   out.withLse = spec->with_lse;
   out.blockM = spec->block_m;
   out.blockN = spec->block_n;
@@ -112,12 +130,14 @@ std::string attngen::cacheKey(const AttentionSpec &spec) {
   // The default scale is spelled out so that scale=0 and an explicit
   // 1/sqrt(d) share a kernel; %a keeps every bit of the double.
   double scale = spec.scale > 0 ? spec.scale : 1.0 / std::sqrt(double(spec.headDim));
-  return fmt::format("attn_fwd arch={} dtype={} d={} causal={} scale={} "
-                     "lse={} block_m={} block_n={} warps={} block_skip={} "
-                     "compiler={}",
+  return fmt::format("attn_fwd arch={} dtype={} d={} causal={} "
+                     "causal_align={} scale={} softcap={} lse={} block_m={} "
+                     "block_n={} warps={} block_skip={} compiler={}",
                      archName(spec.target), spec.bf16 ? "bf16" : "f16",
                      spec.headDim, int(spec.causal),
-                     fmt::format("{:a}", scale), int(spec.withLse),
+                     stringifyCausalAlign(spec.causalAlign),
+                     fmt::format("{:a}", scale),
+                     fmt::format("{:a}", spec.softcap), int(spec.withLse),
                      spec.blockM, spec.blockN, spec.numWarps,
                      int(spec.skipMaskedBlocks), compilerId());
 }

@@ -248,6 +248,114 @@ void testCompileOutput() {
   attngen_jit_destroy(jit);
 }
 
+/// Whether `text` ends with `suffix`.
+bool endsWith(const std::string &text, const std::string &suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// causal_align through the C and C++ APIs: the kernel name, metadata and key
+/// carry it; bad values are refused; a spec from an older header (a
+/// struct_size without the field) reads as top-left.
+void testCausalAlign() {
+  attngen_jit *jit = makeJit("", 0);
+  for (const char *arch : {"sm_80", "sm_90a"}) {
+    attngen_spec spec = specOf(64, 1, ATTNRT_DTYPE_F16);
+    spec.causal_align = ATTNGEN_CAUSAL_BOTTOM_RIGHT;
+    const attngen_compiled *c = nullptr;
+    expect(attngen_jit_compile(jit, &spec, arch, &c) == ATTNGEN_OK,
+           std::string("bottom-right compile ") + arch + ": " + attngen_last_error());
+    if (!c)
+      continue;
+    std::string name = attngen_compiled_kernel_name(c);
+    expect(endsWith(name, "_f16_d64_causal_br"), "bottom-right kernel name " + name);
+    attnrt_kernel_info info;
+    expect(attnrt_metadata_parse(attngen_compiled_metadata(c), &info) == ATTNRT_OK &&
+               info.causal == ATTNRT_CAUSAL_BOTTOM_RIGHT,
+           std::string("bottom-right metadata ") + arch);
+    expect(std::string(attngen_compiled_cache_key(c)).find("causal_align=bottom_right") !=
+               std::string::npos,
+           "the key names the alignment");
+    std::string brPtx = attngen_compiled_ptx(c);
+
+    attngen_spec old = specOf(64, 1, ATTNRT_DTYPE_F16);
+    old.struct_size = offsetof(attngen_spec, causal_align);
+    old.causal_align = 7; // past the caller's struct: never read
+    expect(attngen_jit_compile(jit, &old, arch, &c) == ATTNGEN_OK,
+           std::string("spec of the 0.1.0 size ") + arch + ": " + attngen_last_error());
+    if (c) {
+      expect(endsWith(attngen_compiled_kernel_name(c), "_f16_d64_causal") &&
+                 attnrt_metadata_parse(attngen_compiled_metadata(c), &info) == ATTNRT_OK &&
+                 info.causal == ATTNRT_CAUSAL_TOP_LEFT && brPtx != attngen_compiled_ptx(c),
+             std::string("an old-size spec is top-left ") + arch);
+    }
+  }
+  attngen_spec bad = specOf(64, 1);
+  bad.causal_align = 5;
+  expectError(attngen_spec_check(&bad, "sm_80"), ATTNGEN_ERROR_INVALID_SPEC,
+              "causal_align 5 is not supported; supported: ATTNGEN_CAUSAL_TOP_LEFT (0), "
+              "ATTNGEN_CAUSAL_BOTTOM_RIGHT (1)",
+              "causal_align = 5");
+  bad = specOf(64, 0);
+  bad.causal_align = ATTNGEN_CAUSAL_BOTTOM_RIGHT;
+  expectError(attngen_spec_check(&bad, "sm_90a"), ATTNGEN_ERROR_INVALID_SPEC,
+              "causal alignment bottom-right needs a causal mask", "bottom-right, not causal");
+
+  attngen::JIT cxx("", false);
+  attngen::Spec s;
+  s.causal = true;
+  s.causalAlign = attngen::CausalAlign::bottomRight;
+  expect(endsWith(std::string(cxx.compile(s, "sm_90a").kernelName()),
+                  "_bf16_d128_causal_br"),
+         "C++: bottom-right kernel");
+  attngen_jit_destroy(jit);
+}
+
+/// softcap through the C and C++ APIs: name, metadata and key carry it; bad
+/// values are refused; a spec of the size before the field has no soft cap.
+void testSoftcap() {
+  attngen_jit *jit = makeJit("", 0);
+  for (const char *arch : {"sm_80", "sm_90a"}) {
+    attngen_spec spec = specOf(64, 0, ATTNRT_DTYPE_F16);
+    spec.softcap = 30;
+    const attngen_compiled *c = nullptr;
+    expect(attngen_jit_compile(jit, &spec, arch, &c) == ATTNGEN_OK,
+           std::string("softcap compile ") + arch + ": " + attngen_last_error());
+    if (!c)
+      continue;
+    std::string name = attngen_compiled_kernel_name(c);
+    expect(endsWith(name, "_f16_d64_softcap30"), "softcap kernel name " + name);
+    expect(std::string(attngen_compiled_metadata(c)).find("\"softcap\": 30") !=
+               std::string::npos,
+           "the metadata says the cap");
+    expect(std::string(attngen_compiled_cache_key(c)).find("softcap=0x1.ep+4") !=
+               std::string::npos,
+           std::string("the key holds the cap: ") + attngen_compiled_cache_key(c));
+    expect(std::string(attngen_compiled_ptx(c)).find("tanh.approx.f32") != std::string::npos,
+           "the PTX has tanh.approx.f32");
+
+    attngen_spec old = specOf(64, 0, ATTNRT_DTYPE_F16);
+    old.struct_size = offsetof(attngen_spec, softcap);
+    old.softcap = 30; // past the caller's struct: never read
+    expect(attngen_jit_compile(jit, &old, arch, &c) == ATTNGEN_OK && c &&
+               endsWith(attngen_compiled_kernel_name(c), "_f16_d64"),
+           std::string("a spec without the softcap field has none ") + arch);
+  }
+  for (double bad : {-1.0, std::nan(""), 1e39}) {
+    attngen_spec spec = specOf(64, 0);
+    spec.softcap = bad;
+    expectError(attngen_spec_check(&spec, "sm_90a"), ATTNGEN_ERROR_INVALID_SPEC,
+                " (or 0 for no soft cap)",
+                "softcap " + std::to_string(bad));
+  }
+  attngen::JIT cxx("", false);
+  attngen::Spec s;
+  s.softcap = 50.5;
+  expect(endsWith(std::string(cxx.compile(s, "sm_80").kernelName()), "_d128_softcap50p5"),
+         "C++: softcap kernel");
+  attngen_jit_destroy(jit);
+}
+
 void testCache() {
   std::string dir = makeTempDir();
   attngen_spec spec = specOf(128, 0);
@@ -484,6 +592,8 @@ int main(int argc, char **argv) {
     return compileOnce(argv[2], argc >= 4 && std::string(argv[3]) == "causal");
   testErrors();
   testCompileOutput();
+  testCausalAlign();
+  testSoftcap();
   testCache();
   testEntryKinds();
   testFailedCompileNotCached();

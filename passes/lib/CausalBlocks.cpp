@@ -46,7 +46,10 @@ LogicalResult peelMaskedBlocks(scf::ForOp loop, MaskOp mask,
       loop.getConstantStep() != 1)
     return mask.emitOpError("attn-causal-blocks expects the key/value loop "
                             "to start at a constant with step 1");
-  for (Value v : {mask.getRow(), mask.getKvLen()})
+  SmallVector<Value, 3> bounds = {mask.getRow(), mask.getKvLen()};
+  if (Value qLen = mask.getQLen())
+    bounds.push_back(qLen);
+  for (Value v : bounds)
     if (loop->isAncestor(v.getParentBlock()->getParentOp()))
       return mask.emitOpError("mask bounds must be defined outside the "
                               "key/value loop");
@@ -63,17 +66,35 @@ LogicalResult peelMaskedBlocks(scf::ForOp loop, MaskOp mask,
   Value full = arith::DivUIOp::create(b, loc, kvLen, blockN);
   Value hi = ub;
   if (mask.getCausal()) {
-    // The last query row of the block sees columns <= row + block_m - 1, so
-    // blocks from (row + block_m - 1) / block_n + 1 on are all -inf: skip.
-    Value lastRow = arith::SubIOp::create(
-        b, loc, arith::AddIOp::create(b, loc, row, blockM), c1);
+    // The query block's first row sees columns <= diag: diag = row
+    // (top-left), or row + kv_len - q_len (bottom-right; signed, negative
+    // when Nq > Nk and the first rows see no key).
+    Value diag = row;
+    if (mask.isBottomRightCausal())
+      diag = arith::AddIOp::create(
+          b, loc, row,
+          arith::SubIOp::create(b, loc, kvLen, mask.getQLen()));
+    // Bottom-right bounds are clamped at 0 where rows see nothing.
+    auto clampAtZero = [&](Value v) -> Value {
+      if (!mask.isBottomRightCausal())
+        return v;
+      return arith::MaxSIOp::create(
+          b, loc, v, arith::ConstantIndexOp::create(b, loc, 0));
+    };
+    // The last query row of the block sees columns <= diag + block_m - 1, so
+    // blocks from (diag + block_m - 1) / block_n + 1 on are all -inf: skip.
+    // Clamped, this keeps one (fully masked) block even when no row of the
+    // query block sees a key: the prologue's first K copy is then always
+    // consumed, and those rows end with l = 0, i.e. O = 0 and LSE = -inf.
+    Value lastCol = clampAtZero(arith::SubIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, diag, blockM), c1));
     Value visible = arith::AddIOp::create(
-        b, loc, arith::DivUIOp::create(b, loc, lastRow, blockN), c1);
+        b, loc, arith::DivUIOp::create(b, loc, lastCol, blockN), c1);
     hi = arith::MinUIOp::create(b, loc, ub, visible);
     // Block j is below the diagonal for every row iff (j + 1) * block_n - 1
-    // <= row, i.e. j < (row + 1) / block_n.
-    Value belowDiagonal = arith::DivUIOp::create(
-        b, loc, arith::AddIOp::create(b, loc, row, c1), blockN);
+    // <= diag, i.e. j < (diag + 1) / block_n.
+    Value diagEnd = clampAtZero(arith::AddIOp::create(b, loc, diag, c1));
+    Value belowDiagonal = arith::DivUIOp::create(b, loc, diagEnd, blockN);
     full = arith::MinUIOp::create(b, loc, full, belowDiagonal);
   }
   full = arith::MinUIOp::create(b, loc, full, hi);

@@ -63,7 +63,16 @@ private:
 void TileProgramBuilder::build() {
   MLIRContext *ctx = b.getContext();
   const int64_t headDim = op.getHeadDim();
+  // Soft-capping, c * tanh(scale * s / c): attn.softcap computes the tanh
+  // with scale / c, and c takes the softmax scale's place (folded into exp2
+  // and the LSE), so the softmax sees the capped scores.
   FloatAttr scale = op.getScaleAttr();
+  FloatAttr capScale;
+  if (FloatAttr cap = op.getSoftcapAttr()) {
+    capScale = b.getF32FloatAttr(scale.getValueAsDouble() /
+                                 cap.getValueAsDouble());
+    scale = cap;
+  }
   Value c0 = index(0), c1 = index(1);
   Value blockM = index(config.blockM), blockN = index(config.blockN);
 
@@ -77,6 +86,10 @@ void TileProgramBuilder::build() {
   Value group = arith::DivUIOp::create(b, loc, numHeads, numKvHeads);
   Value kvHead = arith::DivUIOp::create(b, loc, head, group);
   Value row = arith::MulIOp::create(b, loc, qBlock, blockM);
+  // A bottom-right causal mask places its diagonal with the query length.
+  Value nq = op.isBottomRightCausal()
+                 ? memref::DimOp::create(b, loc, op.getQ(), 1).getResult()
+                 : Value();
 
   Value qTile = AllocSmemOp::create(b, loc, smemType(config.blockM));
   Value kTile = AllocSmemOp::create(b, loc, smemType(config.blockN));
@@ -105,8 +118,11 @@ void TileProgramBuilder::build() {
         // S = Q K_j^T, masked, then one online-softmax step.
         Value scores = MmaOp::create(b, l, accType(config.blockN), qTile,
                                      kTile, Value(), /*transpose_b=*/true);
-        auto mask = MaskOp::create(b, l, scores.getType(), scores, row, col,
-                                   nk, op.getCausal());
+        if (capScale)
+          scores = SoftcapOp::create(b, l, scores.getType(), scores, capScale);
+        auto mask =
+            MaskOp::create(b, l, scores.getType(), scores, row, col, nk, nq,
+                           op.getCausalAttr(), op.getCausalAlignAttr());
         Type rowTy = rowType();
         auto softmax = OnlineSoftmaxOp::create(b, l, scores.getType(), rowTy,
                                                rowTy, rowTy, mask.getResult(),
@@ -205,8 +221,12 @@ struct AttnTilePass : public mlir::attn::impl::AttnTileBase<AttnTilePass> {
                     TilingAttr::get(&getContext(), config.blockM,
                                     config.blockN, config.numWarps));
       func->setAttr("attn.scale", op.getScaleAttr());
+      if (FloatAttr cap = op.getSoftcapAttr())
+        func->setAttr("attn.softcap", cap);
       if (op.getCausal())
         func->setAttr("attn.causal", UnitAttr::get(&getContext()));
+      if (op.isBottomRightCausal())
+        func->setAttr("attn.causal_align", op.getCausalAlignAttr());
       TileProgramBuilder(op, config).build();
     }
   }

@@ -152,8 +152,35 @@ def _c_string(name, value):
     return value.encode()
 
 
+def _causal_align_code(function, value):
+    """`value` as an attngen_causal_align: exactly 'top-left' or 'bottom-right'."""
+    if not isinstance(value, str):
+        raise TypeError(f"attngen.{function}: causal_align must be a str ('top-left' or "
+                        f"'bottom-right'), got {value!r}")
+    if value not in _capi.CAUSAL_ALIGN:
+        raise InvalidInputError(
+            f"causal_align {value!r} is not supported; use 'top-left' (query i sees keys "
+            "j <= i, as torch's is_causal) or 'bottom-right' (j <= i + seqlen_k - seqlen_q, as "
+            "flash_attn)", "ATTNGEN_ERROR_INVALID_SPEC")
+    return _capi.CAUSAL_ALIGN[value]
+
+
+def _softcap_value(function, value):
+    """`value` as the C API's double softcap: a real number (not a bool). Which
+    values are valid (0, or positive and finite) is the compiler's to say."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"attngen.{function}: softcap must be a number (0.0 for none), got "
+                        f"{value!r}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise InvalidInputError(f"softcap {value!r} does not fit a double; use a positive "
+                                "finite number or 0.0 for none",
+                                "ATTNGEN_ERROR_INVALID_SPEC") from None
+
+
 def _make_spec(head_dim, dtype, causal, scale, with_lse=True, block_m=0, block_n=0,
-               num_warps=0, function="compile"):
+               num_warps=0, function="compile", causal_align="top-left", softcap=0.0):
     spec = _capi.Spec()
     _lib.attngen_spec_init(ctypes.byref(spec))
     spec.head_dim = _c_int("head_dim", head_dim)
@@ -162,6 +189,8 @@ def _make_spec(head_dim, dtype, causal, scale, with_lse=True, block_m=0, block_n
     spec.num_warps = _c_int("num_warps", num_warps)
     spec.dtype = _dtype_code(dtype)
     spec.causal = _flag(function, "causal", causal)
+    spec.causal_align = _causal_align_code(function, causal_align)
+    spec.softcap = _softcap_value(function, softcap)
     spec.scale = _normalize_scale(scale)
     spec.with_lse = _flag(function, "with_lse", with_lse)
     return spec
@@ -189,10 +218,17 @@ class CompiledKernel:
 
 
 def compile(arch="sm_90a", head_dim=128, dtype="bf16", causal=False, scale=None,
-            with_lse=True, block_m=0, block_n=0, num_warps=0):
+            with_lse=True, block_m=0, block_n=0, num_warps=0, causal_align="top-left",
+            softcap=0.0):
     """Compiles (or finds in the cache) one kernel and returns its PTX and
-    metadata. Needs no GPU unless arch="auto" (the current GPU's)."""
-    spec = _make_spec(head_dim, dtype, causal, scale, with_lse, block_m, block_n, num_warps)
+    metadata. Needs no GPU unless arch="auto" (the current GPU's).
+
+    causal_align ('top-left', the default, or 'bottom-right') places the
+    causal diagonal as the C API's causal_align does; 'bottom-right' needs
+    causal=True. softcap c > 0 caps the scores at c * tanh(scale * s / c)
+    before the softmax (0.0: none)."""
+    spec = _make_spec(head_dim, dtype, causal, scale, with_lse, block_m, block_n, num_warps,
+                      causal_align=causal_align, softcap=softcap)
     arch_name = _c_string("arch", arch)
     handle = ctypes.c_void_p()
     status = _lib.attngen_jit_compile(_Jit.get(), ctypes.byref(spec), arch_name,
@@ -235,17 +271,23 @@ def clear_memory_cache():
         _raise(status)
 
 
-def attention(q, k, v, causal=False, scale=None, return_lse=False):
+def attention(q, k, v, causal=False, scale=None, return_lse=False, *,
+              causal_align="bottom-right", softcap=0.0):
     """softmax(scale * q @ k^T [causal mask]) @ v for (batch, seqlen, heads,
     head_dim) tensors; returns out, or (out, lse) with lse (batch, heads,
     seqlen_q) float32 (natural-log log-sum-exp of the scaled scores).
 
-    causal masks top-left aligned, as torch's is_causal: query i sees keys
-    j <= i. scale defaults to 1/sqrt(head_dim). Registered as the torch op
+    causal masks bottom-right aligned by default, as flash_attn_func: query i
+    sees keys j <= i + seqlen_k - seqlen_q, and a query row that sees no key
+    gets out 0 and lse -inf. causal_align='top-left' aligns it as torch's
+    is_causal instead (j <= i); both agree when seqlen_q == seqlen_k.
+    scale defaults to 1/sqrt(head_dim). softcap c > 0 soft-caps the scores,
+    c * tanh(scale * q @ k^T / c), before the mask and softmax (Gemma 2, as
+    flash_attn's softcap; lse is then that of the capped scores); 0.0: none. Registered as the torch op
     torch.ops.attngen.attention, which torch.compile and torch.export trace;
     eager calls launch directly (the op's first call costs seconds of
     PyTorch set-up)."""
-    return _torch_op.attention(q, k, v, causal, scale, return_lse)
+    return _torch_op.attention(q, k, v, causal, scale, return_lse, causal_align, softcap)
 
 
 # Registers torch.ops.attngen.attention when PyTorch is installed.

@@ -9,6 +9,9 @@ import os
 DTYPE_F16 = 1
 DTYPE_BF16 = 2
 
+# Values of attngen_causal_align, by their Python spelling.
+CAUSAL_ALIGN = {"top-left": 0, "bottom-right": 1}
+
 # attngen_status values whose cause is the caller's input.
 STATUS_INVALID_ARGUMENT = 1
 STATUS_INVALID_SPEC = 10
@@ -52,6 +55,7 @@ class Spec(ctypes.Structure):
         ("head_dim", ctypes.c_int), ("causal", ctypes.c_int),
         ("scale", ctypes.c_double), ("with_lse", ctypes.c_int),
         ("block_m", ctypes.c_int), ("block_n", ctypes.c_int), ("num_warps", ctypes.c_int),
+        ("causal_align", ctypes.c_int), ("softcap", ctypes.c_double),
     ]
 
 

@@ -6,14 +6,16 @@ import ctypes
 import threading
 
 from . import _capi
-from . import _Jit, _lib, _make_spec, _normalize_scale, _raise, InvalidInputError
+from . import (_Jit, _causal_align_code, _lib, _make_spec, _normalize_scale, _raise,
+               _softcap_value, InvalidInputError)
 
 try:
     import torch
 except ImportError:  # compile() works without torch; attention() does not
     torch = None
 
-_kernels = {}  # (device index, dtype, head_dim, causal, scale) -> attngen_kernel*
+# (device index, dtype, head_dim, causal, causal_align, scale, softcap) -> attngen_kernel*
+_kernels = {}
 _kernels_lock = threading.Lock()
 
 
@@ -26,7 +28,7 @@ def _bad(message):
     raise InvalidInputError(message, "ATTNGEN_ERROR_INVALID_ARGUMENT")
 
 
-def _check_inputs(q, k, v, causal, scale, return_lse):
+def _check_inputs(q, k, v, causal, scale, return_lse, causal_align, softcap):
     names = ("q", "k", "v")
     for name, t in zip(names, (q, k, v)):
         if not isinstance(t, torch.Tensor):
@@ -75,10 +77,12 @@ def _check_inputs(q, k, v, causal, scale, return_lse):
         raise TypeError(f"attngen.attention: causal must be a bool, got {causal!r}")
     if not isinstance(return_lse, bool):
         raise TypeError(f"attngen.attention: return_lse must be a bool, got {return_lse!r}")
+    _causal_align_code("attention", causal_align)
+    _softcap_value("attention", softcap)
 
 
-def _kernel_for(device, dtype, head_dim, causal, scale):
-    key = (device.index, dtype, head_dim, causal, scale)
+def _kernel_for(device, dtype, head_dim, causal, causal_align, scale, softcap):
+    key = (device.index, dtype, head_dim, causal, causal_align, scale, softcap)
     kernel = _kernels.get(key)
     if kernel is not None:
         return kernel
@@ -86,7 +90,8 @@ def _kernel_for(device, dtype, head_dim, causal, scale):
         kernel = _kernels.get(key)
         if kernel is None:
             spec = _make_spec(head_dim, str(dtype), causal, scale or None, with_lse=True,
-                              function="attention")
+                              function="attention", causal_align=causal_align,
+                              softcap=softcap)
             handle = ctypes.c_void_p()
             # The kernel is loaded into the tensor's device's context.
             with torch.cuda.device(device):
@@ -94,17 +99,18 @@ def _kernel_for(device, dtype, head_dim, causal, scale):
                                                      ctypes.byref(handle))
             if status:
                 _raise(status, f"getting the kernel for {dtype}, head_dim {head_dim}, "
-                               f"causal={causal}")
+                               f"causal={causal}, causal_align={causal_align!r}, "
+                               f"softcap={softcap}")
             kernel = handle.value
             _kernels[key] = kernel
     return kernel
 
 
-def _forward(q, k, v, causal, scale, return_lse):
+def _forward(q, k, v, causal, scale, return_lse, causal_align, softcap):
     b, nq, h, d = q.shape
     out = torch.empty((b, nq, h, d), dtype=q.dtype, device=q.device)
     lse = torch.empty((b, h, nq) if return_lse else (0,), dtype=torch.float32, device=q.device)
-    kernel = _kernel_for(q.device, q.dtype, d, causal, scale)
+    kernel = _kernel_for(q.device, q.dtype, d, causal, causal_align, scale, softcap)
     args = _capi.ForwardArgs()
     args.q, args.k, args.v, args.o = q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr()
     args.lse = lse.data_ptr() if return_lse else None
@@ -125,11 +131,12 @@ def _forward(q, k, v, causal, scale, return_lse):
 if torch is not None:
     @torch.library.custom_op("attngen::attention", mutates_args=(), device_types="cuda")
     def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
-                      scale: float, return_lse: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        return _forward(q, k, v, causal, scale, return_lse)
+                      scale: float, return_lse: bool, causal_align: str,
+                      softcap: float) -> tuple[torch.Tensor, torch.Tensor]:
+        return _forward(q, k, v, causal, scale, return_lse, causal_align, softcap)
 
     @_attention_op.register_fake
-    def _attention_fake(q, k, v, causal, scale, return_lse):
+    def _attention_fake(q, k, v, causal, scale, return_lse, causal_align, softcap):
         b, nq, h, d = q.shape
         out = q.new_empty((b, nq, h, d))
         lse = q.new_empty((b, h, nq) if return_lse else (0,), dtype=torch.float32)
@@ -169,14 +176,19 @@ def _use_custom_op(q, k, v):
     return torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
 
 
-def attention(q, k, v, causal, scale, return_lse):
+def attention(q, k, v, causal, scale, return_lse, causal_align, softcap):
     if torch is None:
         raise ImportError("attngen.attention needs PyTorch (pip install torch); "
                           "attngen.compile works without it")
-    _check_inputs(q, k, v, causal, scale, return_lse)
+    _check_inputs(q, k, v, causal, scale, return_lse, causal_align, softcap)
     scale = _normalize_scale(scale)
+    softcap = _softcap_value("attention", softcap)
+    # Without a mask the alignment means nothing: one kernel serves both.
+    if not causal:
+        causal_align = "top-left"
     if _use_custom_op(q, k, v):
-        out, lse = torch.ops.attngen.attention(q, k, v, causal, scale, return_lse)
+        out, lse = torch.ops.attngen.attention(q, k, v, causal, scale, return_lse,
+                                               causal_align, softcap)
     else:
-        out, lse = _forward(q, k, v, causal, scale, return_lse)
+        out, lse = _forward(q, k, v, causal, scale, return_lse, causal_align, softcap)
     return (out, lse) if return_lse else out

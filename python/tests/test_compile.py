@@ -3,6 +3,7 @@
     PYTHONPATH=python ATTNGEN_CACHE_DIR=/tmp/x python3 -m unittest discover -s python/tests
 """
 
+import inspect
 import os
 import tempfile
 import unittest
@@ -54,6 +55,14 @@ class CompileTest(unittest.TestCase):
             (dict(scale=float("nan")), "positive and finite"),
             (dict(scale="big"), "must be a number"),
             (dict(arch="sm_90a", block_m=48), "sm_90a"),
+            (dict(causal=True, causal_align="bottom_right"),
+             "causal_align 'bottom_right' is not supported; use 'top-left'"),
+            (dict(causal_align="bottom-right"),
+             "causal alignment bottom-right needs a causal mask"),
+            (dict(softcap=-1.0), "softcap -1 must be positive and finite"),
+            (dict(softcap=float("nan")), "must be positive and finite (or 0 for no soft cap)"),
+            (dict(softcap=1e39), "softcap 1e+39 is too large: softcap * log2(e) must not exceed"),
+            (dict(softcap=10**400), "softcap 1000"),
         ]
         for kwargs, needle in cases:
             with self.subTest(**{k: str(v) for k, v in kwargs.items()}):
@@ -75,6 +84,11 @@ class CompileTest(unittest.TestCase):
             (dict(with_lse="no"), "with_lse must be a bool"),
             (dict(with_lse=1), "with_lse must be a bool"),
             (dict(arch=80), "arch must be a str"),
+            (dict(causal=True, causal_align=None), "causal_align must be a str"),
+            (dict(causal=True, causal_align=1), "causal_align must be a str"),
+            (dict(softcap="30"), "softcap must be a number"),
+            (dict(softcap=True), "softcap must be a number"),
+            (dict(softcap=None), "softcap must be a number"),
         ]
         for kwargs, needle in type_errors:
             with self.subTest(**{k: repr(v) for k, v in kwargs.items()}):
@@ -108,6 +122,52 @@ class CompileTest(unittest.TestCase):
         k = attngen.compile(arch="sm_80", head_dim=64, causal=True)
         self.assertTrue(k.metadata["causal"])
         self.assertTrue(k.metadata["lse"])
+
+    def test_causal_align(self):
+        # The alignment is in the kernel name, the metadata and the cache key,
+        # on both targets; compile() defaults to top-left as the C API.
+        for arch in ("sm_80", "sm_90a"):
+            with self.subTest(arch=arch):
+                br = attngen.compile(arch=arch, head_dim=64, causal=True,
+                                     causal_align="bottom-right")
+                tl = attngen.compile(arch=arch, head_dim=64, causal=True)
+                plain = attngen.compile(arch=arch, head_dim=64)
+                self.assertTrue(br.kernel_name.endswith("_d64_causal_br"), br.kernel_name)
+                self.assertTrue(tl.kernel_name.endswith("_d64_causal"), tl.kernel_name)
+                self.assertEqual(br.metadata["causal_align"], "bottom_right")
+                self.assertEqual(tl.metadata["causal_align"], "top_left")
+                self.assertEqual(plain.metadata["causal_align"], "none")
+                self.assertIn("causal_align=bottom_right", br.cache_key)
+                self.assertIn("causal_align=top_left", tl.cache_key)
+                self.assertNotEqual(br.ptx, tl.ptx)
+                self.assertEqual(attngen.compile(arch=arch, head_dim=64, causal=True,
+                                                 causal_align="top-left").ptx, tl.ptx)
+
+    def test_softcap(self):
+        # The cap is in the name, the metadata and the key on both targets;
+        # 0 (the default) is no cap, an int is taken as a float.
+        for arch in ("sm_80", "sm_90a"):
+            with self.subTest(arch=arch):
+                k = attngen.compile(arch=arch, head_dim=64, causal=True, softcap=30)
+                self.assertTrue(k.kernel_name.endswith("_d64_causal_softcap30"), k.kernel_name)
+                self.assertEqual(k.metadata["softcap"], 30)
+                self.assertIn("tanh.approx.f32", k.ptx)
+                self.assertIn("softcap=0x1.ep+4", k.cache_key)
+                plain = attngen.compile(arch=arch, head_dim=64, causal=True)
+                self.assertEqual(plain.metadata["softcap"], 0)
+                self.assertNotIn("tanh", plain.ptx)
+                self.assertEqual(attngen.compile(arch=arch, head_dim=64, causal=True,
+                                                 softcap=0.0).ptx, plain.ptx)
+        self.assertEqual(
+            inspect.signature(attngen.attention).parameters["softcap"].default, 0.0)
+
+    def test_attention_defaults_to_bottom_right(self):
+        # As flash_attn_func; top-left is one keyword away (documented change).
+        parameter = inspect.signature(attngen.attention).parameters["causal_align"]
+        self.assertEqual(parameter.default, "bottom-right")
+        self.assertEqual(parameter.kind, inspect.Parameter.KEYWORD_ONLY)
+        self.assertEqual(
+            inspect.signature(attngen.compile).parameters["causal_align"].default, "top-left")
 
     def test_overflowing_scale_is_refused_and_not_cached(self):
         # A scale whose float32 is inf gives an attngen error, never a raw

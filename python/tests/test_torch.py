@@ -19,19 +19,26 @@ except ImportError:
     HAVE_GPU = False
 
 
-def reference(q, k, v, causal, scale):
-    """float32 attention and natural-log LSE, top-left causal mask."""
+def reference(q, k, v, causal, scale, bottom_right=False, softcap=0.0):
+    """float32 attention and natural-log LSE; the causal mask is top-left
+    (j <= i) or, with `bottom_right`, j <= i + Nk - Nq (rows that see no key:
+    out 0, LSE -inf)."""
     b, nq, h, d = q.shape
     group = h // k.shape[2]
     qf = q.float().transpose(1, 2)
     kf = k.float().repeat_interleave(group, dim=2).transpose(1, 2)
     vf = v.float().repeat_interleave(group, dim=2).transpose(1, 2)
     s = torch.matmul(qf, kf.transpose(-1, -2)) * scale
+    if softcap:
+        s = softcap * torch.tanh(s / softcap)
     if causal:
-        mask = torch.ones(nq, k.shape[1], dtype=torch.bool, device=q.device).tril()
+        nk = k.shape[1]
+        mask = torch.ones(nq, nk, dtype=torch.bool, device=q.device).tril(
+            diagonal=nk - nq if bottom_right else 0)
         s = s.masked_fill(~mask, float("-inf"))
     lse = torch.logsumexp(s, dim=-1)
-    out = torch.matmul(torch.exp(s - lse[..., None]), vf).transpose(1, 2)
+    finite = torch.where(torch.isinf(lse), 0.0, lse)
+    out = torch.matmul(torch.exp(s - finite[..., None]), vf).transpose(1, 2)
     return out, lse
 
 
@@ -58,15 +65,51 @@ class AttentionTest(unittest.TestCase):
 
     def test_matches_reference(self):
         torch.manual_seed(0)
-        for causal in (False, True):
+        # causal=True alone is bottom-right, as flash_attn_func.
+        for causal, align in ((False, {}), (True, {}), (True, {"causal_align": "top-left"}),
+                              (True, {"causal_align": "bottom-right"})):
+            bottom_right = causal and align.get("causal_align", "bottom-right") == "bottom-right"
             for dtype, tol in ((torch.bfloat16, 1e-2), (torch.float16, 3e-3)):
-                q, k, v = self.tensors(b=2, nq=333, nk=1000, h=4, hkv=2, d=128, dtype=dtype)
-                out, lse = attngen.attention(q, k, v, causal=causal, return_lse=True)
-                ref, ref_lse = reference(q, k, v, causal, 1 / math.sqrt(128))
-                self.assertLess(rel(out, ref), tol)
-                self.assertLess((lse - ref_lse).abs().max().item(), 2e-2)
-                self.assertEqual(out.shape, q.shape)
-                self.assertEqual(lse.shape, (2, 4, 333))
+                with self.subTest(causal=causal, align=align, dtype=dtype):
+                    q, k, v = self.tensors(b=2, nq=333, nk=1000, h=4, hkv=2, d=128, dtype=dtype)
+                    out, lse = attngen.attention(q, k, v, causal=causal, return_lse=True, **align)
+                    ref, ref_lse = reference(q, k, v, causal, 1 / math.sqrt(128), bottom_right)
+                    self.assertLess(rel(out, ref), tol)
+                    self.assertLess((lse - ref_lse).abs().max().item(), 2e-2)
+                    self.assertEqual(out.shape, q.shape)
+                    self.assertEqual(lse.shape, (2, 4, 333))
+
+    def test_bottom_right_rows_that_see_no_key(self):
+        # Nq > Nk, bottom-right: query i < Nq - Nk sees no key (out 0, LSE
+        # -inf, as flash_attn); the others match the reference.
+        torch.manual_seed(3)
+        for d in (64, 128, 256):
+            with self.subTest(d=d):
+                q, k, v = self.tensors(b=2, nq=1000, nk=77, h=4, hkv=2, d=d)
+                out, lse = attngen.attention(q, k, v, causal=True, return_lse=True)
+                ref, ref_lse = reference(q, k, v, True, 1 / math.sqrt(d), bottom_right=True)
+                self.assertTrue(torch.equal(out[:, :923], torch.zeros_like(out[:, :923])))
+                self.assertTrue(bool((lse[..., :923] == float("-inf")).all()))
+                self.assertLess(rel(out, ref), 1e-2)
+                self.assertLess((lse[..., 923:] - ref_lse[..., 923:]).abs().max().item(), 2e-2)
+
+    def test_softcap(self):
+        # c * tanh(scale * s / c) before the mask; caps that bite (2 on unit-size
+        # scores, 30 on scores 4x larger), with and without a causal mask.
+        torch.manual_seed(4)
+        for softcap, q_factor in ((2.0, 1), (30.0, 4)):
+            for causal in (False, True):
+                with self.subTest(softcap=softcap, causal=causal):
+                    q, k, v = self.tensors(b=2, nq=333, nk=1000, h=4, hkv=2, d=128)
+                    q = q * q_factor
+                    out, lse = attngen.attention(q, k, v, causal=causal, softcap=softcap,
+                                                 return_lse=True)
+                    ref, ref_lse = reference(q, k, v, causal, 1 / math.sqrt(128),
+                                             bottom_right=True, softcap=softcap)
+                    plain, _ = reference(q, k, v, causal, 1 / math.sqrt(128), bottom_right=True)
+                    self.assertLess(rel(out, ref), 1e-2)
+                    self.assertGreater(rel(plain, ref), 5e-2)  # the cap changed the answer
+                    self.assertLess((lse - ref_lse).abs().max().item(), 2e-2)
 
     def test_strided_inputs_and_scale(self):
         torch.manual_seed(1)
@@ -94,6 +137,9 @@ class AttentionTest(unittest.TestCase):
              "multiple of the number of k/v heads"),
             ((q, k[:, :0], v[:, :0]), {}, "at least one key"),
             ((q, k, v), {"scale": -1.0}, "positive and finite"),
+            ((q, k, v), {"causal": True, "causal_align": "bottom_right"},
+             "use 'top-left'"),
+            ((q, k, v), {"softcap": -1.0}, "softcap -1 must be positive and finite"),
         ]
         for args, kwargs, needle in cases:
             with self.subTest(needle=needle):
@@ -102,6 +148,10 @@ class AttentionTest(unittest.TestCase):
                 self.assertIn(needle, str(caught.exception))
         with self.assertRaises(TypeError):
             attngen.attention(q, k, "v")
+        with self.assertRaises(TypeError):
+            attngen.attention(q, k, v, causal=True, causal_align=None)
+        with self.assertRaises(TypeError):
+            attngen.attention(q, k, v, softcap="30")
         # A misaligned pointer passes the Python checks; the runtime names it.
         flat = torch.randn(1 * 100 * 2 * 64 + 8, device="cuda", dtype=torch.bfloat16)
         odd = flat[4:4 + q.numel()].view(q.shape)
@@ -200,7 +250,7 @@ class AttentionTest(unittest.TestCase):
     def test_custom_op_opcheck(self):
         q, k, v = self.tensors(d=128)
         torch.library.opcheck(torch.ops.attngen.attention.default,
-                              (q, k, v, True, 0.0, True),
+                              (q, k, v, True, 0.0, True, "bottom-right", 30.0),
                               test_utils=("test_schema", "test_faketensor"))
 
 

@@ -127,6 +127,22 @@ public:
     return ATTNRT_OK;
   }
 
+  /// A finite number >= 0.
+  attnrt_status getNonNegativeReal(const char *key, double &out) {
+    const JsonValue *value;
+    if (attnrt_status s = lookup(key, JsonValue::Kind::Number, "a number", value))
+      return s;
+    const std::string &text = value->text;
+    double parsed = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), parsed);
+    if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(parsed) || parsed < 0)
+      return fail(ATTNRT_ERROR_INVALID_METADATA,
+                  "kernel metadata key \"%s\" = %s is invalid: it must be a finite number >= 0; %s",
+                  key, text.c_str(), kRegenerate);
+    out = parsed;
+    return ATTNRT_OK;
+  }
+
   /// An array whose elements are all strings.
   attnrt_status getStringArray(const char *key, std::vector<std::string> &out) {
     const JsonValue *value;
@@ -256,11 +272,31 @@ attnrt_status readMetadata(const JsonValue &root, attnrt_kernel_info &info) {
                 "kernel metadata key \"head_dim\" = %d is not a multiple of 8: attngen kernels copy "
                 "16-byte chunks of a row; %s",
                 info.head_dim, kRegenerate);
-  if (attnrt_status s = reader.getBool("causal", info.causal))
+  int causal = 0;
+  if (attnrt_status s = reader.getBool("causal", causal))
     return s;
+  if (attnrt_status s = reader.getString("causal_align", text))
+    return s;
+  if (text == "none" && !causal)
+    info.causal = ATTNRT_CAUSAL_NONE;
+  else if (text == "top_left" && causal)
+    info.causal = ATTNRT_CAUSAL_TOP_LEFT;
+  else if (text == "bottom_right" && causal)
+    info.causal = ATTNRT_CAUSAL_BOTTOM_RIGHT;
+  else
+    return fail(ATTNRT_ERROR_INVALID_METADATA,
+                "kernel metadata key \"causal_align\" = \"%s\" does not fit \"causal\": %s: it "
+                "must be \"none\" for a kernel without a causal mask and \"top_left\" or "
+                "\"bottom_right\" for a causal one; %s",
+                text.c_str(), causal ? "true" : "false", kRegenerate);
   if (attnrt_status s = reader.getBool("lse", info.lse))
     return s;
   if (attnrt_status s = reader.getPositiveReal("scale", info.scale))
+    return s;
+  // The soft cap is baked into the kernel and changes nothing at launch:
+  // checked, not kept (attnrt_kernel_info has no room left for it).
+  double softcap = 0;
+  if (attnrt_status s = reader.getNonNegativeReal("softcap", softcap))
     return s;
   if (attnrt_status s = reader.getInt("block_m", 1, kMaxBlockRows, info.block_m))
     return s;

@@ -119,8 +119,10 @@ Fields sm90aFields() {
           {"dtype", "\"bf16\""},
           {"head_dim", "128"},
           {"causal", "true"},
+          {"causal_align", "\"top_left\""},
           {"lse", "true"},
           {"scale", "0.08838834764831845"},
+          {"softcap", "0"},
           {"block_m", "128"},
           {"block_n", "128"},
           {"num_threads", "384"},
@@ -141,6 +143,7 @@ Fields sm80Fields() {
   f = with(f, "dtype", "\"f16\"");
   f = with(f, "head_dim", "64");
   f = with(f, "causal", "false");
+  f = with(f, "causal_align", "\"none\"");
   f = with(f, "scale", "0.125");
   f = with(f, "block_n", "64");
   f = with(f, "num_threads", "128");
@@ -212,11 +215,19 @@ void testMetadata() {
   expectStatus("metadata: sm_80 kernel parses", s, ATTNRT_OK);
   report(s == ATTNRT_OK && info.dtype == ATTNRT_DTYPE_F16 && info.uses_tma == 0 && info.head_dim == 64,
          "metadata: sm_80 fields read back");
+  report(s == ATTNRT_OK && info.causal == ATTNRT_CAUSAL_NONE,
+         "metadata: a non-causal kernel reads as ATTNRT_CAUSAL_NONE");
+  s = attnrt_metadata_parse(toJson(with(sm90aFields(), "causal_align", "\"bottom_right\"")).c_str(),
+                            &info);
+  expectStatus("metadata: bottom-right causal kernel parses", s, ATTNRT_OK);
+  report(s == ATTNRT_OK && info.causal == ATTNRT_CAUSAL_BOTTOM_RIGHT,
+         "metadata: bottom-right causal reads as ATTNRT_CAUSAL_BOTTOM_RIGHT");
 
   // Every key is required and must have its type.
   const std::vector<std::pair<std::string, std::string>> wrongTypes = {
       {"format", "1"},        {"kernel", "true"},      {"arch", "90"},          {"dtype", "null"},
       {"head_dim", "\"128\""}, {"causal", "1"},        {"lse", "\"false\""},  {"scale", "\"0.1\""},
+      {"causal_align", "1"},  {"softcap", "\"30\""},
       {"block_m", "[128]"},    {"block_n", "{}"},       {"num_threads", "128.0"}, {"smem_bytes", "false"},
       {"uses_tma", "\"true\""},
       {"tma_box_cols", "64.5"}, {"tma_box_rows_q", "\"128\""}, {"tma_box_rows_k", "null"},
@@ -258,15 +269,25 @@ void testMetadata() {
       {"smem_bytes", "99999999999999999999", "\"smem_bytes\" = 99999999999999999999 is out of range"},
       {"scale", "0", "\"scale\" = 0 is invalid"},
       {"scale", "-0.125", "\"scale\" = -0.125 is invalid"},
+      {"softcap", "-30", "\"softcap\" = -30 is invalid: it must be a finite number >= 0"},
       {"tma_box_cols", "128", "\"tma_box_cols\" = 128 is invalid"},
       {"tma_box_cols", "12", "\"tma_box_cols\" = 12 is invalid"},
       {"tma_box_rows_k", "0", "\"tma_box_rows_k\" = 0 is invalid"},
-      {"tma_box_rows_q", "257", "\"tma_box_rows_q\" = 257 is out of range"}};
+      {"tma_box_rows_q", "257", "\"tma_box_rows_q\" = 257 is out of range"},
+      {"causal_align", "\"none\"",
+       "\"causal_align\" = \"none\" does not fit \"causal\": true: it must be \"none\" for a "
+       "kernel without a causal mask and \"top_left\" or \"bottom_right\" for a causal one"},
+      {"causal_align", "\"bottom-right\"", "\"causal_align\" = \"bottom-right\" does not fit"}};
   for (const BadValue &bad : badValues) {
     s = attnrt_metadata_parse(toJson(with(sm90aFields(), bad.key, bad.value)).c_str(), &info);
     expectStatus(std::string("metadata: bad value \"") + bad.key + "\" = " + bad.value, s,
                  ATTNRT_ERROR_INVALID_METADATA, {bad.fragment});
   }
+  s = attnrt_metadata_parse(toJson(with(sm90aFields(), "softcap", "30.5")).c_str(), &info);
+  expectStatus("metadata: a soft-capped kernel parses", s, ATTNRT_OK);
+  s = attnrt_metadata_parse(toJson(with(sm80Fields(), "causal_align", "\"top_left\"")).c_str(), &info);
+  expectStatus("metadata: an alignment on a non-causal kernel", s, ATTNRT_ERROR_INVALID_METADATA,
+               {"\"causal_align\" = \"top_left\" does not fit \"causal\": false"});
   s = attnrt_metadata_parse(toJson(with(sm80Fields(), "uses_tma", "true")).c_str(), &info);
   expectStatus("metadata: uses_tma on sm_80", s, ATTNRT_ERROR_INVALID_METADATA,
                {"\"uses_tma\": true with \"arch\": \"sm_80\""});

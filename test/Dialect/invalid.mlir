@@ -330,3 +330,74 @@ func.func @store_rows_dst(%x: !attn.regs<64xf32, row>, %d: memref<?x?xf32>, %i: 
   attn.store_rows %x -> %d[%i, %i, %i] : !attn.regs<64xf32, row>, memref<?x?xf32>
   return
 }
+
+// -----
+
+func.func @attention_causal_align_without_causal(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
+                                                 %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) {
+  // expected-error @+1 {{'attn.attention' op has 'causal_align' = bottom_right but is not 'causal': add 'causal' or drop 'causal_align'}}
+  attn.attention %q, %k, %v, %o {causal_align = #attn.causal_align<bottom_right>, scale = 0.125 : f32}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+  return
+}
+
+// -----
+
+func.func @attention_causal_align_unknown(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
+                                          %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) {
+  // expected-error @+2 {{expected ::mlir::attn::CausalAlign to be one of: top_left, bottom_right}}
+  // expected-error @+1 {{failed to parse Attn_CausalAlignAttr parameter 'value' which is to be a `::mlir::attn::CausalAlign`}}
+  attn.attention %q, %k, %v, %o {causal, causal_align = #attn.causal_align<diagonal>, scale = 0.125 : f32}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+  return
+}
+
+// -----
+
+func.func @mask_causal_align_without_causal(%s: !attn.regs<64x64xf32, acc>, %i: index) {
+  // expected-error @+1 {{'attn.mask' op has 'causal_align' = top_left but is not 'causal': add 'causal' or drop 'causal_align'}}
+  %m = attn.mask %s, %i, %i, %i {causal_align = #attn.causal_align<top_left>} : !attn.regs<64x64xf32, acc>
+  return
+}
+
+// -----
+
+func.func @mask_bottom_right_without_q_len(%s: !attn.regs<64x64xf32, acc>, %i: index) {
+  // expected-error @+1 {{'attn.mask' op a bottom-right causal mask needs 'q_len' (the number of query rows, which places the diagonal)}}
+  %m = attn.mask %s, %i, %i, %i {causal, causal_align = #attn.causal_align<bottom_right>} : !attn.regs<64x64xf32, acc>
+  return
+}
+
+// -----
+
+func.func @mask_q_len_without_bottom_right(%s: !attn.regs<64x64xf32, acc>, %i: index) {
+  // expected-error @+1 {{'attn.mask' op 'q_len' is only used by a bottom-right causal mask; drop it or set causal_align = #attn.causal_align<bottom_right>}}
+  %m = attn.mask %s, %i, %i, %i q_len %i {causal} : !attn.regs<64x64xf32, acc>
+  return
+}
+
+// -----
+
+func.func @attention_softcap_not_positive(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
+                                          %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) {
+  // expected-error @+1 {{'attn.attention' op softcap 0 must be positive and finite; leave it out for no capping}}
+  attn.attention %q, %k, %v, %o {scale = 0.125 : f32, softcap = 0.0 : f32}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+  return
+}
+
+// -----
+
+func.func @softcap_scale_not_positive(%s: !attn.regs<64x64xf32, acc>) {
+  // expected-error @+1 {{'attn.softcap' op scale must be positive and finite, got -1.000000e+00}}
+  %t = attn.softcap %s {scale = -1.0 : f32} : !attn.regs<64x64xf32, acc>
+  return
+}
+
+// -----
+
+func.func @softcap_on_row_vector(%m: !attn.regs<64xf32, row>) {
+  // expected-error @+1 {{'attn.softcap' op 'input' must be an 'acc' register tile, got '!attn.regs<64xf32, row>'}}
+  %t = attn.softcap %m {scale = 0.5 : f32} : !attn.regs<64xf32, row>
+  return
+}

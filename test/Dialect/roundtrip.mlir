@@ -11,6 +11,49 @@ func.func @attention(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
   return
 }
 
+// CHECK-LABEL: func.func @attention_bottom_right
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {causal, causal_align = #attn.causal_align<bottom_right>, scale = 1.250000e-01 : f32}
+func.func @attention_bottom_right(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
+                                  %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) {
+  attn.attention %q, %k, %v, %o {causal, causal_align = #attn.causal_align<bottom_right>, scale = 0.125 : f32}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+  return
+}
+
+// An explicit top-left alignment is kept as written.
+// CHECK-LABEL: func.func @attention_top_left
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {causal, causal_align = #attn.causal_align<top_left>, scale = 1.250000e-01 : f32}
+func.func @attention_top_left(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
+                              %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) {
+  attn.attention %q, %k, %v, %o {causal, causal_align = #attn.causal_align<top_left>, scale = 0.125 : f32}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+  return
+}
+
+// CHECK-LABEL: func.func @mask_bottom_right
+// CHECK: attn.mask %[[S:.*]], %[[R:.*]], %[[C:.*]], %[[NK:.*]] q_len %[[NQ:.*]] {causal, causal_align = #attn.causal_align<bottom_right>} : !attn.regs<64x64xf32, acc>
+func.func @mask_bottom_right(%s: !attn.regs<64x64xf32, acc>, %row: index, %col: index,
+                             %nk: index, %nq: index) -> !attn.regs<64x64xf32, acc> {
+  %m = attn.mask %s, %row, %col, %nk q_len %nq {causal, causal_align = #attn.causal_align<bottom_right>} : !attn.regs<64x64xf32, acc>
+  return %m : !attn.regs<64x64xf32, acc>
+}
+
+// CHECK-LABEL: func.func @attention_softcap
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.250000e-01 : f32, softcap = 3.000000e+01 : f32}
+func.func @attention_softcap(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
+                             %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) {
+  attn.attention %q, %k, %v, %o {scale = 0.125 : f32, softcap = 30.0 : f32}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+  return
+}
+
+// CHECK-LABEL: func.func @softcap_op
+// CHECK: attn.softcap %{{.*}} {scale = 4.000000e-03 : f32} : !attn.regs<64x64xf32, acc>
+func.func @softcap_op(%s: !attn.regs<64x64xf32, acc>) -> !attn.regs<64x64xf32, acc> {
+  %t = attn.softcap %s {scale = 0.004 : f32} : !attn.regs<64x64xf32, acc>
+  return %t : !attn.regs<64x64xf32, acc>
+}
+
 // CHECK-LABEL: func.func @tile_ops
 // CHECK: attn.program_id 0
 // CHECK: attn.alloc_smem : !attn.smem<64x128xbf16, swizzle = 128>

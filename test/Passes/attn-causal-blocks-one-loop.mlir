@@ -1,4 +1,4 @@
-// RUN: attngen-opt %s -attn-tile -attn-causal-blocks=peel=false | FileCheck %s --check-prefix=ONE
+// RUN: attngen-opt %s -attn-tile -attn-causal-blocks=peel=false -split-input-file | FileCheck %s --check-prefix=ONE
 
 // peel=false: the same bounds, one loop; the mask only runs from the first
 // block that needs it on, under a uniform branch.
@@ -15,6 +15,29 @@ module attributes {attn.target = #attn.target<sm_80>} {
   func.func @one_loop(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
                       %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) {
     attn.attention %q, %k, %v, %o {causal, scale = 0.125 : f32}
+      : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+    return
+  }
+}
+
+// -----
+
+// Bottom-right: the same clamped bounds (see attn-causal-blocks.mlir) in one
+// loop; the mask under the branch keeps the query length.
+module attributes {attn.target = #attn.target<sm_80>} {
+  // ONE-LABEL: func.func @one_loop_bottom_right
+  // ONE: arith.maxsi
+  // ONE: %[[HI:.*]] = arith.minui %{{.*}}, %{{.*}}
+  // ONE: arith.maxsi
+  // ONE: %[[FULL:.*]] = arith.minui %{{.*}}, %[[HI]]
+  // ONE: scf.for %[[J:.*]] = %c0 to %[[HI]]
+  // ONE:   %[[MASKED:.*]] = arith.cmpi uge, %[[J]], %[[FULL]]
+  // ONE:   scf.if %[[MASKED]] -> (!attn.regs<128x64xf32, acc>) {
+  // ONE:     attn.mask {{.*}} q_len %{{.*}} {causal, causal_align = #attn.causal_align<bottom_right>}
+  // ONE-NOT: scf.for
+  func.func @one_loop_bottom_right(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
+                                   %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) {
+    attn.attention %q, %k, %v, %o {causal, causal_align = #attn.causal_align<bottom_right>, scale = 0.125 : f32}
       : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
     return
   }

@@ -1,4 +1,5 @@
 // RUN: attngen-opt %s -attn-tile -attn-causal-blocks -split-input-file | FileCheck %s
+// RUN: attngen-opt %s -attn-tile -attn-causal-blocks -canonicalize -split-input-file | FileCheck %s --check-prefix=FOLD
 
 // Causal: the loop bound stops after the diagonal (blocks above it are never
 // visited); an unmasked loop covers the blocks below the diagonal, and only
@@ -48,3 +49,76 @@ module attributes {attn.target = #attn.target<sm_80>} {
   }
 }
 
+// -----
+
+// Bottom-right: the diagonal of the block's first row is at
+// diag = row + (nk - nq), a runtime value that is negative when Nq > Nk.
+// Both numerators are clamped at 0 (signed), so a query block whose rows see
+// no key keeps one fully masked block (hi >= 1) and an empty unmasked loop;
+// the masked loop's mask keeps the query length.
+module attributes {attn.target = #attn.target<sm_80>} {
+  // CHECK-LABEL: func.func @bottom_right
+  // CHECK: %[[NK:.*]] = memref.dim %arg1, %{{.*}} : memref<?x?x?x64xf16>
+  // CHECK: %[[ROW:.*]] = arith.muli %{{.*}}, %c128
+  // CHECK: %[[NQ:.*]] = memref.dim %arg0, %{{.*}} : memref<?x?x?x64xf16>
+  // CHECK: %[[NB:.*]] = arith.ceildivui %[[NK]], %c64
+  // CHECK: %[[WHOLE:.*]] = arith.divui %[[NK]], %[[BN:.*]] : index
+  // CHECK: %[[OFF:.*]] = arith.subi %[[NK]], %[[NQ]]
+  // CHECK: %[[DIAG:.*]] = arith.addi %[[ROW]], %[[OFF]]
+  // CHECK: %[[END:.*]] = arith.addi %[[DIAG]], %[[BM:.*]] : index
+  // CHECK: %[[LAST:.*]] = arith.subi %[[END]], %[[ONE:.*]] : index
+  // CHECK: %[[LASTC:.*]] = arith.maxsi %[[LAST]], %[[Z0:.*]] : index
+  // CHECK: %[[LB:.*]] = arith.divui %[[LASTC]], %[[BN]]
+  // CHECK: %[[VIS:.*]] = arith.addi %[[LB]], %[[ONE]]
+  // CHECK: %[[HI:.*]] = arith.minui %[[NB]], %[[VIS]]
+  // CHECK: %[[DE:.*]] = arith.addi %[[DIAG]], %[[ONE]]
+  // CHECK: %[[DEC:.*]] = arith.maxsi %[[DE]], %[[Z1:.*]] : index
+  // CHECK: %[[BELOW:.*]] = arith.divui %[[DEC]], %[[BN]]
+  // CHECK: %[[CAP:.*]] = arith.minui %[[WHOLE]], %[[BELOW]]
+  // CHECK: %[[FULL:.*]] = arith.minui %[[CAP]], %[[HI]]
+  // CHECK: %[[R0:.*]]:3 = scf.for %{{.*}} = %c0 to %[[FULL]]
+  // CHECK-NOT: attn.mask
+  // CHECK:   arith.cmpi ult, %{{.*}}, %[[HI]]
+  // CHECK: scf.yield
+  // CHECK: scf.for %{{.*}} = %[[FULL]] to %[[HI]] {{.*}} iter_args(%{{.*}} = %[[R0]]#0, %{{.*}} = %[[R0]]#1, %{{.*}} = %[[R0]]#2)
+  // CHECK:   attn.mask %{{.*}}, %[[ROW]], %{{.*}}, %[[NK]] q_len %[[NQ]] {causal, causal_align = #attn.causal_align<bottom_right>}
+  // CHECK:   arith.cmpi ult, %{{.*}}, %[[HI]]
+  func.func @bottom_right(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
+                          %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) {
+    attn.attention %q, %k, %v, %o {causal, causal_align = #attn.causal_align<bottom_right>, scale = 0.125 : f32}
+      : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+    return
+  }
+}
+
+// -----
+
+// With static lengths the bounds fold (second RUN line, canonicalized):
+// Nq = 1000, Nk = 300, block 64 x 128, so diag = row - 700 and
+//   hi   = min((max(row - 637, 0)) / 128 + 1, ceil(300 / 128) = 3)
+//   full = min(max(row - 699, 0) / 128, 300 / 128 = 2, hi)
+// Query blocks with row + 63 < 700 (no row sees a key) get hi = 1, full = 0.
+module attributes {attn.target = #attn.target<sm_90a>} {
+  // FOLD-LABEL: func.func @bottom_right_static
+  // FOLD-DAG: %[[LASTOFF:.*]] = arith.constant -637 : index
+  // FOLD-DAG: %[[ENDOFF:.*]] = arith.constant -699 : index
+  // FOLD-DAG: %[[ROW:.*]] = arith.muli %{{.*}}, %c64 : index
+  // FOLD: %[[LAST:.*]] = arith.addi %[[ROW]], %[[LASTOFF]] : index
+  // FOLD: %[[LASTC:.*]] = arith.maxsi %[[LAST]], %c0 : index
+  // FOLD: %[[LB:.*]] = arith.divui %[[LASTC]], %c128 : index
+  // FOLD: %[[VIS:.*]] = arith.addi %[[LB]], %c1 : index
+  // FOLD: %[[HI:.*]] = arith.minui %[[VIS]], %c3 : index
+  // FOLD: %[[DE:.*]] = arith.addi %[[ROW]], %[[ENDOFF]] : index
+  // FOLD: %[[DEC:.*]] = arith.maxsi %[[DE]], %c0 : index
+  // FOLD: %[[BELOW:.*]] = arith.divui %[[DEC]], %c128 : index
+  // FOLD: %[[CAP:.*]] = arith.minui %[[BELOW]], %c2 : index
+  // FOLD: %[[FULL:.*]] = arith.minui %[[CAP]], %[[HI]] : index
+  // FOLD: scf.for %{{.*}} = %c0 to %[[FULL]]
+  // FOLD: scf.for %{{.*}} = %[[FULL]] to %[[HI]]
+  func.func @bottom_right_static(%q: memref<2x1000x4x128xbf16>, %k: memref<2x300x2x128xbf16>,
+                                 %v: memref<2x300x2x128xbf16>, %o: memref<2x1000x4x128xbf16>) {
+    attn.attention %q, %k, %v, %o {causal, causal_align = #attn.causal_align<bottom_right>, scale = 0.125 : f32}
+      : memref<2x1000x4x128xbf16>, memref<2x300x2x128xbf16>, memref<2x300x2x128xbf16>, memref<2x1000x4x128xbf16>
+    return
+  }
+}

@@ -61,3 +61,43 @@ module attributes {attn.target = #attn.target<sm_90a>} {
     return
   }
 }
+
+// -----
+
+// Bottom-right causal: the query length reaches the mask, the alignment the
+// kernel's attributes.
+module attributes {attn.target = #attn.target<sm_80>} {
+  // CHECK-LABEL: func.func @bottom_right
+  // CHECK-SAME: attn.causal, attn.causal_align = #attn.causal_align<bottom_right>
+  // CHECK: %[[NQ:.*]] = memref.dim %arg0, %c1{{(_[0-9]+)?}} : memref<?x?x?x64xf16>
+  // CHECK: attn.mask {{.*}} q_len %[[NQ]] {causal, causal_align = #attn.causal_align<bottom_right>}
+  // OVERRIDE-LABEL: func.func @bottom_right
+  func.func @bottom_right(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
+                          %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) {
+    attn.attention %q, %k, %v, %o {causal, causal_align = #attn.causal_align<bottom_right>, scale = 0.125 : f32}
+      : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+    return
+  }
+}
+
+// -----
+
+// Soft cap c = 30 with scale 0.125: attn.softcap takes tanh(s * 0.125 / 30)
+// before the mask, and c replaces the scale in the online softmax and the
+// LSE, so the softmax and the LSE see c * tanh(scale * s / c).
+module attributes {attn.target = #attn.target<sm_80>} {
+  // CHECK-LABEL: func.func @softcap
+  // CHECK-SAME: attn.scale = 1.250000e-01 : f32, attn.softcap = 3.000000e+01 : f32
+  // CHECK: %[[S:.*]] = attn.mma
+  // CHECK-NEXT: %[[T:.*]] = attn.softcap %[[S]] {scale = 0.00416666688 : f32}
+  // CHECK-NEXT: %[[SM:.*]] = attn.mask %[[T]], {{.*}} {causal}
+  // CHECK-NEXT: attn.online_softmax %[[SM]], {{.*}} {scale = 3.000000e+01 : f32}
+  // CHECK: attn.softmax_finalize {{.*}} {scale = 3.000000e+01 : f32}
+  // OVERRIDE-LABEL: func.func @softcap
+  func.func @softcap(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
+                     %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) {
+    attn.attention %q, %k, %v, %o {causal, scale = 0.125 : f32, softcap = 30.0 : f32}
+      : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+    return
+  }
+}

@@ -71,12 +71,23 @@ static cl::opt<int64_t> headDim("head-dim",
 static cl::opt<std::string> dtype("dtype", cl::desc("Element type: f16 or bf16"),
                                   cl::init("bf16"), cl::cat(category));
 static cl::opt<bool> causal("causal",
-                            cl::desc("Causal mask (top-left aligned, as "
-                                     "PyTorch's is_causal)"),
+                            cl::desc("Causal mask (top-left aligned unless "
+                                     "--causal-align says otherwise)"),
                             cl::cat(category));
+static cl::opt<std::string> causalAlign(
+    "causal-align",
+    cl::desc("Causal diagonal when Nq != Nk: top-left (default; query i sees "
+             "keys j <= i, as PyTorch's is_causal) or bottom-right (j <= i + "
+             "Nk - Nq, as FlashAttention)"),
+    cl::init("top-left"), cl::cat(category));
 static cl::opt<double> scale("scale",
                              cl::desc("Softmax scale (default 1/sqrt(head dim))"),
                              cl::init(0.0), cl::cat(category));
+static cl::opt<double> softcap(
+    "softcap",
+    cl::desc("Soft cap c of the scores: c * tanh(scale * QK^T / c) before the "
+             "softmax (Gemma 2, Grok); 0 (default): none"),
+    cl::init(0.0), cl::cat(category));
 static cl::opt<bool> noLse("no-lse", cl::desc("Do not write the log-sum-exp"),
                            cl::cat(category));
 static cl::opt<int64_t> blockM("block-m", cl::desc("Override query rows per CTA"),
@@ -226,8 +237,10 @@ struct ModuleKernel {
   int64_t headDim = 0;
   bool bf16 = true;
   bool causal = false;
+  CausalAlign causalAlign = CausalAlign::top_left;
   bool withLse = true;
   float scale = 0;
+  float softcap = 0; ///< 0: none
   std::optional<TileConfig> tiling; ///< fixed once tiled
 };
 
@@ -250,6 +263,10 @@ static ModuleKernel describeKernel(Operation *op, Stage stage) {
   auto readScale = [&](Operation *holder) {
     if (auto attr = holder->getAttrOfType<FloatAttr>("attn.scale"))
       kernel.scale = attr.getValueAsDouble();
+    if (auto attr = holder->getAttrOfType<FloatAttr>("attn.softcap"))
+      kernel.softcap = attr.getValueAsDouble();
+    if (auto attr = holder->getAttrOfType<CausalAlignAttr>("attn.causal_align"))
+      kernel.causalAlign = attr.getValue();
   };
   if (auto attention = dyn_cast<AttentionOp>(op)) {
     kernel.headDim = attention.getHeadDim();
@@ -257,6 +274,10 @@ static ModuleKernel describeKernel(Operation *op, Stage stage) {
     kernel.causal = attention.getCausal();
     kernel.withLse = attention.getLse() != nullptr;
     kernel.scale = attention.getScale().convertToFloat();
+    if (attention.isBottomRightCausal())
+      kernel.causalAlign = CausalAlign::bottom_right;
+    if (std::optional<APFloat> cap = attention.getSoftcap())
+      kernel.softcap = cap->convertToFloat();
   } else if (auto func = dyn_cast<func::FuncOp>(op)) {
     // A tiled kernel takes q, k, v, o[, lse]: q is [B, N, H, D].
     auto q = func.getNumArguments() ? dyn_cast<MemRefType>(
@@ -364,6 +385,18 @@ static FailureOr<AttentionSpec> mergeSpecFlags(ModuleOp module,
   if (causal.getNumOccurrences() && causal != kernel.causal)
     return contradicts(fmt::format("--causal={}", causal.getValue()),
                        kernel.causal ? "true" : "false", "causal =");
+  if (causalAlign.getNumOccurrences() &&
+      (causalAlign == "bottom-right") !=
+          (kernel.causalAlign == CausalAlign::bottom_right))
+    return contradicts("--causal-align=" + causalAlign.getValue(),
+                       kernel.causalAlign == CausalAlign::bottom_right
+                           ? "bottom-right"
+                           : "top-left",
+                       "causal alignment");
+  if (softcap.getNumOccurrences() &&
+      static_cast<float>(softcap) != kernel.softcap)
+    return contradicts(fmt::format("--softcap={}", softcap.getValue()),
+                       fmt::format("{}", kernel.softcap), "softcap");
   if (noLse.getNumOccurrences() && !noLse != kernel.withLse)
     return contradicts(fmt::format("--no-lse={}", noLse.getValue()),
                        kernel.withLse ? "operand" : "(none)", "lse");
@@ -376,8 +409,10 @@ static FailureOr<AttentionSpec> mergeSpecFlags(ModuleOp module,
   spec.headDim = kernel.headDim;
   spec.bf16 = kernel.bf16;
   spec.causal = kernel.causal;
+  spec.causalAlign = kernel.causalAlign;
   spec.withLse = kernel.withLse;
   spec.scale = kernel.scale;
+  spec.softcap = kernel.softcap;
   if (kernel.tiling) {
     std::tuple<const char *, cl::opt<int64_t> &, int64_t> overrides[] = {
         {"block-m", blockM, kernel.tiling->blockM},
@@ -467,6 +502,10 @@ int main(int argc, char **argv) {
   if (dtype != "bf16" && dtype != "f16")
     return fail(fmt::format("unsupported --dtype={}; supported: f16, bf16",
                             dtype.getValue()));
+  if (causalAlign != "top-left" && causalAlign != "bottom-right")
+    return fail(fmt::format("unsupported --causal-align={}; supported: "
+                            "top-left, bottom-right",
+                            causalAlign.getValue()));
   if (emit != "mlir" && emit != "nvvm" && emit != "llvm" && emit != "ptx")
     return fail(fmt::format("unsupported --emit={}; supported: mlir, nvvm, "
                             "llvm, ptx",
@@ -474,7 +513,10 @@ int main(int argc, char **argv) {
   spec.bf16 = dtype == "bf16";
   spec.headDim = headDim;
   spec.causal = causal;
+  spec.causalAlign = causalAlign == "bottom-right" ? CausalAlign::bottom_right
+                                                   : CausalAlign::top_left;
   spec.scale = scale;
+  spec.softcap = softcap;
   spec.withLse = !noLse;
   spec.blockM = blockM;
   spec.blockN = blockN;

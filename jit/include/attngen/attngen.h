@@ -70,6 +70,16 @@ typedef enum attngen_status {
   ATTNGEN_ERROR_COMPILE = 11
 } attngen_status;
 
+/** Where a causal mask's diagonal sits when Nq != Nk
+ *  (attngen_spec::causal_align). */
+typedef enum attngen_causal_align {
+  /** Query i sees keys j <= i, as PyTorch's is_causal (the default). */
+  ATTNGEN_CAUSAL_TOP_LEFT = 0,
+  /** Query i sees keys j <= i + Nk - Nq, as FlashAttention >= 2.1; rows with
+   *  i + Nk - Nq < 0 see no key (output 0, LSE -inf). */
+  ATTNGEN_CAUSAL_BOTTOM_RIGHT = 1
+} attngen_causal_align;
+
 /**
  * One forward-attention kernel variant. Always start from
  * attngen_spec_init(): it sets struct_size, which lets later versions of
@@ -80,12 +90,20 @@ typedef struct attngen_spec {
   size_t struct_size; /**< sizeof(attngen_spec), set by attngen_spec_init */
   int dtype;          /**< ATTNRT_DTYPE_F16 or ATTNRT_DTYPE_BF16 (default) */
   int head_dim;       /**< 64, 128 (default) or 256 */
-  int causal;         /**< 1: top-left causal mask, as PyTorch's is_causal */
+  int causal;         /**< 1: causal mask, aligned as causal_align says */
   double scale;       /**< softmax scale; 0 (default): 1/sqrt(head_dim) */
   int with_lse;       /**< 1 (default): the kernel can write the log-sum-exp */
   int block_m;        /**< tile overrides; 0 (default): the tuned choice */
   int block_n;
   int num_warps;
+  /* Appended after version 0.1.0; a struct_size that ends before a field
+   * reads it as its default. */
+  int causal_align;   /**< an attngen_causal_align; ATTNGEN_CAUSAL_TOP_LEFT
+                           (default). ATTNGEN_CAUSAL_BOTTOM_RIGHT needs
+                           causal = 1 */
+  double softcap;     /**< soft cap c: scores become c * tanh(scale * s / c)
+                           before the softmax (Gemma 2, Grok); 0 (default):
+                           none; else positive and finite */
 } attngen_spec;
 
 /** Options of a JIT. Start from attngen_jit_options_init(). */

@@ -46,12 +46,20 @@ inline void check(attngen_status status) {
 
 enum class DType { f16 = ATTNRT_DTYPE_F16, bf16 = ATTNRT_DTYPE_BF16 };
 
+/// Where the causal diagonal sits when Nq != Nk (see attngen_causal_align).
+enum class CausalAlign {
+  topLeft = ATTNGEN_CAUSAL_TOP_LEFT,        ///< j <= i, PyTorch's is_causal
+  bottomRight = ATTNGEN_CAUSAL_BOTTOM_RIGHT ///< j <= i + Nk - Nq, FlashAttention's
+};
+
 /// One forward-attention kernel variant (see attngen_spec).
 struct Spec {
   DType dtype = DType::bf16;
   int headDim = 128;
   bool causal = false;
+  CausalAlign causalAlign = CausalAlign::topLeft; ///< used when causal
   double scale = 0; ///< 0: 1/sqrt(headDim)
+  double softcap = 0; ///< soft cap c (c * tanh(scale * s / c)); 0: none
   bool withLse = true;
   int blockM = 0, blockN = 0, numWarps = 0; ///< 0: tuned defaults
 
@@ -66,6 +74,8 @@ struct Spec {
     spec.block_m = blockM;
     spec.block_n = blockN;
     spec.num_warps = numWarps;
+    spec.causal_align = static_cast<int>(causalAlign);
+    spec.softcap = softcap;
     return spec;
   }
 };

@@ -81,6 +81,15 @@ typedef enum attnrt_dtype {
   ATTNRT_DTYPE_BF16 = 2  /**< bfloat16, metadata "dtype": "bf16" */
 } attnrt_dtype;
 
+/** The causal mask of a kernel (attnrt_kernel_info::causal; metadata
+ *  "causal" and "causal_align"). Non-zero means causal, whichever way it is
+ *  aligned. */
+typedef enum attnrt_causal {
+  ATTNRT_CAUSAL_NONE = 0,        /**< no mask ("causal_align": "none") */
+  ATTNRT_CAUSAL_TOP_LEFT = 1,    /**< row i sees cols j <= i ("top_left") */
+  ATTNRT_CAUSAL_BOTTOM_RIGHT = 2 /**< j <= i + nk - nq ("bottom_right") */
+} attnrt_causal;
+
 /** Capacity of attnrt_kernel_info::kernel, terminating NUL included. */
 #define ATTNRT_MAX_KERNEL_NAME 256
 
@@ -94,7 +103,7 @@ typedef struct attnrt_kernel_info {
   char arch[16];      /**< "sm_80" or "sm_90a" */
   int dtype;          /**< an attnrt_dtype */
   int head_dim;       /**< D */
-  int causal;         /**< 1: top-left causal mask (row i sees cols j <= i) */
+  int causal;         /**< an attnrt_causal: 0 none, 1 top-left, 2 bottom-right */
   int block_m;        /**< query rows per CTA: gridDim.x = ceil(nq/block_m) */
   int block_n;        /**< key rows per inner iteration (informative) */
   int num_threads;    /**< blockDim.x */

@@ -24,7 +24,11 @@ struct AttentionSpec {
   int64_t headDim = 128;
   bool bf16 = true; ///< false: f16
   bool causal = false;
+  /// Where the causal diagonal sits when Nq != Nk (used only with causal).
+  CausalAlign causalAlign = CausalAlign::top_left;
   double scale = 0; ///< 0: 1/sqrt(head_dim)
+  /// Soft cap c of the scores, c * tanh(scale * s / c); 0: none.
+  double softcap = 0;
   bool withLse = true;
   // Tile overrides (0: chosen by attn-tile).
   int64_t blockM = 0, blockN = 0, numWarps = 0;
@@ -44,7 +48,9 @@ struct KernelMetadata {
   std::string dtype;
   int64_t headDim = 0;
   bool causal = false;
+  CausalAlign causalAlign = CausalAlign::top_left; ///< meaningful with causal
   double scale = 0;
+  double softcap = 0; ///< 0: no soft cap
   int64_t blockM = 0, blockN = 0, numThreads = 0, smemBytes = 0;
   bool usesTma = false;
   bool writesLse = false; ///< the kernel writes LSE when given a pointer
@@ -60,7 +66,8 @@ llvm::Error validateSpec(const AttentionSpec &spec);
 OwningOpRef<ModuleOp> buildSpecModule(MLIRContext &ctx,
                                       const AttentionSpec &spec);
 
-/// The kernel name for a spec, e.g. attn_fwd_sm90a_bf16_d128_causal.
+/// The kernel name for a spec, e.g. attn_fwd_sm90a_bf16_d128_causal
+/// (`_causal_br` for a bottom-right aligned causal mask).
 std::string kernelName(const AttentionSpec &spec);
 
 /// Adds the FlashAttention passes (tile, causal block skipping, online

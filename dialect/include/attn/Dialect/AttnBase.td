@@ -64,6 +64,15 @@ def Attn_ReduceKind : I32EnumAttr<"ReduceKind", "row reduction kind",
   let genSpecializedAttr = 0;
 }
 
+def Attn_CausalTopLeft : I32EnumAttrCase<"top_left", 0>;
+def Attn_CausalBottomRight : I32EnumAttrCase<"bottom_right", 1>;
+def Attn_CausalAlign : I32EnumAttr<"CausalAlign",
+    "where the causal diagonal sits when Nq != Nk",
+    [Attn_CausalTopLeft, Attn_CausalBottomRight]> {
+  let cppNamespace = "::mlir::attn";
+  let genSpecializedAttr = 0;
+}
+
 def Attn_ReduceKindAttrParam : EnumAttr<Attn_Dialect, Attn_ReduceKind, "reduce"> {
   let assemblyFormat = "$value";
 }
@@ -71,6 +80,23 @@ def Attn_ReduceKindAttrParam : EnumAttr<Attn_Dialect, Attn_ReduceKind, "reduce">
 //===----------------------------------------------------------------------===//
 // Attributes
 //===----------------------------------------------------------------------===//
+
+def Attn_CausalAlignAttr : EnumAttr<Attn_Dialect, Attn_CausalAlign, "causal_align"> {
+  let summary = "Alignment of the causal diagonal: top-left or bottom-right";
+  let description = [{
+    With Nq query rows and Nk key columns, `top_left` lets query row `i` see
+    key columns `j <= i` (PyTorch's `is_causal`); `bottom_right` lets it see
+    `j <= i + Nk - Nq` (FlashAttention >= 2.1, the alignment KV-cache decoding
+    and chunked prefill need). The two agree when Nq == Nk. Under
+    `bottom_right` a row with `i + Nk - Nq < 0` sees no key: its output is 0
+    and its log-sum-exp -inf.
+
+    ```mlir
+    #attn.causal_align<bottom_right>
+    ```
+  }];
+  let assemblyFormat = "`<` $value `>`";
+}
 
 class Attn_Attr<string name, string attrMnemonic, list<Trait> traits = []>
     : AttrDef<Attn_Dialect, name, traits> {

@@ -41,8 +41,12 @@ std::optional<TargetKind> getTarget(Operation *op);
 /// kernels use it: as an f32 and folded into the exp2 constant
 /// `scale * log2(e)` (f32), neither of which may round to 0 or overflow.
 /// Shared by the op verifier, the spec checks of the CLI and the C API, and
-/// the metadata writer, so every path refuses the same scales.
-llvm::Error checkSoftmaxScale(double scale);
+/// the metadata writer, so every path refuses the same scales. A soft cap,
+/// which takes the scale's place in the exp2 constant, is checked the same
+/// way; `what` names the value in the message and `symbol` in its formula.
+llvm::Error checkSoftmaxScale(double scale,
+                              llvm::StringRef what = "softmax scale",
+                              llvm::StringRef symbol = "scale");
 } // namespace mlir::attn
 
 #endif // ATTN_DIALECT_ATTNDIALECT_H

@@ -28,8 +28,15 @@ def Attn_AttentionOp : Attn_Op<"attention"> {
     the last dimension contiguous), and optionally the natural-log
     log-sum-exp of each scaled score row in `lse`: [B, H, Nq] f32.
     With `causal`, query row `i` sees key columns `j <= i` (top-left aligned,
-    as PyTorch's `is_causal`). Query head `h` reads key/value head
-    `h / (H / Hkv)` (grouped-query attention when Hkv < H).
+    as PyTorch's `is_causal`); with `causal_align =
+    #attn.causal_align<bottom_right>` it sees `j <= i + Nk - Nq` instead
+    (FlashAttention's alignment; rows with `i + Nk - Nq < 0` see no key and
+    get O = 0, LSE = -inf). Without `causal_align` a causal mask is top-left.
+    With `softcap = c` the scores are soft-capped before the mask and the
+    softmax, as in Gemma 2 and Grok: `softmax(c * tanh(scale * Q K^T / c) +
+    mask) V`, and `lse` is the log-sum-exp of those capped scores.
+    Query head `h` reads key/value head `h / (H / Hkv)` (grouped-query
+    attention when Hkv < H).
 
     The verifier checks ranks, element types (f16 or bf16, all alike), that the
     head dimension is static, equal everywhere and one of 64, 128, 256, that
@@ -37,12 +44,21 @@ def Attn_AttentionOp : Attn_Op<"attention"> {
     and V, H of Q, O and LSE, H a multiple of Hkv), that the last dimension
     of Q, K, V and O has stride 1 and LSE the identity layout, and that
     `scale` is positive and finite with `scale` and `scale * log2(e)` normal
-    finite f32 numbers (the kernels fold it into their exp2 constant).
+    finite f32 numbers (the kernels fold it into their exp2 constant), the
+    same of `softcap` when present (it replaces the scale there), and that
+    `causal_align` comes only with `causal`.
 
     ```mlir
     attn.attention %q, %k, %v, %o lse %lse {causal, scale = 0.0883883 : f32}
       : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>,
         memref<?x?x?x128xbf16>, memref<?x?x?xf32>
+    attn.attention %q, %k, %v, %o
+        {causal, causal_align = #attn.causal_align<bottom_right>, scale = 0.125 : f32}
+      : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>,
+        memref<?x?x?x64xf16>
+    attn.attention %q, %k, %v, %o {scale = 0.125 : f32, softcap = 30.0 : f32}
+      : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>,
+        memref<?x?x?x64xf16>
     ```
   }];
   let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$q,
@@ -50,7 +66,9 @@ def Attn_AttentionOp : Attn_Op<"attention"> {
                        Arg<AnyMemRef, "", [MemRead]>:$v,
                        Arg<AnyMemRef, "", [MemWrite]>:$o,
                        Arg<Optional<AnyMemRef>, "", [MemWrite]>:$lse,
-                       UnitAttr:$causal, F32Attr:$scale);
+                       UnitAttr:$causal,
+                       OptionalAttr<Attn_CausalAlignAttr>:$causal_align,
+                       F32Attr:$scale, OptionalAttr<F32Attr>:$softcap);
   let assemblyFormat = [{
     $q `,` $k `,` $v `,` $o (`lse` $lse^)? attr-dict `:` type($q) `,` type($k)
     `,` type($v) `,` type($o) (`,` type($lse)^)?
@@ -59,6 +77,10 @@ def Attn_AttentionOp : Attn_Op<"attention"> {
   let extraClassDeclaration = [{
     int64_t getHeadDim();
     Type getElementType();
+    /// Whether the causal diagonal is bottom-right aligned (j <= i + Nk - Nq).
+    bool isBottomRightCausal() {
+      return getCausal() && getCausalAlign() == CausalAlign::bottom_right;
+    }
   }];
 }
 
@@ -207,19 +229,70 @@ def Attn_MaskOp : Attn_Op<"mask", [Pure, AllTypesMatch<["input", "result"]>]> {
   let description = [{
     Element (r, c) of the [block_m, block_n] score tile stands for query row
     `row + r` and key column `col + c`. It becomes -inf when `col + c >= kv_len`
-    (past the end of the keys) or, with `causal`, when `col + c > row + r`.
+    (past the end of the keys) or, with `causal`, when `col + c > row + r`
+    (top-left). With `causal_align = #attn.causal_align<bottom_right>` the
+    diagonal moves by `kv_len - q_len`: -inf when
+    `col + c > row + r + kv_len - q_len` (signed: the offset may be negative,
+    and a row whose bound is below 0 is masked entirely). For every row that
+    exists (`row + r < q_len`) that bound is below `kv_len`, so the key-length
+    test is implied; rows at or past `q_len` are padding, never stored, and
+    their scores are left unspecified past `kv_len`.
     `attn-causal-blocks` leaves this op only on the blocks that need it.
+
+    The verifier enforces that `causal_align` comes only with `causal` and
+    that `q_len` is given exactly for a bottom-right mask.
+
+    Lowering (shared by both targets): per fragment row one limit,
+    `min(kv_len, row + r + 1)` (top-left) or `row + r + 1 + kv_len - q_len`
+    (bottom-right, the offset added once per tile), then one signed compare
+    and select per element.
 
     ```mlir
     %sm = attn.mask %s, %row, %col, %nk {causal} : !attn.regs<128x64xf32, acc>
+    %sb = attn.mask %s, %row, %col, %nk q_len %nq
+            {causal, causal_align = #attn.causal_align<bottom_right>}
+            : !attn.regs<128x64xf32, acc>
     ```
   }];
   let arguments = (ins Attn_AnyRegTile:$input, Index:$row, Index:$col,
-                       Index:$kv_len, UnitAttr:$causal);
+                       Index:$kv_len, Optional<Index>:$q_len, UnitAttr:$causal,
+                       OptionalAttr<Attn_CausalAlignAttr>:$causal_align);
   let results = (outs Attn_AnyRegTile:$result);
   let assemblyFormat = [{
-    $input `,` $row `,` $col `,` $kv_len attr-dict `:` qualified(type($input))
+    $input `,` $row `,` $col `,` $kv_len (`q_len` $q_len^)? attr-dict `:`
+    qualified(type($input))
   }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether the causal diagonal is bottom-right aligned (shifted by
+    /// kv_len - q_len).
+    bool isBottomRightCausal() {
+      return getCausal() && getCausalAlign() == CausalAlign::bottom_right;
+    }
+  }];
+}
+
+def Attn_SoftcapOp : Attn_Op<"softcap", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "tanh(scale * x) per score: the bounded part of a soft cap";
+  let description = [{
+    Soft-capping replaces each score `s * softmax_scale` by
+    `c * tanh(s * softmax_scale / c)`. `attn-tile` splits that product in two:
+    this op computes `tanh(s * scale)` with `scale = softmax_scale / c` (one
+    multiply and one `tanh.approx.f32` per element on both targets), and the
+    cap `c` becomes the scale of the online softmax and the log-sum-exp, where
+    it folds into the exp2 constant as the softmax scale did. It comes before
+    `attn.mask`, so masked scores stay -inf.
+
+    The verifier checks that the input is an `acc` tile and that `scale` is
+    positive and finite.
+
+    ```mlir
+    %t = attn.softcap %s {scale = 0.0041666 : f32} : !attn.regs<128x64xf32, acc>
+    ```
+  }];
+  let arguments = (ins Attn_AnyRegTile:$input, F32Attr:$scale);
+  let results = (outs Attn_AnyRegTile:$result);
+  let assemblyFormat = "$input attr-dict `:` qualified(type($input))";
   let hasVerifier = 1;
 }
 

@@ -15,6 +15,11 @@ def AttnTile : Pass<"attn-tile", "ModuleOp"> {
     asynchronous and overlapped FlashAttention-2 style: V_j loads while
     S = Q K_j^T and the softmax run; K_{j+1} loads while O += P V_j runs.
 
+    A soft-capped attention (`softcap = c`) gets `attn.softcap` (tanh of the
+    scores times scale / c) between `S = Q K^T` and the mask, and `c` as the
+    scale of `attn.online_softmax` and `attn.softmax_finalize`; a bottom-right
+    causal one passes the query length to `attn.mask`.
+
     Tile sizes come from head dim, causal flag and the module's
     `#attn.target` (sm_80: 128 query rows, 4 warps, key blocks of 64 for
     d64 and 48 (32 causal) for d128; sm_90a: 64 x 128 with one
@@ -73,6 +78,16 @@ def AttnCausalBlocks : Pass<"attn-causal-blocks", "ModuleOp"> {
     before the end of the keys) move to a first loop without `attn.mask`; only
     the diagonal block(s) and a ragged last block stay in a second, masked
     loop. Leaving the pass out keeps the correct, fully masked loop (ablation).
+
+    The diagonal of the query block's first row is at column `diag = row`
+    (top-left) or `diag = row + kv_len - q_len` (a bottom-right mask, the
+    mask's `q_len` operand); both bounds follow it:
+    `hi = min(blocks, (diag + block_m - 1) / block_n + 1)` and
+    `full = min(kv_len / block_n, (diag + 1) / block_n, hi)`. The bottom-right
+    offset is a runtime value and may be negative (Nq > Nk): both numerators
+    are then clamped at 0 (signed max), so a query block whose rows see no key
+    still runs one fully masked block (its rows end with O = 0, LSE = -inf)
+    and the unmasked loop is empty; an offset past Nk is cut by `kv_len`.
 
     After (abridged):
     ```mlir
