@@ -230,14 +230,21 @@ const char *attngen_compiler_id(void) { return compilerId().c_str(); }
 size_t attngen_sizeof_spec(void) { return sizeof(attngen_spec); }
 size_t attngen_sizeof_jit_stats(void) { return sizeof(attngen_jit_stats); }
 
-void attngen_spec_init(attngen_spec *spec) {
-  if (!spec)
+void attngen_spec_init_sized(attngen_spec *spec, size_t size) {
+  if (!spec || size < offsetof(attngen_spec, causal_align))
     return;
-  *spec = attngen_spec{};
-  spec->struct_size = sizeof(attngen_spec);
-  spec->dtype = ATTNRT_DTYPE_BF16;
-  spec->head_dim = 128;
-  spec->with_lse = 1;
+  attngen_spec defaults{};
+  defaults.dtype = ATTNRT_DTYPE_BF16;
+  defaults.head_dim = 128;
+  defaults.with_lse = 1;
+  size = std::min(size, sizeof(attngen_spec));
+  defaults.struct_size = size;
+  std::memcpy(spec, &defaults, size);
+}
+
+#undef attngen_spec_init
+void attngen_spec_init(attngen_spec *spec) {
+  attngen_spec_init_sized(spec, offsetof(attngen_spec, causal_align));
 }
 
 void attngen_jit_options_init(attngen_jit_options *options) {

@@ -587,6 +587,36 @@ void testScaleRange() {
 
 } // namespace
 
+/// attngen_spec_init never writes past the caller's struct: the 0.1.0
+/// entry point (what binaries built against that header call) writes its
+/// 48 bytes only, the sized one at most the size it is given, and both
+/// specs compile.
+#undef attngen_spec_init
+extern "C" void attngen_spec_init(attngen_spec *spec);
+void testSpecInitSizes() {
+  constexpr size_t kOldSize = offsetof(attngen_spec, causal_align);
+  unsigned char buffer[sizeof(attngen_spec) + 16];
+  std::memset(buffer, 0xAB, sizeof(buffer));
+  auto *spec = reinterpret_cast<attngen_spec *>(buffer);
+  attngen_spec_init(spec);
+  bool untouched = true;
+  for (size_t i = kOldSize; i < sizeof(buffer); ++i)
+    untouched &= buffer[i] == 0xAB;
+  expect(untouched && spec->struct_size == kOldSize && spec->head_dim == 128,
+         "the 0.1.0 attngen_spec_init writes the 0.1.0 fields only");
+  attngen_jit *jit = makeJit("", 0);
+  const attngen_compiled *out = nullptr;
+  expect(attngen_jit_compile(jit, spec, "sm_80", &out) == ATTNGEN_OK,
+         std::string("a 0.1.0-sized spec compiles: ") + attngen_last_error());
+  std::memset(buffer, 0xAB, sizeof(buffer));
+  attngen_spec_init_sized(spec, sizeof(attngen_spec));
+  expect(buffer[sizeof(attngen_spec)] == 0xAB &&
+             spec->struct_size == sizeof(attngen_spec),
+         "attngen_spec_init_sized stops at the size it is given");
+  attngen_jit_destroy(jit);
+}
+#define attngen_spec_init(spec) attngen_spec_init_sized((spec), sizeof(*(spec)))
+
 int main(int argc, char **argv) {
   if (argc >= 3 && std::string(argv[1]) == "compile")
     return compileOnce(argv[2], argc >= 4 && std::string(argv[3]) == "causal");
@@ -599,6 +629,7 @@ int main(int argc, char **argv) {
   testFailedCompileNotCached();
   testEmptyArch();
   testScaleRange();
+  testSpecInitSizes();
   std::printf("%d checks, %d failed\n", checks, failures);
   return failures ? 1 : 0;
 }

@@ -182,7 +182,7 @@ def _softcap_value(function, value):
 def _make_spec(head_dim, dtype, causal, scale, with_lse=True, block_m=0, block_n=0,
                num_warps=0, function="compile", causal_align="top-left", softcap=0.0):
     spec = _capi.Spec()
-    _lib.attngen_spec_init(ctypes.byref(spec))
+    _lib.attngen_spec_init_sized(ctypes.byref(spec), ctypes.sizeof(spec))
     spec.head_dim = _c_int("head_dim", head_dim)
     spec.block_m = _c_int("block_m", block_m)
     spec.block_n = _c_int("block_n", block_n)

@@ -98,7 +98,7 @@ def _bind(lib):
         "attngen_sizeof_jit_stats": (c.c_size_t, []),
         "attnrt_sizeof_forward_args": (c.c_size_t, []),
         "attnrt_sizeof_kernel_info": (c.c_size_t, []),
-        "attngen_spec_init": (None, [c.POINTER(Spec)]),
+        "attngen_spec_init_sized": (None, [c.POINTER(Spec), c.c_size_t]),
         "attngen_jit_options_init": (None, [c.POINTER(JitOptions)]),
         "attngen_spec_check": (c.c_int, [c.POINTER(Spec), c.c_char_p]),
         "attngen_device_arch": (c.c_int, [c.c_char_p, c.c_size_t]),

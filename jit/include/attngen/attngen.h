@@ -150,7 +150,15 @@ ATTNGEN_API size_t attngen_sizeof_jit_stats(void);
 
 /* ---- Specs -------------------------------------------------------------- */
 
+/** Sets the defaults and struct_size in the first `size` bytes of `spec`
+ *  (a caller's sizeof(attngen_spec)): the library never writes past the
+ *  struct its caller was built with. */
+ATTNGEN_API void attngen_spec_init_sized(attngen_spec *spec, size_t size);
+/** The 0.1.0 entry point, kept for binaries built against that header: it
+ *  writes only the 0.1.0 fields. Code built against this header calls
+ *  attngen_spec_init_sized through the macro below. */
 ATTNGEN_API void attngen_spec_init(attngen_spec *spec);
+#define attngen_spec_init(spec) attngen_spec_init_sized((spec), sizeof(*(spec)))
 ATTNGEN_API void attngen_jit_options_init(attngen_jit_options *options);
 
 /** Checks a spec for `arch` ("sm_80" or "sm_90a") without compiling. */
