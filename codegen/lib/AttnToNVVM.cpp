@@ -51,6 +51,13 @@ SmallVector<std::string> abiParamNames(bool usesTma) {
   return names;
 }
 
+/// Whether `op` reads or produces a register tile.
+bool touchesRegisterTiles(Operation *op) {
+  auto isTile = [](Type t) { return isa<RegTileType>(t); };
+  return llvm::any_of(op->getOperandTypes(), isTile) ||
+         llvm::any_of(op->getResultTypes(), isTile);
+}
+
 /// Checks, before anything is emitted, that every op of the tile program is
 /// one this lowering translates faithfully; anything else is a located
 /// error, never a crash or a kernel that silently skips work.
@@ -119,6 +126,24 @@ LogicalResult checkLowerable(func::FuncOp func, TilingAttr tiling) {
                                "only (use attn ops for tiles)";
           return WalkResult::interrupt();
         }
+    // Warp roles: the producer runs on one elected thread and only fills
+    // pipes; the consumers only drain them and compute.
+    if (auto ws = op->getParentOfType<WarpSpecializeOp>()) {
+      bool inProducer = ws.getProducer().isAncestor(op->getParentRegion());
+      if (!inProducer && isa<PipeAcquireOp, PipeLoadOp>(op)) {
+        op->emitOpError("fills a pipe, which only the producer region of "
+                        "attn.warp_specialize may do");
+        return WalkResult::interrupt();
+      }
+      if (inProducer && (isa<PipeWaitOp, PipeReleaseOp, MmaOp, MmaWaitOp,
+                             StoreOp, StoreRowsOp>(op) ||
+                         touchesRegisterTiles(op))) {
+        op->emitOpError("computes or drains a pipe, which only the "
+                        "consumers region of attn.warp_specialize may do "
+                        "(the producer runs on one thread)");
+        return WalkResult::interrupt();
+      }
+    }
     auto expect = [&](Value tensor, ArrayRef<int> allowed,
                       StringRef what) -> LogicalResult {
       if (llvm::is_contained(allowed, argIndex(tensor)))

@@ -293,6 +293,12 @@ LogicalResult MmaOp::verify() {
         return emitOpError() << "an asynchronous result may only be used by "
                                 "attn.mma_wait, but '"
                              << user->getName() << "' uses it";
+    // One wait, in the same block: an MMA left in flight past its block
+    // (or waited twice) has no well-defined completion point.
+    if (!getResult().hasOneUse() ||
+        getResult().getUses().begin()->getOwner()->getBlock() != getOperation()->getBlock())
+      return emitOpError("an asynchronous MMA needs exactly one attn.mma_wait "
+                         "in its own block");
   }
   if (getTarget(*this) == TargetKind::sm_90a) {
     // wgmma m64nNk16: N at most 256, M in whole 64-row warpgroup slices.

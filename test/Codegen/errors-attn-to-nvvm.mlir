@@ -82,3 +82,42 @@ module attributes {attn.target = #attn.target<sm_90a>} {
     return
   }
 }
+
+// -----
+
+// A pipe is filled by the producer only: in the consumers region the
+// elected-thread guard would never fire and the consumers would wait forever.
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @fill_in_consumers(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
+                               %v: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>)
+      attributes {attn.kernel, attn.tiling = #attn.tiling<block_m = 128, block_n = 64, num_warps = 8>} {
+    %c0 = arith.constant 0 : index
+    %kp = attn.create_pipe : !attn.pipe<2, !attn.smem<64x128xbf16, swizzle = 128>>
+    attn.warp_specialize producer {
+      %p = arith.constant 0 : index
+    } consumers {
+      // expected-error @+1 {{'attn.pipe_acquire' op fills a pipe, which only the producer region of attn.warp_specialize may do}}
+      attn.pipe_acquire %kp[%c0] : !attn.pipe<2, !attn.smem<64x128xbf16, swizzle = 128>>
+    } {consumer_regs = 240, consumer_warpgroups = 2, producer_regs = 24, producer_warps = 4}
+    return
+  }
+}
+
+// -----
+
+// And drained by the consumers only.
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @drain_in_producer(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
+                               %v: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>)
+      attributes {attn.kernel, attn.tiling = #attn.tiling<block_m = 128, block_n = 64, num_warps = 8>} {
+    %c0 = arith.constant 0 : index
+    %kp = attn.create_pipe : !attn.pipe<2, !attn.smem<64x128xbf16, swizzle = 128>>
+    attn.warp_specialize producer {
+      // expected-error @+1 {{'attn.pipe_release' op computes or drains a pipe, which only the consumers region of attn.warp_specialize may do (the producer runs on one thread)}}
+      attn.pipe_release %kp[%c0] : !attn.pipe<2, !attn.smem<64x128xbf16, swizzle = 128>>
+    } consumers {
+      %c = arith.constant 0 : index
+    } {consumer_regs = 240, consumer_warpgroups = 2, producer_regs = 24, producer_warps = 4}
+    return
+  }
+}

@@ -113,3 +113,25 @@ module attributes {attn.target = #attn.target<sm_80>} {
     return
   }
 }
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @async_waited_twice(%q: !attn.smem<64x128xbf16, swizzle = 128>) {
+    // expected-error @+1 {{'attn.mma' op an asynchronous MMA needs exactly one attn.mma_wait in its own block}}
+    %s = attn.mma %q, %q {async, transpose_b} : !attn.smem<64x128xbf16, swizzle = 128>, !attn.smem<64x128xbf16, swizzle = 128> -> !attn.regs<64x64xf32, acc>
+    %w0 = attn.mma_wait %s {pending = 0} : !attn.regs<64x64xf32, acc>
+    %w1 = attn.mma_wait %s {pending = 0} : !attn.regs<64x64xf32, acc>
+    return
+  }
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @async_never_waited(%q: !attn.smem<64x128xbf16, swizzle = 128>) {
+    // expected-error @+1 {{'attn.mma' op an asynchronous MMA needs exactly one attn.mma_wait in its own block}}
+    %s = attn.mma %q, %q {async, transpose_b} : !attn.smem<64x128xbf16, swizzle = 128>, !attn.smem<64x128xbf16, swizzle = 128> -> !attn.regs<64x64xf32, acc>
+    return
+  }
+}
