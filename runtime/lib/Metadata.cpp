@@ -113,32 +113,27 @@ public:
 
   /// A finite number > 0.
   attnrt_status getPositiveReal(const char *key, double &out) {
-    const JsonValue *value;
-    if (attnrt_status s = lookup(key, JsonValue::Kind::Number, "a number", value))
-      return s;
-    const std::string &text = value->text;
-    double parsed = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), parsed);
-    if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(parsed) || parsed <= 0)
-      return fail(ATTNRT_ERROR_INVALID_METADATA,
-                  "kernel metadata key \"%s\" = %s is invalid: it must be a finite number > 0; %s",
-                  key, text.c_str(), kRegenerate);
-    out = parsed;
-    return ATTNRT_OK;
+    return getFiniteReal(key, /*allowZero=*/false, out);
   }
 
   /// A finite number >= 0.
   attnrt_status getNonNegativeReal(const char *key, double &out) {
+    return getFiniteReal(key, /*allowZero=*/true, out);
+  }
+
+  /// A finite number > 0, or >= 0 with `allowZero`.
+  attnrt_status getFiniteReal(const char *key, bool allowZero, double &out) {
     const JsonValue *value;
     if (attnrt_status s = lookup(key, JsonValue::Kind::Number, "a number", value))
       return s;
     const std::string &text = value->text;
     double parsed = 0;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), parsed);
-    if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(parsed) || parsed < 0)
+    bool inRange = allowZero ? parsed >= 0 : parsed > 0;
+    if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(parsed) || !inRange)
       return fail(ATTNRT_ERROR_INVALID_METADATA,
-                  "kernel metadata key \"%s\" = %s is invalid: it must be a finite number >= 0; %s",
-                  key, text.c_str(), kRegenerate);
+                  "kernel metadata key \"%s\" = %s is invalid: it must be a finite number %s 0; %s",
+                  key, text.c_str(), allowZero ? ">=" : ">", kRegenerate);
     out = parsed;
     return ATTNRT_OK;
   }
