@@ -51,13 +51,6 @@ SmallVector<std::string> abiParamNames(bool usesTma) {
   return names;
 }
 
-/// Whether `op` reads or produces a register tile.
-bool touchesRegisterTiles(Operation *op) {
-  auto isTile = [](Type t) { return isa<RegTileType>(t); };
-  return llvm::any_of(op->getOperandTypes(), isTile) ||
-         llvm::any_of(op->getResultTypes(), isTile);
-}
-
 /// Checks, before anything is emitted, that every op of the tile program is
 /// one this lowering translates faithfully; anything else is a located
 /// error, never a crash or a kernel that silently skips work.
@@ -76,6 +69,11 @@ LogicalResult checkLowerable(func::FuncOp func, TilingAttr tiling) {
     return static_cast<int>(arg.getArgNumber());
   };
   int64_t slice = 16 * tiling.getNumWarps();
+  auto refuseBufferFlow = [](Operation *op, Type type) {
+    return op->emitOpError()
+           << "shared-memory tiles are placed once at kernel entry; " << type
+           << " cannot be loop-carried, yielded or selected";
+  };
   auto checkTile = [&](Operation *op, Value v) -> LogicalResult {
     auto tile = dyn_cast<RegTileType>(v.getType());
     if (tile && (tile.getRows() <= 0 || tile.getRows() % slice != 0))
@@ -86,9 +84,7 @@ LogicalResult checkLowerable(func::FuncOp func, TilingAttr tiling) {
     if (isa<SmemTileType, PipeType>(v.getType()) &&
         (isa<BlockArgument>(v) || isa<scf::ForOp, scf::IfOp>(op) ||
          !isa_and_present<AttnDialect>(op->getDialect())))
-      return op->emitOpError()
-             << "shared-memory tiles are placed once at kernel entry; "
-             << v.getType() << " cannot be loop-carried, yielded or selected";
+      return refuseBufferFlow(op, v.getType());
     return success();
   };
   WalkResult result = func.walk([&](Operation *op) -> WalkResult {
@@ -111,10 +107,7 @@ LogicalResult checkLowerable(func::FuncOp func, TilingAttr tiling) {
     if (isa<scf::YieldOp>(op))
       for (Value v : op->getOperands())
         if (isa<SmemTileType, PipeType>(v.getType())) {
-          op->emitOpError() << "shared-memory tiles are placed once at kernel "
-                               "entry; "
-                            << v.getType()
-                            << " cannot be loop-carried, yielded or selected";
+          (void)refuseBufferFlow(op, v.getType());
           return WalkResult::interrupt();
         }
     if (op->getDialect() && isa<arith::ArithDialect>(op->getDialect()))

@@ -146,16 +146,18 @@ LogicalResult Sm90Lowering::lowerCopy(Lowering &l, CopyAsyncOp op) {
                      op.getBatch(), op.getRow(), op.getHead());
 }
 
-/// Stage (fill % stages) and phase parity ((fill / stages) % 2) of a fill.
-std::pair<Value, Value> stageAndPhase(Lowering &l, const SmemPipe &pipe,
-                                      Value fillIndex) {
-  OpBuilder &b = l.b;
-  Value fill = l.toI32(l.scalar(fillIndex));
-  int64_t stages = pipe.type.getStages();
-  Value stage = arith::RemUIOp::create(b, l.loc, fill, l.i32(stages));
-  Value round = arith::DivUIOp::create(b, l.loc, fill, l.i32(stages));
-  Value phase = arith::AndIOp::create(b, l.loc, round, l.i32(1));
-  return {stage, phase};
+/// The stage of a fill: fill % stages.
+Value stageOf(Lowering &l, const SmemPipe &pipe, Value fillIndex) {
+  return arith::RemUIOp::create(l.b, l.loc, l.toI32(l.scalar(fillIndex)),
+                                l.i32(pipe.type.getStages()));
+}
+
+/// The phase parity a fill completes: (fill / stages) % 2.
+Value phaseOf(Lowering &l, const SmemPipe &pipe, Value fillIndex) {
+  Value round =
+      arith::DivUIOp::create(l.b, l.loc, l.toI32(l.scalar(fillIndex)),
+                             l.i32(pipe.type.getStages()));
+  return arith::AndIOp::create(l.b, l.loc, round, l.i32(1));
 }
 
 /// Pointer to barrier `stage` of the array at `offset`.
@@ -177,7 +179,8 @@ SmemBuffer stageBuffer(Lowering &l, const SmemPipe &pipe, Value stage) {
 
 LogicalResult Sm90Lowering::lowerPipeAcquire(Lowering &l, PipeAcquireOp op) {
   const SmemPipe &pipe = l.pipes[op.getPipe()];
-  auto [stage, phase] = stageAndPhase(l, pipe, op.getFill());
+  Value stage = stageOf(l, pipe, op.getFill());
+  Value phase = phaseOf(l, pipe, op.getFill());
   // A fresh barrier counts as having completed the phase before phase 0,
   // so the first round of fills waits on parity 1 and passes at once.
   Value parity = arith::XOrIOp::create(l.b, l.loc, phase, l.i32(1));
@@ -191,8 +194,7 @@ LogicalResult Sm90Lowering::lowerPipeAcquire(Lowering &l, PipeAcquireOp op) {
 
 LogicalResult Sm90Lowering::lowerPipeLoad(Lowering &l, PipeLoadOp op) {
   const SmemPipe &pipe = l.pipes[op.getPipe()];
-  auto [stage, phase] = stageAndPhase(l, pipe, op.getFill());
-  (void)phase;
+  Value stage = stageOf(l, pipe, op.getFill());
   return emitTmaLoad(l, op, op.getSrc(), stageBuffer(l, pipe, stage),
                      stageBarrier(l, pipe.fullBarrierOffset, stage),
                      op.getBatch(), op.getRow(), op.getHead());
@@ -200,7 +202,8 @@ LogicalResult Sm90Lowering::lowerPipeLoad(Lowering &l, PipeLoadOp op) {
 
 LogicalResult Sm90Lowering::lowerPipeWait(Lowering &l, PipeWaitOp op) {
   const SmemPipe &pipe = l.pipes[op.getPipe()];
-  auto [stage, phase] = stageAndPhase(l, pipe, op.getFill());
+  Value stage = stageOf(l, pipe, op.getFill());
+  Value phase = phaseOf(l, pipe, op.getFill());
   NVVM::MBarrierTryWaitParityOp::create(
       l.b, l.loc, stageBarrier(l, pipe.fullBarrierOffset, stage), phase,
       l.i32(kTryWaitTicks));
@@ -210,8 +213,7 @@ LogicalResult Sm90Lowering::lowerPipeWait(Lowering &l, PipeWaitOp op) {
 
 LogicalResult Sm90Lowering::lowerPipeRelease(Lowering &l, PipeReleaseOp op) {
   const SmemPipe &pipe = l.pipes[op.getPipe()];
-  auto [stage, phase] = stageAndPhase(l, pipe, op.getFill());
-  (void)phase;
+  Value stage = stageOf(l, pipe, op.getFill());
   // One arrival per consumer warp: the warp's MMAs reading the stage have
   // completed (wgmma waits are warp-wide), so lane 0 speaks for the warp.
   Value laneZero = arith::CmpIOp::create(l.b, l.loc, arith::CmpIPredicate::eq,

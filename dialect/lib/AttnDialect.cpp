@@ -32,6 +32,12 @@ void AttnDialect::initialize() {
       >();
 }
 
+bool mlir::attn::touchesRegisterTiles(Operation *op) {
+  auto isTile = [](Type t) { return isa<RegTileType>(t); };
+  return llvm::any_of(op->getOperandTypes(), isTile) ||
+         llvm::any_of(op->getResultTypes(), isTile);
+}
+
 std::optional<TargetKind> mlir::attn::getTarget(Operation *op) {
   auto module = isa<ModuleOp>(op) ? cast<ModuleOp>(op)
                                   : op->getParentOfType<ModuleOp>();

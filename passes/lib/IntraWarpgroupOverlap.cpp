@@ -41,7 +41,9 @@ struct LoopParts {
   MmaOp scoreMma;                 ///< S = Q K^T
   MmaOp pvMma;                    ///< O = P V + acc
   unsigned accIndex = 0;          ///< iter arg / yield slot of O
-  SetVector<Operation *> b;       ///< pipe_wait V, mma P V, pipe_release V
+  PipeWaitOp vWait;               ///< the value buffer P V reads
+  PipeReleaseOp vRelease;         ///< its release
+  SetVector<Operation *> b;       ///< vWait, pvMma, vRelease
   SetVector<Operation *> accOps;  ///< A's ops that read the accumulator
   SmallVector<Operation *> aOps;  ///< the rest of A, in order
   SmallVector<Value> carried;     ///< A values B reads (besides the acc)
@@ -104,8 +106,11 @@ FailureOr<LoopParts> analyze(scf::ForOp loop, std::string &why) {
   parts.b.insert(parts.pvMma);
   for (PipeReleaseOp release : body->getOps<PipeReleaseOp>())
     if (release.getPipe() == vWait.getPipe() &&
-        release.getFill() == vWait.getFill())
+        release.getFill() == vWait.getFill()) {
+      parts.vRelease = release;
       parts.b.insert(release);
+    }
+  parts.vWait = vWait;
   if (parts.b.size() != 3) {
     why = "no attn.pipe_release of the value buffer in the loop";
     return failure();
@@ -159,25 +164,15 @@ FailureOr<LoopParts> analyze(scf::ForOp loop, std::string &why) {
   return parts;
 }
 
-/// Clones B with `mapping` (IV and A's values already mapped); the MMA is
-/// asynchronous when `async`. Returns the cloned P V result.
-Value cloneB(OpBuilder &b, LoopParts &parts, IRMapping &mapping,
-             bool async, Operation *&pvClone, Operation *&release) {
-  Value result;
-  for (Operation *op : parts.b) {
-    if (isa<PipeReleaseOp>(op)) {
-      release = op; // cloned by the caller, after the MMA's wait
-      continue;
-    }
-    Operation *clone = b.clone(*op, mapping);
-    if (op == parts.pvMma.getOperation()) {
-      if (async)
-        cast<MmaOp>(clone).setAsync(true);
-      pvClone = clone;
-      result = clone->getResult(0);
-    }
-  }
-  return result;
+/// Clones B's wait and MMA with `mapping` (IV and A's values already
+/// mapped); the MMA is asynchronous when `async`. Returns the cloned P V
+/// result. The release is the caller's: it goes after the MMA's wait.
+Value cloneB(OpBuilder &b, LoopParts &parts, IRMapping &mapping, bool async) {
+  b.clone(*parts.vWait, mapping);
+  auto pv = cast<MmaOp>(b.clone(*parts.pvMma, mapping));
+  if (async)
+    pv.setAsync(true);
+  return pv.getResult();
 }
 
 LogicalResult rotate(scf::ForOp loop, LoopParts &parts) {
@@ -233,7 +228,6 @@ LogicalResult rotate(scf::ForOp loop, LoopParts &parts) {
         bm.map(parts.pvMma.getAcc(), args[parts.accIndex]);
         for (auto [k, v] : llvm::enumerate(parts.carried))
           bm.map(v, args[numSlots + k]);
-        Operation *pvClone = nullptr, *release = nullptr;
         Value pv;
         for (Operation *op : parts.aOps) {
           Operation *clone = lb.clone(*op, a);
@@ -241,7 +235,7 @@ LogicalResult rotate(scf::ForOp loop, LoopParts &parts) {
             continue;
           // Issue S_j, then O += P_{j-1} V_{j-1}, then wait for S_j only.
           cast<MmaOp>(clone).setAsync(true);
-          pv = cloneB(lb, parts, bm, /*async=*/true, pvClone, release);
+          pv = cloneB(lb, parts, bm, /*async=*/true);
           Value s = MmaWaitOp::create(lb, l, clone->getResult(0).getType(),
                                       clone->getResult(0),
                                       lb.getI64IntegerAttr(1));
@@ -249,7 +243,7 @@ LogicalResult rotate(scf::ForOp loop, LoopParts &parts) {
         }
         Value o = MmaWaitOp::create(lb, l, pv.getType(), pv,
                                     lb.getI64IntegerAttr(0));
-        lb.clone(*release, bm);
+        lb.clone(*parts.vRelease, bm);
         a.map(loop.getRegionIterArgs()[parts.accIndex], o);
         for (Operation *op : parts.accOps)
           lb.clone(*op, a);
@@ -269,9 +263,8 @@ LogicalResult rotate(scf::ForOp loop, LoopParts &parts) {
   epi.map(parts.pvMma.getAcc(), newLoop.getResult(parts.accIndex));
   for (auto [k, v] : llvm::enumerate(parts.carried))
     epi.map(v, newLoop.getResult(numSlots + k));
-  Operation *pvClone = nullptr, *release = nullptr;
-  Value acc = cloneB(tb, parts, epi, /*async=*/false, pvClone, release);
-  tb.clone(*release, epi);
+  Value acc = cloneB(tb, parts, epi, /*async=*/false);
+  tb.clone(*parts.vRelease, epi);
   SmallVector<Value> results;
   for (unsigned i = 0; i < numSlots; ++i)
     results.push_back(i == parts.accIndex ? acc : newLoop.getResult(i));

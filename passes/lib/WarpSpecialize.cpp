@@ -44,12 +44,6 @@ bool isProducerOp(Operation *op) {
   return isa<PipeAcquireOp, PipeLoadOp>(op);
 }
 
-bool touchesRegisterTiles(Operation *op) {
-  auto isTile = [](Type t) { return isa<RegTileType>(t); };
-  return llvm::any_of(op->getOperandTypes(), isTile) ||
-         llvm::any_of(op->getResultTypes(), isTile);
-}
-
 /// Ops only the consumers run: everything that computes on register tiles,
 /// reads a pipe's buffer or writes the output.
 bool isConsumerOp(Operation *op) {

@@ -34,6 +34,10 @@ constexpr llvm::StringLiteral kTilingAttrName = "attn.tiling";
 /// Name of the function attribute marking a tile-program kernel.
 constexpr llvm::StringLiteral kKernelAttrName = "attn.kernel";
 
+/// Whether `op` reads or produces a register tile (consumer work, in warp
+/// specialization's terms).
+bool touchesRegisterTiles(Operation *op);
+
 /// The target of the module enclosing `op`, if it has one.
 std::optional<TargetKind> getTarget(Operation *op);
 
