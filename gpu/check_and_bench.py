@@ -39,7 +39,7 @@ import traceback
 # attnrt_sizeof_* at load time).
 # --------------------------------------------------------------------------------------
 
-ATTNRT_ABI_VERSION = 1
+ATTNRT_ABI_VERSION = 2
 ATTNRT_OK = 0
 ATTNRT_ERROR_INVALID_ARGUMENT = 1
 ATTNRT_ERROR_UNSUPPORTED_DEVICE = 5
@@ -79,13 +79,22 @@ class KernelInfo(ctypes.Structure):
         ("static_smem_bytes", ctypes.c_int),
         ("max_threads_per_block", ctypes.c_int),
         ("lse", ctypes.c_int),
+        ("grid_dims", ctypes.c_int),
+        ("grid_size", ctypes.c_int * 3),
+        ("grid_tile", ctypes.c_int * 3),
+        ("ctas_per_sm", ctypes.c_int),
+        ("num_sms", ctypes.c_int),
     ]
 
     def as_dict(self):
         out = {}
         for name, _ in self._fields_:
             value = getattr(self, name)
-            out[name] = value.decode() if isinstance(value, bytes) else value
+            if isinstance(value, bytes):
+                value = value.decode()
+            elif isinstance(value, ctypes.Array):
+                value = list(value)
+            out[name] = value
         return out
 
 

@@ -36,21 +36,6 @@ constexpr llvm::StringLiteral kSmemSymbol = "attn_dynamic_smem";
 constexpr int64_t kTensorMapBytes = 128;
 constexpr int64_t kTensorMapAlign = 64;
 
-/// Parameter names in ABI order (docs/ABI.md); the runtime checks them.
-SmallVector<std::string> abiParamNames(bool usesTma) {
-  SmallVector<std::string> names;
-  if (usesTma)
-    names = {"tma_q", "tma_k", "tma_v"};
-  for (const char *t : {"q", "k", "v", "o", "lse"})
-    names.push_back(t);
-  for (const char *t : {"q", "k", "v", "o"})
-    for (const char *d : {"b", "n", "h"})
-      names.push_back(std::string(t) + "_stride_" + d);
-  for (const char *s : {"nq", "nk", "num_heads", "num_kv_heads"})
-    names.push_back(s);
-  return names;
-}
-
 /// Checks, before anything is emitted, that every op of the tile program is
 /// one this lowering translates faithfully; anything else is a located
 /// error, never a crash or a kernel that silently skips work.
@@ -61,12 +46,13 @@ SmallVector<std::string> abiParamNames(bool usesTma) {
 ///   - shared-memory tiles and pipes are placed once at kernel entry: they
 ///     cannot be loop-carried, yielded or selected between;
 ///   - arith ops compute on scalars only.
-LogicalResult checkLowerable(func::FuncOp func, TilingAttr tiling) {
-  auto argIndex = [&](Value v) -> int {
+LogicalResult checkLowerable(func::FuncOp func, TilingAttr tiling,
+                             ArrayRef<Tensor> roles) {
+  auto roleOf = [&](Value v) -> std::optional<Tensor> {
     auto arg = dyn_cast<BlockArgument>(v);
     if (!arg || arg.getOwner() != &func.getBody().front())
-      return -1;
-    return static_cast<int>(arg.getArgNumber());
+      return std::nullopt;
+    return roles[arg.getArgNumber()];
   };
   int64_t slice = 16 * tiling.getNumWarps();
   auto refuseBufferFlow = [](Operation *op, Type type) {
@@ -137,26 +123,27 @@ LogicalResult checkLowerable(func::FuncOp func, TilingAttr tiling) {
         return WalkResult::interrupt();
       }
     }
-    auto expect = [&](Value tensor, ArrayRef<int> allowed,
+    auto expect = [&](Value tensor, ArrayRef<Tensor> allowed,
                       StringRef what) -> LogicalResult {
-      if (llvm::is_contained(allowed, argIndex(tensor)))
+      std::optional<Tensor> role = roleOf(tensor);
+      if (role && llvm::is_contained(allowed, *role))
         return success();
       return op->emitOpError() << what;
     };
     LogicalResult ok = success();
     if (auto copy = dyn_cast<CopyAsyncOp>(op))
-      ok = expect(copy.getSrc(), {0, 1, 2},
+      ok = expect(copy.getSrc(), {Tensor::Q, Tensor::K, Tensor::V},
                   "copies from the kernel's q, k or v argument only");
     else if (auto load = dyn_cast<PipeLoadOp>(op))
-      ok = expect(load.getSrc(), {0, 1, 2},
+      ok = expect(load.getSrc(), {Tensor::Q, Tensor::K, Tensor::V},
                   "loads from the kernel's q, k or v argument only");
     else if (auto store = dyn_cast<StoreOp>(op))
-      ok = expect(store.getDst(), {3},
-                  "must write the kernel's o argument (the fourth): the "
-                  "kernel ABI has one output tensor");
+      ok = expect(store.getDst(), {Tensor::O},
+                  "must write the kernel's \"o\" argument: the kernel ABI "
+                  "has one output tensor");
     else if (auto rows = dyn_cast<StoreRowsOp>(op))
-      ok = expect(rows.getDst(), {4},
-                  "must write the kernel's lse argument (the fifth)");
+      ok = expect(rows.getDst(), {Tensor::Lse},
+                  "must write the kernel's \"lse\" argument");
     return failed(ok) ? WalkResult::interrupt() : WalkResult::advance();
   });
   return failure(result.wasInterrupted());
@@ -356,7 +343,7 @@ LogicalResult KernelLowering::lowerDim(memref::DimOp op) {
   Value size;
   switch (*dim) {
   case 0:
-    size = NVVM::GridDimZOp::create(b, op.getLoc(), b.getI32Type());
+    size = l->params.batch;
     break;
   case 1:
     size = l->tensorRows(tensor->second);
@@ -524,11 +511,19 @@ LogicalResult KernelLowering::run() {
   if (!tiling)
     return func.emitOpError("kernel has no 'attn.tiling' attribute; run "
                             "attn-tile first");
-  if (func.getNumArguments() < 4 || func.getNumArguments() > 5)
-    return func.emitOpError("kernel must take q, k, v, o and optionally lse");
-  if (failed(checkLowerable(func, tiling)))
+  auto grid = func->getAttrOfType<GridAttr>(kGridAttrName);
+  if (!grid)
+    return func.emitOpError("kernel has no 'attn.grid' attribute (its launch "
+                            "grid rule); run attn-tile first");
+  FailureOr<KernelAbi> abi = deriveKernelAbi(func, target);
+  if (failed(abi))
     return failure();
-  auto qType = cast<MemRefType>(func.getArgument(0).getType());
+  if (failed(checkLowerable(func, tiling, abi->tensors)))
+    return failure();
+  auto qType = cast<MemRefType>(
+      func.getArgument(llvm::find(abi->tensors, Tensor::Q) -
+                       abi->tensors.begin())
+          .getType());
   ModuleOp module = func->getParentOfType<ModuleOp>();
   OpBuilder moduleBuilder(module.getBodyRegion());
   moduleBuilder.setInsertionPointToStart(module.getBody());
@@ -542,17 +537,29 @@ LogicalResult KernelLowering::run() {
                            /*alignment=*/kSmemTileAlignment, kSharedAddressSpace);
   }
 
-  // Kernel signature (docs/ABI.md).
-  bool usesTma = targetLowering->usesTma();
+  // Kernel signature: the derived ABI (docs/ABI.md).
   auto genericPtr = LLVM::LLVMPointerType::get(ctx);
   auto globalPtr = LLVM::LLVMPointerType::get(ctx, kGlobalAddressSpace);
   Type i32 = IntegerType::get(ctx, 32), i64 = IntegerType::get(ctx, 64);
   SmallVector<Type> paramTypes;
-  if (usesTma)
-    paramTypes.append(3, genericPtr);
-  paramTypes.append(5, globalPtr);
-  paramTypes.append(12, i64);
-  paramTypes.append(4, i32);
+  bool usesTma = false;
+  for (const AbiParam &param : abi->params) {
+    switch (param.kind) {
+    case AbiParamKind::TensorMap:
+      paramTypes.push_back(genericPtr);
+      usesTma = true;
+      break;
+    case AbiParamKind::Pointer:
+      paramTypes.push_back(globalPtr);
+      break;
+    case AbiParamKind::Stride:
+      paramTypes.push_back(i64);
+      break;
+    case AbiParamKind::Size:
+      paramTypes.push_back(i32);
+      break;
+    }
+  }
   auto fnType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
                                             paramTypes);
   OpBuilder b(func);
@@ -568,39 +575,59 @@ LogicalResult KernelLowering::run() {
                   DenseI32ArrayAttr::get(ctx, {int32_t(threads), 1, 1}));
   if (producerWarps > 0)
     kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
-  if (usesTma)
-    for (unsigned i = 0; i < 3; ++i) {
+  for (auto [i, param] : llvm::enumerate(abi->params)) {
+    if (param.kind == AbiParamKind::TensorMap) {
       kernel.setArgAttr(i, "llvm.byval",
                         TypeAttr::get(LLVM::LLVMArrayType::get(
                             IntegerType::get(ctx, 8), kTensorMapBytes)));
-      kernel.setArgAttr(i, "llvm.align",
-                        b.getI64IntegerAttr(kTensorMapAlign));
+      kernel.setArgAttr(i, "llvm.align", b.getI64IntegerAttr(kTensorMapAlign));
       kernel.setArgAttr(i, "nvvm.grid_constant", UnitAttr::get(ctx));
     }
-  for (unsigned i = usesTma ? 3 : 0, e = i + 5; i < e; ++i)
-    kernel.setArgAttr(i, "llvm.noalias", UnitAttr::get(ctx));
+    if (param.kind == AbiParamKind::Pointer)
+      kernel.setArgAttr(i, "llvm.noalias", UnitAttr::get(ctx));
+  }
 
   Block *entry = kernel.addEntryBlock(b);
   b.setInsertionPointToStart(entry);
   l = std::make_unique<Lowering>(b, func.getLoc(), target, tiling,
                                  qType.getDimSize(3), qType.getElementType());
   l->producerWarps = producerWarps;
-  // Parameters.
-  unsigned argIndex = 0;
-  if (usesTma)
-    for (Value &tma : l->params.tma)
-      tma = entry->getArgument(argIndex++);
-  for (Value &ptr : l->params.ptr)
-    ptr = entry->getArgument(argIndex++);
-  for (auto &strides : l->params.stride)
-    for (Value &stride : strides)
-      stride = entry->getArgument(argIndex++);
-  l->params.nq = entry->getArgument(argIndex++);
-  l->params.nk = entry->getArgument(argIndex++);
-  l->params.numHeads = entry->getArgument(argIndex++);
-  l->params.numKvHeads = entry->getArgument(argIndex++);
-  for (unsigned i = 0; i < func.getNumArguments(); ++i)
-    l->tensors[func.getArgument(i)] = static_cast<Tensor>(i);
+  // Parameters, by kind and tensor role.
+  for (auto [param, value] : llvm::zip(abi->params, entry->getArguments())) {
+    int t = static_cast<int>(param.tensor);
+    switch (param.kind) {
+    case AbiParamKind::TensorMap:
+      l->params.tma[t] = value;
+      break;
+    case AbiParamKind::Pointer:
+      l->params.ptr[t] = value;
+      break;
+    case AbiParamKind::Stride:
+      l->params.stride[t][param.dim] = value;
+      break;
+    case AbiParamKind::Size:
+      switch (param.size) {
+      case SizeKind::batch:
+        l->params.batch = value;
+        break;
+      case SizeKind::nq:
+        l->params.nq = value;
+        break;
+      case SizeKind::nk:
+        l->params.nk = value;
+        break;
+      case SizeKind::num_heads:
+        l->params.numHeads = value;
+        break;
+      case SizeKind::num_kv_heads:
+        l->params.numKvHeads = value;
+        break;
+      }
+      break;
+    }
+  }
+  for (auto [arg, role] : llvm::zip(func.getArguments(), abi->tensors))
+    l->tensors[arg] = role;
 
   // Thread coordinates and the 1024-byte aligned shared-memory base.
   l->tid = NVVM::ThreadIdXOp::create(b, func.getLoc(), i32);
@@ -639,16 +666,15 @@ LogicalResult KernelLowering::run() {
                                                     : "f16"));
   kernel->setAttr("attn.uses_tma", b.getBoolAttr(usesTma));
   // Whether the kernel writes the log-sum-exp: a kernel without the lse
-  // argument ignores the pointer, so the runtime must refuse one.
-  kernel->setAttr("attn.lse", b.getBoolAttr(func.getNumArguments() == 5));
+  // argument has no lse parameter, so the runtime must refuse a pointer.
+  kernel->setAttr("attn.lse",
+                  b.getBoolAttr(llvm::is_contained(abi->tensors, Tensor::Lse)));
+  kernel->setAttr("attn.grid", grid);
   for (StringRef name :
        {"attn.causal", "attn.causal_align", "attn.scale", "attn.softcap"})
     if (Attribute attr = func->getAttr(name))
       kernel->setAttr(name, attr);
-  SmallVector<Attribute> names;
-  for (const std::string &name : abiParamNames(usesTma))
-    names.push_back(b.getStringAttr(name));
-  kernel->setAttr("attn.params", b.getArrayAttr(names));
+  kernel->setAttr("attn.params", abiParamsAttr(ctx, *abi));
   func.erase();
   return success();
 }

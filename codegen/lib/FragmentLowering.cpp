@@ -431,7 +431,7 @@ void lowerStoreRows(Lowering &l, StoreRowsOp op) {
   Value batch = l.toI64(l.toI32(l.scalar(op.getBatch())));
   Value head = l.toI64(l.toI32(l.scalar(op.getHead())));
   Value row0 = l.toI32(l.scalar(op.getRow()));
-  Value base = l.params.ptr[static_cast<int>(Tensor::Lse)];
+  Value base = l.params.ptr[static_cast<int>(l.tensors.lookup(op.getDst()))];
   auto ptrType =
       LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
   Value notNull = arith::CmpIOp::create(

@@ -23,6 +23,7 @@
 #ifndef ATTN_CODEGEN_LOWERING_H
 #define ATTN_CODEGEN_LOWERING_H
 
+#include "KernelAbi.h"
 #include "attn/Dialect/AttnDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -44,15 +45,13 @@ constexpr int64_t kPanelRowBytes = 128;
 /// Columns (16-bit elements) of one panel.
 constexpr int64_t kPanelCols = 64;
 
-/// Which kernel tensor a function argument is (kernel ABI order).
-enum class Tensor { Q = 0, K = 1, V = 2, O = 3, Lse = 4 };
-
-/// Kernel parameters as values inside the lowered llvm.func.
+/// Kernel parameters as values inside the lowered llvm.func, indexed by
+/// tensor role (null where the kernel's ABI has no such parameter).
 struct KernelParams {
-  Value tma[3];       ///< sm_90a: TMA descriptors of Q, K, V (param pointers)
-  Value ptr[5];       ///< global pointers of Q, K, V, O, LSE
-  Value stride[4][3]; ///< element strides (b, n, h) of Q, K, V, O (i64)
-  Value nq, nk, numHeads, numKvHeads; ///< i32
+  Value tma[kNumTensors];       ///< TMA descriptors (param pointers), sm_90a
+  Value ptr[kNumTensors];       ///< global pointers
+  Value stride[kNumTensors][3]; ///< element strides (b, n, h), i64
+  Value batch, nq, nk, numHeads, numKvHeads; ///< i32
 };
 
 /// A shared-memory tile buffer.
@@ -189,8 +188,6 @@ public:
   virtual LogicalResult lowerPipeLoad(Lowering &l, PipeLoadOp op) = 0;
   virtual LogicalResult lowerPipeWait(Lowering &l, PipeWaitOp op) = 0;
   virtual LogicalResult lowerPipeRelease(Lowering &l, PipeReleaseOp op) = 0;
-  /// Extra kernel parameters this target puts first (sm_90a: TMA maps).
-  virtual bool usesTma() const = 0;
 };
 
 std::unique_ptr<TargetLowering> createSm80Lowering();

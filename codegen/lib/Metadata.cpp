@@ -56,17 +56,54 @@ llvm::Expected<KernelMetadata> mlir::attn::readKernelMetadata(ModuleOp module) {
   meta.usesTma = kernel->getAttrOfType<BoolAttr>("attn.uses_tma").getValue();
   auto lse = kernel->getAttrOfType<BoolAttr>("attn.lse");
   meta.writesLse = lse && lse.getValue();
-  for (Attribute name : kernel->getAttrOfType<ArrayAttr>("attn.params"))
-    meta.params.push_back(cast<StringAttr>(name).str());
+  for (Attribute entry : kernel->getAttrOfType<ArrayAttr>("attn.params")) {
+    auto fields = cast<DictionaryAttr>(entry);
+    auto text = [&](StringRef key) {
+      auto value = fields.getAs<StringAttr>(key);
+      return value ? value.str() : std::string();
+    };
+    KernelParam param;
+    param.name = text("name");
+    param.kind = text("kind");
+    param.tensor = text("tensor");
+    param.dim = text("dim");
+    param.size = text("size");
+    if (auto box = fields.getAs<ArrayAttr>("box")) {
+      param.boxCols = cast<IntegerAttr>(box[0]).getInt();
+      param.boxRows = cast<IntegerAttr>(box[1]).getInt();
+    }
+    meta.params.push_back(std::move(param));
+  }
+  auto grid = kernel->getAttrOfType<GridAttr>("attn.grid");
+  if (!grid)
+    return fail("kernel " + meta.kernel + " has no attn.grid (run "
+                "attn-to-nvvm on a tiled kernel)");
+  for (unsigned i = 0, e = grid.getTiles().size(); i < e; ++i)
+    meta.gridTiles.push_back({stringifySizeKind(grid.getTile(i).getSize()).str(),
+                              grid.getTile(i).getTile()});
+  meta.ctasPerSm = grid.getCtasPerSm();
   return meta;
 }
 
 std::string mlir::attn::metadataToJson(const KernelMetadata &meta) {
   llvm::json::Array params;
-  for (const std::string &p : meta.params)
-    params.push_back(p);
+  for (const KernelParam &p : meta.params) {
+    llvm::json::Object param{{"name", p.name}, {"kind", p.kind}};
+    if (!p.tensor.empty())
+      param["tensor"] = p.tensor;
+    if (!p.dim.empty())
+      param["dim"] = p.dim;
+    if (!p.size.empty())
+      param["size"] = p.size;
+    if (p.kind == "tensor_map")
+      param["box"] = llvm::json::Array{p.boxCols, p.boxRows};
+    params.push_back(std::move(param));
+  }
+  llvm::json::Array tiles;
+  for (const GridTile &t : meta.gridTiles)
+    tiles.push_back(llvm::json::Object{{"size", t.size}, {"tile", t.tile}});
   llvm::json::Object object{
-      {"format", "attngen-kernel-v1"},
+      {"format", "attngen-kernel-v2"},
       {"kernel", meta.kernel},
       {"arch", stringifyTargetKind(meta.target)},
       {"dtype", meta.dtype},
@@ -82,10 +119,8 @@ std::string mlir::attn::metadataToJson(const KernelMetadata &meta) {
       {"num_threads", meta.numThreads},
       {"smem_bytes", meta.smemBytes},
       {"uses_tma", meta.usesTma},
-      {"tma_box_cols", 64},
-      {"tma_box_rows_q", meta.blockM},
-      {"tma_box_rows_k", meta.blockN},
-      {"tma_box_rows_v", meta.blockN},
+      {"grid", llvm::json::Object{{"tiles", std::move(tiles)},
+                                  {"ctas_per_sm", meta.ctasPerSm}}},
       {"params", std::move(params)},
   };
   std::string text;

@@ -23,7 +23,6 @@ constexpr int64_t kChunkElements = 8;
 
 class Sm80Lowering : public TargetLowering {
 public:
-  bool usesTma() const override { return false; }
   LogicalResult lowerPrologue(Lowering &) override { return success(); }
   LogicalResult lowerCopy(Lowering &l, CopyAsyncOp op) override;
   LogicalResult lowerWait(Lowering &l, WaitOp op) override;

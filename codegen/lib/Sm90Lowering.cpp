@@ -46,7 +46,6 @@ constexpr int64_t kWgmmaRows = 64;
 
 class Sm90Lowering : public TargetLowering {
 public:
-  bool usesTma() const override { return true; }
   LogicalResult lowerPrologue(Lowering &l) override;
   LogicalResult lowerCopy(Lowering &l, CopyAsyncOp op) override;
   LogicalResult lowerWait(Lowering &l, WaitOp op) override;
@@ -112,10 +111,11 @@ LogicalResult emitTmaLoad(Lowering &l, Operation *op, Value src,
                           Value rowIdx, Value headIdx) {
   OpBuilder &b = l.b;
   auto it = l.tensors.find(src);
-  if (it == l.tensors.end() || it->second > Tensor::V)
-    return op->emitOpError("TMA descriptors exist only for the kernel's q, k "
-                           "and v arguments");
-  int t = static_cast<int>(it->second);
+  int t = it == l.tensors.end() ? -1 : static_cast<int>(it->second);
+  if (t < 0 || !l.params.tma[t])
+    return op->emitOpError("copies from a tensor the kernel has no TMA "
+                           "descriptor for (its ABI gives one to each "
+                           "copied kernel argument)");
   int64_t rows = buffer.type.getRows();
   int64_t panels = buffer.type.getCols() / kPanelCols;
   int64_t bytes = buffer.type.getSizeInBytes();

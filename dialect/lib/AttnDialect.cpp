@@ -69,3 +69,32 @@ llvm::Error mlir::attn::checkSoftmaxScale(double scale, llvm::StringRef what,
                             std::numeric_limits<float>::min()));
   return llvm::Error::success();
 }
+
+LogicalResult
+GridDimAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                    SizeKind size, int64_t tile) {
+  if (tile < 1)
+    return emitError() << "grid_dim of " << stringifySizeKind(size)
+                       << " needs a positive tile, got " << tile;
+  return success();
+}
+
+/// At most three grid dimensions: CUDA's x, y and z.
+static constexpr size_t kMaxGridDims = 3;
+
+LogicalResult GridAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               ArrayAttr tiles, int64_t ctasPerSm) {
+  if (tiles.empty() || tiles.size() > kMaxGridDims)
+    return emitError() << "grid needs 1 to 3 tile dimensions, got "
+                       << tiles.size();
+  for (Attribute tile : tiles)
+    if (!isa<GridDimAttr>(tile))
+      return emitError() << "grid tiles must be #attn.grid_dim attributes, "
+                            "got "
+                         << tile;
+  if (ctasPerSm < 0)
+    return emitError() << "grid ctas_per_sm must be 0 (one CTA per tile) or "
+                          "positive (persistent), got "
+                       << ctasPerSm;
+  return success();
+}

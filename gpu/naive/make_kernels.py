@@ -34,8 +34,23 @@ FAULTY = [
     ("faulty_sm80_f16_d64_oob_store", "sm_80", "f16", 64, True, False, 3),
 ]
 
-PLAIN_PARAMS = ["q", "k", "v", "o", "lse"] + [
-    f"{t}_stride_{d}" for t in "qkvo" for d in "bnh"] + ["nq", "nk", "num_heads", "num_kv_heads"]
+def abi_params(tma):
+    """The ABI v2 parameter objects the naive kernels take (docs/ABI.md)."""
+    params = []
+    if tma:
+        params += [{"name": f"tma_{t}", "kind": "tensor_map", "tensor": t, "box": [BOX_COLS, BLOCK_M]}
+                   for t in "qkv"]
+    params += [{"name": t, "kind": "pointer", "tensor": t} for t in ["q", "k", "v", "o", "lse"]]
+    params += [{"name": f"{t}_stride_{d}", "kind": "stride", "tensor": t, "dim": d}
+               for t in "qkvo" for d in "bnh"]
+    params += [{"name": s, "kind": "size", "size": s}
+               for s in ["batch", "nq", "nk", "num_heads", "num_kv_heads"]]
+    return params
+
+
+#: The forward grid rule: (ceil(nq / BLOCK_M), num_heads, batch).
+GRID = {"tiles": [{"size": "nq", "tile": BLOCK_M}, {"size": "num_heads", "tile": 1},
+                  {"size": "batch", "tile": 1}], "ctas_per_sm": 0}
 
 
 def main():
@@ -59,24 +74,23 @@ def main():
         if tma:
             smem += 1024 + 3 * BOX_COLS * BLOCK_M * 2  # alignment slack + Q, K, V boxes
         meta = {
-            "format": "attngen-kernel-v1",
+            "format": "attngen-kernel-v2",
             "kernel": name,
             "arch": arch,
             "dtype": dtype,
             "head_dim": d,
             "causal": causal,
+            "causal_align": "top_left" if causal else "none",
             "lse": True,
             "scale": scale,
+            "softcap": 0,
             "block_m": BLOCK_M,
             "block_n": 1,
             "num_threads": BLOCK_M,
             "smem_bytes": smem,
             "uses_tma": tma,
-            "tma_box_cols": BOX_COLS if tma else 0,
-            "tma_box_rows_q": BLOCK_M if tma else 0,
-            "tma_box_rows_k": BLOCK_M if tma else 0,
-            "tma_box_rows_v": BLOCK_M if tma else 0,
-            "params": (["tma_q", "tma_k", "tma_v"] if tma else []) + PLAIN_PARAMS,
+            "grid": GRID,
+            "params": abi_params(tma),
             "generator": "gpu/naive/make_kernels.py",
         }
         with open(os.path.join(args.outdir, name + ".json"), "w") as f:

@@ -136,7 +136,7 @@ extern "C" __global__ void __launch_bounds__(kBlockM) NAIVE_NAME(
 #endif
     const T *q, const T *k, const T *v, T *o, float *lse, int64_t qsb, int64_t qsn, int64_t qsh,
     int64_t ksb, int64_t ksn, int64_t ksh, int64_t vsb, int64_t vsn, int64_t vsh, int64_t osb,
-    int64_t osn, int64_t osh, int nq, int nk, int numHeads, int numKvHeads) {
+    int64_t osn, int64_t osh, int batch, int nq, int nk, int numHeads, int numKvHeads) {
   extern __shared__ __align__(16) unsigned char smem[];
   float *qStage = reinterpret_cast<float *>(smem);
   const Strides s{qsb, qsn, qsh, ksb, ksn, ksh, vsb, vsn, vsh, osb, osn, osh};

@@ -187,6 +187,27 @@ LogicalResult checkKernelShape(AttentionOp op, func::FuncOp func) {
   return success();
 }
 
+/// The kernel's arguments by role, in order: q, k, v, o[, lse].
+ArrayAttr tensorRoles(AttentionOp op) {
+  Builder b(op.getContext());
+  SmallVector<StringRef> roles = {"q", "k", "v", "o"};
+  if (op.getLse())
+    roles.push_back("lse");
+  return b.getStrArrayAttr(roles);
+}
+
+/// The tile space of the program attn-tile builds: one CTA per (query
+/// block, head, batch), matching attn.program_id 0, 1 and 2.
+GridAttr forwardGrid(MLIRContext *ctx, const TileConfig &config) {
+  Builder b(ctx);
+  return GridAttr::get(
+      ctx,
+      b.getArrayAttr({GridDimAttr::get(ctx, SizeKind::nq, config.blockM),
+                      GridDimAttr::get(ctx, SizeKind::num_heads, 1),
+                      GridDimAttr::get(ctx, SizeKind::batch, 1)}),
+      /*ctasPerSm=*/0);
+}
+
 struct AttnTilePass : public mlir::attn::impl::AttnTileBase<AttnTilePass> {
   using AttnTileBase::AttnTileBase;
 
@@ -220,6 +241,8 @@ struct AttnTilePass : public mlir::attn::impl::AttnTileBase<AttnTilePass> {
       func->setAttr(kTilingAttrName,
                     TilingAttr::get(&getContext(), config.blockM,
                                     config.blockN, config.numWarps));
+      func->setAttr(kTensorsAttrName, tensorRoles(op));
+      func->setAttr(kGridAttrName, forwardGrid(&getContext(), config));
       func->setAttr("attn.scale", op.getScaleAttr());
       if (FloatAttr cap = op.getSoftcapAttr())
         func->setAttr("attn.softcap", cap);

@@ -45,6 +45,9 @@ class KernelInfo(ctypes.Structure):
         ("num_regs", ctypes.c_int), ("local_bytes", ctypes.c_int),
         ("static_smem_bytes", ctypes.c_int), ("max_threads_per_block", ctypes.c_int),
         ("lse", ctypes.c_int),
+        ("grid_dims", ctypes.c_int), ("grid_size", ctypes.c_int * 3),
+        ("grid_tile", ctypes.c_int * 3), ("ctas_per_sm", ctypes.c_int),
+        ("num_sms", ctypes.c_int),
     ]
 
 

@@ -20,7 +20,7 @@ class CompileTest(unittest.TestCase):
                 self.assertIsInstance(k.ptx, str)
                 self.assertIn(f".target {arch}", k.ptx)
                 self.assertIn(f".entry {k.kernel_name}", k.ptx)
-                self.assertEqual(k.metadata["format"], "attngen-kernel-v1")
+                self.assertEqual(k.metadata["format"], "attngen-kernel-v2")
                 self.assertEqual(k.metadata["arch"], arch)
                 self.assertEqual(k.metadata["dtype"], dtype)
                 self.assertEqual(k.metadata["head_dim"], 128)

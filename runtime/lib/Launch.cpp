@@ -1,14 +1,15 @@
 //===- Launch.cpp - Parameter building and kernel launch --------------------===//
 //
 // attnrt_forward: check the arguments, check the pointers with the driver,
-// encode the TMA descriptors (sm_90a), lay the parameters out exactly as
-// docs/ABI.md says, and cuLaunchKernel.
+// then bind each kernel parameter the metadata lists (docs/ABI.md "Kernel
+// parameters") by its kind and tensor, never by position:
 //
-//   kernel parameters (ABI v1), in order:
-//   [tma_q tma_k tma_v]  128-byte CUtensorMap each, by value (sm_90a only)
-//   q k v o lse          u64 device pointers (lse may be 0)
-//   {q,k,v,o}_stride_{b,n,h}  12 x i64, in elements
-//   nq nk num_heads num_kv_heads  4 x i32
+//   tensor_map  128-byte CUtensorMap of q, k or v, by value (sm_90a)
+//   pointer     u64 device address of q, k, v, o or lse (lse may be 0)
+//   stride      i64 element stride b, n or h of q, k, v or o
+//   size        i32 batch, nq, nk, num_heads or num_kv_heads
+//
+// and cuLaunchKernel with the grid of the kernel's grid rule.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +19,8 @@
 #include "Validate.h"
 
 #include <atomic>
+#include <cstring>
+#include <vector>
 #include <cinttypes>
 #include <cstdint>
 #include <string>
@@ -29,8 +32,6 @@ static std::atomic<bool> pointerChecks{true};
 
 namespace {
 
-/// Parameters per tensor: stride_b, stride_n, stride_h.
-constexpr int kStridesPerTensor = 3;
 /// Rank of every TMA descriptor: {D, N, H, B}.
 constexpr unsigned kTmaRank = 4;
 
@@ -69,16 +70,17 @@ attnrt_status checkDevicePointer(const attnrt_module &m, const char *name, const
 
 /// Encodes the TMA descriptor of one input per docs/ABI.md:
 /// globalDim = {D, N, H, B}, globalStrides = {stride_n, stride_h, stride_b}
-/// in bytes, box = {tma_box_cols, rows, 1, 1}, 128B swizzle, OOB rows -> 0.
+/// in bytes, box = {cols, rows, 1, 1}, 128B swizzle, OOB rows -> 0.
 ///
 ///   global tensor (innermost first)        box in shared memory
-///   d: 0..D-1  (contiguous)                 tma_box_cols columns
+///   d: 0..D-1  (contiguous)                 box columns
 ///   n: 0..N-1  (stride_n)                   rows (128B-swizzled)
 ///   h: 0..H-1  (stride_h)                   1
 ///   b: 0..B-1  (stride_b)                   1
 attnrt_status encodeTensorMap(const attnrt_module &m, const char *name, CUtensorMap &map,
                               const void *pointer, int64_t rows, int64_t heads, int64_t batch,
-                              const int64_t strides[4], int boxRows, CUtensorMapDataType dataType) {
+                              const int64_t strides[4], int boxCols, int boxRows,
+                              CUtensorMapDataType dataType) {
   const attnrt_kernel_info &info = m.info;
   const int64_t dims[kTmaRank] = {info.head_dim, rows, heads, batch};
   cuuint64_t globalDim[kTmaRank];
@@ -96,7 +98,7 @@ attnrt_status encodeTensorMap(const attnrt_module &m, const char *name, CUtensor
     globalStrides[i] = static_cast<cuuint64_t>(extent > 1 ? bytes : packed);
     packed *= extent;
   }
-  const cuuint32_t boxDim[kTmaRank] = {static_cast<cuuint32_t>(info.tma_box_cols),
+  const cuuint32_t boxDim[kTmaRank] = {static_cast<cuuint32_t>(boxCols),
                                        static_cast<cuuint32_t>(boxRows), 1, 1};
   const cuuint32_t elementStrides[kTmaRank] = {1, 1, 1, 1};
   CUresult r = m.api->tensorMapEncodeTiled(
@@ -145,55 +147,50 @@ attnrt_status forward(attnrt_module *m, const attnrt_forward_args *a, void *stre
           return s;
   }
 
-  // Parameter values; `params` points at each, in ABI order.
-  CUtensorMap maps[3];
-  CUdeviceptr pointers[5] = {
-      static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(a->q)),
-      static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(a->k)),
-      static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(a->v)),
-      static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(a->o)),
-      static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(a->lse))};
-  const int64_t *tensorStrides[4] = {a->q_strides, a->k_strides, a->v_strides, a->o_strides};
-  int64_t strides[4 * kStridesPerTensor];
-  for (int t = 0; t < 4; ++t)
-    for (int d = 0; d < kStridesPerTensor; ++d)
-      strides[t * kStridesPerTensor + d] = tensorStrides[t][d];
-  int32_t sizes[4] = {static_cast<int32_t>(a->nq), static_cast<int32_t>(a->nk),
-                      static_cast<int32_t>(a->num_heads), static_cast<int32_t>(a->num_kv_heads)};
-
-  void *params[3 + 5 + 4 * kStridesPerTensor + 4];
-  size_t count = 0;
-  if (m->info.uses_tma) {
-    CUtensorMapDataType dataType = m->info.dtype == ATTNRT_DTYPE_BF16
-                                       ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                       : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-    if (attnrt_status s = encodeTensorMap(*m, "Q", maps[0], a->q, a->nq, a->num_heads, a->batch,
-                                          a->q_strides, m->info.tma_box_rows_q, dataType))
-      return s;
-    if (attnrt_status s = encodeTensorMap(*m, "K", maps[1], a->k, a->nk, a->num_kv_heads, a->batch,
-                                          a->k_strides, m->info.tma_box_rows_k, dataType))
-      return s;
-    if (attnrt_status s = encodeTensorMap(*m, "V", maps[2], a->v, a->nk, a->num_kv_heads, a->batch,
-                                          a->v_strides, m->info.tma_box_rows_v, dataType))
-      return s;
-    for (CUtensorMap &map : maps)
-      params[count++] = &map;
+  // Parameter values, one slot per parameter; `params` points at each.
+  const std::vector<KernelParam> &list = m->abi.params;
+  std::vector<CUtensorMap> maps(list.size());
+  std::vector<uint64_t> words(list.size());
+  std::vector<void *> params(list.size());
+  CUtensorMapDataType dataType = m->info.dtype == ATTNRT_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                                   : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const void *pointers[] = {a->q, a->k, a->v, a->o, a->lse};
+  const int64_t *strides[] = {a->q_strides, a->k_strides, a->v_strides, a->o_strides};
+  for (size_t i = 0; i < list.size(); ++i) {
+    const KernelParam &p = list[i];
+    int t = static_cast<int>(p.tensor);
+    switch (p.kind) {
+    case ParamKind::TensorMap: {
+      bool query = p.tensor == TensorRole::Q;
+      const char *names[] = {"Q", "K", "V"};
+      if (attnrt_status s = encodeTensorMap(*m, names[t], maps[i], pointers[t], query ? a->nq : a->nk,
+                                            query ? a->num_heads : a->num_kv_heads, a->batch,
+                                            strides[t], p.boxCols, p.boxRows, dataType))
+        return s;
+      params[i] = &maps[i];
+      continue;
+    }
+    case ParamKind::Pointer:
+      words[i] = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(pointers[t]));
+      break;
+    case ParamKind::Stride:
+      words[i] = static_cast<uint64_t>(strides[t][p.dim]);
+      break;
+    case ParamKind::Size: {
+      // An i32 in the low half of its slot (little-endian).
+      uint32_t value = static_cast<uint32_t>(sizeValue(*a, p.size));
+      std::memcpy(&words[i], &value, sizeof(value));
+      break;
+    }
+    }
+    params[i] = &words[i];
   }
-  for (CUdeviceptr &p : pointers)
-    params[count++] = &p;
-  for (int64_t &s : strides)
-    params[count++] = &s;
-  for (int32_t &s : sizes)
-    params[count++] = &s;
-  if (count != abiParams(m->info.uses_tma != 0).size())
-    return fail(ATTNRT_ERROR_INTERNAL,
-                "the runtime built %zu kernel parameters but ABI v1 has %zu: this is a runtime bug",
-                count, abiParams(m->info.uses_tma != 0).size());
 
   unsigned grid[3], block[3], smemBytes;
-  launchDims(m->info, *a, grid, block, smemBytes);
+  if (attnrt_status s = launchDims(m->info, *a, grid, block, smemBytes))
+    return s;
   CUresult r = api.launchKernel(m->function, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                                smemBytes, static_cast<CUstream>(stream), params, nullptr);
+                                smemBytes, static_cast<CUstream>(stream), params.data(), nullptr);
   if (r != CUDA_SUCCESS) {
     std::string what = format("cuLaunchKernel of '%s' (grid %u x %u x %u, block %u, %u bytes of "
                               "shared memory)",

@@ -36,20 +36,30 @@ static constexpr int kSwizzleSpanBytes = 128;
 /// TMA boxes' inner extent must be a multiple of 16 bytes.
 static constexpr int kTmaInnerAlignBytes = 16;
 
-const std::vector<AbiParam> &abiParams(bool usesTma) {
-  static const std::vector<AbiParam> common = {
-      {"q", 8},          {"k", 8},          {"v", 8},          {"o", 8},          {"lse", 8},
-      {"q_stride_b", 8}, {"q_stride_n", 8}, {"q_stride_h", 8}, {"k_stride_b", 8}, {"k_stride_n", 8},
-      {"k_stride_h", 8}, {"v_stride_b", 8}, {"v_stride_n", 8}, {"v_stride_h", 8}, {"o_stride_b", 8},
-      {"o_stride_n", 8}, {"o_stride_h", 8}, {"nq", 4},         {"nk", 4},         {"num_heads", 4},
-      {"num_kv_heads", 4}};
-  static const std::vector<AbiParam> withTma = [] {
-    std::vector<AbiParam> params = {
-        {"tma_q", kTensorMapBytes}, {"tma_k", kTensorMapBytes}, {"tma_v", kTensorMapBytes}};
-    params.insert(params.end(), common.begin(), common.end());
-    return params;
-  }();
-  return usesTma ? withTma : common;
+unsigned KernelParam::bytes() const {
+  switch (kind) {
+  case ParamKind::TensorMap:
+    return kTensorMapBytes;
+  case ParamKind::Pointer:
+  case ParamKind::Stride:
+    return 8;
+  case ParamKind::Size:
+    return 4;
+  }
+  return 0;
+}
+
+/// Names of the attnrt_size values, in order.
+static constexpr const char *kSizeNames[] = {"batch", "nq", "nk", "num_heads", "num_kv_heads"};
+/// Names of the TensorRole values, in order.
+static constexpr const char *kTensorNames[] = {"q", "k", "v", "o", "lse"};
+/// Stride dimension letters.
+static constexpr const char *kStrideDims[] = {"b", "n", "h"};
+/// Most CTAs per SM a persistent kernel may ask for.
+static constexpr int kMaxCtasPerSm = 32;
+
+const char *sizeName(int size) {
+  return size >= 0 && size < 5 ? kSizeNames[size] : "invalid";
 }
 
 const char *dtypeName(int dtype) {
@@ -72,7 +82,37 @@ constexpr const char *kRegenerate = "regenerate the kernel and its .json with at
 /// message naming the key on failure.
 class MetadataReader {
 public:
-  explicit MetadataReader(const JsonValue &object) : root(object) {}
+  /// Reads the members of `object`; `prefix` ("params[3].") goes in front of
+  /// every key in messages.
+  explicit MetadataReader(const JsonValue &object, std::string prefix = "")
+      : root(object), prefix(std::move(prefix)) {}
+
+  /// The member `key` of the given kind (no copy), for nested values.
+  attnrt_status getValue(const char *key, JsonValue::Kind kind, const char *expected,
+                         const JsonValue *&value) {
+    return lookup(key, kind, expected, value);
+  }
+
+  /// "params[3].tensor" for messages.
+  std::string keyName(const char *key) const { return prefix + key; }
+
+  /// A string that is one of `choices` (n of them); `out` gets its index.
+  attnrt_status getChoice(const char *key, const char *const *choices, int n, int &out) {
+    std::string text;
+    if (attnrt_status s = getString(key, text))
+      return s;
+    std::string list;
+    for (int i = 0; i < n; ++i) {
+      if (text == choices[i]) {
+        out = i;
+        return ATTNRT_OK;
+      }
+      list += std::string(i ? ", \"" : "\"") + choices[i] + "\"";
+    }
+    return fail(ATTNRT_ERROR_INVALID_METADATA,
+                "kernel metadata key \"%s\" = \"%s\" is not one of %s; %s", keyName(key).c_str(),
+                text.c_str(), list.c_str(), kRegenerate);
+  }
 
   attnrt_status getString(const char *key, std::string &out) {
     const JsonValue *value;
@@ -98,7 +138,7 @@ public:
     const std::string &text = value->text;
     if (text.find_first_of(".eE") != std::string::npos)
       return fail(ATTNRT_ERROR_INVALID_METADATA,
-                  "kernel metadata key \"%s\" must be an integer but is %s: %s", key, text.c_str(),
+                  "kernel metadata key \"%s\" must be an integer but is %s: %s", keyName(key).c_str(), text.c_str(),
                   kRegenerate);
     long long parsed = 0;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), parsed);
@@ -106,7 +146,7 @@ public:
       return fail(ATTNRT_ERROR_INVALID_METADATA,
                   "kernel metadata key \"%s\" = %s is out of range: it must be between %lld and "
                   "%lld; %s",
-                  key, text.c_str(), lo, hi, kRegenerate);
+                  keyName(key).c_str(), text.c_str(), lo, hi, kRegenerate);
     out = static_cast<int>(parsed);
     return ATTNRT_OK;
   }
@@ -133,41 +173,25 @@ public:
     if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(parsed) || !inRange)
       return fail(ATTNRT_ERROR_INVALID_METADATA,
                   "kernel metadata key \"%s\" = %s is invalid: it must be a finite number %s 0; %s",
-                  key, text.c_str(), allowZero ? ">=" : ">", kRegenerate);
+                  keyName(key).c_str(), text.c_str(), allowZero ? ">=" : ">", kRegenerate);
     out = parsed;
-    return ATTNRT_OK;
-  }
-
-  /// An array whose elements are all strings.
-  attnrt_status getStringArray(const char *key, std::vector<std::string> &out) {
-    const JsonValue *value;
-    if (attnrt_status s = lookup(key, JsonValue::Kind::Array, "an array of strings", value))
-      return s;
-    out.clear();
-    for (size_t i = 0; i < value->items.size(); ++i) {
-      const JsonValue &item = value->items[i];
-      if (item.kind != JsonValue::Kind::String)
-        return fail(ATTNRT_ERROR_INVALID_METADATA,
-                    "kernel metadata key \"%s\" must be an array of strings but element %zu is %s; "
-                    "%s",
-                    key, i, describeKind(item.kind), kRegenerate);
-      out.push_back(item.text);
-    }
     return ATTNRT_OK;
   }
 
 private:
   const JsonValue &root;
 
+  const std::string prefix;
+
   attnrt_status lookup(const char *key, JsonValue::Kind kind, const char *expected,
                        const JsonValue *&value) {
     value = root.find(key);
     if (!value)
-      return fail(ATTNRT_ERROR_INVALID_METADATA, "kernel metadata has no key \"%s\": %s", key,
-                  kRegenerate);
+      return fail(ATTNRT_ERROR_INVALID_METADATA, "kernel metadata has no key \"%s\": %s",
+                  keyName(key).c_str(), kRegenerate);
     if (value->kind != kind)
       return fail(ATTNRT_ERROR_INVALID_METADATA, "kernel metadata key \"%s\" must be %s but is %s; %s",
-                  key, expected, describeKind(value->kind), kRegenerate);
+                  keyName(key).c_str(), expected, describeKind(value->kind), kRegenerate);
     return ATTNRT_OK;
   }
 };
@@ -186,39 +210,148 @@ bool isPtxIdentifier(const std::string &name) {
   return true;
 }
 
-/// "a, b, c" for the expected params list in messages.
-std::string joinNames(const std::vector<AbiParam> &params) {
-  std::string text;
-  for (const AbiParam &param : params) {
-    if (!text.empty())
-      text += ", ";
-    text += param.name;
-  }
-  return text;
-}
-
-/// Checks "params" against abiParams(usesTma), naming the first difference.
-attnrt_status checkParams(const std::vector<std::string> &params, bool usesTma) {
-  const std::vector<AbiParam> &expected = abiParams(usesTma);
-  size_t common = params.size() < expected.size() ? params.size() : expected.size();
-  for (size_t i = 0; i < common; ++i)
-    if (params[i] != expected[i].name)
-      return fail(ATTNRT_ERROR_INVALID_METADATA,
-                  "kernel metadata key \"params\" differs from the ABI v1 parameter list (uses_tma = "
-                  "%s) at position %zu: expected \"%s\", found \"%s\"; the runtime passes [%s]; %s",
-                  usesTma ? "true" : "false", i, expected[i].name, params[i].c_str(),
-                  joinNames(expected).c_str(), kRegenerate);
-  if (params.size() != expected.size())
+/// Reads one entry of "params" (an object) into `param`.
+attnrt_status readParam(const JsonValue &item, size_t index, KernelParam &param) {
+  std::string prefix = "params[" + std::to_string(index) + "].";
+  if (item.kind != JsonValue::Kind::Object)
     return fail(ATTNRT_ERROR_INVALID_METADATA,
-                "kernel metadata key \"params\" has %zu entries but the ABI v1 parameter list "
-                "(uses_tma = %s) has %zu: the runtime passes [%s]; %s",
-                params.size(), usesTma ? "true" : "false", expected.size(), joinNames(expected).c_str(),
+                "kernel metadata key \"params\" must be an array of objects but element %zu is %s; %s",
+                index, describeKind(item.kind), kRegenerate);
+  MetadataReader reader(item, prefix);
+  if (attnrt_status s = reader.getString("name", param.name))
+    return s;
+  static constexpr const char *kinds[] = {"tensor_map", "pointer", "stride", "size"};
+  int kind = 0;
+  if (attnrt_status s = reader.getChoice("kind", kinds, 4, kind))
+    return s;
+  param.kind = static_cast<ParamKind>(kind);
+  if (param.kind == ParamKind::Size)
+    return reader.getChoice("size", kSizeNames, 5, param.size);
+  // TMA descriptors exist for the tensors the kernels copy in (q, k, v);
+  // strides for the [B, N, H, D] tensors (all but lse).
+  int tensorChoices = param.kind == ParamKind::TensorMap ? 3 : param.kind == ParamKind::Stride ? 4 : 5;
+  int tensor = 0;
+  if (attnrt_status s = reader.getChoice("tensor", kTensorNames, tensorChoices, tensor))
+    return s;
+  param.tensor = static_cast<TensorRole>(tensor);
+  if (param.kind == ParamKind::Stride)
+    return reader.getChoice("dim", kStrideDims, 3, param.dim);
+  if (param.kind != ParamKind::TensorMap)
+    return ATTNRT_OK;
+  const JsonValue *box;
+  if (attnrt_status s = reader.getValue("box", JsonValue::Kind::Array, "an array [columns, rows]", box))
+    return s;
+  if (box->items.size() != 2 || box->items[0].kind != JsonValue::Kind::Number ||
+      box->items[1].kind != JsonValue::Kind::Number)
+    return fail(ATTNRT_ERROR_INVALID_METADATA,
+                "kernel metadata key \"%sbox\" must be two integers [columns, rows]; %s", prefix.c_str(),
                 kRegenerate);
+  JsonValue dims;
+  dims.kind = JsonValue::Kind::Object;
+  dims.members = {{"box[0]", box->items[0]}, {"box[1]", box->items[1]}};
+  MetadataReader boxReader(dims, prefix);
+  if (attnrt_status s = boxReader.getInt("box[0]", 1, kMaxTmaBox, param.boxCols))
+    return s;
+  if (attnrt_status s = boxReader.getInt("box[1]", 1, kMaxTmaBox, param.boxRows))
+    return s;
+  int innerBytes = param.boxCols * kElementBytes;
+  if (innerBytes % kTmaInnerAlignBytes != 0 || innerBytes > kSwizzleSpanBytes)
+    return fail(ATTNRT_ERROR_INVALID_METADATA,
+                "kernel metadata key \"%sbox\" has %d columns, invalid for a 128B-swizzled TMA box: "
+                "its row must be 16 to 128 bytes in 16-byte steps (8 to 64 two-byte elements); %s",
+                prefix.c_str(), param.boxCols, kRegenerate);
   return ATTNRT_OK;
 }
 
-/// Reads every key of the metadata object into `info`.
-attnrt_status readMetadata(const JsonValue &root, attnrt_kernel_info &info) {
+/// Reads "params" and checks it describes a forward kernel: pointers to q,
+/// k, v and o (lse exactly when the kernel writes it), no parameter twice,
+/// descriptors exactly when uses_tma; fills the tma_* fields of `info`.
+attnrt_status readParams(const JsonValue &root, attnrt_kernel_info &info, KernelAbi &abi) {
+  MetadataReader reader(root);
+  const JsonValue *list;
+  if (attnrt_status s = reader.getValue("params", JsonValue::Kind::Array, "an array of objects", list))
+    return s;
+  abi.params.clear();
+  for (size_t i = 0; i < list->items.size(); ++i) {
+    KernelParam param;
+    if (attnrt_status s = readParam(list->items[i], i, param))
+      return s;
+    for (const KernelParam &other : abi.params)
+      if (other.kind == param.kind && other.tensor == param.tensor && other.dim == param.dim &&
+          other.size == param.size)
+        return fail(ATTNRT_ERROR_INVALID_METADATA,
+                    "kernel metadata \"params\" lists parameter \"%s\" twice (\"%s\" is the same): each tensor "
+                    "map, pointer, stride and size is passed once; %s",
+                    param.name.c_str(), other.name.c_str(), kRegenerate);
+    abi.params.push_back(param);
+  }
+  bool pointer[5] = {}, map[3] = {};
+  for (const KernelParam &p : abi.params) {
+    if (p.kind == ParamKind::Pointer)
+      pointer[static_cast<int>(p.tensor)] = true;
+    if (p.kind == ParamKind::TensorMap) {
+      map[static_cast<int>(p.tensor)] = true;
+      int *rows[] = {&info.tma_box_rows_q, &info.tma_box_rows_k, &info.tma_box_rows_v};
+      *rows[static_cast<int>(p.tensor)] = p.boxRows;
+      if (info.tma_box_cols && info.tma_box_cols != p.boxCols)
+        return fail(ATTNRT_ERROR_INVALID_METADATA,
+                    "kernel metadata parameter \"%s\" has a %d-column TMA box but another has %d: "
+                    "the kernels use one panel width; %s",
+                    p.name.c_str(), p.boxCols, info.tma_box_cols, kRegenerate);
+      info.tma_box_cols = p.boxCols;
+    }
+  }
+  for (int t = 0; t < 4; ++t)
+    if (!pointer[t])
+      return fail(ATTNRT_ERROR_INVALID_METADATA,
+                  "kernel metadata \"params\" has no pointer to %s: a forward kernel reads q, k, v "
+                  "and writes o; %s",
+                  kTensorNames[t], kRegenerate);
+  if (pointer[4] != (info.lse != 0))
+    return fail(ATTNRT_ERROR_INVALID_METADATA,
+                "kernel metadata says \"lse\": %s but \"params\" %s; %s", info.lse ? "true" : "false",
+                pointer[4] ? "has a pointer to lse" : "has no pointer to lse", kRegenerate);
+  bool anyMap = map[0] || map[1] || map[2];
+  if (anyMap != (info.uses_tma != 0))
+    return fail(ATTNRT_ERROR_INVALID_METADATA,
+                "kernel metadata says \"uses_tma\": %s but \"params\" %s TMA descriptors; %s",
+                info.uses_tma ? "true" : "false", anyMap ? "has" : "has no", kRegenerate);
+  return ATTNRT_OK;
+}
+
+/// Reads "grid": {"tiles": [{"size", "tile"}, ...], "ctas_per_sm"}.
+attnrt_status readGrid(const JsonValue &root, attnrt_kernel_info &info) {
+  MetadataReader reader(root);
+  const JsonValue *grid;
+  if (attnrt_status s = reader.getValue("grid", JsonValue::Kind::Object, "an object", grid))
+    return s;
+  MetadataReader gridReader(*grid, "grid.");
+  const JsonValue *tiles;
+  if (attnrt_status s = gridReader.getValue("tiles", JsonValue::Kind::Array, "an array of objects", tiles))
+    return s;
+  if (tiles->items.empty() || tiles->items.size() > 3)
+    return fail(ATTNRT_ERROR_INVALID_METADATA,
+                "kernel metadata key \"grid.tiles\" has %zu entries: a grid has 1 to 3 dimensions; %s",
+                tiles->items.size(), kRegenerate);
+  info.grid_dims = static_cast<int>(tiles->items.size());
+  for (int i = 0; i < info.grid_dims; ++i) {
+    const JsonValue &tile = tiles->items[i];
+    if (tile.kind != JsonValue::Kind::Object)
+      return fail(ATTNRT_ERROR_INVALID_METADATA,
+                  "kernel metadata key \"grid.tiles\" must be an array of objects but element %d is "
+                  "%s; %s",
+                  i, describeKind(tile.kind), kRegenerate);
+    MetadataReader tileReader(tile, "grid.tiles[" + std::to_string(i) + "].");
+    if (attnrt_status s = tileReader.getChoice("size", kSizeNames, 5, info.grid_size[i]))
+      return s;
+    if (attnrt_status s = tileReader.getInt("tile", 1, kMaxBlockRows, info.grid_tile[i]))
+      return s;
+  }
+  return gridReader.getInt("ctas_per_sm", 0, kMaxCtasPerSm, info.ctas_per_sm);
+}
+
+/// Reads every key of the metadata object into `info` and `abi`.
+attnrt_status readMetadata(const JsonValue &root, attnrt_kernel_info &info, KernelAbi &abi) {
   MetadataReader reader(root);
   std::string text;
 
@@ -313,41 +446,14 @@ attnrt_status readMetadata(const JsonValue &root, attnrt_kernel_info &info) {
                 "kernel metadata says \"uses_tma\": true with \"arch\": \"%s\", but TMA exists only "
                 "on sm_90a; %s",
                 info.arch, kRegenerate);
-  // The TMA keys are always present (0 when unused); their ranges matter
-  // only for TMA kernels.
-  if (attnrt_status s = reader.getInt("tma_box_cols", 0, kMaxTmaBox, info.tma_box_cols))
+  if (attnrt_status s = readGrid(root, info))
     return s;
-  if (attnrt_status s = reader.getInt("tma_box_rows_q", 0, kMaxTmaBox, info.tma_box_rows_q))
-    return s;
-  if (attnrt_status s = reader.getInt("tma_box_rows_k", 0, kMaxTmaBox, info.tma_box_rows_k))
-    return s;
-  if (attnrt_status s = reader.getInt("tma_box_rows_v", 0, kMaxTmaBox, info.tma_box_rows_v))
-    return s;
-  if (info.uses_tma) {
-    int innerBytes = info.tma_box_cols * kElementBytes;
-    if (info.tma_box_cols == 0 || innerBytes % kTmaInnerAlignBytes != 0 || innerBytes > kSwizzleSpanBytes)
-      return fail(ATTNRT_ERROR_INVALID_METADATA,
-                  "kernel metadata key \"tma_box_cols\" = %d is invalid for a 128B-swizzled TMA box: "
-                  "its row must be 16 to 128 bytes in 16-byte steps (8 to 64 elements of %s); %s",
-                  info.tma_box_cols, dtypeName(info.dtype), kRegenerate);
-    const char *rowKeys[] = {"tma_box_rows_q", "tma_box_rows_k", "tma_box_rows_v"};
-    int rows[] = {info.tma_box_rows_q, info.tma_box_rows_k, info.tma_box_rows_v};
-    for (int i = 0; i < 3; ++i)
-      if (rows[i] < 1)
-        return fail(ATTNRT_ERROR_INVALID_METADATA,
-                    "kernel metadata key \"%s\" = %d is invalid: a TMA box has 1 to 256 rows; %s",
-                    rowKeys[i], rows[i], kRegenerate);
-  }
-
-  std::vector<std::string> params;
-  if (attnrt_status s = reader.getStringArray("params", params))
-    return s;
-  return checkParams(params, info.uses_tma != 0);
+  return readParams(root, info, abi);
 }
 
 } // namespace
 
-attnrt_status parseMetadata(const char *json, attnrt_kernel_info &out) {
+attnrt_status parseMetadata(const char *json, attnrt_kernel_info &out, KernelAbi *abiOut) {
   if (!json)
     return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
                 "the metadata JSON text is NULL: pass the contents of the kernel's .json file");
@@ -367,9 +473,13 @@ attnrt_status parseMetadata(const char *json, attnrt_kernel_info &out) {
   std::memset(&info, 0, sizeof(info));
   info.device = info.cc_major = info.cc_minor = -1;
   info.num_regs = info.local_bytes = info.static_smem_bytes = info.max_threads_per_block = -1;
-  if (attnrt_status s = readMetadata(root, info))
+  info.num_sms = -1;
+  KernelAbi abi;
+  if (attnrt_status s = readMetadata(root, info, abi))
     return s;
   out = info;
+  if (abiOut)
+    *abiOut = std::move(abi);
   return ATTNRT_OK;
 }
 

@@ -5,23 +5,38 @@
 
 #include "attnrt/attnrt.h"
 
+#include <string>
 #include <vector>
 
 namespace attnrt {
 
-/// One kernel parameter of ABI v1: its name in the metadata "params" list
-/// and its size in the PTX parameter space.
-struct AbiParam {
-  const char *name;
-  unsigned bytes;
-};
-
 /// Bytes of a CUtensorMap, passed by value to sm_90a kernels.
 constexpr unsigned kTensorMapBytes = 128;
 
-/// The parameters the runtime passes, in order (docs/ABI.md "Kernel
-/// parameters"): [tma_q, tma_k, tma_v,] q, k, v, o, lse, 12 strides, 4 sizes.
-const std::vector<AbiParam> &abiParams(bool usesTma);
+/// What a kernel parameter carries (metadata "params"[i]."kind").
+enum class ParamKind { TensorMap, Pointer, Stride, Size };
+
+/// The tensors of a forward call the runtime can bind ("tensor").
+enum class TensorRole { Q = 0, K = 1, V = 2, O = 3, Lse = 4 };
+
+/// One kernel parameter as the metadata describes it (docs/ABI.md "Kernel
+/// parameters"): the runtime binds it by kind and tensor, never by position.
+struct KernelParam {
+  std::string name;
+  ParamKind kind = ParamKind::Size;
+  TensorRole tensor = TensorRole::Q; ///< TensorMap, Pointer, Stride
+  int dim = 0;                       ///< Stride: 0 b, 1 n, 2 h
+  int size = ATTNRT_SIZE_BATCH;      ///< Size: an attnrt_size
+  int boxCols = 0, boxRows = 0;      ///< TensorMap
+
+  /// Bytes in the PTX parameter space: 128, 8 or 4.
+  unsigned bytes() const;
+};
+
+/// The parameter list of a kernel, in order.
+struct KernelAbi {
+  std::vector<KernelParam> params;
+};
 
 /// "f16" / "bf16" for an attnrt_dtype, "invalid" otherwise.
 const char *dtypeName(int dtype);
@@ -30,9 +45,13 @@ const char *dtypeName(int dtype);
 constexpr int kElementBytes = 2;
 
 /// Parses and validates a metadata JSON text into `out` (device fields set
-/// to -1). Records a message naming the key and returns
-/// ATTNRT_ERROR_INVALID_METADATA on failure.
-attnrt_status parseMetadata(const char *json, attnrt_kernel_info &out);
+/// to -1) and, when `abi` is given, the parameter list into it. Records a
+/// message naming the key and returns ATTNRT_ERROR_INVALID_METADATA on
+/// failure.
+attnrt_status parseMetadata(const char *json, attnrt_kernel_info &out, KernelAbi *abi = nullptr);
+
+/// "batch", "nq", ... for an attnrt_size.
+const char *sizeName(int size);
 
 } // namespace attnrt
 

@@ -147,6 +147,10 @@ attnrt_status checkDevice(attnrt_module &m, const char *deviceName) {
                 sm90a ? "compile the kernel for sm_80 to run on this GPU, or use a Hopper GPU"
                       : "use an Ampere or newer GPU");
 
+  // A persistent kernel's grid is a multiple of the SM count.
+  if (attnrt_status s = deviceAttribute(m, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                                        "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)", info.num_sms))
+    return s;
   int optin = 0;
   if (attnrt_status s = deviceAttribute(m, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
                                         "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)", optin))
@@ -217,6 +221,10 @@ attnrt_status prepareFunction(attnrt_module &m, const char *deviceName) {
                 "register use or its thread count",
                 info.kernel, info.num_regs, info.max_threads_per_block, info.device, deviceName,
                 info.num_threads);
+  // A persistent kernel's grid is a multiple of the SM count.
+  if (attnrt_status s = deviceAttribute(m, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                                        "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)", info.num_sms))
+    return s;
   int optin = 0;
   if (attnrt_status s = deviceAttribute(m, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
                                         "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)", optin))
@@ -248,9 +256,9 @@ attnrt_status loadModule(const char *ptx, const char *metadataJson, attnrt_modul
                 "the PTX text is NULL: pass the contents of the kernel's .ptx file");
 
   ModulePtr m(new attnrt_module());
-  if (attnrt_status s = parseMetadata(metadataJson, m->info))
+  if (attnrt_status s = parseMetadata(metadataJson, m->info, &m->abi))
     return s;
-  if (attnrt_status s = checkPtx(ptx, m->info))
+  if (attnrt_status s = checkPtx(ptx, m->info, m->abi))
     return s;
   if (attnrt_status s = loadDriver(&m->api))
     return s;

@@ -4,6 +4,7 @@
 #define ATTNRT_LIB_MODULE_H
 
 #include "Driver.h"
+#include "Metadata.h"
 
 #include "attnrt/attnrt.h"
 
@@ -13,6 +14,8 @@
 /// loaded in, and its CUmodule / CUfunction.
 struct attnrt_module {
   attnrt_kernel_info info;
+  /// The kernel's parameters, as its metadata lists them.
+  attnrt::KernelAbi abi;
   const attnrt::DriverApi *api = nullptr;
   CUcontext context = nullptr;
   CUdevice device = 0;

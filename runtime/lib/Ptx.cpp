@@ -130,7 +130,7 @@ bool parseParams(const std::vector<std::string> &tokens, size_t i, std::vector<P
 
 } // namespace
 
-attnrt_status checkPtx(const char *ptx, const attnrt_kernel_info &info) {
+attnrt_status checkPtx(const char *ptx, const attnrt_kernel_info &info, const KernelAbi &abi) {
   std::vector<std::string> tokens = tokenize(ptx);
 
   // .target sm_90a[, debug]
@@ -178,19 +178,18 @@ attnrt_status checkPtx(const char *ptx, const attnrt_kernel_info &info) {
                 "emitted by attngen",
                 info.kernel, error.c_str());
 
-  const std::vector<AbiParam> &expected = abiParams(info.uses_tma != 0);
+  const std::vector<KernelParam> &expected = abi.params;
   if (params.size() != expected.size())
     return fail(ATTNRT_ERROR_INVALID_PTX,
-                "PTX entry '%s' has %zu parameters but the ABI v1 list for uses_tma = %s has %zu; %s",
-                info.kernel, params.size(), info.uses_tma ? "true" : "false", expected.size(),
-                kRegenerate);
+                "PTX entry '%s' has %zu parameters but its metadata lists %zu; %s", info.kernel,
+                params.size(), expected.size(), kRegenerate);
   for (size_t p = 0; p < params.size(); ++p)
-    if (params[p].bytes != expected[p].bytes)
+    if (params[p].bytes != expected[p].bytes())
       return fail(ATTNRT_ERROR_INVALID_PTX,
-                  "PTX entry '%s' parameter %zu ('%s') is %u bytes but ABI v1 parameter \"%s\" is "
-                  "%u bytes; %s",
-                  info.kernel, p, params[p].name.c_str(), params[p].bytes, expected[p].name,
-                  expected[p].bytes, kRegenerate);
+                  "PTX entry '%s' parameter %zu ('%s') is %u bytes but the metadata's parameter %zu "
+                  "(\"%s\") is %u bytes; %s",
+                  info.kernel, p, params[p].name.c_str(), params[p].bytes, p,
+                  expected[p].name.c_str(), expected[p].bytes(), kRegenerate);
   return ATTNRT_OK;
 }
 

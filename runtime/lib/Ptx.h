@@ -10,15 +10,17 @@
 #ifndef ATTNRT_LIB_PTX_H
 #define ATTNRT_LIB_PTX_H
 
+#include "Metadata.h"
+
 #include "attnrt/attnrt.h"
 
 namespace attnrt {
 
 /// Checks `ptx` against `info`: ".target" equals info.arch, an ".entry"
-/// named info.kernel exists, and its parameters have the sizes of
-/// abiParams(info.uses_tma). Returns ATTNRT_ERROR_INVALID_PTX with a
-/// message on mismatch.
-attnrt_status checkPtx(const char *ptx, const attnrt_kernel_info &info);
+/// named info.kernel exists, and its parameters have the sizes of the
+/// metadata's parameter list `abi`. Returns ATTNRT_ERROR_INVALID_PTX with
+/// a message on mismatch.
+attnrt_status checkPtx(const char *ptx, const attnrt_kernel_info &info, const KernelAbi &abi);
 
 } // namespace attnrt
 

@@ -6,7 +6,8 @@
 //   dtype, head_dim   == the kernel's
 //   B, Nq >= 0        (0 -> nothing to do), Nk, H, Hkv >= 1, H % Hkv == 0
 //   Nq, Nk            <= INT32_MAX (passed as i32)
-//   H <= 65535, B <= 65535 (gridDim.y, gridDim.z)
+//   grid              the kernel's grid rule gives at most 2^31-1 CTAs
+//                     along x and 65535 along y and z
 //   q, k, v, o        non-NULL, 16-byte aligned; lse NULL or 16-byte aligned
 //   lse               NULL for a kernel built without LSE (info.lse == 0)
 //   strides           [3] == 1; [0..2] >= 0 and multiples of 8 elements
@@ -31,8 +32,11 @@ static constexpr uint64_t kTensorAlignBytes = 16;
 static constexpr int64_t kStrideMultiple = 8;
 /// Sizes are passed to the kernel as i32.
 static constexpr int64_t kMaxI32 = INT32_MAX;
-/// CUDA's limit on gridDim.y and gridDim.z.
+/// CUDA's limits on gridDim.x and on gridDim.y and gridDim.z.
+static constexpr int64_t kMaxGridX = INT32_MAX;
 static constexpr int64_t kMaxGridYZ = 65535;
+/// What to split, per attnrt_size, when a grid dimension is too large.
+static constexpr const char *kSplitWhat[] = {"batch", "queries", "keys", "heads", "key/value heads"};
 /// cuTensorMapEncodeTiled: every global stride is below 2^40 bytes.
 static constexpr int64_t kMaxTmaStrideBytes = int64_t(1) << 40;
 
@@ -133,6 +137,28 @@ attnrt_status checkPositive(const char *name, int64_t value, const char *why) {
 
 bool isEmptyForward(const attnrt_forward_args &a) { return a.batch == 0 || a.nq == 0; }
 
+int64_t sizeValue(const attnrt_forward_args &a, int size) {
+  switch (size) {
+  case ATTNRT_SIZE_BATCH:
+    return a.batch;
+  case ATTNRT_SIZE_NQ:
+    return a.nq;
+  case ATTNRT_SIZE_NK:
+    return a.nk;
+  case ATTNRT_SIZE_NUM_HEADS:
+    return a.num_heads;
+  case ATTNRT_SIZE_NUM_KV_HEADS:
+    return a.num_kv_heads;
+  default:
+    return 0;
+  }
+}
+
+int64_t gridTiles(const attnrt_kernel_info &info, const attnrt_forward_args &a, int d) {
+  int64_t size = sizeValue(a, info.grid_size[d]);
+  return (size + info.grid_tile[d] - 1) / info.grid_tile[d];
+}
+
 attnrt_status checkForwardArgs(const attnrt_kernel_info &info, const attnrt_forward_args &a) {
   // Kernel specialization: dtype and head dim are compiled in.
   if (a.dtype != ATTNRT_DTYPE_F16 && a.dtype != ATTNRT_DTYPE_BF16)
@@ -184,16 +210,18 @@ attnrt_status checkForwardArgs(const attnrt_kernel_info &info, const attnrt_forw
                 "args.nk = %lld exceeds the kernel's 32-bit limit of %lld rows: split the keys into "
                 "chunks and combine the partial results with the LSE",
                 static_cast<long long>(a.nk), static_cast<long long>(kMaxI32));
-  if (a.num_heads > kMaxGridYZ)
-    return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
-                "args.num_heads = %lld exceeds the CUDA grid limit gridDim.y <= 65535: split the "
-                "heads into several calls",
-                static_cast<long long>(a.num_heads));
-  if (a.batch > kMaxGridYZ)
-    return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
-                "args.batch = %lld exceeds the CUDA grid limit gridDim.z <= 65535: split the batch "
-                "into several calls",
-                static_cast<long long>(a.batch));
+  // The grid the kernel's rule gives must fit CUDA's limits.
+  if (!isEmptyForward(a) && info.ctas_per_sm == 0)
+    for (int d = 0; d < info.grid_dims; ++d) {
+      int64_t tiles = gridTiles(info, a, d);
+      int64_t limit = d == 0 ? kMaxGridX : kMaxGridYZ;
+      if (tiles > limit)
+        return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                    "args.%s = %lld exceeds the CUDA grid limit gridDim.%c <= %lld: split the %s into "
+                    "several calls",
+                    sizeName(info.grid_size[d]), static_cast<long long>(sizeValue(a, info.grid_size[d])),
+                    "xyz"[d], static_cast<long long>(limit), kSplitWhat[info.grid_size[d]]);
+    }
 
   // Nothing to launch: the tensors may be empty (NULL data pointers).
   if (isEmptyForward(a))
@@ -226,18 +254,34 @@ attnrt_status checkForwardArgs(const attnrt_kernel_info &info, const attnrt_forw
   return ATTNRT_OK;
 }
 
-void launchDims(const attnrt_kernel_info &info, const attnrt_forward_args &a, unsigned grid[3],
-                unsigned block[3], unsigned &smemBytes) {
-  if (isEmptyForward(a)) {
-    grid[0] = grid[1] = grid[2] = 0;
-  } else {
-    grid[0] = static_cast<unsigned>((a.nq + info.block_m - 1) / info.block_m);
-    grid[1] = static_cast<unsigned>(a.num_heads);
-    grid[2] = static_cast<unsigned>(a.batch);
+attnrt_status launchDims(const attnrt_kernel_info &info, const attnrt_forward_args &a,
+                         unsigned grid[3], unsigned block[3], unsigned &smemBytes) {
+  grid[0] = grid[1] = grid[2] = isEmptyForward(a) ? 0 : 1;
+  if (!isEmptyForward(a)) {
+    if (info.ctas_per_sm == 0) {
+      for (int d = 0; d < info.grid_dims; ++d)
+        grid[d] = static_cast<unsigned>(gridTiles(info, a, d));
+    } else {
+      // Persistent: at most ctas_per_sm CTAs per SM, each looping over the
+      // tiles; never more CTAs than tiles.
+      if (info.num_sms < 1)
+        return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                    "kernel '%s' is persistent (its grid is a multiple of the device's SM count) "
+                    "but this attnrt_kernel_info has no device: pass the info of a loaded module "
+                    "(attnrt_module_info), not of attnrt_metadata_parse",
+                    info.kernel);
+      int64_t tiles = 1;
+      for (int d = 0; d < info.grid_dims; ++d)
+        if (__builtin_mul_overflow(tiles, gridTiles(info, a, d), &tiles))
+          tiles = INT64_MAX;
+      int64_t ctas = static_cast<int64_t>(info.ctas_per_sm) * info.num_sms;
+      grid[0] = static_cast<unsigned>(tiles < ctas ? tiles : ctas);
+    }
   }
   block[0] = static_cast<unsigned>(info.num_threads);
   block[1] = block[2] = 1;
   smemBytes = static_cast<unsigned>(info.smem_bytes);
+  return ATTNRT_OK;
 }
 
 } // namespace attnrt
@@ -266,8 +310,7 @@ attnrt_status attnrt_launch_dims(const attnrt_kernel_info *info, const attnrt_fo
                           "attnrt_launch_dims needs non-NULL grid, block and smem_bytes outputs");
     if (attnrt_status s = attnrt_check_forward_args(info, args))
       return s;
-    attnrt::launchDims(*info, *args, grid, block, *smem_bytes);
-    return ATTNRT_OK;
+    return attnrt::launchDims(*info, *args, grid, block, *smem_bytes);
   });
 }
 

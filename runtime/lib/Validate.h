@@ -5,6 +5,8 @@
 
 #include "attnrt/attnrt.h"
 
+#include <cstdint>
+
 namespace attnrt {
 
 /// True when the call has nothing to compute (batch == 0 or nq == 0).
@@ -14,10 +16,18 @@ bool isEmptyForward(const attnrt_forward_args &args);
 /// list); records a message and returns ATTNRT_ERROR_INVALID_ARGUMENT.
 attnrt_status checkForwardArgs(const attnrt_kernel_info &info, const attnrt_forward_args &args);
 
-/// grid = (ceil(nq / block_m), H, B), block = (num_threads, 1, 1), dynamic
-/// shared memory = smem_bytes. `args` must have passed checkForwardArgs.
-void launchDims(const attnrt_kernel_info &info, const attnrt_forward_args &args, unsigned grid[3],
-                unsigned block[3], unsigned &smemBytes);
+/// The value of an attnrt_size in `args`.
+int64_t sizeValue(const attnrt_forward_args &args, int size);
+
+/// Tiles along dimension `d` of the kernel's grid rule.
+int64_t gridTiles(const attnrt_kernel_info &info, const attnrt_forward_args &args, int d);
+
+/// The grid of the kernel's rule (the tile space, or for a persistent kernel
+/// min(ctas_per_sm * num_sms, tiles) CTAs), block = (num_threads, 1, 1),
+/// dynamic shared memory = smem_bytes. `args` must have passed
+/// checkForwardArgs. Fails for a persistent kernel whose info has no device.
+attnrt_status launchDims(const attnrt_kernel_info &info, const attnrt_forward_args &args,
+                         unsigned grid[3], unsigned block[3], unsigned &smemBytes);
 
 } // namespace attnrt
 

@@ -89,31 +89,46 @@ Fields with(Fields fields, const std::string &key, const std::string &value) {
   return fields;
 }
 
-/// ABI v1 parameter names without the TMA descriptors.
-const std::vector<std::string> kPlainParams = {
-    "q",          "k",          "v",          "o",          "lse",        "q_stride_b",
-    "q_stride_n", "q_stride_h", "k_stride_b", "k_stride_n", "k_stride_h", "v_stride_b",
-    "v_stride_n", "v_stride_h", "o_stride_b", "o_stride_n", "o_stride_h", "nq",
-    "nk",         "num_heads",  "num_kv_heads"};
-
-std::vector<std::string> paramNames(bool tma) {
-  std::vector<std::string> names;
-  if (tma)
-    names = {"tma_q", "tma_k", "tma_v"};
-  names.insert(names.end(), kPlainParams.begin(), kPlainParams.end());
-  return names;
+/// One parameter object of the metadata's "params" (docs/ABI.md).
+std::string param(const std::string &name, const std::string &kind, const std::string &rest) {
+  return "{\"name\": \"" + name + "\", \"kind\": \"" + kind + "\", " + rest + "}";
 }
 
-std::string jsonArray(const std::vector<std::string> &names) {
+/// The ABI v2 parameter objects of a forward kernel, in attngen's order:
+/// [3 tensor maps,] 5 (4 without LSE) pointers, 12 strides, 5 sizes.
+std::vector<std::string> paramObjects(bool tma, bool lse = true) {
+  std::vector<std::string> params;
+  if (tma)
+    for (const char *t : {"q", "k", "v"})
+      params.push_back(param(std::string("tma_") + t, "tensor_map",
+                             std::string("\"tensor\": \"") + t + "\", \"box\": [64, 128]"));
+  for (const char *t : {"q", "k", "v", "o", "lse"})
+    if (lse || std::string(t) != "lse")
+      params.push_back(param(t, "pointer", std::string("\"tensor\": \"") + t + "\""));
+  for (const char *t : {"q", "k", "v", "o"})
+    for (const char *d : {"b", "n", "h"})
+      params.push_back(param(std::string(t) + "_stride_" + d, "stride",
+                             std::string("\"tensor\": \"") + t + "\", \"dim\": \"" + d + "\""));
+  for (const char *size : {"batch", "nq", "nk", "num_heads", "num_kv_heads"})
+    params.push_back(param(size, "size", std::string("\"size\": \"") + size + "\""));
+  return params;
+}
+
+std::string jsonArray(const std::vector<std::string> &items) {
   std::string text = "[";
-  for (size_t i = 0; i < names.size(); ++i)
-    text += (i ? ", \"" : "\"") + names[i] + "\"";
+  for (size_t i = 0; i < items.size(); ++i)
+    text += (i ? ", " : "") + items[i];
   return text + "]";
 }
 
+/// The forward kernels' grid rule: (ceil(nq / 128), num_heads, batch).
+const char *kForwardGrid = "{\"tiles\": [{\"size\": \"nq\", \"tile\": 128}, {\"size\": "
+                           "\"num_heads\", \"tile\": 1}, {\"size\": \"batch\", \"tile\": 1}], "
+                           "\"ctas_per_sm\": 0}";
+
 /// Metadata of an sm_90a bf16 d128 causal TMA kernel.
 Fields sm90aFields() {
-  return {{"format", "\"attngen-kernel-v1\""},
+  return {{"format", "\"attngen-kernel-v2\""},
           {"kernel", "\"attn_fwd_test\""},
           {"arch", "\"sm_90a\""},
           {"dtype", "\"bf16\""},
@@ -128,11 +143,8 @@ Fields sm90aFields() {
           {"num_threads", "384"},
           {"smem_bytes", "98304"},
           {"uses_tma", "true"},
-          {"tma_box_cols", "64"},
-          {"tma_box_rows_q", "128"},
-          {"tma_box_rows_k", "128"},
-          {"tma_box_rows_v", "128"},
-          {"params", jsonArray(paramNames(true))}};
+          {"grid", kForwardGrid},
+          {"params", jsonArray(paramObjects(true))}};
 }
 
 /// Metadata of an sm_80 f16 d64 non-causal kernel.
@@ -149,9 +161,7 @@ Fields sm80Fields() {
   f = with(f, "num_threads", "128");
   f = with(f, "smem_bytes", "49152");
   f = with(f, "uses_tma", "false");
-  for (const char *key : {"tma_box_cols", "tma_box_rows_q", "tma_box_rows_k", "tma_box_rows_v"})
-    f = with(f, key, "0");
-  return with(f, "params", jsonArray(paramNames(false)));
+  return with(f, "params", jsonArray(paramObjects(false)));
 }
 
 /// A PTX module whose entry has the given parameter declarations.
@@ -181,7 +191,7 @@ std::vector<std::string> ptxParams(const char *entry, bool tma) {
     params.push_back(".param .u64 .ptr .global .align 16 " + name());
   for (int i = 0; i < 12; ++i)
     params.push_back(".param .u64 " + name());
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < 5; ++i)
     params.push_back(".param .u32 " + name());
   return params;
 }
@@ -191,7 +201,8 @@ std::vector<std::string> ptxParams(const char *entry, bool tma) {
 //===----------------------------------------------------------------------===//
 
 void testBasics() {
-  report(attnrt_abi_version() == ATTNRT_ABI_VERSION, "basics: ABI version is 1");
+  report(attnrt_abi_version() == ATTNRT_ABI_VERSION && ATTNRT_ABI_VERSION == 2,
+         "basics: ABI version is 2");
   report(attnrt_sizeof_forward_args() == sizeof(attnrt_forward_args),
          "basics: sizeof(attnrt_forward_args) agrees with the header");
   report(attnrt_sizeof_kernel_info() == sizeof(attnrt_kernel_info),
@@ -209,7 +220,9 @@ void testMetadata() {
              info.uses_tma == 1 && info.block_m == 128 && info.num_threads == 384 &&
              info.smem_bytes == 98304 && info.tma_box_cols == 64 && info.tma_box_rows_v == 128 &&
              std::strcmp(info.kernel, "attn_fwd_test") == 0 && std::strcmp(info.arch, "sm_90a") == 0 &&
-             info.scale > 0.0883883 && info.scale < 0.0883884 && info.lse == 1 && info.device == -1,
+             info.scale > 0.0883883 && info.scale < 0.0883884 && info.lse == 1 && info.device == -1 &&
+             info.grid_dims == 3 && info.grid_size[0] == ATTNRT_SIZE_NQ && info.grid_tile[0] == 128 &&
+             info.grid_size[2] == ATTNRT_SIZE_BATCH && info.ctas_per_sm == 0 && info.num_sms == -1,
          "metadata: sm_90a fields read back");
   s = attnrt_metadata_parse(toJson(sm80Fields()).c_str(), &info);
   expectStatus("metadata: sm_80 kernel parses", s, ATTNRT_OK);
@@ -229,9 +242,7 @@ void testMetadata() {
       {"head_dim", "\"128\""}, {"causal", "1"},        {"lse", "\"false\""},  {"scale", "\"0.1\""},
       {"causal_align", "1"},  {"softcap", "\"30\""},
       {"block_m", "[128]"},    {"block_n", "{}"},       {"num_threads", "128.0"}, {"smem_bytes", "false"},
-      {"uses_tma", "\"true\""},
-      {"tma_box_cols", "64.5"}, {"tma_box_rows_q", "\"128\""}, {"tma_box_rows_k", "null"},
-      {"tma_box_rows_v", "1e2"}, {"params", "\"q,k,v\""}};
+      {"uses_tma", "\"true\""}, {"grid", "[1]"}, {"params", "\"q,k,v\""}};
   for (const auto &field : sm90aFields()) {
     const std::string &key = field.first;
     s = attnrt_metadata_parse(toJson(without(sm90aFields(), key)).c_str(), &info);
@@ -251,7 +262,7 @@ void testMetadata() {
     const char *fragment;
   };
   const BadValue badValues[] = {
-      {"format", "\"attngen-kernel-v2\"", "but this runtime reads \"attngen-kernel-v1\""},
+      {"format", "\"attngen-kernel-v1\"", "but this runtime reads \"attngen-kernel-v2\""},
       {"format", "\"\"", "\"format\" is \"\""},
       {"kernel", "\"1bad\"", "not a PTX entry name"},
       {"kernel", "\"\"", "not a PTX entry name"},
@@ -270,10 +281,14 @@ void testMetadata() {
       {"scale", "0", "\"scale\" = 0 is invalid"},
       {"scale", "-0.125", "\"scale\" = -0.125 is invalid"},
       {"softcap", "-30", "\"softcap\" = -30 is invalid: it must be a finite number >= 0"},
-      {"tma_box_cols", "128", "\"tma_box_cols\" = 128 is invalid"},
-      {"tma_box_cols", "12", "\"tma_box_cols\" = 12 is invalid"},
-      {"tma_box_rows_k", "0", "\"tma_box_rows_k\" = 0 is invalid"},
-      {"tma_box_rows_q", "257", "\"tma_box_rows_q\" = 257 is out of range"},
+      {"grid", "{\"tiles\": [], \"ctas_per_sm\": 0}", "\"grid.tiles\" has 0 entries"},
+      {"grid", "{\"tiles\": [{\"size\": \"nq\", \"tile\": 0}], \"ctas_per_sm\": 0}",
+       "\"grid.tiles[0].tile\" = 0 is out of range"},
+      {"grid", "{\"tiles\": [{\"size\": \"rows\", \"tile\": 1}], \"ctas_per_sm\": 0}",
+       "\"grid.tiles[0].size\" = \"rows\" is not one of \"batch\", \"nq\""},
+      {"grid", "{\"tiles\": [{\"size\": \"nq\", \"tile\": 64}], \"ctas_per_sm\": -1}",
+       "\"grid.ctas_per_sm\" = -1 is out of range"},
+      {"grid", "{\"tiles\": [{\"size\": \"nq\", \"tile\": 64}]}", "no key \"grid.ctas_per_sm\""},
       {"causal_align", "\"none\"",
        "\"causal_align\" = \"none\" does not fit \"causal\": true: it must be \"none\" for a "
        "kernel without a causal mask and \"top_left\" or \"bottom_right\" for a causal one"},
@@ -292,34 +307,73 @@ void testMetadata() {
   expectStatus("metadata: uses_tma on sm_80", s, ATTNRT_ERROR_INVALID_METADATA,
                {"\"uses_tma\": true with \"arch\": \"sm_80\""});
 
-  // The params list must equal the runtime's.
-  std::vector<std::string> swapped = paramNames(true);
-  std::swap(swapped[3], swapped[4]);
-  std::vector<std::string> missing = paramNames(true);
-  missing.pop_back();
-  std::vector<std::string> extra = paramNames(true);
-  extra.push_back("scale");
+  // The params list: objects the runtime can bind, describing a forward
+  // kernel. Its order is the kernel's (the PTX check compares sizes).
+  std::vector<std::string> noO = paramObjects(true);
+  noO.erase(noO.begin() + 6); // the pointer to o
+  std::vector<std::string> twice = paramObjects(true);
+  twice.push_back(param("nq_again", "size", "\"size\": \"nq\""));
+  std::vector<std::string> reordered = paramObjects(true);
+  std::swap(reordered[3], reordered[4]);
+  auto withParam = [](const Fields &f, size_t index, const std::string &object) {
+    std::vector<std::string> params = paramObjects(true);
+    params[index] = object;
+    return with(f, "params", jsonArray(params));
+  };
   struct BadParams {
     const char *name;
     Fields fields;
     const char *fragment;
   };
   const BadParams badParams[] = {
-      {"swapped", with(sm90aFields(), "params", jsonArray(swapped)),
-       "at position 3: expected \"q\", found \"k\""},
-      {"missing one", with(sm90aFields(), "params", jsonArray(missing)), "has 23 entries"},
-      {"one extra", with(sm90aFields(), "params", jsonArray(extra)), "has 25 entries"},
-      {"TMA list on a non-TMA kernel", with(sm80Fields(), "params", jsonArray(paramNames(true))),
-       "uses_tma = false) at position 0: expected \"q\", found \"tma_q\""},
-      {"plain list on a TMA kernel", with(sm90aFields(), "params", jsonArray(paramNames(false))),
-       "expected \"tma_q\", found \"q\""},
-      {"non-string element", with(sm90aFields(), "params", "[\"tma_q\", 2]"), "element 1 is a number"},
-      {"empty", with(sm90aFields(), "params", "[]"), "has 0 entries"}};
+      {"no pointer to o", with(sm90aFields(), "params", jsonArray(noO)), "has no pointer to o"},
+      {"a parameter twice", with(sm90aFields(), "params", jsonArray(twice)),
+       "\"params\" lists parameter \"nq_again\" twice (\"nq\" is the same)"},
+      {"TMA descriptors on a non-TMA kernel", with(sm80Fields(), "params", jsonArray(paramObjects(true))),
+       "\"uses_tma\": false but \"params\" has TMA descriptors"},
+      {"no descriptors on a TMA kernel", with(sm90aFields(), "params", jsonArray(paramObjects(false))),
+       "\"uses_tma\": true but \"params\" has no TMA descriptors"},
+      {"an lse pointer on a kernel without LSE",
+       with(sm90aFields(), "lse", "false"), "\"lse\": false but \"params\" has a pointer to lse"},
+      {"no lse pointer on a kernel with LSE",
+       with(sm90aFields(), "params", jsonArray(paramObjects(true, false))),
+       "\"lse\": true but \"params\" has no pointer to lse"},
+      {"unknown kind", withParam(sm90aFields(), 0, param("tma_q", "texture", "\"tensor\": \"q\"")),
+       "\"params[0].kind\" = \"texture\" is not one of \"tensor_map\""},
+      {"unknown tensor", withParam(sm90aFields(), 3, param("x", "pointer", "\"tensor\": \"x\"")),
+       "\"params[3].tensor\" = \"x\" is not one of \"q\", \"k\", \"v\", \"o\", \"lse\""},
+      {"descriptor of o", withParam(sm90aFields(), 0, param("tma_o", "tensor_map",
+                                                            "\"tensor\": \"o\", \"box\": [64, 128]")),
+       "\"params[0].tensor\" = \"o\" is not one of \"q\", \"k\", \"v\";"},
+      {"stride of lse", withParam(sm90aFields(), 8, param("lse_stride_b", "stride",
+                                                          "\"tensor\": \"lse\", \"dim\": \"b\"")),
+       "\"params[8].tensor\" = \"lse\" is not one of"},
+      {"stride of d", withParam(sm90aFields(), 8, param("q_stride_d", "stride",
+                                                        "\"tensor\": \"q\", \"dim\": \"d\"")),
+       "\"params[8].dim\" = \"d\" is not one of \"b\", \"n\", \"h\""},
+      {"box without rows", withParam(sm90aFields(), 1, param("tma_k", "tensor_map",
+                                                             "\"tensor\": \"k\", \"box\": [64]")),
+       "\"params[1].box\" must be two integers"},
+      {"box of 128 columns", withParam(sm90aFields(), 1, param("tma_k", "tensor_map",
+                                                               "\"tensor\": \"k\", \"box\": [128, 128]")),
+       "\"params[1].box\" has 128 columns, invalid for a 128B-swizzled TMA box"},
+      {"box of 12 columns", withParam(sm90aFields(), 1, param("tma_k", "tensor_map",
+                                                              "\"tensor\": \"k\", \"box\": [12, 128]")),
+       "has 12 columns"},
+      {"box of 257 rows", withParam(sm90aFields(), 2, param("tma_v", "tensor_map",
+                                                            "\"tensor\": \"v\", \"box\": [64, 257]")),
+       "\"params[2].box[1]\" = 257 is out of range"},
+      {"no name", withParam(sm90aFields(), 5, "{\"kind\": \"pointer\", \"tensor\": \"v\"}"),
+       "no key \"params[5].name\""},
+      {"non-object element", with(sm90aFields(), "params", "[\"tma_q\", 2]"), "element 0 is a string"},
+      {"empty", with(sm90aFields(), "params", "[]"), "has no pointer to q"}};
   for (const BadParams &bad : badParams) {
     s = attnrt_metadata_parse(toJson(bad.fields).c_str(), &info);
     expectStatus(std::string("metadata: params list ") + bad.name, s, ATTNRT_ERROR_INVALID_METADATA,
-                 {"\"params\"", bad.fragment});
+                 {"params", bad.fragment});
   }
+  s = attnrt_metadata_parse(toJson(with(sm90aFields(), "params", jsonArray(reordered))).c_str(), &info);
+  expectStatus("metadata: the runtime binds parameters by kind, in the kernel's order", s, ATTNRT_OK);
 
   // Strict JSON.
   std::string valid = toJson(sm90aFields());
@@ -391,13 +445,13 @@ void testModuleLoad() {
   s = attnrt_module_load(ptxText("sm_90a", "attn_fwd_test", ptxParams("attn_fwd_test", false)).c_str(),
                          json90.c_str(), &m);
   expectStatus("load: PTX entry without the TMA parameters", s, ATTNRT_ERROR_INVALID_PTX,
-               {"has 21 parameters but the ABI v1 list for uses_tma = true has 24"});
+               {"has 22 parameters but its metadata lists 25"});
   std::vector<std::string> narrowStride = ptxParams("attn_fwd_sm80", false);
   narrowStride[6] = ".param .u32 attn_fwd_sm80_param_6";
   s = attnrt_module_load(ptxText("sm_80", "attn_fwd_sm80", narrowStride).c_str(), json80.c_str(), &m);
   expectStatus("load: PTX parameter of the wrong size", s, ATTNRT_ERROR_INVALID_PTX,
-               {"parameter 6 ('attn_fwd_sm80_param_6') is 4 bytes but ABI v1 parameter \"q_stride_n\" "
-                "is 8 bytes"});
+               {"parameter 6 ('attn_fwd_sm80_param_6') is 4 bytes but the metadata's parameter 6 "
+                "(\"q_stride_n\") is 8 bytes"});
   s = attnrt_module_load("this is not PTX", json80.c_str(), &m);
   expectStatus("load: text without .target", s, ATTNRT_ERROR_INVALID_PTX, {"no .target directive"});
   s = attnrt_module_load_files("/nonexistent/k.ptx", "/nonexistent/k.json", &m);
@@ -650,7 +704,8 @@ void testArgs() {
 /// would leave the caller's LSE tensor unwritten.
 void testNoLse() {
   attnrt_kernel_info info;
-  Fields f = with(with(sm80Fields(), "lse", "false"), "kernel", "\"attn_fwd_sm80_nolse\"");
+  Fields f = with(with(with(sm80Fields(), "lse", "false"), "kernel", "\"attn_fwd_sm80_nolse\""),
+                  "params", jsonArray(paramObjects(false, /*lse=*/false)));
   if (attnrt_metadata_parse(toJson(f).c_str(), &info) != ATTNRT_OK) {
     report(false, "nolse: metadata parses", attnrt_last_error());
     return;
@@ -668,6 +723,48 @@ void testNoLse() {
   expectStatus("nolse: lse = NULL is accepted", attnrt_check_forward_args(&info, &a), ATTNRT_OK);
 }
 
+/// The grid follows the metadata's rule: the tile space, or for a persistent
+/// kernel at most ctas_per_sm CTAs per SM of the loaded module's device.
+void testGridRule() {
+  attnrt_kernel_info info;
+  if (attnrt_metadata_parse(toJson(sm90aFields()).c_str(), &info) != ATTNRT_OK) {
+    report(false, "grid: metadata parses", attnrt_last_error());
+    return;
+  }
+  attnrt_forward_args a = validArgs(info);
+  a.batch = 3;
+  a.nq = 1000;
+  a.num_heads = 4;
+  a.num_kv_heads = 2;
+  unsigned grid[3], block[3], smem;
+  attnrt_status s = attnrt_launch_dims(&info, &a, grid, block, &smem);
+  report(s == ATTNRT_OK && grid[0] == 8 && grid[1] == 4 && grid[2] == 3 && block[0] == 384,
+         "grid: (ceil(nq / 128), num_heads, batch) from the metadata's tiles");
+  Fields persistent = with(sm90aFields(), "grid",
+                           "{\"tiles\": [{\"size\": \"nq\", \"tile\": 128}, {\"size\": "
+                           "\"num_heads\", \"tile\": 1}, {\"size\": \"batch\", \"tile\": 1}], "
+                           "\"ctas_per_sm\": 1}");
+  if (attnrt_metadata_parse(toJson(persistent).c_str(), &info) != ATTNRT_OK) {
+    report(false, "grid: persistent metadata parses", attnrt_last_error());
+    return;
+  }
+  expectStatus("grid: a persistent kernel needs the device's SM count",
+               attnrt_launch_dims(&info, &a, grid, block, &smem), ATTNRT_ERROR_INVALID_ARGUMENT,
+               {"is persistent", "pass the info of a loaded module"});
+  info.num_sms = 132;
+  s = attnrt_launch_dims(&info, &a, grid, block, &smem);
+  report(s == ATTNRT_OK && grid[0] == 96 && grid[1] == 1 && grid[2] == 1,
+         "grid: persistent, fewer tiles (96) than SMs: one CTA per tile");
+  a.nq = 8192;
+  s = attnrt_launch_dims(&info, &a, grid, block, &smem);
+  report(s == ATTNRT_OK && grid[0] == 132 && grid[1] == 1 && grid[2] == 1,
+         "grid: persistent, more tiles than SMs: one CTA per SM");
+  // A persistent grid has no y/z dimension to overflow.
+  a.num_heads = a.num_kv_heads = 70000;
+  s = attnrt_launch_dims(&info, &a, grid, block, &smem);
+  report(s == ATTNRT_OK && grid[0] == 132, "grid: persistent kernels take 70000 heads");
+}
+
 } // namespace
 
 int main() {
@@ -676,6 +773,7 @@ int main() {
   testModuleLoad();
   testArgs();
   testNoLse();
+  testGridRule();
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

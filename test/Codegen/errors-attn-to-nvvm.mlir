@@ -8,7 +8,7 @@
 module attributes {attn.target = #attn.target<sm_90a>} {
   func.func @rows_without_owner(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
                                 %v: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>)
-      attributes {attn.kernel, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 8>} {
+      attributes {attn.kernel, attn.tensors = ["q", "k", "v", "o"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 8>} {
     // expected-error @+1 {{'attn.splat' op register tile '!attn.regs<64x128xf32, acc>' has 64 rows, but the kernel's 8 warps own whole 16-row slices: use a multiple of 128}}
     %acc = attn.splat 0.0 -> !attn.regs<64x128xf32, acc>
     %c0 = arith.constant 0 : index
@@ -23,7 +23,7 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 module attributes {attn.target = #attn.target<sm_90a>} {
   func.func @carried_buffer(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
                             %v: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>)
-      attributes {attn.kernel, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+      attributes {attn.kernel, attn.tensors = ["q", "k", "v", "o"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %b = attn.alloc_smem : !attn.smem<64x128xbf16, swizzle = 128>
@@ -40,8 +40,9 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 // A choice between two register tiles is not a scalar computation.
 module attributes {attn.target = #attn.target<sm_90a>} {
   func.func @select_tiles(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
-                          %v: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>, %c: i1)
-      attributes {attn.kernel, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+                          %v: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>)
+      attributes {attn.kernel, attn.tensors = ["q", "k", "v", "o"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+    %c = arith.constant true
     %a = attn.splat 0.0 -> !attn.regs<64x128xf32, acc>
     %b = attn.splat 1.0 -> !attn.regs<64x128xf32, acc>
     // expected-error @+1 {{'arith.select' op computes on '!attn.regs<64x128xf32, acc>'; attn-to-nvvm lowers arith ops on scalars only (use attn ops for tiles)}}
@@ -56,10 +57,10 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 module attributes {attn.target = #attn.target<sm_90a>} {
   func.func @store_into_q(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
                           %v: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>)
-      attributes {attn.kernel, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+      attributes {attn.kernel, attn.tensors = ["q", "k", "v", "o"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
     %c0 = arith.constant 0 : index
     %acc = attn.splat 0.0 -> !attn.regs<64x128xf32, acc>
-    // expected-error @+1 {{'attn.store' op must write the kernel's o argument (the fourth): the kernel ABI has one output tensor}}
+    // expected-error @+1 {{'attn.store' op must write the kernel's "o" argument: the kernel ABI has one output tensor}}
     attn.store %acc -> %q[%c0, %c0, %c0] : !attn.regs<64x128xf32, acc>, memref<?x?x?x128xbf16>
     return
   }
@@ -72,7 +73,7 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 module attributes {attn.target = #attn.target<sm_90a>} {
   func.func @role_count(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
                         %v: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>)
-      attributes {attn.kernel, attn.tiling = #attn.tiling<block_m = 128, block_n = 64, num_warps = 8>} {
+      attributes {attn.kernel, attn.tensors = ["q", "k", "v", "o"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 128, block_n = 64, num_warps = 8>} {
     // expected-error @+1 {{'attn.warp_specialize' op declares 3 consumer warpgroups, but the kernel's tiling has 8 warps (2 warpgroups)}}
     attn.warp_specialize producer {
       %p = arith.constant 0 : index
@@ -90,7 +91,7 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 module attributes {attn.target = #attn.target<sm_90a>} {
   func.func @fill_in_consumers(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
                                %v: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>)
-      attributes {attn.kernel, attn.tiling = #attn.tiling<block_m = 128, block_n = 64, num_warps = 8>} {
+      attributes {attn.kernel, attn.tensors = ["q", "k", "v", "o"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 128, block_n = 64, num_warps = 8>} {
     %c0 = arith.constant 0 : index
     %kp = attn.create_pipe : !attn.pipe<2, !attn.smem<64x128xbf16, swizzle = 128>>
     attn.warp_specialize producer {
@@ -109,7 +110,7 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 module attributes {attn.target = #attn.target<sm_90a>} {
   func.func @drain_in_producer(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
                                %v: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>)
-      attributes {attn.kernel, attn.tiling = #attn.tiling<block_m = 128, block_n = 64, num_warps = 8>} {
+      attributes {attn.kernel, attn.tensors = ["q", "k", "v", "o"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 128, block_n = 64, num_warps = 8>} {
     %c0 = arith.constant 0 : index
     %kp = attn.create_pipe : !attn.pipe<2, !attn.smem<64x128xbf16, swizzle = 128>>
     attn.warp_specialize producer {
@@ -118,6 +119,90 @@ module attributes {attn.target = #attn.target<sm_90a>} {
     } consumers {
       %c = arith.constant 0 : index
     } {consumer_regs = 240, consumer_warpgroups = 2, producer_regs = 24, producer_warps = 4}
+    return
+  }
+}
+
+// -----
+
+// The ABI follows argument roles, which the kernel must name.
+module attributes {attn.target = #attn.target<sm_80>} {
+  // expected-error @+1 {{'func.func' op needs an 'attn.tensors' attribute naming the role of each argument (e.g. ["q", "k", "v", "o", "lse"]); attn-tile sets it}}
+  func.func @no_roles(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
+                      %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>)
+      attributes {attn.kernel, attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+    return
+  }
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_80>} {
+  // expected-error @+1 {{'func.func' op 'attn.tensors' entry "out" is not a tensor role; use "q", "k", "v", "o" or "lse"}}
+  func.func @unknown_role(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
+                          %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>)
+      attributes {attn.kernel, attn.tensors = ["q", "k", "v", "out"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+    return
+  }
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_80>} {
+  // expected-error @+1 {{'func.func' op 'attn.tensors' names "k" twice}}
+  func.func @role_twice(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
+                        %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>)
+      attributes {attn.kernel, attn.tensors = ["q", "k", "k", "o"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+    return
+  }
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_80>} {
+  // expected-error @+1 {{'func.func' op 'attn.tensors' names 3 tensors but the kernel has 4 arguments}}
+  func.func @roles_short(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
+                         %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>)
+      attributes {attn.kernel, attn.tensors = ["q", "k", "v"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+    return
+  }
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_80>} {
+  // expected-error @+1 {{'func.func' op 'attn.tensors' has no "o": a forward kernel reads q, k, v and writes o}}
+  func.func @no_output(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
+                       %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>)
+      attributes {attn.kernel, attn.tensors = ["q", "k", "v", "lse"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+    return
+  }
+}
+
+// -----
+
+// The launch grid rule comes from the IR too.
+module attributes {attn.target = #attn.target<sm_80>} {
+  // expected-error @+1 {{'func.func' op kernel has no 'attn.grid' attribute (its launch grid rule); run attn-tile first}}
+  func.func @no_grid(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
+                     %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>)
+      attributes {attn.kernel, attn.tensors = ["q", "k", "v", "o"], attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+    return
+  }
+}
+
+// -----
+
+// A roles' copy that reads the output would have no descriptor or pointer
+// meaning: refused by role, whatever the argument's position.
+module attributes {attn.target = #attn.target<sm_80>} {
+  func.func @copy_from_output(%o: memref<?x?x?x64xbf16>, %q: memref<?x?x?x64xbf16>,
+                              %k: memref<?x?x?x64xbf16>, %v: memref<?x?x?x64xbf16>)
+      attributes {attn.kernel, attn.tensors = ["o", "q", "k", "v"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+    %c0 = arith.constant 0 : index
+    %b = attn.alloc_smem : !attn.smem<64x64xbf16, swizzle = 128>
+    // expected-error @+1 {{'attn.copy_async' op copies from the kernel's q, k or v argument only}}
+    attn.copy_async %o[%c0, %c0, %c0] -> %b : memref<?x?x?x64xbf16>, !attn.smem<64x64xbf16, swizzle = 128>
     return
   }
 }

@@ -45,10 +45,10 @@ extern "C" {
 #endif
 
 /** Version of the kernel ABI (docs/ABI.md) this runtime implements. */
-#define ATTNRT_ABI_VERSION 1
+#define ATTNRT_ABI_VERSION 2
 
 /** The "format" value of the metadata JSON this runtime reads. */
-#define ATTNRT_METADATA_FORMAT "attngen-kernel-v1"
+#define ATTNRT_METADATA_FORMAT "attngen-kernel-v2"
 
 /** Result of every runtime call. New values are only ever appended. */
 typedef enum attnrt_status {
@@ -90,6 +90,16 @@ typedef enum attnrt_causal {
   ATTNRT_CAUSAL_BOTTOM_RIGHT = 2 /**< j <= i + nk - nq ("bottom_right") */
 } attnrt_causal;
 
+/** A problem size of a forward call, as the metadata's "grid" and "size"
+ *  parameters name it. */
+typedef enum attnrt_size {
+  ATTNRT_SIZE_BATCH = 0,       /**< "batch": args.batch */
+  ATTNRT_SIZE_NQ = 1,          /**< "nq": args.nq */
+  ATTNRT_SIZE_NK = 2,          /**< "nk": args.nk */
+  ATTNRT_SIZE_NUM_HEADS = 3,   /**< "num_heads": args.num_heads */
+  ATTNRT_SIZE_NUM_KV_HEADS = 4 /**< "num_kv_heads": args.num_kv_heads */
+} attnrt_size;
+
 /** Capacity of attnrt_kernel_info::kernel, terminating NUL included. */
 #define ATTNRT_MAX_KERNEL_NAME 256
 
@@ -104,15 +114,15 @@ typedef struct attnrt_kernel_info {
   int dtype;          /**< an attnrt_dtype */
   int head_dim;       /**< D */
   int causal;         /**< an attnrt_causal: 0 none, 1 top-left, 2 bottom-right */
-  int block_m;        /**< query rows per CTA: gridDim.x = ceil(nq/block_m) */
+  int block_m;        /**< query rows per tile */
   int block_n;        /**< key rows per inner iteration (informative) */
   int num_threads;    /**< blockDim.x */
   int smem_bytes;     /**< dynamic shared memory per CTA */
-  int uses_tma;       /**< 1: the kernel takes tma_q, tma_k, tma_v first */
+  int uses_tma;       /**< 1: the kernel takes TMA descriptors (sm_90a) */
   int tma_box_cols;   /**< TMA box inner extent (elements); 0 without TMA */
-  int tma_box_rows_q; /**< TMA box rows for Q */
-  int tma_box_rows_k; /**< TMA box rows for K */
-  int tma_box_rows_v; /**< TMA box rows for V */
+  int tma_box_rows_q; /**< TMA box rows for Q (0: no descriptor) */
+  int tma_box_rows_k; /**< TMA box rows for K (0: no descriptor) */
+  int tma_box_rows_v; /**< TMA box rows for V (0: no descriptor) */
   double scale;       /**< softmax scale baked into the kernel */
   /* Filled once loaded on a device; -1 from attnrt_metadata_parse. */
   int device;            /**< CUDA device ordinal */
@@ -126,6 +136,17 @@ typedef struct attnrt_kernel_info {
   int lse;            /**< 1: the kernel writes LSE when args.lse is not NULL;
                            0: built without LSE (metadata "lse": false, a
                            _nolse name), args.lse must be NULL */
+  /* ABI v2: the grid rule (metadata "grid"). The tile space has grid_dims
+   * dimensions; dimension i has ceil(size(grid_size[i]) / grid_tile[i])
+   * tiles. With ctas_per_sm == 0 the launch grid is the tile space; with
+   * ctas_per_sm > 0 the kernel is persistent: gridDim.x =
+   * min(ctas_per_sm * num_sms, number of tiles), each CTA loops over tiles. */
+  int grid_dims;      /**< 1 to 3 */
+  int grid_size[3];   /**< an attnrt_size per dimension */
+  int grid_tile[3];   /**< >= 1 */
+  int ctas_per_sm;    /**< 0: one CTA per tile; > 0: persistent */
+  int num_sms;        /**< multiprocessors of the device; -1 from
+                           attnrt_metadata_parse */
 } attnrt_kernel_info;
 
 /**
@@ -216,10 +237,13 @@ attnrt_check_forward_args(const attnrt_kernel_info *info,
                           const attnrt_forward_args *args);
 
 /**
- * The launch configuration attnrt_forward would use (docs/ABI.md):
- * grid = (ceil(nq / block_m), H, B), block = (num_threads, 1, 1), dynamic
- * shared memory = smem_bytes. Runs attnrt_check_forward_args first. For
- * batch == 0 or nq == 0 the grid is all zeros.
+ * The launch configuration attnrt_forward would use (docs/ABI.md "Launch"):
+ * the grid follows the kernel's grid rule (grid_size, grid_tile,
+ * ctas_per_sm; for the forward kernels (ceil(nq / block_m), H, B)), block =
+ * (num_threads, 1, 1), dynamic shared memory = smem_bytes. Runs
+ * attnrt_check_forward_args first. For batch == 0 or nq == 0 the grid is
+ * all zeros. A persistent kernel's grid needs the device's SM count:
+ * pass the info of a loaded module (attnrt_module_info).
  */
 ATTNRT_API attnrt_status attnrt_launch_dims(const attnrt_kernel_info *info,
                                             const attnrt_forward_args *args,

@@ -41,6 +41,24 @@ struct AttentionSpec {
   bool pingpong = true;       ///< attn-pingpong
 };
 
+/// One kernel parameter, as the metadata lists it (docs/ABI.md "Kernel
+/// parameters").
+struct KernelParam {
+  std::string name;   ///< tma_q, q, q_stride_b, nq, ...
+  std::string kind;   ///< "tensor_map", "pointer", "stride" or "size"
+  std::string tensor; ///< tensor_map, pointer, stride: "q", "k", ...
+  std::string dim;    ///< stride: "b", "n" or "h"
+  std::string size;   ///< size: "batch", "nq", "nk", "num_heads", ...
+  int64_t boxCols = 0, boxRows = 0; ///< tensor_map: the TMA box
+};
+
+/// One dimension of the tile space: ceil(size / tile) (docs/ABI.md
+/// "Launch").
+struct GridTile {
+  std::string size;
+  int64_t tile = 1;
+};
+
 /// Everything the runtime needs to launch a kernel (see docs/ABI.md).
 struct KernelMetadata {
   std::string kernel;
@@ -54,7 +72,9 @@ struct KernelMetadata {
   int64_t blockM = 0, blockN = 0, numThreads = 0, smemBytes = 0;
   bool usesTma = false;
   bool writesLse = false; ///< the kernel writes LSE when given a pointer
-  std::vector<std::string> params;
+  std::vector<KernelParam> params;
+  std::vector<GridTile> gridTiles;
+  int64_t ctasPerSm = 0; ///< 0: one CTA per tile; > 0: persistent
 };
 
 /// Checks a spec (head dim, scale, tile overrides, LLVM optimisation level)

@@ -73,6 +73,19 @@ def Attn_CausalAlign : I32EnumAttr<"CausalAlign",
   let genSpecializedAttr = 0;
 }
 
+def Attn_SizeBatch : I32EnumAttrCase<"batch", 0>;
+def Attn_SizeNq : I32EnumAttrCase<"nq", 1>;
+def Attn_SizeNk : I32EnumAttrCase<"nk", 2>;
+def Attn_SizeNumHeads : I32EnumAttrCase<"num_heads", 3>;
+def Attn_SizeNumKvHeads : I32EnumAttrCase<"num_kv_heads", 4>;
+def Attn_SizeKind : I32EnumAttr<"SizeKind",
+    "a problem size the runtime knows at launch (a kernel parameter)",
+    [Attn_SizeBatch, Attn_SizeNq, Attn_SizeNk, Attn_SizeNumHeads,
+     Attn_SizeNumKvHeads]> {
+  let cppNamespace = "::mlir::attn";
+  let genSpecializedAttr = 0;
+}
+
 def Attn_ReduceKindAttrParam : EnumAttr<Attn_Dialect, Attn_ReduceKind, "reduce"> {
   let assemblyFormat = "$value";
 }
@@ -133,6 +146,57 @@ def Attn_TilingAttr : Attn_Attr<"Tiling", "tiling"> {
   let parameters = (ins "int64_t":$block_m, "int64_t":$block_n,
                         "int64_t":$num_warps);
   let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Attn_GridDimAttr : Attn_Attr<"GridDim", "grid_dim"> {
+  let summary = "One dimension of a kernel's tile space: ceil(size / tile)";
+  let description = [{
+    The number of tiles along one dimension of the work, `ceil(size / tile)`,
+    where `size` is a problem size the runtime passes (`batch`, `nq`, `nk`,
+    `num_heads`, `num_kv_heads`). An element of `#attn.grid`.
+
+    ```mlir
+    #attn.grid_dim<size = nq, tile = 128>
+    ```
+  }];
+  let parameters = (ins EnumParameter<Attn_SizeKind>:$size, "int64_t":$tile);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Attn_GridAttr : Attn_Attr<"Grid", "grid"> {
+  let summary = "How a kernel's launch grid follows from the problem sizes";
+  let description = [{
+    Placed on a tile-program kernel as `attn.grid` by the pass that decides
+    how work is split over CTAs (`attn-tile`), carried by `attn-to-nvvm` to
+    the lowered kernel and written into the launch metadata, so the runtime
+    computes the grid from the IR's rule instead of one of its own.
+
+    `tiles` lists the tile space, one `#attn.grid_dim` per `attn.program_id`
+    dimension (query block, head, batch for a forward kernel). With
+    `ctas_per_sm = 0` the launch grid is the tile space itself; a persistent
+    kernel (`ctas_per_sm > 0`) is launched with
+    `min(ctas_per_sm * SMs, product of the tiles)` CTAs along x, each
+    looping over tiles.
+
+    The verifier checks 1 to 3 `#attn.grid_dim` elements with positive tiles
+    and a non-negative `ctas_per_sm`.
+
+    ```mlir
+    #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 128>,
+                        #attn.grid_dim<size = num_heads, tile = 1>,
+                        #attn.grid_dim<size = batch, tile = 1>], ctas_per_sm = 0>
+    ```
+  }];
+  let parameters = (ins "ArrayAttr":$tiles, "int64_t":$ctas_per_sm);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The element `i` of `tiles`.
+    GridDimAttr getTile(unsigned i) {
+      return ::llvm::cast<GridDimAttr>(getTiles()[i]);
+    }
+  }];
 }
 
 //===----------------------------------------------------------------------===//

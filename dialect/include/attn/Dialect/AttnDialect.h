@@ -33,6 +33,12 @@ constexpr llvm::StringLiteral kTargetAttrName = "attn.target";
 constexpr llvm::StringLiteral kTilingAttrName = "attn.tiling";
 /// Name of the function attribute marking a tile-program kernel.
 constexpr llvm::StringLiteral kKernelAttrName = "attn.kernel";
+/// Name of the kernel attribute naming the role of each argument (an array
+/// of strings: "q", "k", "v", "o", "lse"), so the ABI follows roles, not
+/// positions.
+constexpr llvm::StringLiteral kTensorsAttrName = "attn.tensors";
+/// Name of the kernel attribute holding its #attn.grid.
+constexpr llvm::StringLiteral kGridAttrName = "attn.grid";
 
 /// Whether `op` reads or produces a register tile (consumer work, in warp
 /// specialization's terms).

@@ -1,0 +1,227 @@
+//===- KernelAbi.cpp - a kernel's parameters, derived from its IR ---------===//
+#include "KernelAbi.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <fmt/format.h>
+
+using namespace mlir;
+using namespace mlir::attn;
+
+/// Stride dimension letters: b, n, h (the last dimension is contiguous).
+static constexpr const char *kStrideDims[] = {"b", "n", "h"};
+/// The sizes every kernel takes, in parameter order.
+static constexpr SizeKind kSizes[] = {SizeKind::batch, SizeKind::nq,
+                                      SizeKind::nk, SizeKind::num_heads,
+                                      SizeKind::num_kv_heads};
+
+StringRef mlir::attn::tensorName(Tensor tensor) {
+  switch (tensor) {
+  case Tensor::Q:
+    return "q";
+  case Tensor::K:
+    return "k";
+  case Tensor::V:
+    return "v";
+  case Tensor::O:
+    return "o";
+  case Tensor::Lse:
+    return "lse";
+  }
+  return "";
+}
+
+std::optional<Tensor> mlir::attn::tensorFromName(StringRef name) {
+  return llvm::StringSwitch<std::optional<Tensor>>(name)
+      .Case("q", Tensor::Q)
+      .Case("k", Tensor::K)
+      .Case("v", Tensor::V)
+      .Case("o", Tensor::O)
+      .Case("lse", Tensor::Lse)
+      .Default(std::nullopt);
+}
+
+StringRef mlir::attn::abiParamKindName(AbiParamKind kind) {
+  switch (kind) {
+  case AbiParamKind::TensorMap:
+    return "tensor_map";
+  case AbiParamKind::Pointer:
+    return "pointer";
+  case AbiParamKind::Stride:
+    return "stride";
+  case AbiParamKind::Size:
+    return "size";
+  }
+  return "";
+}
+
+std::string AbiParam::name() const {
+  switch (kind) {
+  case AbiParamKind::TensorMap:
+    return fmt::format("tma_{}", tensorName(tensor).str());
+  case AbiParamKind::Pointer:
+    return tensorName(tensor).str();
+  case AbiParamKind::Stride:
+    return fmt::format("{}_stride_{}", tensorName(tensor).str(),
+                       kStrideDims[dim]);
+  case AbiParamKind::Size:
+    return stringifySizeKind(size).str();
+  }
+  return "";
+}
+
+/// Reads `attn.tensors`: one distinct role per argument, q, k, v and o
+/// present.
+static FailureOr<SmallVector<Tensor>> readTensorRoles(func::FuncOp kernel) {
+  auto names = kernel->getAttrOfType<ArrayAttr>(kTensorsAttrName);
+  if (!names)
+    return kernel.emitOpError()
+           << "needs an '" << kTensorsAttrName
+           << "' attribute naming the role of each argument (e.g. [\"q\", "
+              "\"k\", \"v\", \"o\", \"lse\"]); attn-tile sets it";
+  if (names.size() != kernel.getNumArguments())
+    return kernel.emitOpError()
+           << "'" << kTensorsAttrName << "' names " << names.size()
+           << " tensors but the kernel has " << kernel.getNumArguments()
+           << " arguments";
+  SmallVector<Tensor> roles;
+  for (Attribute name : names) {
+    auto text = dyn_cast<StringAttr>(name);
+    std::optional<Tensor> role =
+        text ? tensorFromName(text.getValue()) : std::nullopt;
+    if (!role)
+      return kernel.emitOpError()
+             << "'" << kTensorsAttrName << "' entry " << name
+             << " is not a tensor role; use \"q\", \"k\", \"v\", \"o\" or "
+                "\"lse\"";
+    if (llvm::is_contained(roles, *role))
+      return kernel.emitOpError() << "'" << kTensorsAttrName << "' names "
+                                  << name << " twice";
+    roles.push_back(*role);
+  }
+  for (Tensor required : {Tensor::Q, Tensor::K, Tensor::V, Tensor::O})
+    if (!llvm::is_contained(roles, required))
+      return kernel.emitOpError()
+             << "'" << kTensorsAttrName << "' has no \""
+             << tensorName(required) << "\": a forward kernel reads q, k, v "
+                                        "and writes o";
+  return roles;
+}
+
+FailureOr<KernelAbi> mlir::attn::deriveKernelAbi(func::FuncOp kernel,
+                                                 TargetKind target) {
+  FailureOr<SmallVector<Tensor>> roles = readTensorRoles(kernel);
+  if (failed(roles))
+    return failure();
+  KernelAbi abi;
+  abi.tensors = *roles;
+  auto roleOf = [&](Value v) -> std::optional<Tensor> {
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (!arg || arg.getOwner() != &kernel.getBody().front())
+      return std::nullopt;
+    return abi.tensors[arg.getArgNumber()];
+  };
+
+  // sm_90a loads every copied tile with TMA: one descriptor per source
+  // tensor, whose box is the tile's panel (all copies of a tensor must use
+  // the same rows).
+  llvm::SmallDenseMap<int, int64_t> boxRows;
+  if (target == TargetKind::sm_90a) {
+    WalkResult walk = kernel.walk([&](Operation *op) {
+      Value src;
+      int64_t rows = 0;
+      if (auto copy = dyn_cast<CopyAsyncOp>(op)) {
+        src = copy.getSrc();
+        rows = copy.getDst().getType().getRows();
+      } else if (auto load = dyn_cast<PipeLoadOp>(op)) {
+        src = load.getSrc();
+        rows = load.getPipe().getType().getBuffer().getRows();
+      } else {
+        return WalkResult::advance();
+      }
+      std::optional<Tensor> role = roleOf(src);
+      if (!role)
+        return WalkResult::advance(); // checkLowerable reports it
+      auto [it, inserted] = boxRows.try_emplace(static_cast<int>(*role), rows);
+      if (!inserted && it->second != rows) {
+        op->emitOpError() << "copies " << rows << "-row tiles of "
+                          << tensorName(*role) << ", which another copy "
+                          << "loads in " << it->second
+                          << "-row tiles: one TMA descriptor serves every "
+                             "copy of a tensor";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+  }
+
+  for (int t = 0; t < kNumTensors; ++t)
+    if (auto it = boxRows.find(t); it != boxRows.end()) {
+      AbiParam map;
+      map.kind = AbiParamKind::TensorMap;
+      map.tensor = static_cast<Tensor>(t);
+      map.boxCols = kTmaBoxCols;
+      map.boxRows = it->second;
+      abi.params.push_back(map);
+    }
+  for (Tensor tensor : abi.tensors) {
+    AbiParam pointer;
+    pointer.kind = AbiParamKind::Pointer;
+    pointer.tensor = tensor;
+    abi.params.push_back(pointer);
+  }
+  // [B, N, H, D] tensors are addressed through strides of b, n and h; the
+  // row vectors (LSE, [B, H, N]) are contiguous.
+  for (auto [tensor, arg] : llvm::zip(abi.tensors, kernel.getArguments()))
+    if (cast<MemRefType>(arg.getType()).getRank() == 4)
+      for (int dim = 0; dim < 3; ++dim) {
+        AbiParam stride;
+        stride.kind = AbiParamKind::Stride;
+        stride.tensor = tensor;
+        stride.dim = dim;
+        abi.params.push_back(stride);
+      }
+  for (SizeKind size : kSizes) {
+    AbiParam param;
+    param.kind = AbiParamKind::Size;
+    param.size = size;
+    abi.params.push_back(param);
+  }
+  return abi;
+}
+
+ArrayAttr mlir::attn::abiParamsAttr(MLIRContext *ctx, const KernelAbi &abi) {
+  Builder b(ctx);
+  SmallVector<Attribute> params;
+  for (const AbiParam &param : abi.params) {
+    SmallVector<NamedAttribute> fields = {
+        b.getNamedAttr("name", b.getStringAttr(param.name())),
+        b.getNamedAttr("kind", b.getStringAttr(abiParamKindName(param.kind)))};
+    switch (param.kind) {
+    case AbiParamKind::TensorMap:
+      fields.push_back(b.getNamedAttr(
+          "box", b.getI64ArrayAttr({param.boxCols, param.boxRows})));
+      [[fallthrough]];
+    case AbiParamKind::Pointer:
+      fields.push_back(
+          b.getNamedAttr("tensor", b.getStringAttr(tensorName(param.tensor))));
+      break;
+    case AbiParamKind::Stride:
+      fields.push_back(
+          b.getNamedAttr("tensor", b.getStringAttr(tensorName(param.tensor))));
+      fields.push_back(
+          b.getNamedAttr("dim", b.getStringAttr(kStrideDims[param.dim])));
+      break;
+    case AbiParamKind::Size:
+      fields.push_back(b.getNamedAttr(
+          "size", b.getStringAttr(stringifySizeKind(param.size))));
+      break;
+    }
+    params.push_back(b.getDictionaryAttr(fields));
+  }
+  return b.getArrayAttr(params);
+}
