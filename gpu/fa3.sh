@@ -6,6 +6,12 @@
 #
 #   bash gpu/make_fa3_kernels.sh            # here: kernels into .gpu/fa3, .gpu/ablation
 #   bash gpu/fa3.sh LIB                     # there, LIB = libattnrt.so
+#
+# Environment: SANITIZE (kernel names under .gpu/fa3 to sanitize, "" for
+# none), TOOLS (default "memcheck racecheck synccheck"), ABLATION=0 (skip the
+# ablation), BENCH_N, FA3_ARGS (more check_and_bench.py options), EXTRA
+# ("DIR:OPTIONS;DIR:OPTIONS": more kernel folders, e.g. sm_80 kernels with
+# --quick). Each section prints how long it took.
 set -uo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 LIB=${1:-.gpu/lib/libattnrt.so}
@@ -13,9 +19,11 @@ OUTDIR=${OUT:-/tmp/out}
 mkdir -p "$OUTDIR"
 SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 status=0
-echo "== compute-sanitizer (each run under a 180 s timeout: a wrong mbarrier phase hangs)"
-for k in ${SANITIZE:-sm90a_bf16_d128 sm90a_bf16_d128_causal sm90a_bf16_d64_causal sm90a_bf16_d256 sm90a_bf16_d128_causal_br}; do
-  for tool in memcheck racecheck synccheck; do
+start=$SECONDS
+section() { echo "== $1 (t = $((SECONDS - start)) s)"; }
+section "compute-sanitizer (each run under a 180 s timeout: a wrong mbarrier phase hangs)"
+for k in ${SANITIZE-sm90a_bf16_d128 sm90a_bf16_d128_causal sm90a_bf16_d64_causal sm90a_bf16_d256 sm90a_bf16_d128_causal_br}; do
+  for tool in ${TOOLS:-memcheck racecheck synccheck}; do
     if timeout 180 "$SAN" --tool $tool --error-exitcode 9 python3 gpu/sanitize_case.py \
         --lib "$LIB" --ptx .gpu/fa3/$k.ptx --json .gpu/fa3/$k.json > "$OUTDIR/san-$k-$tool.log" 2>&1; then
       echo "$k $tool: clean ($(grep -c ok "$OUTDIR/san-$k-$tool.log") shapes ok)"
@@ -24,10 +32,20 @@ for k in ${SANITIZE:-sm90a_bf16_d128 sm90a_bf16_d128_causal sm90a_bf16_d64_causa
     fi
   done
 done
-echo "== default kernels"
+section "default kernels"
 OUT=$OUTDIR/fa3 bash gpu/run.sh .gpu/fa3 "$LIB" --timeout 120 --bench-n ${BENCH_N:-1024,8192} --bench-gqa ${FA3_ARGS:-} || status=1
 if [ -d .gpu/ablation ] && [ "${ABLATION:-1}" = 1 ]; then
-  echo "== ablation"
+  section "ablation"
   OUT=$OUTDIR/ablation bash gpu/run.sh .gpu/ablation "$LIB" --timeout 120 --quick --bench-n 8192 || status=1
 fi
+IFS=';' read -ra extras <<< "${EXTRA:-}"
+for extra in "${extras[@]}"; do
+  [ -n "$extra" ] || continue
+  dir=${extra%%:*}
+  opts=${extra#*:}
+  [ "$opts" = "$extra" ] && opts=""
+  section "$dir $opts"
+  OUT=$OUTDIR/$(basename "$dir") bash gpu/run.sh "$dir" "$LIB" --timeout 120 $opts || status=1
+done
+section "done, status $status"
 exit $status

@@ -19,8 +19,10 @@ def main():
     p.add_argument("--lib", required=True)
     p.add_argument("--ptx", required=True)
     p.add_argument("--json", required=True)
-    p.add_argument("--shapes", default="77x333,333x77,1x1",
-                   help="comma-separated NQxNK (B=1, H=2, Hkv=1)")
+    p.add_argument("--shapes", default="77x333,333x77,1x1,333x333x64",
+                   help="comma-separated NQxNK[xH] (B=1, H=2 unless given, Hkv=1); "
+                        "333x333x64 has 192 tiles, more than the H200's 132 SMs, so a "
+                        "persistent kernel's CTAs run several tiles")
     args = p.parse_args()
     import torch
 
@@ -34,12 +36,14 @@ def main():
     d = info["head_dim"]
     ok = True
     for shape in args.shapes.split(","):
-        nq, nk = (int(x) for x in shape.split("x"))
-        q = torch.randn(1, nq, 2, d, dtype=dtype, device="cuda")
+        dims = [int(x) for x in shape.split("x")]
+        nq, nk = dims[0], dims[1]
+        h = dims[2] if len(dims) > 2 else 2
+        q = torch.randn(1, nq, h, d, dtype=dtype, device="cuda")
         k = torch.randn(1, nk, 1, d, dtype=dtype, device="cuda")
         v = torch.randn(1, nk, 1, d, dtype=dtype, device="cuda")
-        o = torch.full((1, nq, 2, d), float("nan"), dtype=dtype, device="cuda")
-        lse = torch.full((1, 2, nq), float("nan"), dtype=torch.float32, device="cuda")
+        o = torch.full((1, nq, h, d), float("nan"), dtype=dtype, device="cuda")
+        lse = torch.full((1, h, nq), float("nan"), dtype=torch.float32, device="cuda")
         fargs = module.make_args(q, k, v, o, lse)
         import ctypes
         status = rt.lib.attnrt_forward(module.handle, ctypes.byref(fargs),
@@ -53,7 +57,7 @@ def main():
         err = ((o.float() - ref).abs().max() / ref.abs().max().clamp_min(1e-6)).item()
         good = math.isfinite(err) and err < 2e-2
         ok &= good
-        print(f"{os.path.basename(args.ptx)} nq={nq} nk={nk}: rel err {err:.2e} "
+        print(f"{os.path.basename(args.ptx)} nq={nq} nk={nk} h={h}: rel err {err:.2e} "
               f"{'ok' if good else 'FAILED'}", flush=True)
     module.unload()
     sys.exit(0 if ok else 1)

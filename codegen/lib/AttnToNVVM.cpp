@@ -385,6 +385,19 @@ LogicalResult KernelLowering::lowerOp(Operation *op) {
             arith::IndexCastOp::create(b, o.getLoc(), b.getIndexType(), id);
         return success();
       })
+      .Case<NumProgramsOp>([&](NumProgramsOp o) {
+        Type i32 = b.getI32Type();
+        Value n;
+        if (o.getDim() == 0)
+          n = NVVM::GridDimXOp::create(b, o.getLoc(), i32);
+        else if (o.getDim() == 1)
+          n = NVVM::GridDimYOp::create(b, o.getLoc(), i32);
+        else
+          n = NVVM::GridDimZOp::create(b, o.getLoc(), i32);
+        l->scalars[o] =
+            arith::IndexCastOp::create(b, o.getLoc(), b.getIndexType(), n);
+        return success();
+      })
       .Case<WarpSpecializeOp>([&](auto o) { return lowerWarpSpecialize(o); })
       .Case<WarpgroupIdOp>([&](WarpgroupIdOp o) {
         Value wg = arith::ShRUIOp::create(b, o.getLoc(), l->warp, l->i32(2));

@@ -93,6 +93,8 @@ std::string mlir::attn::kernelName(const AttentionSpec &spec) {
         schedule += "_noovl";
       if (!spec.pingpong)
         schedule += "_nopp";
+      if (!spec.persistent)
+        schedule += "_nopers";
     }
   }
   // _causal is top-left (PyTorch's is_causal), _causal_br bottom-right
@@ -179,8 +181,11 @@ void mlir::attn::buildTilePipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
   if (!fa3)
     return;
-  // FlashAttention-3 on sm_90a: K/V rings, producer/consumer warpgroups,
-  // then the two schedules of the consumers' GEMMs.
+  // FlashAttention-3 on sm_90a: a persistent grid, K/V rings,
+  // producer/consumer warpgroups, then the two schedules of the consumers'
+  // GEMMs.
+  if (spec.persistent)
+    pm.addPass(createAttnPersistent());
   AttnMultibufferOptions multibuffer;
   multibuffer.stages = spec.stages > 0 ? spec.stages : kDefaultStages;
   pm.addPass(createAttnMultibuffer(multibuffer));

@@ -27,8 +27,9 @@ using namespace mlir::attn;
 
 namespace {
 
-/// The fill number of a copy to `row`: the block index `row / rows`,
-/// read off `row = x * rows` when the tile program built it that way.
+/// The fill number of a copy to `row` that does not name its fill: the
+/// block index `row / rows`, read off `row = x * rows` when the tile
+/// program built it that way.
 Value fillOf(OpBuilder &b, Location loc, Value row, int64_t rows) {
   if (auto mul = row.getDefiningOp<arith::MulIOp>())
     for (auto [x, c] : {std::pair(mul.getLhs(), mul.getRhs()),
@@ -40,10 +41,9 @@ Value fillOf(OpBuilder &b, Location loc, Value row, int64_t rows) {
       loc, row, arith::ConstantIndexOp::create(b, loc, rows));
 }
 
-/// Rewrites one copied buffer into a pipe of `stages` buffers. The pipe
-/// names fills by block index: a copy of rows `x * rows` is fill x, and
-/// an `attn.wait` names the fill it waits for, as attn-tile's programs do
-/// (the first block is fill 0, each block one fill).
+/// Rewrites one copied buffer into a pipe of `stages` buffers. A copy names
+/// its fill (attn-tile's do; else a copy of rows `x * rows` is fill x), and
+/// an `attn.wait` names the fill it waits for.
 LogicalResult convertBuffer(AllocSmemOp alloc, int64_t stages) {
   SmemTileType type = alloc.getType();
   SmallVector<CopyAsyncOp> copies;
@@ -63,10 +63,17 @@ LogicalResult convertBuffer(AllocSmemOp alloc, int64_t stages) {
       return user->emitOpError("reads a copied tile in a way attn-multibuffer "
                                "cannot follow (only attn.mma may)");
   }
-  // A tile filled once, outside any loop, needs one stage and no release.
-  bool filledOnce = copies.size() == 1 &&
-                    !copies.front()->getParentOfType<scf::ForOp>();
-  int64_t pipeStages = filledOnce ? 1 : stages;
+  // A tile filled once, outside any key/value loop, needs one stage: the Q
+  // tile. Outside every loop it is never refilled and needs no release;
+  // inside a persistent kernel's tile loop it is refilled once per tile,
+  // after the release that follows its last reader.
+  scf::ForOp copyLoop = copies.size() == 1
+                            ? copies.front()->getParentOfType<scf::ForOp>()
+                            : scf::ForOp();
+  bool oncePerTile = copies.size() == 1 &&
+                     (!copyLoop || copyLoop->hasAttr(kTileLoopAttrName));
+  bool filledOnce = oncePerTile && !copyLoop;
+  int64_t pipeStages = oncePerTile ? 1 : stages;
 
   OpBuilder b(alloc);
   auto pipeType = PipeType::get(alloc.getContext(), pipeStages, type);
@@ -74,9 +81,11 @@ LogicalResult convertBuffer(AllocSmemOp alloc, int64_t stages) {
 
   for (CopyAsyncOp copy : copies) {
     b.setInsertionPoint(copy);
-    Value fill = filledOnce ? arith::ConstantIndexOp::create(b, copy.getLoc(), 0)
-                            : fillOf(b, copy.getLoc(), copy.getRow(),
-                                     type.getRows());
+    Value fill = copy.getFill();
+    if (!fill)
+      fill = filledOnce ? arith::ConstantIndexOp::create(b, copy.getLoc(), 0)
+                        : fillOf(b, copy.getLoc(), copy.getRow(),
+                                 type.getRows());
     PipeAcquireOp::create(b, copy.getLoc(), pipe, fill);
     PipeLoadOp::create(b, copy.getLoc(), copy.getSrc(), copy.getBatch(),
                        copy.getRow(), copy.getHead(), pipe, fill);

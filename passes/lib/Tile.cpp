@@ -96,9 +96,10 @@ void TileProgramBuilder::build() {
   Value vTile = AllocSmemOp::create(b, loc, smemType(config.blockN));
   Value numBlocks = arith::CeilDivUIOp::create(b, loc, nk, blockN);
 
-  // Prologue: Q once per CTA, and the first K block.
-  CopyAsyncOp::create(b, loc, op.getQ(), batch, row, head, qTile);
-  CopyAsyncOp::create(b, loc, op.getK(), batch, c0, kvHead, kTile);
+  // Prologue: Q once per CTA, and the first K block. Each copy names its
+  // fill (the key/value block index), which its wait names too.
+  CopyAsyncOp::create(b, loc, op.getQ(), batch, row, head, qTile, c0);
+  CopyAsyncOp::create(b, loc, op.getK(), batch, c0, kvHead, kTile, c0);
   WaitOp::create(b, loc, qTile, c0);
 
   Value acc0 = splat(accType(headDim), 0.0f);
@@ -114,7 +115,7 @@ void TileProgramBuilder::build() {
         Value col = arith::MulIOp::create(b, l, j, blockN);
         // K_j landed (and everyone is done with V_{j-1}): start V_j.
         WaitOp::create(b, l, kTile, j);
-        CopyAsyncOp::create(b, l, op.getV(), batch, col, kvHead, vTile);
+        CopyAsyncOp::create(b, l, op.getV(), batch, col, kvHead, vTile, j);
         // S = Q K_j^T, masked, then one online-softmax step.
         Value scores = MmaOp::create(b, l, accType(config.blockN), qTile,
                                      kTile, Value(), /*transpose_b=*/true);
@@ -143,7 +144,7 @@ void TileProgramBuilder::build() {
         scf::IfOp::create(b, l, hasNext, [&](OpBuilder &ib, Location il) {
           Value nextCol = arith::MulIOp::create(ib, il, next, blockN);
           CopyAsyncOp::create(ib, il, op.getK(), batch, nextCol, kvHead,
-                              kTile);
+                              kTile, next);
           scf::YieldOp::create(ib, il);
         });
         // O += P V_j.

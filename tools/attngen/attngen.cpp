@@ -116,6 +116,11 @@ static cl::opt<bool> noPingpong(
     "no-pingpong",
     cl::desc("sm_90a: do not alternate the consumer warpgroups (ablation)"),
     cl::cat(category));
+static cl::opt<bool> noPersistent(
+    "no-persistent",
+    cl::desc("sm_90a: one CTA per tile instead of CTAs looping over tiles "
+             "(ablation)"),
+    cl::cat(category));
 static cl::opt<int> llvmOptLevel(
     "llvm-opt-level", cl::desc("LLVM optimisation level before the NVPTX "
                                "backend: 1, 2 or 3 (default)"),
@@ -526,6 +531,7 @@ int main(int argc, char **argv) {
   spec.stages = stages;
   spec.intraWgOverlap = !noIntraWgOverlap;
   spec.pingpong = !noPingpong;
+  spec.persistent = !noPersistent;
   spec.llvmOptLevel = llvmOptLevel;
   FailureOr<std::string> metaPath = metadataPath();
   if (failed(metaPath))

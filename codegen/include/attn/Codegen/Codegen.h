@@ -39,6 +39,7 @@ struct AttentionSpec {
   int64_t stages = 0;         ///< attn-multibuffer stages (0: default, 2)
   bool intraWgOverlap = true; ///< attn-intra-wg-overlap
   bool pingpong = true;       ///< attn-pingpong
+  bool persistent = true;     ///< attn-persistent
 };
 
 /// One kernel parameter, as the metadata lists it (docs/ABI.md "Kernel

@@ -39,6 +39,9 @@ constexpr llvm::StringLiteral kKernelAttrName = "attn.kernel";
 constexpr llvm::StringLiteral kTensorsAttrName = "attn.tensors";
 /// Name of the kernel attribute holding its #attn.grid.
 constexpr llvm::StringLiteral kGridAttrName = "attn.grid";
+/// Name of the unit attribute marking the scf.for over a persistent
+/// kernel's tiles (attn-persistent), as opposed to a key/value loop.
+constexpr llvm::StringLiteral kTileLoopAttrName = "attn.tile_loop";
 
 /// Whether `op` reads or produces a register tile (consumer work, in warp
 /// specialization's terms).

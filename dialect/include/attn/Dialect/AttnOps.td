@@ -103,6 +103,21 @@ def Attn_ProgramIdOp : Attn_Op<"program_id", [Pure]> {
   let assemblyFormat = "$dim attr-dict";
 }
 
+def Attn_NumProgramsOp : Attn_Op<"num_programs", [Pure]> {
+  let summary = "Number of CTAs along one grid dimension";
+  let description = [{
+    The launch grid's extent along `dim` (`%nctaid.x/y/z`). A persistent
+    kernel (`attn-persistent`) steps through its tiles by this many.
+
+    ```mlir
+    %n = attn.num_programs 0
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntMinValue<0>, IntMaxValue<2>]>:$dim);
+  let results = (outs Index:$result);
+  let assemblyFormat = "$dim attr-dict";
+}
+
 def Attn_AllocSmemOp : Attn_Op<"alloc_smem"> {
   let summary = "A tile buffer in shared memory";
   let description = [{
@@ -125,6 +140,12 @@ def Attn_CopyAsyncOp : Attn_Op<"copy_async"> {
     [B, N, H, D] tensor into `dst`. Rows at or past N read as zero. The copy is
     asynchronous: `attn.wait` on the same buffer makes it visible.
 
+    `fill` numbers the copies into `dst` (0 for the first, one more for each
+    next), the number the matching `attn.wait` names: `attn-multibuffer`
+    turns it into the pipe fill, so a schedule never has to infer which copy
+    is which. `attn-tile` always sets it; without it `attn-multibuffer` takes
+    the block index `row / rows`.
+
     sm_80: every thread issues `cp.async.cg.shared.global` 16-byte chunks into
     the swizzled layout, then `cp.async.commit_group`.
     sm_90a: one elected thread arms the buffer's mbarrier with
@@ -132,16 +153,17 @@ def Attn_CopyAsyncOp : Attn_Op<"copy_async"> {
     64-column panel (TMA, 128-byte swizzle).
 
     ```mlir
-    attn.copy_async %K[%b, %row, %h] -> %k_smem
+    attn.copy_async %K[%b, %row, %h] -> %k_smem fill %j
       : memref<?x?x?x128xbf16>, !attn.smem<64x128xbf16, swizzle = 128>
     ```
   }];
   let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$src, Index:$batch,
                        Index:$row, Index:$head,
-                       Arg<Attn_AnySmemTile, "", [MemWrite]>:$dst);
+                       Arg<Attn_AnySmemTile, "", [MemWrite]>:$dst,
+                       Optional<Index>:$fill);
   let assemblyFormat = [{
-    $src `[` $batch `,` $row `,` $head `]` `->` $dst attr-dict `:` type($src)
-    `,` qualified(type($dst))
+    $src `[` $batch `,` $row `,` $head `]` `->` $dst (`fill` $fill^)? attr-dict
+    `:` type($src) `,` qualified(type($dst))
   }];
   let hasVerifier = 1;
 }

@@ -144,12 +144,69 @@ def AttnOnlineSoftmax : Pass<"attn-online-softmax", "ModuleOp"> {
   }];
 }
 
+def AttnPersistent : Pass<"attn-persistent", "ModuleOp"> {
+  let summary = "Make the kernel persistent: each CTA loops over tiles";
+  let description = [{
+    One CTA per (query block, head, batch) pays a prologue (the Q and first
+    K loads) and an epilogue (the O store) per tile with the tensor cores
+    idle. A persistent kernel launches `ctas_per_sm` CTAs per SM (the grid
+    rule `#attn.grid` says so to the runtime) and each walks the tile space
+    `tile = program_id, program_id + num_programs, ...`, so with warp
+    specialization the producer loads the next tile's Q and K while the
+    consumers finish the current one.
+
+    The program after `attn-tile` (and `attn-causal-blocks`) becomes the body
+    of an `scf.for` over tiles, marked `attn.tile_loop`; `attn.program_id`
+    0/1/2 become the tile's query block, head and batch. Non-causal kernels
+    walk query blocks fastest (CTAs working at once share a head's K and V
+    in L2); causal kernels take the longest tiles first (the last query
+    blocks of every head, then the next: longest-processing-time order), so
+    the short diagonal tiles fill in at the end.
+
+    Copies and waits name their fills; fills must keep counting across
+    tiles (a pipe's mbarrier phases follow them), so the tile loop carries
+    the number of key/value blocks consumed so far and the number of tiles
+    done: a key/value fill `f` becomes `kv_fills + f`, the Q fill the tile
+    count, and each tile adds the blocks its key/value loops visit. The Q
+    tile then has one stage and a release after its last reader
+    (`attn-multibuffer`), which is where the producer refills it.
+
+    Before:
+    ```mlir
+    %qb = attn.program_id 0
+    attn.copy_async %Q[%b, %row, %h] -> %q fill %c0 ...
+    attn.copy_async %K[%b, %c0, %kh] -> %k fill %c0 ...
+    scf.for %j = %c0 to %n ... { attn.wait %k, %j ... }
+    attn.store ...
+    ```
+    After:
+    ```mlir
+    %first = attn.program_id 0
+    %step = attn.num_programs 0
+    scf.for %t = %first to %tiles step %step iter_args(%kv = %c0, %done = %c0) {
+      %qb = arith.remui %t, %qblocks ...
+      attn.copy_async %Q[%b, %row, %h] -> %q fill %done ...
+      attn.copy_async %K[%b, %c0, %kh] -> %k fill %kv ...
+      scf.for %j = %c0 to %n ... { %f = arith.addi %kv, %j ... attn.wait %k, %f ... }
+      attn.store ...
+      scf.yield (%kv + %n), (%done + 1)
+    } {attn.tile_loop}
+    ```
+  }];
+  let options = [
+    Option<"ctasPerSm", "ctas-per-sm", "int64_t", "1",
+           "CTAs launched per SM (1 to 32)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def AttnMultibuffer : Pass<"attn-multibuffer", "ModuleOp"> {
   let summary = "Turn the copied tiles into multi-stage pipes with full/empty barriers";
   let description = [{
     Every shared-memory tile that `attn.copy_async` fills becomes an
     `attn.pipe`: the key and value tiles get `stages` buffers, the query tile
-    (filled once) one. Each copy becomes `attn.pipe_acquire` (wait for the
+    (filled once, or once per tile of a persistent kernel) one. Each copy becomes `attn.pipe_acquire` (wait for the
     stage to be empty) plus `attn.pipe_load` (TMA, completing on the stage's
     full barrier); each `attn.wait` becomes `attn.pipe_wait`, which returns
     the stage's buffer, and an `attn.pipe_release` follows the last MMA that

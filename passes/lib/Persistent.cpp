@@ -1,0 +1,298 @@
+//===- Persistent.cpp - attn-persistent: each CTA loops over tiles --------===//
+//
+//   %qb = program_id 0 ...                %t0 = program_id 0, %n = num_programs 0
+//   <the tile program>             ->     for %t = %t0 to %tiles step %n
+//                                             iter_args(%kv = 0, %done = 0) {
+//                                           %qb, %h, %b = <tile %t>
+//                                           <the tile program, fills + %kv>
+//                                           yield %kv + blocks, %done + 1
+//                                         } {attn.tile_loop}
+//
+// One CTA per tile pays the Q load and the first K load with the tensor
+// cores idle, and its epilogue too; a CTA that stays resident loads the next
+// tile's Q and K (warp-specialized: on the producer) while the current one
+// finishes. Fills keep counting across tiles because the pipes' mbarrier
+// phases follow them.
+//
+//===----------------------------------------------------------------------===//
+#include "attn/Passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "attn-persistent"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_ATTNPERSISTENT
+#include "attn/Passes/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+/// Most CTAs per SM the runtime's grid rule accepts.
+constexpr int64_t kMaxCtasPerSm = 32;
+/// The tile dimensions of a forward kernel: query block, head, batch.
+constexpr unsigned kTileDims = 3;
+
+/// The size `kind` of the kernel, read off its tensors by role (q for the
+/// query sizes, k for the key/value ones; `attn.tensors` names both).
+Value problemSize(OpBuilder &b, func::FuncOp kernel, SizeKind kind) {
+  auto roles = kernel->getAttrOfType<ArrayAttr>(kTensorsAttrName);
+  bool query = kind == SizeKind::batch || kind == SizeKind::nq ||
+               kind == SizeKind::num_heads;
+  Value tensor;
+  for (auto [i, name] : llvm::enumerate(roles))
+    if (cast<StringAttr>(name).getValue() == (query ? "q" : "k"))
+      tensor = kernel.getArgument(i);
+  int64_t dim = kind == SizeKind::batch                        ? 0
+                : kind == SizeKind::nq || kind == SizeKind::nk ? 1
+                                                               : 2;
+  return memref::DimOp::create(b, kernel.getLoc(), tensor, dim).getResult();
+}
+
+/// Whether `op` can stay in front of the tile loop: the buffers, and
+/// effect-free scalar ops that do not depend on the tile.
+bool staysInFront(Operation *op, const DenseSet<Value> &front) {
+  if (isa<AllocSmemOp>(op))
+    return true;
+  if (isa<ProgramIdOp>(op) || op->getNumRegions() != 0 ||
+      !isMemoryEffectFree(op) || touchesRegisterTiles(op))
+    return false;
+  return llvm::all_of(op->getOperands(), [&](Value v) {
+    return isa<BlockArgument>(v) || front.contains(v);
+  });
+}
+
+/// The key/value loops of the tile body: its scf.for ops that wait on a
+/// refilled buffer. They must follow one another (the peeled form's
+/// unmasked loop ends where the masked one starts).
+FailureOr<SmallVector<scf::ForOp>>
+keyValueLoops(Block &body, const DenseSet<Value> &blockBuffers,
+              func::FuncOp kernel) {
+  SmallVector<scf::ForOp> loops;
+  for (auto loop : body.getOps<scf::ForOp>()) {
+    bool waits = false;
+    loop.walk([&](WaitOp wait) {
+      waits |= blockBuffers.contains(wait.getBuffer());
+    });
+    if (waits)
+      loops.push_back(loop);
+  }
+  if (loops.empty())
+    return kernel.emitOpError("attn-persistent found no key/value loop (an "
+                              "scf.for that waits on a refilled buffer) in "
+                              "the kernel");
+  for (size_t i = 1; i < loops.size(); ++i)
+    if (loops[i].getLowerBound() != loops[i - 1].getUpperBound())
+      return loops[i].emitOpError(
+          "starts where the previous key/value loop does not end; "
+          "attn-persistent counts the blocks a tile visits as one range");
+  for (scf::ForOp loop : loops)
+    if (loop.getConstantStep() != 1)
+      return loop.emitOpError("attn-persistent expects key/value loops that "
+                              "step by one block");
+  return loops;
+}
+
+/// The tile's (query block, head, batch) from its index `t`: query blocks
+/// fastest, or, for a causal kernel, the longest tiles (last query blocks)
+/// of every (head, batch) first.
+SmallVector<Value> tileCoordinates(OpBuilder &b, Location loc, Value t,
+                                   ArrayRef<Value> extents, bool causal) {
+  Value qBlocks = extents[0];
+  Value heads = extents[1];
+  if (causal) {
+    Value rounds = arith::MulIOp::create(b, loc, heads, extents[2]);
+    Value round = arith::DivUIOp::create(b, loc, t, rounds);
+    Value rest = arith::RemUIOp::create(b, loc, t, rounds);
+    Value last = arith::SubIOp::create(
+        b, loc, qBlocks, arith::ConstantIndexOp::create(b, loc, 1));
+    return {arith::SubIOp::create(b, loc, last, round),
+            arith::RemUIOp::create(b, loc, rest, heads),
+            arith::DivUIOp::create(b, loc, rest, heads)};
+  }
+  Value rest = arith::DivUIOp::create(b, loc, t, qBlocks);
+  return {arith::RemUIOp::create(b, loc, t, qBlocks),
+          arith::RemUIOp::create(b, loc, rest, heads),
+          arith::DivUIOp::create(b, loc, rest, heads)};
+}
+
+/// What attn-persistent rewrites, found before anything changes (a failed
+/// check leaves the kernel untouched).
+struct TileProgram {
+  SmallVector<Operation *> moved;  ///< the ops that become the loop body
+  DenseSet<Value> front;           ///< values defined in front of the loop
+  /// Copies and waits whose fill counts tiles (Q) or blocks (K, V).
+  SmallVector<Operation *> perTileFills, blockFills;
+  SmallVector<scf::ForOp> kvLoops; ///< the key/value loops, in order
+};
+
+FailureOr<TileProgram> analyze(func::FuncOp kernel, GridAttr grid) {
+  if (grid.getTiles().size() != kTileDims)
+    return kernel.emitOpError()
+           << "attn-persistent expects the (query block, head, batch) tile "
+              "space of attn-tile, but 'attn.grid' has "
+           << grid.getTiles().size() << " dimensions";
+  auto roles = kernel->getAttrOfType<ArrayAttr>(kTensorsAttrName);
+  auto names = [&](StringRef role) {
+    return roles && llvm::any_of(roles, [&](Attribute name) {
+             auto text = dyn_cast<StringAttr>(name);
+             return text && text.getValue() == role;
+           });
+  };
+  if (!names("q") || !names("k"))
+    return kernel.emitOpError("needs 'attn.tensors' naming its q and k "
+                              "arguments, whose sizes give the tile space; "
+                              "run attn-tile first");
+  TileProgram program;
+  Block &entry = kernel.getBody().front();
+  for (Operation &op : entry.without_terminator()) {
+    if (staysInFront(&op, program.front)) {
+      program.front.insert(op.getResults().begin(), op.getResults().end());
+      continue;
+    }
+    program.moved.push_back(&op);
+  }
+  // A buffer copied once, outside every loop (Q) is refilled once per tile;
+  // the others once per key/value block.
+  DenseSet<Value> blockBuffers;
+  for (AllocSmemOp alloc : entry.getOps<AllocSmemOp>()) {
+    SmallVector<Operation *> copies, users;
+    for (Operation *user : alloc->getUsers()) {
+      if (auto copy = dyn_cast<CopyAsyncOp>(user)) {
+        if (!copy.getFill())
+          return copy.emitOpError("attn-persistent needs copies that name "
+                                  "their fill (attn-tile's do)");
+        copies.push_back(user);
+        users.push_back(user);
+      } else if (isa<WaitOp>(user)) {
+        users.push_back(user);
+      }
+    }
+    if (copies.empty())
+      continue;
+    bool perTile = copies.size() == 1 && copies.front()->getBlock() == &entry;
+    if (!perTile)
+      blockBuffers.insert(alloc.getResult());
+    llvm::append_range(perTile ? program.perTileFills : program.blockFills,
+                       users);
+  }
+  FailureOr<SmallVector<scf::ForOp>> loops =
+      keyValueLoops(entry, blockBuffers, kernel);
+  if (failed(loops))
+    return failure();
+  program.kvLoops = std::move(*loops);
+  return program;
+}
+
+LogicalResult makePersistent(func::FuncOp kernel, int64_t ctasPerSm) {
+  auto grid = kernel->getAttrOfType<GridAttr>(kGridAttrName);
+  if (!grid)
+    return kernel.emitOpError("has no 'attn.grid' (its tile space); run "
+                              "attn-tile first");
+  FailureOr<TileProgram> program = analyze(kernel, grid);
+  if (failed(program))
+    return failure();
+  Block &entry = kernel.getBody().front();
+  Location loc = kernel.getLoc();
+
+  // The tile space and the loop over it, after everything that stays in
+  // front (some of it may come after tile-dependent ops today).
+  OpBuilder b(entry.getTerminator());
+  SmallVector<Value> extents;
+  Value tiles = arith::ConstantIndexOp::create(b, loc, 1);
+  for (unsigned d = 0; d < kTileDims; ++d) {
+    GridDimAttr dim = grid.getTile(d);
+    Value extent = arith::CeilDivUIOp::create(
+        b, loc, problemSize(b, kernel, dim.getSize()),
+        arith::ConstantIndexOp::create(b, loc, dim.getTile()));
+    extents.push_back(extent);
+    tiles = arith::MulIOp::create(b, loc, tiles, extent);
+  }
+  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+  Value first = ProgramIdOp::create(b, loc, b.getIndexType(), 0);
+  Value step = NumProgramsOp::create(b, loc, b.getIndexType(), 0);
+  auto loop = scf::ForOp::create(
+      b, loc, first, tiles, step, ValueRange{c0, c0},
+      [](OpBuilder &, Location, Value, ValueRange) {});
+  loop->setAttr(kTileLoopAttrName, b.getUnitAttr());
+  Block *body = loop.getBody();
+  Value kvFills = loop.getRegionIterArgs()[0];
+  Value tilesDone = loop.getRegionIterArgs()[1];
+  for (Operation *op : program->moved)
+    op->moveBefore(body, body->end());
+
+  // Program ids -> the tile's coordinates.
+  OpBuilder tb = OpBuilder::atBlockBegin(body);
+  SmallVector<Value> coords =
+      tileCoordinates(tb, loc, loop.getInductionVar(), extents,
+                      kernel->hasAttr("attn.causal"));
+  SmallVector<ProgramIdOp> ids;
+  body->walk([&](ProgramIdOp id) { ids.push_back(id); });
+  for (ProgramIdOp id : ids) {
+    id.replaceAllUsesWith(coords[id.getDim()]);
+    id.erase();
+  }
+
+  // Fills keep counting across tiles.
+  auto fillOf = [](Operation *op) -> OpOperand & {
+    if (auto copy = dyn_cast<CopyAsyncOp>(op))
+      return copy.getFillMutable()[0];
+    return cast<WaitOp>(op).getFillMutable();
+  };
+  for (Operation *op : program->perTileFills)
+    fillOf(op).set(tilesDone);
+  for (Operation *op : program->blockFills) {
+    OpOperand &fill = fillOf(op);
+    OpBuilder fb(op);
+    fill.set(arith::AddIOp::create(fb, op->getLoc(), kvFills, fill.get()));
+  }
+
+  // Each tile consumes one fill per key/value block it visits.
+  OpBuilder yb = OpBuilder::atBlockEnd(body);
+  Value visited =
+      arith::SubIOp::create(yb, loc, program->kvLoops.back().getUpperBound(),
+                            program->kvLoops.front().getLowerBound());
+  scf::YieldOp::create(
+      yb, loc,
+      ValueRange{arith::AddIOp::create(yb, loc, kvFills, visited),
+                 arith::AddIOp::create(yb, loc, tilesDone, c1)});
+
+  kernel->setAttr(kGridAttrName, GridAttr::get(kernel.getContext(),
+                                               grid.getTiles(), ctasPerSm));
+  LLVM_DEBUG(llvm::dbgs() << "made " << kernel.getName() << " persistent ("
+                          << ctasPerSm << " CTAs per SM)\n");
+  return success();
+}
+
+struct AttnPersistentPass
+    : public mlir::attn::impl::AttnPersistentBase<AttnPersistentPass> {
+  using AttnPersistentBase::AttnPersistentBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (ctasPerSm < 1 || ctasPerSm > kMaxCtasPerSm) {
+      module.emitError() << "attn-persistent: ctas-per-sm = "
+                         << static_cast<int64_t>(ctasPerSm)
+                         << " is out of range; use 1 to " << kMaxCtasPerSm;
+      return signalPassFailure();
+    }
+    SmallVector<func::FuncOp> kernels;
+    module.walk([&](func::FuncOp func) {
+      auto grid = func->getAttrOfType<GridAttr>(kGridAttrName);
+      if (func->hasAttr(kKernelAttrName) &&
+          (!grid || grid.getCtasPerSm() == 0))
+        kernels.push_back(func);
+    });
+    for (func::FuncOp kernel : kernels)
+      if (failed(makePersistent(kernel, ctasPerSm)))
+        return signalPassFailure();
+  }
+};
+
+} // namespace

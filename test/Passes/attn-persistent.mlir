@@ -1,0 +1,88 @@
+// RUN: attngen-opt %s -attn-tile=warp-specialize=true -attn-causal-blocks -attn-online-softmax -canonicalize -cse -attn-persistent -canonicalize -cse -split-input-file | FileCheck %s
+// RUN: attngen-opt %s -attn-tile=warp-specialize=true -attn-causal-blocks -attn-online-softmax -canonicalize -cse -attn-persistent -attn-multibuffer -split-input-file | FileCheck %s --check-prefix=PIPES
+
+// The program becomes the body of a loop over tiles, from this CTA's id in
+// steps of the grid size; the grid rule says persistent (1 CTA per SM).
+// Non-causal: query blocks fastest. Fills keep counting across tiles: the
+// key/value fills add the blocks of earlier tiles, Q counts tiles.
+module attributes {attn.target = #attn.target<sm_90a>} {
+  // CHECK-LABEL: func.func @full
+  // CHECK-SAME: attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 128>, #attn.grid_dim<size = num_heads, tile = 1>, #attn.grid_dim<size = batch, tile = 1>], ctas_per_sm = 1>
+  // CHECK-DAG: %[[H:.*]] = memref.dim %arg0, %c2
+  // CHECK-DAG: %[[Q:.*]] = attn.alloc_smem
+  // CHECK-DAG: %[[KB:.*]] = arith.ceildivui %dim, %c128
+  // CHECK: %[[NQ:.*]] = memref.dim %arg0, %c1
+  // CHECK-NEXT: %[[QB:.*]] = arith.ceildivui %[[NQ]], %c128
+  // CHECK-NEXT: %[[QH:.*]] = arith.muli %[[QB]], %[[H]]
+  // CHECK-NEXT: %[[B:.*]] = memref.dim %arg0, %c0
+  // CHECK-NEXT: %[[TILES:.*]] = arith.muli %[[QH]], %[[B]]
+  // CHECK-NEXT: %[[FIRST:.*]] = attn.program_id 0
+  // CHECK-NEXT: %[[STEP:.*]] = attn.num_programs 0
+  // CHECK-NEXT: scf.for %[[T:.*]] = %[[FIRST]] to %[[TILES]] step %[[STEP]] iter_args(%[[KV:.*]] = %c0, %[[DONE:.*]] = %c0)
+  // CHECK-NEXT: %[[REST:.*]] = arith.divui %[[T]], %[[QB]]
+  // CHECK-NEXT: %[[QBLOCK:.*]] = arith.remui %[[T]], %[[QB]]
+  // CHECK-NEXT: %[[HEAD:.*]] = arith.remui %[[REST]], %[[H]]
+  // CHECK-NEXT: %[[BATCH:.*]] = arith.divui %[[REST]], %[[H]]
+  // CHECK: %[[ROW:.*]] = arith.muli %[[QBLOCK]], %c128
+  // CHECK-NEXT: attn.copy_async %arg0[%[[BATCH]], %[[ROW]], %[[HEAD]]] -> %[[Q]] fill %[[DONE]]
+  // CHECK-NEXT: attn.copy_async %arg1[{{.*}}] -> %{{.*}} fill %[[KV]]
+  // CHECK-NEXT: attn.wait %[[Q]], %[[DONE]]
+  // CHECK: scf.for %[[J:.*]] = %c0 to
+  // CHECK: %[[F:.*]] = arith.addi %[[KV]], %[[J]]
+  // CHECK-NEXT: attn.wait %{{.*}}, %[[F]]
+  // CHECK-NEXT: attn.copy_async %arg2{{.*}} fill %[[F]]
+  // CHECK: scf.for %{{.*}} = %{{.*}} to %[[KB]]
+  // CHECK: attn.store
+  // CHECK-NEXT: %[[NEXT:.*]] = arith.addi %[[KV]], %[[KB]]
+  // CHECK-NEXT: %[[DONE1:.*]] = arith.addi %[[DONE]], %c1
+  // CHECK-NEXT: scf.yield %[[NEXT]], %[[DONE1]]
+  // CHECK-NEXT: } {attn.tile_loop}
+  // The Q tile is refilled once per tile: one stage, released after its
+  // last reader (the key/value loop) so the producer can load the next.
+  // PIPES-LABEL: func.func @full
+  // PIPES: %[[QP:.*]] = attn.create_pipe : !attn.pipe<1,
+  // PIPES: scf.for
+  // PIPES: attn.pipe_acquire %[[QP]][%[[DONE:.*]]]
+  // PIPES: %[[QT:.*]] = attn.pipe_wait %[[QP]][%[[DONE]]]
+  // PIPES: scf.for
+  // PIPES: attn.mma %[[QT]]
+  // PIPES: attn.pipe_release %[[QP]][%[[DONE]]]
+  // PIPES-NEXT: attn.normalize
+  // PIPES: } {attn.tile_loop}
+  func.func @full(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
+                  %v: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>) {
+    attn.attention %q, %k, %v, %o {scale = 0.125 : f32}
+      : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>
+    return
+  }
+}
+
+// -----
+
+// Causal: the longest tiles first. Round r of the (head, batch) pairs takes
+// query block (blocks - 1 - r), so every CTA starts on a full-length tile
+// and the short diagonal tiles fill the end. A tile visits its loop's
+// blocks from 0 to the causal bound.
+module attributes {attn.target = #attn.target<sm_90a>} {
+  // CHECK-LABEL: func.func @causal
+  // CHECK: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[KV:.*]] = %c0, %{{.*}} = %c0)
+  // CHECK-NEXT: %[[PAIRS:.*]] = arith.muli %[[H:.*]], %[[B:.*]] :
+  // CHECK-NEXT: %[[ROUND:.*]] = arith.divui %[[T]], %[[PAIRS]]
+  // CHECK-NEXT: %[[PAIR:.*]] = arith.remui %[[T]], %[[PAIRS]]
+  // CHECK-NEXT: %[[LAST:.*]] = arith.subi %[[QB:.*]], %c1
+  // CHECK-NEXT: %[[QBLOCK:.*]] = arith.subi %[[LAST]], %[[ROUND]]
+  // CHECK-NEXT: arith.remui %[[PAIR]], %[[H]]
+  // CHECK-NEXT: arith.divui %[[PAIR]], %[[H]]
+  // CHECK: arith.muli %[[QBLOCK]], %c128
+  // CHECK: %[[HI:.*]] = arith.minui %{{.*}}, %{{.*}} :
+  // CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step
+  // CHECK: scf.for %{{.*}} = %{{.*}} to %[[HI]] step
+  // CHECK: arith.addi %[[KV]], %[[HI]]
+  // CHECK: } {attn.tile_loop}
+  func.func @causal(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
+                    %v: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>) {
+    attn.attention %q, %k, %v, %o {causal, scale = 0.125 : f32}
+      : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>
+    return
+  }
+}
