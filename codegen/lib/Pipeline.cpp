@@ -93,8 +93,8 @@ std::string mlir::attn::kernelName(const AttentionSpec &spec) {
         schedule += "_noovl";
       if (!spec.pingpong)
         schedule += "_nopp";
-      if (!spec.persistent)
-        schedule += "_nopers";
+      if (spec.persistent)
+        schedule += "_pers";
     }
   }
   // _causal is top-left (PyTorch's is_causal), _causal_br bottom-right

@@ -116,10 +116,10 @@ static cl::opt<bool> noPingpong(
     "no-pingpong",
     cl::desc("sm_90a: do not alternate the consumer warpgroups (ablation)"),
     cl::cat(category));
-static cl::opt<bool> noPersistent(
-    "no-persistent",
-    cl::desc("sm_90a: one CTA per tile instead of CTAs looping over tiles "
-             "(ablation)"),
+static cl::opt<bool> persistentGrid(
+    "persistent",
+    cl::desc("sm_90a: CTAs loop over tiles (one per SM) instead of one CTA "
+             "per tile"),
     cl::cat(category));
 static cl::opt<int> llvmOptLevel(
     "llvm-opt-level", cl::desc("LLVM optimisation level before the NVPTX "
@@ -531,7 +531,7 @@ int main(int argc, char **argv) {
   spec.stages = stages;
   spec.intraWgOverlap = !noIntraWgOverlap;
   spec.pingpong = !noPingpong;
-  spec.persistent = !noPersistent;
+  spec.persistent = persistentGrid;
   spec.llvmOptLevel = llvmOptLevel;
   FailureOr<std::string> metaPath = metadataPath();
   if (failed(metaPath))

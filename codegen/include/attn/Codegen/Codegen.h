@@ -39,7 +39,11 @@ struct AttentionSpec {
   int64_t stages = 0;         ///< attn-multibuffer stages (0: default, 2)
   bool intraWgOverlap = true; ///< attn-intra-wg-overlap
   bool pingpong = true;       ///< attn-pingpong
-  bool persistent = true;     ///< attn-persistent
+  /// attn-persistent. Off by default: on the H200 it wins 1.5% at d128 1k
+  /// but loses 4-10% at 8k and causal (docs/PERF.md: ptxas moves the
+  /// key/value descriptor arithmetic out of the uniform datapath once the
+  /// consumers loop over tiles).
+  bool persistent = false;
 };
 
 /// One kernel parameter, as the metadata lists it (docs/ABI.md "Kernel
