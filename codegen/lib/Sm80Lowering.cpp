@@ -17,6 +17,8 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMTypes.h"
 
+#include <numeric>
+
 using namespace mlir;
 using namespace mlir::attn;
 
@@ -25,6 +27,8 @@ namespace {
 /// Bytes per cp.async chunk: 8 16-bit elements.
 constexpr int64_t kChunkBytes = 16;
 constexpr int64_t kChunkElements = 8;
+/// Rows after which the 128-byte swizzle's XOR pattern repeats.
+constexpr int64_t kSwizzleRows = 8;
 
 class Sm80Lowering : public TargetLowering {
 public:
@@ -67,6 +71,15 @@ SmemBuffer stageBuffer(Lowering &l, const SmemPipe &pipe, Value fill) {
 /// read consecutive 16 bytes of a row (coalesced), and write them to the
 /// swizzled chunk positions (no bank conflicts for the later ldmatrix).
 /// Issues the chunks only (no commit).
+///
+/// Thread t copies column (t % C) * 8 (C chunks per row) of rows
+/// r0 + i * R, r0 = t / C, R = T / C rows per step. The swizzle's XOR term
+/// depends on the row only through row % 8, which repeats every
+/// P = 8 / gcd(R, 8) steps, so every destination is one of P per-thread
+/// offsets plus an immediate; every source is the thread's first address
+/// plus i * R rows; and a row is inside the tensor when i * R is below the
+/// thread's remaining row count. That keeps the per-chunk code to an add,
+/// a compare and two selects, and the loop's live registers to a few.
 void copyChunks(Lowering &l, const SmemBuffer &buffer, Tensor tensor,
                 Value batchIndex, Value rowIndex, Value headIndex) {
   OpBuilder &b = l.b;
@@ -74,31 +87,56 @@ void copyChunks(Lowering &l, const SmemBuffer &buffer, Tensor tensor,
   int64_t chunksPerRow = buffer.type.getCols() / kChunkElements;
   int64_t total = rows * chunksPerRow;
   int64_t threads = l.numThreads();
+  // Warps hold 32 threads and rows 8, 16 or 32 chunks: R is whole.
+  assert(threads % chunksPerRow == 0 && "a step must cover whole rows");
+  int64_t rowsPerStep = threads / chunksPerRow;
+  int64_t period = kSwizzleRows / std::gcd(rowsPerStep, kSwizzleRows);
   Value batch = l.toI32(l.scalar(batchIndex));
   Value head = l.toI32(l.scalar(headIndex));
   Value row0 = l.toI32(l.scalar(rowIndex));
   Value numRows = l.tensorRows(tensor);
-  for (int64_t first = 0; first < total; first += threads) {
+  Value firstRow =
+      arith::DivUIOp::create(b, l.loc, l.tid, l.i32(chunksPerRow));
+  Value col = arith::MulIOp::create(
+      b, l.loc, arith::RemUIOp::create(b, l.loc, l.tid, l.i32(chunksPerRow)),
+      l.i32(kChunkElements));
+  Value row = arith::AddIOp::create(b, l.loc, row0, firstRow);
+  // Rows from this thread's first one to the end of the tensor (signed:
+  // negative when the tile starts past it).
+  Value remaining = arith::SubIOp::create(b, l.loc, numRows, row);
+  Value src = l.globalAddress(tensor, batch, row, head, col);
+  Value rowStride = l.params.stride[static_cast<int>(tensor)][1];
+  SmallVector<Value> dstBases;
+  for (int64_t p = 0; p < period; ++p)
+    dstBases.push_back(l.swizzledOffset(
+        buffer,
+        arith::AddIOp::create(b, l.loc, firstRow, l.i32(p * rowsPerStep)),
+        col));
+  auto globalPtr =
+      LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
+  for (int64_t step = 0; step * threads < total; ++step) {
     auto emitChunk = [&] {
-      Value chunk = arith::AddIOp::create(b, l.loc, l.tid, l.i32(first));
-      Value r = arith::DivUIOp::create(b, l.loc, chunk, l.i32(chunksPerRow));
-      Value c = arith::MulIOp::create(
-          b, l.loc,
-          arith::RemUIOp::create(b, l.loc, chunk, l.i32(chunksPerRow)),
-          l.i32(kChunkElements));
-      Value row = arith::AddIOp::create(b, l.loc, row0, r);
-      Value valid = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt,
-                                          row, numRows);
-      // Past the end: read 0 bytes (the chunk is zero-filled) from a valid
-      // address.
-      Value safeRow = arith::SelectOp::create(b, l.loc, valid, row, l.i32(0));
-      Value src = l.globalAddress(tensor, batch, safeRow, head, c);
-      Value dst = l.smemPtr(l.swizzledOffset(buffer, r, c));
+      Value valid = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::sgt,
+                                          remaining,
+                                          l.i32(step * rowsPerStep));
+      Value stepSrc = LLVM::GEPOp::create(
+          b, l.loc, globalPtr, b.getI16Type(), src,
+          ValueRange{arith::MulIOp::create(b, l.loc, rowStride,
+                                           l.i64(step * rowsPerStep))});
+      // Past the end: read 0 bytes (the chunk is zero-filled) from the
+      // tensor's base, a valid address.
+      Value safeSrc = arith::SelectOp::create(
+          b, l.loc, valid, stepSrc, l.params.ptr[static_cast<int>(tensor)]);
+      int64_t rowOffset = (step / period) * period * rowsPerStep;
+      Value dst = l.smemPtr(arith::AddIOp::create(
+          b, l.loc, dstBases[step % period],
+          l.i32(rowOffset * kPanelRowBytes)));
       Value srcBytes = arith::SelectOp::create(b, l.loc, valid,
                                                l.i32(kChunkBytes), l.i32(0));
-      NVVM::CpAsyncOp::create(b, l.loc, dst, src, kChunkBytes,
+      NVVM::CpAsyncOp::create(b, l.loc, dst, safeSrc, kChunkBytes,
                               NVVM::LoadCacheModifierKind::CG, srcBytes);
     };
+    int64_t first = step * threads;
     if (first + threads <= total) {
       emitChunk();
     } else {
