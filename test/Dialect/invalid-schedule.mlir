@@ -166,6 +166,7 @@ module attributes {attn.target = #attn.target<sm_90a>} {
       // expected-error @+1 {{'attn.barrier' op is a CTA-wide barrier, which a warp-specialized kernel cannot use (its producer runs on one thread); synchronise through pipes or named barriers}}
       attn.barrier
     } consumers {
+      %wg = attn.warpgroup_id
     } {consumer_regs = 240 : i64, consumer_warpgroups = 2 : i64, producer_regs = 24 : i64, producer_warps = 4 : i64}
     return
   }
