@@ -231,6 +231,11 @@ class Module:
 FULL_SHAPES = [(1, 1), (17, 17), (1000, 1000), (4097, 4097), (128, 4097), (1000, 333),
                (333, 1000), (64, 64), (4096, 4096)]
 QUICK_SHAPES = [(1, 1), (17, 17), (1000, 333), (333, 1000), (4097, 4097)]
+#: (nq, nk) pairs whose key count ends just past 1, 2 and 3 key blocks of 32, 48 or 64
+#: rows: the K/V rings' prologue and last fills (sm_80 cp.async rings skip fills past
+#: the last block but still commit their group) for every block width, nq != nk both
+#: ways.
+RING_SHAPES = [(130, 33), (33, 130), (97, 97), (200, 49), (49, 200), (65, 129), (129, 193)]
 #: Extra (nq, nk) pairs for bottom-right causal kernels: decode-like (nq << nk, one row
 #: sees every key), and nq > nk where whole query blocks (and, at (1000, 17), 983 of the
 #: rows) see no key at all and must give O = 0, LSE = -inf.
@@ -266,6 +271,10 @@ def correctness_cases(quick, bottom_right=False):
     for nq, nk in shapes:
         for b, h in combos:
             cases.append((b, h, h, nq, nk, "contiguous", True))
+    for nq, nk in RING_SHAPES:
+        cases.append((2, 3, 3, nq, nk, "contiguous", True))
+    # A ring's short tail through GQA and a strided view too.
+    cases.append((2, 4, 2, 200, 49, "bhnd", True))
     # Grouped-query attention.
     gqa = [(1000, 1000), (333, 1000)] if quick else [(1000, 1000), (333, 1000), (4097, 4097), (17, 17)]
     for nq, nk in gqa:

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Compiles the 26-kernel matrix of the GPU check with attngen (on the build
+# Compiles the 30-kernel matrix of the GPU check with attngen (on the build
 # machine: the GPU machine has no LLVM/MLIR) into DIR as NAME.ptx + NAME.json:
 # per target f16/bf16 x d64/d128 x {plain, causal}, bf16 d256, bottom-right
-# causal (FlashAttention's alignment) for bf16 d128 and f16 d64, and two
+# causal (FlashAttention's alignment) for bf16 d128 and f16 d64, two
 # soft-capped kernels (cap 2, small enough to bite on randn inputs: bf16 d128
-# bottom-right causal, f16 d64 plain).
+# bottom-right causal, f16 d64 plain), and the sm_80 K/V ring ablation
+# (bf16 d128 with 1 and 3 stages, plain and causal).
 #   bash gpu/make_kernels.sh [ATTNGEN] [DIR]
 set -euo pipefail
 ATTNGEN=${1:-build/bin/attngen}
@@ -28,5 +29,13 @@ for arch in sm_80 sm_90a; do
   "$ATTNGEN" --arch=$arch --dtype=bf16 --head-dim=128 --causal --causal-align=bottom-right \
     --softcap=2 -o "$DIR/${arch}_bf16_d128_causal_br_softcap2.ptx"
   "$ATTNGEN" --arch=$arch --dtype=f16 --head-dim=64 --softcap=2 -o "$DIR/${arch}_f16_d64_softcap2.ptx"
+done
+# The sm_80 K/V ring ablation beside the default (2 stages): attn-tile's single
+# buffers (--stages=1) and three stages, bf16 d128 plain and causal.
+for stages in 1 3; do
+  for causal in "" --causal; do
+    "$ATTNGEN" --arch=sm_80 --dtype=bf16 --head-dim=128 $causal --stages=$stages \
+      -o "$DIR/sm_80_bf16_d128${causal:+_causal}_s$stages.ptx"
+  done
 done
 ls "$DIR" | wc -l

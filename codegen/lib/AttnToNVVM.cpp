@@ -417,6 +417,10 @@ LogicalResult KernelLowering::lowerOp(Operation *op) {
                                       l->i32(o.getThreads()));
         return success();
       })
+      .Case<BarrierOp>([&](BarrierOp o) {
+        NVVM::Barrier0Op::create(b, o.getLoc());
+        return success();
+      })
       .Case<AllocSmemOp, CreatePipeOp>(
           [&](auto) { return success(); }) // placed up front
       .Case<PipeAcquireOp>(

@@ -68,8 +68,6 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
   if (spec.stages < 0 || spec.stages > kMaxPipeStages)
     return fail(fmt::format("stages = {} is out of range; use 1 to {}",
                             spec.stages, kMaxPipeStages));
-  if (!sm90 && (spec.stages > 0))
-    return fail("--stages needs sm_90a (sm_80 keeps single cp.async buffers)");
   if (sm90 && spec.intraWgOverlap && spec.warpSpecialize && spec.stages == 1)
     return fail("intra-warpgroup overlap needs 2 or more stages; use "
                 "--stages=2 or --no-intra-wg-overlap");
@@ -83,6 +81,8 @@ std::string mlir::attn::kernelName(const AttentionSpec &spec) {
   // Schedule ablations get a suffix, so their kernels never share a name
   // (or a cache entry's kernel) with the default schedule.
   std::string schedule;
+  if (spec.target == TargetKind::sm_80 && spec.stages > 0)
+    schedule += fmt::format("_s{}", spec.stages);
   if (spec.target == TargetKind::sm_90a) {
     if (!spec.warpSpecialize)
       schedule += "_nows";
@@ -158,12 +158,21 @@ OwningOpRef<ModuleOp> mlir::attn::buildSpecModule(MLIRContext &ctx,
 void mlir::attn::buildTilePipeline(OpPassManager &pm,
                                    const AttentionSpec &spec) {
   bool fa3 = spec.target == TargetKind::sm_90a && spec.warpSpecialize;
+  bool sm80 = spec.target == TargetKind::sm_80;
+  // sm_80: cp.async rings of this many stages (1: attn-tile's single
+  // buffers, no attn-multibuffer).
+  int64_t sm80Stages =
+      sm80 ? resolveTileConfig(spec.target, spec.headDim, spec.causal,
+                               spec.blockM, spec.blockN, spec.numWarps,
+                               /*warpSpecialized=*/false, spec.stages)
+                 .stages
+           : 0;
   AttnTileOptions tile;
   tile.blockM = spec.blockM;
   tile.blockN = spec.blockN;
   tile.numWarps = spec.numWarps;
   tile.warpSpecialize = fa3;
-  tile.stages = fa3 ? spec.stages : 0;
+  tile.stages = fa3 ? spec.stages : sm80Stages > 1 ? sm80Stages : 0;
   pm.addPass(createAttnTile(tile));
   if (spec.skipMaskedBlocks) {
     // A rotated (intra-warpgroup overlapped) loop should not drain between
@@ -179,6 +188,15 @@ void mlir::attn::buildTilePipeline(OpPassManager &pm,
   pm.addPass(createAttnOnlineSoftmax());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  if (sm80Stages > 1) {
+    // sm_80: K/V rings whose fills run stages - 1 blocks ahead.
+    AttnMultibufferOptions multibuffer;
+    multibuffer.stages = sm80Stages;
+    pm.addPass(createAttnMultibuffer(multibuffer));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    return;
+  }
   if (!fa3)
     return;
   // FlashAttention-3 on sm_90a: a persistent grid, K/V rings,

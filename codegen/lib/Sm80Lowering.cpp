@@ -3,6 +3,11 @@
 //   attn.copy_async -> cp.async.cg.shared.global 16-byte chunks (zero-filled
 //                      past the end of the sequence), cp.async.commit_group
 //   attn.wait       -> cp.async.wait_group 0; bar.sync 0
+//   attn.pipe_load  -> the same chunks into stage fill % stages, one
+//                      commit group per fill (empty when its `if` is false)
+//   attn.pipe_wait  -> cp.async.wait_group pending (the attn.barrier after
+//                      it, placed by attn-multibuffer, makes it CTA-wide)
+//   pipe_acquire/release -> nothing: the barriers order refills
 //   attn.mma        -> ldmatrix.x4 (.trans for a row-major B) + mma.sync
 //                      m16n8k16, each warp on its own 16-row slices
 //                      (FlashAttention-2's split-Q: warps never exchange data)
@@ -12,6 +17,8 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMTypes.h"
 
+#include <numeric>
+
 using namespace mlir;
 using namespace mlir::attn;
 
@@ -20,6 +27,8 @@ namespace {
 /// Bytes per cp.async chunk: 8 16-bit elements.
 constexpr int64_t kChunkBytes = 16;
 constexpr int64_t kChunkElements = 8;
+/// Rows after which the 128-byte swizzle's XOR pattern repeats.
+constexpr int64_t kSwizzleRows = 8;
 
 class Sm80Lowering : public TargetLowering {
 public:
@@ -27,67 +36,107 @@ public:
   LogicalResult lowerCopy(Lowering &l, CopyAsyncOp op) override;
   LogicalResult lowerWait(Lowering &l, WaitOp op) override;
   LogicalResult lowerMma(Lowering &l, MmaOp op) override;
-  // mma.sync is synchronous and sm_80 has no mbarrier pipes in this code
-  // generator (yet): the verifiers already refuse these ops on sm_80.
+  // mma.sync is synchronous: the verifiers already refuse asynchronous
+  // MMAs on sm_80.
   LogicalResult lowerMmaWait(Lowering &, MmaWaitOp op) override {
-    return notOnSm80(op);
+    return op->emitOpError("is not supported on sm_80 (mma.sync is "
+                           "synchronous; it needs sm_90a's wgmma)");
   }
-  LogicalResult lowerPipeAcquire(Lowering &, PipeAcquireOp op) override {
-    return notOnSm80(op);
+  // Every thread is a consumer: the attn.barrier between a release and the
+  // refill (placed and checked by attn-multibuffer) is the whole protocol.
+  LogicalResult lowerPipeAcquire(Lowering &, PipeAcquireOp) override {
+    return success();
   }
-  LogicalResult lowerPipeLoad(Lowering &, PipeLoadOp op) override {
-    return notOnSm80(op);
+  LogicalResult lowerPipeRelease(Lowering &, PipeReleaseOp) override {
+    return success();
   }
-  LogicalResult lowerPipeWait(Lowering &, PipeWaitOp op) override {
-    return notOnSm80(op);
-  }
-  LogicalResult lowerPipeRelease(Lowering &, PipeReleaseOp op) override {
-    return notOnSm80(op);
-  }
-
-private:
-  static LogicalResult notOnSm80(Operation *op) {
-    return op->emitOpError("is not supported on sm_80 (it needs sm_90a's "
-                           "wgmma or mbarrier pipes)");
-  }
+  LogicalResult lowerPipeLoad(Lowering &l, PipeLoadOp op) override;
+  LogicalResult lowerPipeWait(Lowering &l, PipeWaitOp op) override;
 };
+
+/// The buffer of the stage of fill `fill` (fill % stages), its offset known
+/// at run time.
+SmemBuffer stageBuffer(Lowering &l, const SmemPipe &pipe, Value fill) {
+  Value stage = arith::RemUIOp::create(l.b, l.loc, l.toI32(l.scalar(fill)),
+                                       l.i32(pipe.type.getStages()));
+  SmemBuffer buffer;
+  buffer.type = pipe.type.getBuffer();
+  buffer.dynamicOffset = arith::AddIOp::create(
+      l.b, l.loc, l.i32(pipe.offset),
+      arith::MulIOp::create(l.b, l.loc, stage, l.i32(pipe.stageBytes)));
+  return buffer;
+}
 
 /// Chunk c of a [rows x D] tile goes to thread c % T: consecutive threads
 /// read consecutive 16 bytes of a row (coalesced), and write them to the
 /// swizzled chunk positions (no bank conflicts for the later ldmatrix).
-LogicalResult Sm80Lowering::lowerCopy(Lowering &l, CopyAsyncOp op) {
+/// Issues the chunks only (no commit).
+///
+/// Thread t copies column (t % C) * 8 (C chunks per row) of rows
+/// r0 + i * R, r0 = t / C, R = T / C rows per step. The swizzle's XOR term
+/// depends on the row only through row % 8, which repeats every
+/// P = 8 / gcd(R, 8) steps, so every destination is one of P per-thread
+/// offsets plus an immediate; every source is the thread's first address
+/// plus i * R rows; and a row is inside the tensor when i * R is below the
+/// thread's remaining row count. That keeps the per-chunk code to an add,
+/// a compare and two selects, and the loop's live registers to a few.
+void copyChunks(Lowering &l, const SmemBuffer &buffer, Tensor tensor,
+                Value batchIndex, Value rowIndex, Value headIndex) {
   OpBuilder &b = l.b;
-  const SmemBuffer &buffer = l.buffers[op.getDst()];
-  Tensor tensor = l.tensors.lookup(op.getSrc());
   int64_t rows = buffer.type.getRows();
   int64_t chunksPerRow = buffer.type.getCols() / kChunkElements;
   int64_t total = rows * chunksPerRow;
   int64_t threads = l.numThreads();
-  Value batch = l.toI32(l.scalar(op.getBatch()));
-  Value head = l.toI32(l.scalar(op.getHead()));
-  Value row0 = l.toI32(l.scalar(op.getRow()));
+  // Warps hold 32 threads and rows 8, 16 or 32 chunks: R is whole.
+  assert(threads % chunksPerRow == 0 && "a step must cover whole rows");
+  int64_t rowsPerStep = threads / chunksPerRow;
+  int64_t period = kSwizzleRows / std::gcd(rowsPerStep, kSwizzleRows);
+  Value batch = l.toI32(l.scalar(batchIndex));
+  Value head = l.toI32(l.scalar(headIndex));
+  Value row0 = l.toI32(l.scalar(rowIndex));
   Value numRows = l.tensorRows(tensor);
-  for (int64_t first = 0; first < total; first += threads) {
+  Value firstRow =
+      arith::DivUIOp::create(b, l.loc, l.tid, l.i32(chunksPerRow));
+  Value col = arith::MulIOp::create(
+      b, l.loc, arith::RemUIOp::create(b, l.loc, l.tid, l.i32(chunksPerRow)),
+      l.i32(kChunkElements));
+  Value row = arith::AddIOp::create(b, l.loc, row0, firstRow);
+  // Rows from this thread's first one to the end of the tensor (signed:
+  // negative when the tile starts past it).
+  Value remaining = arith::SubIOp::create(b, l.loc, numRows, row);
+  Value src = l.globalAddress(tensor, batch, row, head, col);
+  Value rowStride = l.params.stride[static_cast<int>(tensor)][1];
+  SmallVector<Value> dstBases;
+  for (int64_t p = 0; p < period; ++p)
+    dstBases.push_back(l.swizzledOffset(
+        buffer,
+        arith::AddIOp::create(b, l.loc, firstRow, l.i32(p * rowsPerStep)),
+        col));
+  auto globalPtr =
+      LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
+  for (int64_t step = 0; step * threads < total; ++step) {
     auto emitChunk = [&] {
-      Value chunk = arith::AddIOp::create(b, l.loc, l.tid, l.i32(first));
-      Value r = arith::DivUIOp::create(b, l.loc, chunk, l.i32(chunksPerRow));
-      Value c = arith::MulIOp::create(
-          b, l.loc,
-          arith::RemUIOp::create(b, l.loc, chunk, l.i32(chunksPerRow)),
-          l.i32(kChunkElements));
-      Value row = arith::AddIOp::create(b, l.loc, row0, r);
-      Value valid = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt,
-                                          row, numRows);
-      // Past the end: read 0 bytes (the chunk is zero-filled) from a valid
-      // address.
-      Value safeRow = arith::SelectOp::create(b, l.loc, valid, row, l.i32(0));
-      Value src = l.globalAddress(tensor, batch, safeRow, head, c);
-      Value dst = l.smemPtr(l.swizzledOffset(buffer, r, c));
+      Value valid = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::sgt,
+                                          remaining,
+                                          l.i32(step * rowsPerStep));
+      Value stepSrc = LLVM::GEPOp::create(
+          b, l.loc, globalPtr, b.getI16Type(), src,
+          ValueRange{arith::MulIOp::create(b, l.loc, rowStride,
+                                           l.i64(step * rowsPerStep))});
+      // Past the end: read 0 bytes (the chunk is zero-filled) from the
+      // tensor's base, a valid address.
+      Value safeSrc = arith::SelectOp::create(
+          b, l.loc, valid, stepSrc, l.params.ptr[static_cast<int>(tensor)]);
+      int64_t rowOffset = (step / period) * period * rowsPerStep;
+      Value dst = l.smemPtr(arith::AddIOp::create(
+          b, l.loc, dstBases[step % period],
+          l.i32(rowOffset * kPanelRowBytes)));
       Value srcBytes = arith::SelectOp::create(b, l.loc, valid,
                                                l.i32(kChunkBytes), l.i32(0));
-      NVVM::CpAsyncOp::create(b, l.loc, dst, src, kChunkBytes,
+      NVVM::CpAsyncOp::create(b, l.loc, dst, safeSrc, kChunkBytes,
                               NVVM::LoadCacheModifierKind::CG, srcBytes);
     };
+    int64_t first = step * threads;
     if (first + threads <= total) {
       emitChunk();
     } else {
@@ -96,7 +145,41 @@ LogicalResult Sm80Lowering::lowerCopy(Lowering &l, CopyAsyncOp op) {
       l.emitIf(inRange, emitChunk);
     }
   }
-  NVVM::CpAsyncCommitGroupOp::create(b, l.loc);
+}
+
+LogicalResult Sm80Lowering::lowerCopy(Lowering &l, CopyAsyncOp op) {
+  copyChunks(l, l.buffers[op.getDst()], l.tensors.lookup(op.getSrc()),
+             op.getBatch(), op.getRow(), op.getHead());
+  NVVM::CpAsyncCommitGroupOp::create(l.b, l.loc);
+  return success();
+}
+
+/// The group commits whether or not the fill copies anything, so that
+/// wait_group counts hold on every path.
+LogicalResult Sm80Lowering::lowerPipeLoad(Lowering &l, PipeLoadOp op) {
+  auto tensor = l.tensors.find(op.getSrc());
+  if (tensor == l.tensors.end())
+    return op.emitOpError("loads from a value that is not a kernel tensor");
+  SmemBuffer buffer = stageBuffer(l, l.pipes[op.getPipe()], op.getFill());
+  auto copy = [&] {
+    copyChunks(l, buffer, tensor->second, op.getBatch(), op.getRow(),
+               op.getHead());
+  };
+  if (Value valid = op.getValid())
+    l.emitIf(l.scalar(valid), copy);
+  else
+    copy();
+  NVVM::CpAsyncCommitGroupOp::create(l.b, l.loc);
+  return success();
+}
+
+LogicalResult Sm80Lowering::lowerPipeWait(Lowering &l, PipeWaitOp op) {
+  std::optional<int64_t> pending = op.getPending();
+  if (!pending)
+    return op.emitOpError("has no 'pending' group count; run "
+                          "attn-multibuffer to schedule sm_80 pipes");
+  NVVM::CpAsyncWaitGroupOp::create(l.b, l.loc, *pending);
+  l.buffers[op.getBuffer()] = stageBuffer(l, l.pipes[op.getPipe()], op.getFill());
   return success();
 }
 

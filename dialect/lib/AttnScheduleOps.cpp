@@ -14,9 +14,14 @@ static constexpr int64_t kSetMaxNRegStep = 8;
 static constexpr int64_t kWarpgroupWarps = 4;
 
 LogicalResult PipeLoadOp::verify() {
-  if (getTarget(*this) != TargetKind::sm_90a)
-    return emitOpError("pipes complete on mbarriers and TMA; they need "
-                       "#attn.target<sm_90a>");
+  std::optional<TargetKind> target = getTarget(*this);
+  if (!target)
+    return emitOpError("pipes need the module's #attn.target: mbarriers and "
+                       "TMA on sm_90a, cp.async groups on sm_80");
+  if (getValid() && *target == TargetKind::sm_90a)
+    return emitOpError("'if' commits an empty cp.async group, which exists "
+                       "on sm_80 only; on sm_90a skip the fill with scf.if "
+                       "around its pipe_acquire and pipe_load");
   return verifyTileCopy(*this, getSrc().getType(), getPipe().getType().getBuffer());
 }
 
@@ -25,6 +30,22 @@ LogicalResult PipeWaitOp::verify() {
   if (getBuffer().getType() != buffer)
     return emitOpError() << "result type " << getBuffer().getType()
                          << " differs from the pipe's buffer type " << buffer;
+  std::optional<TargetKind> target = getTarget(*this);
+  if (target == TargetKind::sm_80 && !getPending())
+    return emitOpError("on sm_80 needs 'pending', the cp.async groups "
+                       "committed after this fill that may stay in flight "
+                       "(attn-multibuffer computes it)");
+  if (target == TargetKind::sm_90a && getPending())
+    return emitOpError("'pending' counts cp.async groups, which sm_90a "
+                       "pipes do not use (they wait on mbarriers)");
+  return success();
+}
+
+LogicalResult BarrierOp::verify() {
+  if ((*this)->getParentOfType<WarpSpecializeOp>())
+    return emitOpError("is a CTA-wide barrier, which a warp-specialized "
+                       "kernel cannot use (its producer runs on one thread); "
+                       "synchronise through pipes or named barriers");
   return success();
 }
 

@@ -6,10 +6,13 @@
 //   wait %k, %j                        %kj = pipe_wait %kp[%j]
 //   mma .., %k                         mma .., %kj ; pipe_release %kp[%j]
 //
-// A CTA barrier per wait becomes a full/empty barrier pair per stage, and a
-// buffer can be refilled while the previous `stages - 1` fills are in use.
+// sm_90a: a CTA barrier per wait becomes a full/empty barrier pair per
+// stage, and a buffer can be refilled while the previous `stages - 1` fills
+// are in use. sm_80: the fills then move `stages - 1` blocks ahead as
+// cp.async groups (MultibufferCpAsync.cpp).
 //
 //===----------------------------------------------------------------------===//
+#include "MultibufferCpAsync.h"
 #include "attn/Passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -88,14 +91,16 @@ LogicalResult convertBuffer(AllocSmemOp alloc, int64_t stages) {
                                  type.getRows());
     PipeAcquireOp::create(b, copy.getLoc(), pipe, fill);
     PipeLoadOp::create(b, copy.getLoc(), copy.getSrc(), copy.getBatch(),
-                       copy.getRow(), copy.getHead(), pipe, fill);
+                       copy.getRow(), copy.getHead(), pipe, fill,
+                       /*valid=*/Value());
     copy.erase();
   }
 
   for (WaitOp wait : waits) {
     b.setInsertionPoint(wait);
     Value buffer =
-        PipeWaitOp::create(b, wait.getLoc(), type, pipe, wait.getFill());
+        PipeWaitOp::create(b, wait.getLoc(), type, pipe, wait.getFill(),
+                           /*pending=*/IntegerAttr());
     // Until the next wait on this tile, its readers use this fill's stage.
     Operation *last = nullptr;
     for (Operation *op = wait->getNextNode(); op; op = op->getNextNode()) {
@@ -151,14 +156,32 @@ struct AttnMultibufferPass
       if (copied)
         allocs.push_back(alloc);
     });
-    if (!allocs.empty() && getTarget(module) != TargetKind::sm_90a) {
-      module.emitError("attn-multibuffer builds mbarrier pipes, which need "
-                       "#attn.target<sm_90a>");
+    std::optional<TargetKind> target = getTarget(module);
+    if (!allocs.empty() && !target) {
+      module.emitError("attn-multibuffer needs the module attribute "
+                       "'attn.target' (mbarrier pipes on sm_90a, cp.async "
+                       "rings on sm_80)");
       return signalPassFailure();
     }
-    for (AllocSmemOp alloc : allocs)
+    SetVector<func::FuncOp> funcs;
+    for (AllocSmemOp alloc : allocs) {
+      funcs.insert(alloc->getParentOfType<func::FuncOp>());
       if (failed(convertBuffer(alloc, stages)))
         return signalPassFailure();
+    }
+    // sm_80: every thread fills and reads, so the ring is a schedule of the
+    // copies themselves.
+    if (target == TargetKind::sm_80)
+      for (func::FuncOp func : funcs) {
+        if (!func) {
+          module.emitError("attn-multibuffer (sm_80) schedules the copies "
+                           "of a kernel function; a copied tile outside "
+                           "func.func has none");
+          return signalPassFailure();
+        }
+        if (failed(scheduleCpAsyncPipes(func, stages)))
+          return signalPassFailure();
+      }
   }
 };
 

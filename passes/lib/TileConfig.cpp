@@ -15,6 +15,8 @@ static constexpr int64_t kRowsPerWarp = 16;
 /// sm_90a (H100/H200).
 static constexpr int64_t kMaxSmemSm80 = 163 * 1024;
 static constexpr int64_t kMaxSmemSm90 = 227 * 1024;
+/// Default K/V ring depth of the sm_80 kernels (d64, d128).
+static constexpr int64_t kSm80Stages = 2;
 
 TileConfig mlir::attn::chooseTileConfig(TargetKind target, int64_t headDim,
                                         bool causal, bool warpSpecialized) {
@@ -48,11 +50,17 @@ TileConfig mlir::attn::chooseTileConfig(TargetKind target, int64_t headDim,
   // spills: 48 wide (32 with the causal mask's extra live values). Measured
   // on the H200 (docs/PERF.md): 128x48 beats 8 warps x one slice by 1.35x.
   // d256 halves the query block.
+  //
+  // K/V stages (attn-multibuffer's cp.async rings): two, so each K and V
+  // fill has one and a half iterations to land instead of half of one,
+  // while two CTAs still share an SM's shared memory (d128: 32 KB of Q plus
+  // 2 x 24 KB). d256 keeps single buffers: a second stage of its 32 KB K
+  // and V tiles would leave room for one CTA per SM.
   if (headDim == 64)
-    return {128, 64, 4};
+    return {128, 64, 4, kSm80Stages};
   if (headDim == 128)
-    return {128, causal ? 32 : 48, 4};
-  return {64, 64, 4};
+    return {128, causal ? 32 : 48, 4, kSm80Stages};
+  return {64, 64, 4, 1};
 }
 
 TileConfig mlir::attn::resolveTileConfig(TargetKind target, int64_t headDim,

@@ -105,11 +105,69 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 
 // -----
 
-module attributes {attn.target = #attn.target<sm_80>} {
-  func.func @pipe_load_sm80(%K: memref<?x?x?x128xbf16>, %i: index) {
+module {
+  func.func @pipe_load_no_target(%K: memref<?x?x?x128xbf16>, %i: index) {
     %kp = attn.create_pipe : !attn.pipe<2, !attn.smem<128x128xbf16, swizzle = 128>>
-    // expected-error @+1 {{'attn.pipe_load' op pipes complete on mbarriers and TMA; they need #attn.target<sm_90a>}}
+    // expected-error @+1 {{'attn.pipe_load' op pipes need the module's #attn.target: mbarriers and TMA on sm_90a, cp.async groups on sm_80}}
     attn.pipe_load %K[%i, %i, %i] -> %kp[%i] : memref<?x?x?x128xbf16>, !attn.pipe<2, !attn.smem<128x128xbf16, swizzle = 128>>
+    return
+  }
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @predicated_load_sm90(%K: memref<?x?x?x128xbf16>, %i: index, %p: i1) {
+    %kp = attn.create_pipe : !attn.pipe<2, !attn.smem<128x128xbf16, swizzle = 128>>
+    // expected-error @+1 {{'attn.pipe_load' op 'if' commits an empty cp.async group, which exists on sm_80 only; on sm_90a skip the fill with scf.if around its pipe_acquire and pipe_load}}
+    attn.pipe_load %K[%i, %i, %i] -> %kp[%i] if %p : memref<?x?x?x128xbf16>, !attn.pipe<2, !attn.smem<128x128xbf16, swizzle = 128>>
+    return
+  }
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_80>} {
+  func.func @wait_without_pending_sm80(%i: index) {
+    %kp = attn.create_pipe : !attn.pipe<2, !attn.smem<64x128xbf16, swizzle = 128>>
+    // expected-error @+1 {{'attn.pipe_wait' op on sm_80 needs 'pending', the cp.async groups committed after this fill that may stay in flight (attn-multibuffer computes it)}}
+    %k = attn.pipe_wait %kp[%i] : !attn.pipe<2, !attn.smem<64x128xbf16, swizzle = 128>> -> !attn.smem<64x128xbf16, swizzle = 128>
+    return
+  }
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @wait_with_pending_sm90(%i: index) {
+    %kp = attn.create_pipe : !attn.pipe<2, !attn.smem<64x128xbf16, swizzle = 128>>
+    // expected-error @+1 {{'attn.pipe_wait' op 'pending' counts cp.async groups, which sm_90a pipes do not use (they wait on mbarriers)}}
+    %k = attn.pipe_wait %kp[%i] {pending = 1 : i64} : !attn.pipe<2, !attn.smem<64x128xbf16, swizzle = 128>> -> !attn.smem<64x128xbf16, swizzle = 128>
+    return
+  }
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_80>} {
+  func.func @negative_pending(%i: index) {
+    %kp = attn.create_pipe : !attn.pipe<2, !attn.smem<64x128xbf16, swizzle = 128>>
+    // expected-error @+1 {{'attn.pipe_wait' op attribute 'pending' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 0}}
+    %k = attn.pipe_wait %kp[%i] {pending = -1 : i64} : !attn.pipe<2, !attn.smem<64x128xbf16, swizzle = 128>> -> !attn.smem<64x128xbf16, swizzle = 128>
+    return
+  }
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @barrier_in_warp_specialize() {
+    attn.warp_specialize producer {
+      // expected-error @+1 {{'attn.barrier' op is a CTA-wide barrier, which a warp-specialized kernel cannot use (its producer runs on one thread); synchronise through pipes or named barriers}}
+      attn.barrier
+    } consumers {
+      %wg = attn.warpgroup_id
+    } {consumer_regs = 240 : i64, consumer_warpgroups = 2 : i64, producer_regs = 24 : i64, producer_warps = 4 : i64}
     return
   }
 }

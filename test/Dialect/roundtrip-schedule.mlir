@@ -33,3 +33,18 @@ module attributes {attn.target = #attn.target<sm_90a>} {
     return
   }
 }
+
+// sm_80 rings: a predicated fill, a wait with its group count, a CTA barrier.
+module attributes {attn.target = #attn.target<sm_80>} {
+  // CHECK-LABEL: func.func @cp_async_ring
+  func.func @cp_async_ring(%K: memref<?x?x?x128xbf16>, %i: index, %p: i1) {
+    %kp = attn.create_pipe : !attn.pipe<2, !attn.smem<64x128xbf16, swizzle = 128>>
+    // CHECK: attn.pipe_load %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] -> %{{.*}}[%{{.*}}] if %{{.*}} :
+    attn.pipe_load %K[%i, %i, %i] -> %kp[%i] if %p : memref<?x?x?x128xbf16>, !attn.pipe<2, !attn.smem<64x128xbf16, swizzle = 128>>
+    // CHECK-NEXT: attn.pipe_wait %{{.*}}[%{{.*}}] {pending = 2 : i64}
+    %k = attn.pipe_wait %kp[%i] {pending = 2 : i64} : !attn.pipe<2, !attn.smem<64x128xbf16, swizzle = 128>> -> !attn.smem<64x128xbf16, swizzle = 128>
+    // CHECK-NEXT: attn.barrier
+    attn.barrier
+    return
+  }
+}

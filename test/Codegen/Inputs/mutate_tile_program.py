@@ -6,6 +6,12 @@ hang or a silent failure fails the test.
 
 The seeds are fixed, so a failure reproduces; the mutant that failed is
 left in WORKDIR.
+
+Mutants whose SSA text is malformed (a value defined twice, or used above its
+definition) are drawn again: they are not tile programs any verifier accepts,
+and MLIR 22's parser can crash cleaning up after some of them (a heap
+corruption after the "redefinition" error), which is upstream's bug, not the
+lowering's.
 """
 import random
 import re
@@ -20,6 +26,43 @@ SPECS = [
 ]
 SSA = re.compile(r"%[A-Za-z0-9_]+(?:#[0-9]+)?")
 SHAPE = re.compile(r"\b(\d+)x")
+#: Where a line defines values: op results (in the enclosing region) and
+#: loop induction variables and iteration arguments (in the loop's body).
+RESULTS = re.compile(r"^\s*((?:%[A-Za-z0-9_]+(?::\d+)?(?:,\s*)?)+) =")
+REGION_ARGS = [re.compile(r"scf\.for (%[A-Za-z0-9_]+) ="),
+               re.compile(r"[(,]\s*(%[A-Za-z0-9_]+) = ")]
+NAME = re.compile(r"%[A-Za-z0-9_]+")
+#: Redraws of one mutant before giving up on well-formed SSA.
+MAX_DRAWS = 50
+
+
+def well_formed_ssa(lines):
+    """Whether no value is defined twice in one region and every use is
+    below a definition in an enclosing region (textually: a line that ends
+    with "{" opens a region, one that starts with "}" closes one)."""
+    scopes = [set()]
+    for line in lines:
+        text = line.strip()
+        if text.startswith("}"):
+            scopes.pop()
+            if not scopes:
+                return False
+        m = RESULTS.match(line)
+        results = NAME.findall(m.group(1)) if m else []
+        region_args = [a for p in REGION_ARGS for a in p.findall(line)]
+        for use in SSA.findall(line):
+            name = use.split("#")[0]
+            if name in results or name in region_args or name.startswith("%arg"):
+                continue
+            if not any(name in scope for scope in scopes):
+                return False
+        for d in results:
+            if d in scopes[-1]:
+                return False
+            scopes[-1].add(d)
+        if text.endswith("{"):
+            scopes.append(set(region_args))
+    return True
 
 
 def mutate(lines, rng):
@@ -62,7 +105,11 @@ def main():
         base = work / f"base{n % len(SPECS)}.mlir"
         if not base.exists():
             subprocess.run([attngen, *spec, "--emit=mlir", "-o", str(base)], check=True)
-        lines, kind = mutate(base.read_text().splitlines(), rng)
+        original = base.read_text().splitlines()
+        for _ in range(MAX_DRAWS):
+            lines, kind = mutate(original, rng)
+            if well_formed_ssa(lines):
+                break
         mutant = work / f"mutant{n}.mlir"
         mutant.write_text("\n".join(lines) + "\n")
         try:

@@ -2,8 +2,8 @@
 //
 // Ops that make a kernel's schedule explicit, so each FlashAttention-3
 // technique is a pass that rewrites them and the lowering only translates:
-//   * pipes: multi-stage shared-memory rings with full/empty barriers
-//     (attn-multibuffer);
+//   * pipes: multi-stage shared-memory rings with full/empty barriers on
+//     sm_90a, cp.async groups and CTA barriers on sm_80 (attn-multibuffer);
 //   * warp roles: a producer region and a consumer region with register
 //     budgets (attn-warp-specialize);
 //   * asynchronous MMAs and their waits (attn-intra-wg-overlap);
@@ -29,6 +29,9 @@ def Attn_CreatePipeOp : Attn_Op<"create_pipe"> {
     Reserves `stages` tile buffers and, on sm_90a, a `full` and an `empty`
     mbarrier per stage (initialised once at kernel entry: `full` expects one
     arrival plus the TMA bytes, `empty` one arrival per consumer warp).
+    On sm_80 the fills are cp.async groups: every thread copies and every
+    thread reads, so completion is `cp.async.wait_group` plus `attn.barrier`
+    and the barriers are never initialised.
 
     ```mlir
     %kp = attn.create_pipe : !attn.pipe<2, !attn.smem<128x128xbf16, swizzle = 128>>
@@ -45,6 +48,10 @@ def Attn_PipeAcquireOp : Attn_Op<"pipe_acquire"> {
     `fill - stages` of this stage (the first `stages` fills pass at once).
     sm_90a: `mbarrier.try_wait.parity` on the stage's `empty` barrier with
     parity `(fill / stages + 1) % 2`.
+    sm_80: no instruction. Every thread is a consumer, so the stage is empty
+    once an `attn.barrier` separates every thread's `attn.pipe_release` of
+    fill `fill - stages` from this op; attn-multibuffer places the barriers
+    and refuses a schedule where one is missing.
 
     ```mlir
     attn.pipe_acquire %kp[%j] : !attn.pipe<2, !attn.smem<128x128xbf16, swizzle = 128>>
@@ -64,18 +71,29 @@ def Attn_PipeLoadOp : Attn_Op<"pipe_load"> {
     sm_90a: `mbarrier.arrive.expect_tx` of the tile's bytes on the stage's
     `full` barrier, then one `cp.async.bulk.tensor.4d` per 64-column panel.
     Issued by one thread.
+    sm_80: every thread issues its `cp.async.cg.shared.global` 16-byte
+    chunks into the swizzled stage, then `cp.async.commit_group`: one group
+    per fill, in program order, which is what `attn.pipe_wait`'s `pending`
+    counts.
+
+    With `if %valid` (sm_80 only) the fill copies nothing when `%valid` is
+    false but still commits its (empty) group, so the group count between a
+    fill and its wait is the same on every path, the last blocks included.
 
     ```mlir
     attn.pipe_load %K[%b, %row, %h] -> %kp[%j]
       : memref<?x?x?x128xbf16>, !attn.pipe<2, !attn.smem<128x128xbf16, swizzle = 128>>
+    attn.pipe_load %K[%b, %row, %h] -> %kp[%j2] if %has_next
+      : memref<?x?x?x128xbf16>, !attn.pipe<2, !attn.smem<64x128xbf16, swizzle = 128>>
     ```
   }];
   let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$src, Index:$batch,
                        Index:$row, Index:$head,
-                       Arg<Attn_Pipe, "", [MemWrite]>:$pipe, Index:$fill);
+                       Arg<Attn_Pipe, "", [MemWrite]>:$pipe, Index:$fill,
+                       Optional<I1>:$valid);
   let assemblyFormat = [{
-    $src `[` $batch `,` $row `,` $head `]` `->` $pipe `[` $fill `]` attr-dict
-    `:` type($src) `,` qualified(type($pipe))
+    $src `[` $batch `,` $row `,` $head `]` `->` $pipe `[` $fill `]`
+    (`if` $valid^)? attr-dict `:` type($src) `,` qualified(type($pipe))
   }];
   let hasVerifier = 1;
 }
@@ -87,13 +105,24 @@ def Attn_PipeWaitOp : Attn_Op<"pipe_wait"> {
     the stage's buffer. sm_90a: `mbarrier.try_wait.parity` on the stage's
     `full` barrier with parity `(fill / stages) % 2`. No CTA barrier.
 
+    sm_80: `cp.async.wait_group pending`, where `pending` (required there,
+    refused on sm_90a) is how many cp.async groups committed after this
+    fill's may stay in flight: the younger fills of every pipe. That makes
+    this thread's chunks land; other threads' chunks are visible after the
+    `attn.barrier` that must follow before the buffer is read.
+
     ```mlir
     %k = attn.pipe_wait %kp[%j] : !attn.pipe<2, !attn.smem<128x128xbf16, swizzle = 128>>
            -> !attn.smem<128x128xbf16, swizzle = 128>
+    %k = attn.pipe_wait %kp[%j] {pending = 2 : i64}
+           : !attn.pipe<2, !attn.smem<64x128xbf16, swizzle = 128>>
+           -> !attn.smem<64x128xbf16, swizzle = 128>
+    attn.barrier
     ```
   }];
   let arguments = (ins Arg<Attn_Pipe, "", [MemRead, MemWrite]>:$pipe,
-                       Index:$fill);
+                       Index:$fill,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<0>]>>:$pending);
   let results = (outs Attn_AnySmemTile:$buffer);
   let assemblyFormat = [{
     $pipe `[` $fill `]` attr-dict `:` qualified(type($pipe)) `->`
@@ -108,6 +137,8 @@ def Attn_PipeReleaseOp : Attn_Op<"pipe_release"> {
     Lane 0 of every consumer warp arrives on the stage's `empty` barrier, so
     the producer may refill it. Place it after the MMAs reading the buffer
     have completed (a synchronous `attn.mma`, or `attn.mma_wait`).
+    sm_80: no instruction; the stage is free for fill `fill + stages` after
+    the next `attn.barrier` (see `attn.pipe_acquire`).
 
     ```mlir
     attn.pipe_release %kp[%j] : !attn.pipe<2, !attn.smem<128x128xbf16, swizzle = 128>>
@@ -116,6 +147,24 @@ def Attn_PipeReleaseOp : Attn_Op<"pipe_release"> {
   let arguments = (ins Arg<Attn_Pipe, "", [MemRead, MemWrite]>:$pipe,
                        Index:$fill);
   let assemblyFormat = "$pipe `[` $fill `]` attr-dict `:` qualified(type($pipe))";
+}
+
+def Attn_BarrierOp : Attn_Op<"barrier", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "CTA-wide barrier: every thread arrives and waits";
+  let description = [{
+    `bar.sync 0`. After it, every thread's shared-memory writes before it
+    (cp.async chunks included, once their `attn.pipe_wait` returned) are
+    visible to every thread, and every thread's reads before it are done, so
+    the buffers they read may be refilled. attn-multibuffer places one after
+    each sm_80 `attn.pipe_wait`. The verifier refuses it inside
+    `attn.warp_specialize`, whose producer runs on one thread.
+
+    ```mlir
+    attn.barrier
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

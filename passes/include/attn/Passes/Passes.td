@@ -22,8 +22,9 @@ def AttnTile : Pass<"attn-tile", "ModuleOp"> {
 
     Tile sizes come from head dim, causal flag and the module's
     `#attn.target` (sm_80: 128 query rows, 4 warps, key blocks of 64 for
-    d64 and 48 (32 causal) for d128; sm_90a: 64 x 128 with one
-    warpgroup, two CTAs per SM); the options override them.
+    d64 and 48 (32 causal) for d128, 64 x 64 for d256, with two-stage K/V
+    rings for d64 and d128; sm_90a: 64 x 128 with one warpgroup, two CTAs
+    per SM); the options override them.
 
     Before:
     ```mlir
@@ -60,8 +61,9 @@ def AttnTile : Pass<"attn-tile", "ModuleOp"> {
            "Choose tiles for a warp-specialized kernel (sm_90a: FlashAttention-3 "
            "shapes; attn-warp-specialize does the split)">,
     Option<"stages", "stages", "int64_t", "0",
-           "K/V pipe stages the shared-memory budget must hold (0: none, or "
-           "the warp-specialized default of 2)">,
+           "K/V pipe stages the shared-memory budget must hold (0: the "
+           "target's default: sm_80 2 (d256 1), sm_90a none, or 2 when "
+           "warp-specialized)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect",
@@ -202,18 +204,31 @@ def AttnPersistent : Pass<"attn-persistent", "ModuleOp"> {
 }
 
 def AttnMultibuffer : Pass<"attn-multibuffer", "ModuleOp"> {
-  let summary = "Turn the copied tiles into multi-stage pipes with full/empty barriers";
+  let summary = "Turn the copied tiles into multi-stage pipes (mbarriers on sm_90a, cp.async rings on sm_80)";
   let description = [{
     Every shared-memory tile that `attn.copy_async` fills becomes an
     `attn.pipe`: the key and value tiles get `stages` buffers, the query tile
     (filled once, or once per tile of a persistent kernel) one. Each copy becomes `attn.pipe_acquire` (wait for the
-    stage to be empty) plus `attn.pipe_load` (TMA, completing on the stage's
-    full barrier); each `attn.wait` becomes `attn.pipe_wait`, which returns
-    the stage's buffer, and an `attn.pipe_release` follows the last MMA that
-    reads it. The CTA-wide barrier of `attn.wait` is gone: a buffer is
-    refilled exactly when every consumer warp has released it, which is what
-    lets a producer run `stages - 1` blocks ahead. sm_90a only (sm_80 keeps
-    its cp.async single buffers for now).
+    stage to be empty) plus `attn.pipe_load`; each `attn.wait` becomes
+    `attn.pipe_wait`, which returns the stage's buffer, and an
+    `attn.pipe_release` follows the last MMA that reads it.
+
+    sm_90a: the loads are TMA completing on the stage's full barrier, and
+    the CTA-wide barrier of `attn.wait` is gone: a buffer is refilled
+    exactly when every consumer warp has released it, which is what lets a
+    producer (attn-warp-specialize) run `stages - 1` blocks ahead.
+
+    sm_80: every thread copies and reads, so the schedule moves the copies
+    themselves: each fill in the key/value loops moves `stages - 1` blocks
+    ahead (`if` the block exists: a skipped fill still commits an empty
+    cp.async group), the fills the loops no longer issue go to the
+    prologue in the loops' order, each `attn.pipe_wait` gets `pending`, the
+    fewest groups committed after its fill on any path (`2 (stages - 1)`
+    for K and V), and an `attn.barrier` follows it. The pass then checks
+    that every refill of a stage comes after a barrier that follows the
+    release of the fill it overwrites, and refuses programs it cannot
+    pipeline this way (fills not of the form `block * rows`, several fills
+    of a pipe per iteration, loops in different orders).
 
     Before:
     ```mlir
@@ -225,7 +240,7 @@ def AttnMultibuffer : Pass<"attn-multibuffer", "ModuleOp"> {
       ...
     }
     ```
-    After:
+    After (sm_90a):
     ```mlir
     %kp = attn.create_pipe : !attn.pipe<2, !attn.smem<128x128xbf16, swizzle = 128>>
     attn.pipe_acquire %kp[%c0] ...
@@ -237,10 +252,27 @@ def AttnMultibuffer : Pass<"attn-multibuffer", "ModuleOp"> {
       ...
     }
     ```
+    After (sm_80, stages = 2, abridged):
+    ```mlir
+    attn.pipe_load %Q[...] -> %qp[%c0] ...
+    attn.pipe_load %K[...] -> %kp[%c0] ...   attn.pipe_load %V[...] -> %vp[%c0] ...
+    attn.pipe_load %K[...] -> %kp[%c1] if %has1 ...
+    %q = attn.pipe_wait %qp[%c0] {pending = 3 : i64} ...   attn.barrier
+    scf.for %j = ... {
+      %k = attn.pipe_wait %kp[%j] {pending = 2 : i64} ...  attn.barrier
+      attn.pipe_load %V[...] -> %vp[%j1] if %has_j1 ...
+      %s = attn.mma %q, %k {transpose_b} ...  attn.pipe_release %kp[%j] ...
+      ...
+      %v = attn.pipe_wait %vp[%j] {pending = 2 : i64} ...  attn.barrier
+      attn.pipe_load %K[...] -> %kp[%j2] if %has_j2 ...
+      %o = attn.mma %p, %v, %acc ...  attn.pipe_release %vp[%j] ...
+    }
+    ```
   }];
   let options = [
     Option<"stages", "stages", "int64_t", "2",
-           "Buffers per key/value pipe (1 to 8)">,
+           "Buffers per key/value pipe (1 to 8; sm_80: 1 keeps the "
+           "single-buffer order, with explicit wait counts and barriers)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
