@@ -152,8 +152,10 @@ LogicalResult checkLowerable(func::FuncOp func, TilingAttr tiling,
 class KernelLowering {
 public:
   KernelLowering(func::FuncOp func, TargetKind target,
-                 std::unique_ptr<TargetLowering> targetLowering)
-      : func(func), target(target), targetLowering(std::move(targetLowering)) {}
+                 std::unique_ptr<TargetLowering> targetLowering,
+                 bool flushDenormals)
+      : func(func), target(target), targetLowering(std::move(targetLowering)),
+        flushDenormals(flushDenormals) {}
 
   LogicalResult run();
 
@@ -177,6 +179,7 @@ private:
   func::FuncOp func;
   TargetKind target;
   std::unique_ptr<TargetLowering> targetLowering;
+  bool flushDenormals;
   std::unique_ptr<Lowering> l;
   IRMapping scalarMap;
 };
@@ -588,6 +591,14 @@ LogicalResult KernelLowering::run() {
   func.walk([&](WarpSpecializeOp ws) { producerWarps = ws.getProducerWarps(); });
   int64_t threads = 32 * (tiling.getNumWarps() + producerWarps);
   kernel->setAttr("nvvm.kernel", UnitAttr::get(ctx));
+  // Single-precision denormals flush to zero: exp2 of a score far below the
+  // row max is then one MUFU.EX2 instead of a range check and two predicated
+  // multiplies around it (ptxas's non-ftz ex2.approx), and the adds and
+  // multiplies of the softmax drop their denormal handling; a denormal
+  // probability or rescale factor is below what the f32 row sum resolves.
+  if (flushDenormals)
+    kernel.setDenormalFpMathF32Attr(
+        b.getStringAttr("preserve-sign,preserve-sign"));
   kernel->setAttr("nvvm.maxntid",
                   DenseI32ArrayAttr::get(ctx, {int32_t(threads), 1, 1}));
   if (producerWarps > 0)
@@ -698,6 +709,7 @@ LogicalResult KernelLowering::run() {
 
 struct AttnToNVVMPass
     : public mlir::attn::impl::AttnToNVVMBase<AttnToNVVMPass> {
+  using AttnToNVVMBase::AttnToNVVMBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     std::optional<TargetKind> target = getTarget(module);
@@ -714,7 +726,9 @@ struct AttnToNVVMPass
     for (func::FuncOp func : kernels) {
       auto lowering = *target == TargetKind::sm_90a ? createSm90Lowering()
                                                     : createSm80Lowering();
-      if (failed(KernelLowering(func, *target, std::move(lowering)).run()))
+      if (failed(KernelLowering(func, *target, std::move(lowering),
+                                flushDenormals)
+                     .run()))
         return signalPassFailure();
     }
   }

@@ -116,6 +116,9 @@ std::string mlir::attn::kernelName(const AttentionSpec &spec) {
       else if (c != '+')
         softcap += c;
   }
+  // Not a schedule, but an ablation of the same kind: IEEE denormals.
+  if (!spec.flushDenormals)
+    schedule += "_noftz";
   return fmt::format("attn_fwd_{}_{}_d{}{}{}{}{}",
                      spec.target == TargetKind::sm_90a ? "sm90a" : "sm80",
                      spec.bf16 ? "bf16" : "f16", spec.headDim, causal, softcap,
@@ -216,8 +219,11 @@ void mlir::attn::buildTilePipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
 }
 
-void mlir::attn::buildLoweringPipeline(OpPassManager &pm) {
-  pm.addPass(createAttnToNVVM());
+void mlir::attn::buildLoweringPipeline(OpPassManager &pm,
+                                       bool flushDenormals) {
+  AttnToNVVMOptions lowering;
+  lowering.flushDenormals = flushDenormals;
+  pm.addPass(createAttnToNVVM(lowering));
   pm.addPass(createSCFToControlFlowPass());
   ArithToLLVMConversionPassOptions arith;
   arith.indexBitwidth = kIndexBitwidth;

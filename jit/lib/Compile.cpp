@@ -171,7 +171,7 @@ attngen_status attngen::compileKernel(const AttentionSpec &spec,
                 name, diagnostics);
   progress.stageDone("ran the FlashAttention passes");
   PassManager lower(&context);
-  buildLoweringPipeline(lower);
+  buildLoweringPipeline(lower, spec.flushDenormals);
   if (failed(lower.run(*module)))
     return fail(ATTNGEN_ERROR_COMPILE,
                 "lowering {} to NVVM failed (a compiler bug; please report "

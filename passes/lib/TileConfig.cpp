@@ -15,7 +15,7 @@ static constexpr int64_t kRowsPerWarp = 16;
 /// sm_90a (H100/H200).
 static constexpr int64_t kMaxSmemSm80 = 163 * 1024;
 static constexpr int64_t kMaxSmemSm90 = 227 * 1024;
-/// Default K/V ring depth of the sm_80 kernels (d64, d128).
+/// Default K/V ring depth of the sm_80 kernels that pipeline (d64).
 static constexpr int64_t kSm80Stages = 2;
 
 TileConfig mlir::attn::chooseTileConfig(TargetKind target, int64_t headDim,
@@ -45,21 +45,20 @@ TileConfig mlir::attn::chooseTileConfig(TargetKind target, int64_t headDim,
     return {64, headDim <= 128 ? 128 : 64, 4};
   }
   // sm_80: FlashAttention-2's split-Q shape: 128 query rows per CTA, 4 warps
-  // each owning two 16-row slices. At d128 the two slices' output
-  // accumulators take 128 registers, so the key block shrinks until nothing
-  // spills: 48 wide (32 with the causal mask's extra live values). Measured
-  // on the H200 (docs/PERF.md): 128x48 beats 8 warps x one slice by 1.35x.
-  // d256 halves the query block.
-  //
-  // K/V stages (attn-multibuffer's cp.async rings): two, so each K and V
-  // fill has one and a half iterations to land instead of half of one,
-  // while two CTAs still share an SM's shared memory (d128: 32 KB of Q plus
-  // 2 x 24 KB). d256 keeps single buffers: a second stage of its 32 KB K
-  // and V tiles would leave room for one CTA per SM.
+  // each owning two 16-row slices; d256 halves the query block. Chosen on
+  // the H200 from 42 candidates (docs/PERF.md, 2026-12-01, bf16, flushed
+  // denormals; TFLOPS at N = 1k / 8k, FA2 in the same run):
+  //   d64   128x96, 2 stages: 288 / 322 (FA2 290 / 309); 128x64 272 / 304
+  //   d128  128x48, 1 stage:  321 / 365 (FA2 336 / 353); 2 stages 314 / 353,
+  //         causal 246 / 323 (FA2 249 / 320) against 229 / 288 at 128x32
+  //         (its 8 spilled bytes are stored once before the masked loop)
+  //   d256  64x64, 1 stage:   306 / 341 (FA2 308 / 324); 2 stages 222 / 243
+  // A second K/V stage pays only at d64, whose 16 KB stages keep two CTAs
+  // per SM; at d128 and d256 the extra 24-32 KB costs that second CTA.
   if (headDim == 64)
-    return {128, 64, 4, kSm80Stages};
+    return {128, 96, 4, kSm80Stages};
   if (headDim == 128)
-    return {128, causal ? 32 : 48, 4, kSm80Stages};
+    return {128, 48, 4, 1};
   return {64, 64, 4, 1};
 }
 

@@ -8,7 +8,7 @@ module attributes {attn.target = #attn.target<sm_80>} {
   // ONE: %[[FULL:.*]] = arith.minui %{{.*}}, %[[HI]]
   // ONE: scf.for %[[J:.*]] = %c0 to %[[HI]]
   // ONE:   %[[MASKED:.*]] = arith.cmpi uge, %[[J]], %[[FULL]]
-  // ONE:   scf.if %[[MASKED]] -> (!attn.regs<128x64xf32, acc>) {
+  // ONE:   scf.if %[[MASKED]] -> (!attn.regs<128x96xf32, acc>) {
   // ONE:     attn.mask {{.*}} {causal}
   // ONE:   } else {
   // ONE-NOT: scf.for
@@ -32,7 +32,7 @@ module attributes {attn.target = #attn.target<sm_80>} {
   // ONE: %[[FULL:.*]] = arith.minui %{{.*}}, %[[HI]]
   // ONE: scf.for %[[J:.*]] = %c0 to %[[HI]]
   // ONE:   %[[MASKED:.*]] = arith.cmpi uge, %[[J]], %[[FULL]]
-  // ONE:   scf.if %[[MASKED]] -> (!attn.regs<128x64xf32, acc>) {
+  // ONE:   scf.if %[[MASKED]] -> (!attn.regs<128x96xf32, acc>) {
   // ONE:     attn.mask {{.*}} q_len %{{.*}} {causal, causal_align = #attn.causal_align<bottom_right>}
   // ONE-NOT: scf.for
   func.func @one_loop_bottom_right(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,

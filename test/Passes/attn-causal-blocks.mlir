@@ -6,7 +6,7 @@
 // the second loop keeps the mask.
 module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK-LABEL: func.func @causal
-  // CHECK: %[[NB:.*]] = arith.ceildivui %[[NK:.*]], %c64
+  // CHECK: %[[NB:.*]] = arith.ceildivui %[[NK:.*]], %c96
   // CHECK: %[[LAST:.*]] = arith.subi
   // CHECK: %[[VIS:.*]] = arith.addi %{{.*}}, %c1
   // CHECK: %[[HI:.*]] = arith.minui %[[NB]], %[[VIS]]
@@ -32,8 +32,8 @@ module attributes {attn.target = #attn.target<sm_80>} {
 // Not causal: every block is visited; only a ragged last block is masked.
 module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK-LABEL: func.func @full
-  // CHECK: %[[NB:.*]] = arith.ceildivui %[[NK:.*]], %c64
-  // CHECK: %[[WHOLE:.*]] = arith.divui %[[NK]], %c64
+  // CHECK: %[[NB:.*]] = arith.ceildivui %[[NK:.*]], %c96
+  // CHECK: %[[WHOLE:.*]] = arith.divui %[[NK]], %c96
   // CHECK: %[[FULL:.*]] = arith.minui %[[WHOLE]], %[[NB]]
   // CHECK: scf.for %{{.*}} = %c0 to %[[FULL]]
   // CHECK-NOT: attn.mask
@@ -61,7 +61,7 @@ module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK: %[[NK:.*]] = memref.dim %arg1, %{{.*}} : memref<?x?x?x64xf16>
   // CHECK: %[[ROW:.*]] = arith.muli %{{.*}}, %c128
   // CHECK: %[[NQ:.*]] = memref.dim %arg0, %{{.*}} : memref<?x?x?x64xf16>
-  // CHECK: %[[NB:.*]] = arith.ceildivui %[[NK]], %c64
+  // CHECK: %[[NB:.*]] = arith.ceildivui %[[NK]], %c96
   // CHECK: %[[WHOLE:.*]] = arith.divui %[[NK]], %[[BN:.*]] : index
   // CHECK: %[[OFF:.*]] = arith.subi %[[NK]], %[[NQ]]
   // CHECK: %[[DIAG:.*]] = arith.addi %[[ROW]], %[[OFF]]

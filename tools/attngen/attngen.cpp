@@ -121,6 +121,11 @@ static cl::opt<bool> persistentGrid(
     cl::desc("sm_90a: CTAs loop over tiles (one per SM) instead of one CTA "
              "per tile"),
     cl::cat(category));
+static cl::opt<bool> noFlushDenormals(
+    "no-ftz",
+    cl::desc("Keep f32 denormals in the kernel (IEEE exp2: a range fix-up "
+             "around every exponential; ablation)"),
+    cl::cat(category));
 static cl::opt<int> llvmOptLevel(
     "llvm-opt-level", cl::desc("LLVM optimisation level before the NVPTX "
                                "backend: 1, 2 or 3 (default)"),
@@ -532,6 +537,7 @@ int main(int argc, char **argv) {
   spec.intraWgOverlap = !noIntraWgOverlap;
   spec.pingpong = !noPingpong;
   spec.persistent = persistentGrid;
+  spec.flushDenormals = !noFlushDenormals;
   spec.llvmOptLevel = llvmOptLevel;
   FailureOr<std::string> metaPath = metadataPath();
   if (failed(metaPath))
@@ -590,8 +596,11 @@ int main(int argc, char **argv) {
         spec.target, spec.headDim, spec.causal, spec.blockM, spec.blockN,
         spec.numWarps,
         spec.target == TargetKind::sm_90a && spec.warpSpecialize, spec.stages);
+    // The estimate is rough; the defaults are measured (some spill a few
+    // bytes on purpose), so only overrides are warned about.
+    bool overridden = spec.blockM > 0 || spec.blockN > 0 || spec.numWarps > 0;
     int64_t registers = estimateRegistersPerThread(config, spec.headDim);
-    if (registers > kMaxRegistersPerThread)
+    if (overridden && registers > kMaxRegistersPerThread)
       llvm::WithColor::warning(llvm::errs(), "attngen") << fmt::format(
           "a {}x{} tile with {} warps at head dim {} needs about {} registers "
           "per thread, more than the {} available: the kernel will spill; "
@@ -608,7 +617,7 @@ int main(int argc, char **argv) {
   if (stage == Stage::problem)
     buildTilePipeline(pm, spec);
   if (emit != "mlir" && stage != Stage::lowered)
-    buildLoweringPipeline(pm);
+    buildLoweringPipeline(pm, spec.flushDenormals);
   if (failed(pm.run(*module)))
     return 1;
 

@@ -44,6 +44,9 @@ struct AttentionSpec {
   /// key/value descriptor arithmetic out of the uniform datapath once the
   /// consumers loop over tiles).
   bool persistent = false;
+  /// Flush f32 denormals to zero in the kernel (ex2.approx.ftz: one MUFU op
+  /// per exponential); false is the IEEE ablation.
+  bool flushDenormals = true;
 };
 
 /// One kernel parameter, as the metadata lists it (docs/ABI.md "Kernel
@@ -99,8 +102,9 @@ std::string kernelName(const AttentionSpec &spec);
 /// softmax) to `pm`.
 void buildTilePipeline(OpPassManager &pm, const AttentionSpec &spec);
 
-/// Adds attn-to-nvvm and the upstream conversions to the LLVM dialect.
-void buildLoweringPipeline(OpPassManager &pm);
+/// Adds attn-to-nvvm and the upstream conversions to the LLVM dialect;
+/// `flushDenormals` is attn-to-nvvm's flush-denormals.
+void buildLoweringPipeline(OpPassManager &pm, bool flushDenormals = true);
 
 /// Reads the launch metadata off a lowered module (attributes set by
 /// attn-to-nvvm on the kernel).
