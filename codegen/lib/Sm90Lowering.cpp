@@ -115,7 +115,11 @@ LogicalResult Sm90Lowering::lowerPrologue(Lowering &l) {
 /// Arms `bar` with the tile's byte count and issues one TMA per swizzle
 /// panel of `buffer` (run by one thread). TMA counts a box's out-of-bounds
 /// elements (rows past N, columns past D) as transferred bytes too, so the
-/// count is the whole tile's.
+/// count is the whole tile's. The destination is a CTA shared address
+/// (`.shared::cta`, PTX 8.6, which the sm_90a kernels target): the
+/// `.shared::cluster` form needs a generic round trip (two cvta, 64-bit
+/// registers) per panel, which spilled 8-20 bytes in the persistent
+/// kernels with three or more panels.
 LogicalResult emitTmaLoad(Lowering &l, Operation *op, Value src,
                           const SmemBuffer &buffer, Value bar, Value batchIdx,
                           Value rowIdx, Value headIdx) {
@@ -136,14 +140,12 @@ LogicalResult emitTmaLoad(Lowering &l, Operation *op, Value src,
     NVVM::MBarrierArriveExpectTxOp::create(b, l.loc, Type(), bar,
                                            l.i32(bytes), NVVM::MemScopeKind::CTA,
                                            /*relaxed=*/false, Value());
-    auto clusterPtr = LLVM::LLVMPointerType::get(b.getContext(), 7);
     for (int64_t p = 0; p < panels; ++p) {
       Value dst = l.smemPtr(l.bufferOffset(buffer, p * g.panelBytes));
-      dst = LLVM::AddrSpaceCastOp::create(b, l.loc, clusterPtr, dst);
       SmallVector<Value> coords = {l.i32(p * g.panelCols), row, head, batch};
       NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
           b, l.loc, dst, l.params.tma[t], coords, bar, ValueRange(), Value(),
-          Value(), NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false,
+          Value(), NVVM::TMALoadMode::TILE, /*isCTAOnly=*/true,
           NVVM::CTAGroupKindAttr(), Value());
     }
   });
