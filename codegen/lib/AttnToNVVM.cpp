@@ -75,7 +75,8 @@ LogicalResult checkLowerable(func::FuncOp func, TilingAttr tiling,
   };
   WalkResult result = func.walk([&](Operation *op) -> WalkResult {
     if (auto ws = dyn_cast<WarpSpecializeOp>(op))
-      if (4 * ws.getConsumerWarpgroups() != tiling.getNumWarps()) {
+      if (4 * static_cast<int64_t>(ws.getConsumerWarpgroups()) !=
+          tiling.getNumWarps()) {
         ws.emitOpError() << "declares " << ws.getConsumerWarpgroups()
                          << " consumer warpgroups, but the kernel's tiling has "
                          << tiling.getNumWarps() << " warps ("

@@ -9,11 +9,11 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMTypes.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -70,9 +70,9 @@ Value Lowering::swizzledOffset(const SmemBuffer &buffer, Value row,
   int64_t chunksPerPanel = g.panelCols / 8;
   Value panel =
       arith::ShRUIOp::create(b, loc, col, i32(llvm::Log2_64(g.panelCols)));
-  Value chunk = arith::AndIOp::create(
-      b, loc, arith::ShRUIOp::create(b, loc, col, i32(3)),
-      i32(chunksPerPanel - 1));
+  Value chunk =
+      arith::AndIOp::create(b, loc, arith::ShRUIOp::create(b, loc, col, i32(3)),
+                            i32(chunksPerPanel - 1));
   Value xorSource = arith::AndIOp::create(
       b, loc, arith::ShRUIOp::create(b, loc, row, i32(g.xorShift)),
       i32(g.xorMask));

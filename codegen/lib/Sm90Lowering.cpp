@@ -137,8 +137,8 @@ LogicalResult emitTmaLoad(Lowering &l, Operation *op, Value src,
   Value head = l.toI32(l.scalar(headIdx));
   Value row = l.toI32(l.scalar(rowIdx));
   onOneThread(l, [&] {
-    NVVM::MBarrierArriveExpectTxOp::create(b, l.loc, Type(), bar,
-                                           l.i32(bytes), NVVM::MemScopeKind::CTA,
+    NVVM::MBarrierArriveExpectTxOp::create(b, l.loc, Type(), bar, l.i32(bytes),
+                                           NVVM::MemScopeKind::CTA,
                                            /*relaxed=*/false, Value());
     for (int64_t p = 0; p < panels; ++p) {
       Value dst = l.smemPtr(l.bufferOffset(buffer, p * g.panelBytes));
@@ -403,11 +403,10 @@ LogicalResult Sm90Lowering::lowerMma(Lowering &l, MmaOp op) {
   // K-major operand's leading offset is unused (1 by convention).
   SwizzleGeometry gB(bBuffer.type);
   Value descBBase =
-      transposeB
-          ? makeDescriptor(l, l.bufferOffset(bBuffer, 0), gB,
-                           /*leadingBytes=*/16, kAtomRows * gB.rowBytes)
-          : makeDescriptor(l, l.bufferOffset(bBuffer, 0), gB, gB.panelBytes,
-                           kAtomRows * gB.rowBytes);
+      transposeB ? makeDescriptor(l, l.bufferOffset(bBuffer, 0), gB,
+                                  /*leadingBytes=*/16, kAtomRows * gB.rowBytes)
+                 : makeDescriptor(l, l.bufferOffset(bBuffer, 0), gB,
+                                  gB.panelBytes, kAtomRows * gB.rowBytes);
   int64_t bStepsPerPanel = gB.panelCols / kKStep;
 
   NVVM::WgmmaFenceAlignedOp::create(b, l.loc);
@@ -448,8 +447,7 @@ LogicalResult Sm90Lowering::lowerMma(Lowering &l, MmaOp op) {
                             (ks % aStepsPerPanel) * kKStepBytes;
       Value aOffset = arith::AddIOp::create(
           b, l.loc, rowOffset, l.bufferOffset(aBuffer, panelOffset));
-      Value descA =
-          makeDescriptor(l, aOffset, gA, 16, kAtomRows * gA.rowBytes);
+      Value descA = makeDescriptor(l, aOffset, gA, 16, kAtomRows * gA.rowBytes);
       SmallVector<Type> f32s(accPerSlice, b.getF32Type());
       auto structType = LLVM::LLVMStructType::getLiteral(ctx, f32s);
       Value inout = LLVM::PoisonOp::create(b, l.loc, structType);

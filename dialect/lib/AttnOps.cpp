@@ -294,8 +294,8 @@ LogicalResult MmaOp::verify() {
     return emitOpError() << "result must be " << m << "x" << bN << ", got "
                          << result.getShape()[0] << "x" << n;
   if (n > bN)
-    return emitOpError() << "result has " << n << " columns but 'b' has "
-                         << bN << ": a product reads at most all of them";
+    return emitOpError() << "result has " << n << " columns but 'b' has " << bN
+                         << ": a product reads at most all of them";
   if (getAcc() && getAcc().getType() != result)
     return emitOpError() << "accumulator type " << getAcc().getType()
                          << " differs from the result type " << result;
@@ -328,9 +328,9 @@ LogicalResult MmaOp::verify() {
     // are no canonical wgmma layout).
     if (!getTransposeB() && n % b.getPanelCols() != 0)
       return emitOpError() << "sm_90a wgmma reads an N-major 'b' in whole "
-                           << b.getPanelCols() << "-column swizzle panels: N = "
-                           << n << " must be a multiple of "
-                           << b.getPanelCols();
+                           << b.getPanelCols()
+                           << "-column swizzle panels: N = " << n
+                           << " must be a multiple of " << b.getPanelCols();
   }
   return success();
 }

@@ -51,8 +51,8 @@ private:
   /// widest swizzle that divides it (TileConfig.h draws the layout).
   SmemTileType smemType(int64_t rows) {
     int64_t cols = smemTileCols(op.getHeadDim());
-    return SmemTileType::get(b.getContext(), {rows, cols},
-                             op.getElementType(), smemTileSwizzle(cols));
+    return SmemTileType::get(b.getContext(), {rows, cols}, op.getElementType(),
+                             smemTileSwizzle(cols));
   }
   Value splat(RegTileType type, float value) {
     return SplatOp::create(b, loc, type, b.getF32FloatAttr(value));
@@ -163,8 +163,8 @@ void TileProgramBuilder::build() {
       });
 
   auto finalize = SoftmaxFinalizeOp::create(
-      b, loc, accType(outCols), rowType(), loop.getResult(0),
-      loop.getResult(1), loop.getResult(2), scale);
+      b, loc, accType(outCols), rowType(), loop.getResult(0), loop.getResult(1),
+      loop.getResult(2), scale);
   StoreOp::create(b, loc, finalize.getOut(), op.getO(), batch, row, head);
   if (Value lse = op.getLse())
     StoreRowsOp::create(b, loc, finalize.getLse(), lse, batch, head, row);

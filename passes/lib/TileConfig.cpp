@@ -41,8 +41,7 @@ int64_t mlir::attn::smemTileSwizzle(int64_t cols) {
   return 0;
 }
 
-int64_t mlir::attn::outputAccumulatorCols(TargetKind target,
-                                          int64_t headDim) {
+int64_t mlir::attn::outputAccumulatorCols(TargetKind target, int64_t headDim) {
   return target == TargetKind::sm_90a ? smemTileCols(headDim) : headDim;
 }
 
@@ -230,7 +229,7 @@ int64_t mlir::attn::estimateRegistersPerThread(const TileConfig &config,
                                                int64_t headDim) {
   int64_t slicesPerWarp =
       std::max<int64_t>(1, config.blockM / (kRowsPerWarp * config.numWarps));
-  int64_t perSlice = smemTileCols(headDim) / 2 + config.blockN / 2 +
-                     config.blockN / 4 + 6;
+  int64_t perSlice =
+      smemTileCols(headDim) / 2 + config.blockN / 2 + config.blockN / 4 + 6;
   return slicesPerWarp * perSlice + kScalarRegisters;
 }
