@@ -34,8 +34,8 @@ done
 # Tile candidates: "ARCH D BMxBNxWARPS..." with the default first (the
 # default is compiled without overrides and checked to be that shape).
 candidates=(
-  "sm_90a 96 128x144x8 128x128x8 128x176x8 192x96x12 192x144x12"
-  "sm_90a 192 128x80x8 128x64x8 128x96x8 128x112x8"
+  "sm_90a 96 128x144x8 128x128x8 128x160x8 128x176x8 192x96x12 192x144x12"
+  "sm_90a 192 128x96x8 128x64x8 128x80x8 128x112x8"
   "sm_80 96 128x64x4 128x48x4 128x64x8 64x64x4"
   "sm_80 192 128x64x8 64x64x4 128x32x8 64x32x4"
 )

@@ -104,7 +104,8 @@ void zeroPadding(Lowering &l, const SmemBuffer &tile, int64_t filled) {
   int64_t padChunks = (tile.type.getCols() - filled) / kChunkElements;
   if (padChunks == 0)
     return;
-  Value zero = LLVM::ZeroOp::create(b, l.loc, VectorType::get({4}, b.getI32Type()));
+  Value zero =
+      LLVM::ZeroOp::create(b, l.loc, VectorType::get({4}, b.getI32Type()));
   forEachChunk(l, tile.type.getRows() * padChunks, [&](Value chunk) {
     Value r = arith::DivUIOp::create(b, l.loc, chunk, l.i32(padChunks));
     Value c = arith::AddIOp::create(
@@ -134,9 +135,11 @@ LogicalResult Sm80Lowering::lowerPrologue(Lowering &l) {
                             : cast<SmemTileType>(buffer.getType());
     int64_t filled = type.getCols();
     for (Operation *user : buffer.getUsers()) {
-      if (auto copy = dyn_cast<CopyAsyncOp>(user); copy && copy.getDst() == buffer)
+      if (auto copy = dyn_cast<CopyAsyncOp>(user);
+          copy && copy.getDst() == buffer)
         filled = std::min(filled, sourceHeadDim(copy.getSrc()));
-      if (auto load = dyn_cast<PipeLoadOp>(user); load && load.getPipe() == buffer)
+      if (auto load = dyn_cast<PipeLoadOp>(user);
+          load && load.getPipe() == buffer)
         filled = std::min(filled, sourceHeadDim(load.getSrc()));
     }
     if (filled == type.getCols())
@@ -193,54 +196,53 @@ void copyChunks(Lowering &l, const SmemBuffer &buffer, Tensor tensor,
   Value numRows = l.tensorRows(tensor);
   Value slot = arith::RemUIOp::create(b, l.loc, l.tid, l.i32(chunksPerRow));
   auto emitCopy = [&] {
-  Value firstRow =
-      arith::DivUIOp::create(b, l.loc, l.tid, l.i32(chunksPerRow));
-  Value col = arith::MulIOp::create(b, l.loc, slot, l.i32(kChunkElements));
-  Value row = arith::AddIOp::create(b, l.loc, row0, firstRow);
-  // Rows from this thread's first one to the end of the tensor (signed:
-  // negative when the tile starts past it).
-  Value remaining = arith::SubIOp::create(b, l.loc, numRows, row);
-  Value src = l.globalAddress(tensor, batch, row, head, col);
-  Value rowStride = l.params.stride[static_cast<int>(tensor)][1];
-  SmallVector<Value> dstBases;
-  for (int64_t p = 0; p < period; ++p)
-    dstBases.push_back(l.swizzledOffset(
-        buffer,
-        arith::AddIOp::create(b, l.loc, firstRow, l.i32(p * rowsPerStep)),
-        col));
-  auto globalPtr =
-      LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
-  for (int64_t step = 0; step * threads < total; ++step) {
-    auto emitChunk = [&] {
-      Value valid = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::sgt,
-                                          remaining,
-                                          l.i32(step * rowsPerStep));
-      Value stepSrc = LLVM::GEPOp::create(
-          b, l.loc, globalPtr, b.getI16Type(), src,
-          ValueRange{arith::MulIOp::create(b, l.loc, rowStride,
-                                           l.i64(step * rowsPerStep))});
-      // Past the end: read 0 bytes (the chunk is zero-filled) from the
-      // tensor's base, a valid address.
-      Value safeSrc = arith::SelectOp::create(
-          b, l.loc, valid, stepSrc, l.params.ptr[static_cast<int>(tensor)]);
-      int64_t rowOffset = (step / period) * period * rowsPerStep;
-      Value dst = l.smemPtr(arith::AddIOp::create(
-          b, l.loc, dstBases[step % period],
-          l.i32(rowOffset * g.rowBytes)));
-      Value srcBytes = arith::SelectOp::create(b, l.loc, valid,
-                                               l.i32(kChunkBytes), l.i32(0));
-      NVVM::CpAsyncOp::create(b, l.loc, dst, safeSrc, kChunkBytes,
-                              NVVM::LoadCacheModifierKind::CG, srcBytes);
-    };
-    int64_t first = step * threads;
-    if (first + threads <= total) {
-      emitChunk();
-    } else {
-      Value inRange = arith::CmpIOp::create(
-          b, l.loc, arith::CmpIPredicate::ult, l.tid, l.i32(total - first));
-      l.emitIf(inRange, emitChunk);
+    Value firstRow =
+        arith::DivUIOp::create(b, l.loc, l.tid, l.i32(chunksPerRow));
+    Value col = arith::MulIOp::create(b, l.loc, slot, l.i32(kChunkElements));
+    Value row = arith::AddIOp::create(b, l.loc, row0, firstRow);
+    // Rows from this thread's first one to the end of the tensor (signed:
+    // negative when the tile starts past it).
+    Value remaining = arith::SubIOp::create(b, l.loc, numRows, row);
+    Value src = l.globalAddress(tensor, batch, row, head, col);
+    Value rowStride = l.params.stride[static_cast<int>(tensor)][1];
+    SmallVector<Value> dstBases;
+    for (int64_t p = 0; p < period; ++p)
+      dstBases.push_back(l.swizzledOffset(
+          buffer,
+          arith::AddIOp::create(b, l.loc, firstRow, l.i32(p * rowsPerStep)),
+          col));
+    auto globalPtr =
+        LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
+    for (int64_t step = 0; step * threads < total; ++step) {
+      auto emitChunk = [&] {
+        Value valid =
+            arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::sgt,
+                                  remaining, l.i32(step * rowsPerStep));
+        Value stepSrc = LLVM::GEPOp::create(
+            b, l.loc, globalPtr, b.getI16Type(), src,
+            ValueRange{arith::MulIOp::create(b, l.loc, rowStride,
+                                             l.i64(step * rowsPerStep))});
+        // Past the end: read 0 bytes (the chunk is zero-filled) from the
+        // tensor's base, a valid address.
+        Value safeSrc = arith::SelectOp::create(
+            b, l.loc, valid, stepSrc, l.params.ptr[static_cast<int>(tensor)]);
+        int64_t rowOffset = (step / period) * period * rowsPerStep;
+        Value dst = l.smemPtr(arith::AddIOp::create(
+            b, l.loc, dstBases[step % period], l.i32(rowOffset * g.rowBytes)));
+        Value srcBytes = arith::SelectOp::create(b, l.loc, valid,
+                                                 l.i32(kChunkBytes), l.i32(0));
+        NVVM::CpAsyncOp::create(b, l.loc, dst, safeSrc, kChunkBytes,
+                                NVVM::LoadCacheModifierKind::CG, srcBytes);
+      };
+      int64_t first = step * threads;
+      if (first + threads <= total) {
+        emitChunk();
+      } else {
+        Value inRange = arith::CmpIOp::create(
+            b, l.loc, arith::CmpIPredicate::ult, l.tid, l.i32(total - first));
+        l.emitIf(inRange, emitChunk);
+      }
     }
-  }
   };
   if (chunksPerRow == filledChunks)
     return emitCopy();
@@ -369,8 +371,8 @@ LogicalResult Sm80Lowering::lowerMma(Lowering &l, MmaOp op) {
     for (int64_t t = 0; t < shape.mTiles; ++t) {
       if (isa<SmemTileType>(op.getA().getType())) {
         aFrags.push_back(loadMatrices(l, l.buffers[op.getA()], aRow,
-                                      16 * l.numWarps() * t, colInStep,
-                                      16 * ks, false));
+                                      16 * l.numWarps() * t, colInStep, 16 * ks,
+                                      false));
       } else {
         const SmallVector<Value> &regs = l.tiles[op.getA()];
         int64_t base = (t * kSteps + ks) * 4;

@@ -63,18 +63,17 @@ TileConfig mlir::attn::chooseTileConfig(TargetKind target, int64_t headDim,
     //   d64  192x128: Q 24 KB + 4 x 16 KB =  88 KB
     //   d96  128x144: Q 24 KB + 4 x 27 KB = 132 KB  (FA3: 192x144, 144 KB)
     //   d128 128x128: Q 32 KB + 4 x 32 KB = 160 KB
-    //   d192 128x80:  Q 48 KB + 4 x 30 KB = 168 KB  (FA3: 128x112, 216 KB;
+    //   d192 128x96:  Q 48 KB + 4 x 36 KB = 192 KB  (FA3: 128x112, 216 KB;
     //                 128x128 would need 240 KB, over the 227 KB of a CTA)
     //   d256 128x80:  Q 64 KB + 4 x 40 KB = 224 KB
-    // Registers decide the rest (ptxas 13.0, persistent schedule): P stays
-    // in registers (FA3 routes it through shared memory at d64/d96), so
-    // FA3's d96 192x144 with three consumer warpgroups of 160 registers
-    // spills 296 bytes (192x96: 12) while two warpgroups of 240 hold 128x144
-    // without a spill (128x160: 12 bytes); d192 spills 12-36 bytes at
-    // 128x112 and 128x96, none at 128x80; head dims padded to 32-byte
-    // panels (d104, d112: seven of them) spill 12 bytes at 128x128, none at
-    // 128x112. gpu/make_headdim_kernels.sh builds the alternatives of d96
-    // and d192 for the H200.
+    // Registers decide the rest (ptxas 13.0): P stays in registers (FA3
+    // routes it through shared memory at d64/d96), so FA3's d96 192x144
+    // with three consumer warpgroups of 160 registers spills 524 bytes
+    // (192x96: 72) while two warpgroups of 240 hold 128x144 and 128x160
+    // without a spill (128x176: 72 bytes; under --persistent 128x160
+    // spills 12, 128x144 none); d192 spills 24 bytes at FA3's 128x112 and
+    // none at 128x96. gpu/make_headdim_kernels.sh builds the alternatives of
+    // d96 and d192 for the H200.
     // d256 narrows the key block so that O (128 registers) and S fit in 240
     // registers. The rotated loop runs unmasked and masked blocks in one
     // loop (no pipeline drain between them): +3-8% on the H200
@@ -84,12 +83,10 @@ TileConfig mlir::attn::chooseTileConfig(TargetKind target, int64_t headDim,
       return {192, 128, 12, 2, /*peelMaskedBlocks=*/false};
     if (tuned == 96)
       return {128, 144, 8, 2, /*peelMaskedBlocks=*/false};
-    if (tuned == 128) {
-      bool narrowPanels = smemTileSwizzle(smemTileCols(headDim)) == 32;
-      return {128, narrowPanels ? 112 : 128, 8, 2, /*peelMaskedBlocks=*/false};
-    }
+    if (tuned == 128)
+      return {128, 128, 8, 2, /*peelMaskedBlocks=*/false};
     if (tuned == 192)
-      return {128, 80, 8, 2, /*peelMaskedBlocks=*/false};
+      return {128, 96, 8, 2, /*peelMaskedBlocks=*/false};
     return {128, 80, 8, 2, /*peelMaskedBlocks=*/causal};
   }
   if (target == TargetKind::sm_90a) {

@@ -87,8 +87,8 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 // -----
 
 // d192: three 128-byte panels. sm_80 takes FlashAttention-2's 8 warps x one
-// slice; sm_90a warp-specialized 128x80 (128x128 would need 240 KB of
-// shared memory with two K/V stages).
+// slice; sm_90a warp-specialized 128x96 (128x128 would need 240 KB of
+// shared memory with two K/V stages, FlashAttention-3's 128x112 spills).
 module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK-LABEL: func.func @d192_sm80
   // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 64, num_warps = 8>
@@ -107,8 +107,8 @@ module attributes {attn.target = #attn.target<sm_90a>} {
   // CHECK-LABEL: func.func @d192_sm90a
   // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>
   // FA3-LABEL: func.func @d192_sm90a
-  // FA3-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 80, num_warps = 8>
-  // FA3: attn.alloc_smem : !attn.smem<80x192xbf16, swizzle = 128>
+  // FA3-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 96, num_warps = 8>
+  // FA3: attn.alloc_smem : !attn.smem<96x192xbf16, swizzle = 128>
   func.func @d192_sm90a(%q: memref<?x?x?x192xbf16>, %k: memref<?x?x?x192xbf16>,
                         %v: memref<?x?x?x192xbf16>, %o: memref<?x?x?x192xbf16>) {
     attn.attention %q, %k, %v, %o {scale = 0.072 : f32}
@@ -120,14 +120,35 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 // -----
 
 // d112 on sm_90a: seven 32-byte panels; warp-specialized it takes d128's
-// two warpgroups with a 112-wide key block (128 spills with that many
-// panels).
+// shape. On sm_80 d120 (an odd last 8-column block of O) takes the causal
+// key block of d128's shape (32), d112 its 48.
 module attributes {attn.target = #attn.target<sm_90a>} {
   // FA3-LABEL: func.func @d112_sm90a
-  // FA3-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 112, num_warps = 8>
+  // FA3-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 128, num_warps = 8>
   // FA3: attn.alloc_smem : !attn.smem<128x112xbf16, swizzle = 32>
   func.func @d112_sm90a(%q: memref<?x?x?x112xbf16>, %k: memref<?x?x?x112xbf16>,
                         %v: memref<?x?x?x112xbf16>, %o: memref<?x?x?x112xbf16>) {
+    attn.attention %q, %k, %v, %o {scale = 0.0945 : f32}
+      : memref<?x?x?x112xbf16>, memref<?x?x?x112xbf16>, memref<?x?x?x112xbf16>, memref<?x?x?x112xbf16>
+    return
+  }
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_80>} {
+  // CHECK-LABEL: func.func @d120_sm80
+  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 32, num_warps = 4>
+  // CHECK-LABEL: func.func @d112_sm80
+  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 48, num_warps = 4>
+  func.func @d120_sm80(%q: memref<?x?x?x120xbf16>, %k: memref<?x?x?x120xbf16>,
+                       %v: memref<?x?x?x120xbf16>, %o: memref<?x?x?x120xbf16>) {
+    attn.attention %q, %k, %v, %o {scale = 0.0913 : f32}
+      : memref<?x?x?x120xbf16>, memref<?x?x?x120xbf16>, memref<?x?x?x120xbf16>, memref<?x?x?x120xbf16>
+    return
+  }
+  func.func @d112_sm80(%q: memref<?x?x?x112xbf16>, %k: memref<?x?x?x112xbf16>,
+                       %v: memref<?x?x?x112xbf16>, %o: memref<?x?x?x112xbf16>) {
     attn.attention %q, %k, %v, %o {scale = 0.0945 : f32}
       : memref<?x?x?x112xbf16>, memref<?x?x?x112xbf16>, memref<?x?x?x112xbf16>, memref<?x?x?x112xbf16>
     return
