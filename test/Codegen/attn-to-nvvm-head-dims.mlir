@@ -4,12 +4,13 @@
 // no attn-causal-blocks). The tiles are D rounded up to 16 columns in the
 // widest swizzle whose panel divides that width (TileConfig.h draws it).
 
-// sm_80 d40: 48-column tiles of three 32-byte panels. Their columns 40..47
-// are zeroed once at entry (Q's 128 rows in one round, K's and V's 64 rows
-// by the first 64 threads), never by the copies, which fill five chunks a
-// row in eight power-of-two slots. S = Q K^T: three k steps; O += P V: five
-// 8-column blocks, the fifth loaded with ldmatrix.x2; the store writes five
-// blocks a row.
+// sm_80 d40 (128x96): 48-column tiles of three 32-byte panels. Their
+// columns 40..47 are zeroed once at entry (Q's 128 rows in one round, K's
+// and V's 96 rows by the first 96 threads), never by the copies, which fill
+// five chunks a row in eight power-of-two slots. S = Q K^T: three k steps
+// (2 slices x 12 blocks each); O += P V: six k steps of five 8-column
+// blocks, the fifth loaded with ldmatrix.x2; the store writes five blocks a
+// row.
 module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK-LABEL: llvm.func @d40_sm80(
   // CHECK-COUNT-3: llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
@@ -17,8 +18,8 @@ module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK: arith.cmpi ult, %{{.*}}, %c5_i32
   // CHECK: nvvm.cp.async.shared.global
   // CHECK: scf.for
-  // CHECK-COUNT-48: nvvm.mma.sync {{.*}} shape = #nvvm.shape<m = 16, n = 8, k = 16>
-  // CHECK-COUNT-4: nvvm.ldmatrix {{.*}} layout = #nvvm.mma_layout<col>, num = 2 : i32
+  // CHECK-COUNT-72: nvvm.mma.sync {{.*}} shape = #nvvm.shape<m = 16, n = 8, k = 16>
+  // CHECK-COUNT-6: nvvm.ldmatrix {{.*}} layout = #nvvm.mma_layout<col>, num = 2 : i32
   // CHECK-NOT: num = 2 : i32
   // CHECK-COUNT-20: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<1>
   // CHECK-NOT: : i32, !llvm.ptr<1>

@@ -7,17 +7,17 @@
 
 // d40 on sm_80: 48-column tiles of three 32-byte panels; S reduces over the
 // three k steps of the padded tiles, O is exactly 40 columns wide (five
-// 8-column blocks), FlashAttention-2's 128x64 with 4 warps.
+// 8-column blocks); d64's 128x96 with 4 warps.
 module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK-LABEL: func.func @d40_sm80
-  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 64, num_warps = 4>
+  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 96, num_warps = 4>
   // CHECK: %[[Q:.*]] = attn.alloc_smem : !attn.smem<128x48xbf16, swizzle = 32>
-  // CHECK: %[[K:.*]] = attn.alloc_smem : !attn.smem<64x48xbf16, swizzle = 32>
-  // CHECK: %[[V:.*]] = attn.alloc_smem : !attn.smem<64x48xbf16, swizzle = 32>
+  // CHECK: %[[K:.*]] = attn.alloc_smem : !attn.smem<96x48xbf16, swizzle = 32>
+  // CHECK: %[[V:.*]] = attn.alloc_smem : !attn.smem<96x48xbf16, swizzle = 32>
   // CHECK: attn.copy_async %arg0{{.*}} -> %[[Q]] {{.*}} : memref<?x?x?x40xbf16>, !attn.smem<128x48xbf16, swizzle = 32>
   // CHECK: scf.for {{.*}} -> (!attn.regs<128x40xf32, acc>, !attn.regs<128xf32, row>, !attn.regs<128xf32, row>)
-  // CHECK: attn.mma %[[Q]], %[[K]] {transpose_b} : !attn.smem<128x48xbf16, swizzle = 32>, !attn.smem<64x48xbf16, swizzle = 32> -> !attn.regs<128x64xf32, acc>
-  // CHECK: attn.mma %{{.*}}, %[[V]], %{{.*}} : !attn.regs<128x64xbf16, operand_a>, !attn.smem<64x48xbf16, swizzle = 32>, !attn.regs<128x40xf32, acc> -> !attn.regs<128x40xf32, acc>
+  // CHECK: attn.mma %[[Q]], %[[K]] {transpose_b} : !attn.smem<128x48xbf16, swizzle = 32>, !attn.smem<96x48xbf16, swizzle = 32> -> !attn.regs<128x96xf32, acc>
+  // CHECK: attn.mma %{{.*}}, %[[V]], %{{.*}} : !attn.regs<128x96xbf16, operand_a>, !attn.smem<96x48xbf16, swizzle = 32>, !attn.regs<128x40xf32, acc> -> !attn.regs<128x40xf32, acc>
   // CHECK: attn.store %{{.*}} -> %arg3{{.*}} : !attn.regs<128x40xf32, acc>, memref<?x?x?x40xbf16>
   func.func @d40_sm80(%q: memref<?x?x?x40xbf16>, %k: memref<?x?x?x40xbf16>,
                       %v: memref<?x?x?x40xbf16>, %o: memref<?x?x?x40xbf16>) {
@@ -120,8 +120,7 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 // -----
 
 // d112 on sm_90a: seven 32-byte panels; warp-specialized it takes d128's
-// shape. On sm_80 d120 (an odd last 8-column block of O) takes the causal
-// key block of d128's shape (32), d112 its 48.
+// shape, and on sm_80 d112 and d120 d128's 128x48.
 module attributes {attn.target = #attn.target<sm_90a>} {
   // FA3-LABEL: func.func @d112_sm90a
   // FA3-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 128, num_warps = 8>
@@ -138,7 +137,7 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 
 module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK-LABEL: func.func @d120_sm80
-  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 32, num_warps = 4>
+  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 48, num_warps = 4>
   // CHECK-LABEL: func.func @d112_sm80
   // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 48, num_warps = 4>
   func.func @d120_sm80(%q: memref<?x?x?x120xbf16>, %k: memref<?x?x?x120xbf16>,
