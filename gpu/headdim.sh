@@ -9,9 +9,11 @@
 #   bash gpu/headdim.sh LIB                   # there, LIB = libattnrt.so
 #
 # SECTIONS picks what runs (default all, in this order): naive sanitize full
-# quick tiles. Each prints how long it took; two calls of about 5 minutes:
-#   SECTIONS="naive sanitize full" bash gpu/headdim.sh LIB
-#   SECTIONS="quick tiles" bash gpu/headdim.sh LIB
+# quick tiles. Each prints how long it took; to stay within a 10-minute call,
+# run them in three:
+#   SECTIONS="naive sanitize" bash gpu/headdim.sh LIB
+#   SECTIONS="full quick" bash gpu/headdim.sh LIB
+#   SECTIONS="tiles" bash gpu/headdim.sh LIB
 # SANITIZE overrides the sanitized kernels (names under .gpu/headdim_full),
 # BENCH_N the timed sequence lengths (default 1024,8192). Results and logs go
 # to $OUT (default /tmp/out). Exit status 0: every check passed.
