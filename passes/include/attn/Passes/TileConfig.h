@@ -25,8 +25,9 @@ struct TileConfig {
 //===----------------------------------------------------------------------===//
 //
 // A head dimension D (a multiple of 8) is padded inside the kernel to
-// C = D rounded up to 16, the MMA's k step; the copies zero-fill columns
-// D..C-1 in shared memory and never read them from global memory. The tile
+// C = D rounded up to 16, the MMA's k step; columns D..C-1 are zero in
+// shared memory (TMA's out-of-bounds fill on sm_90a; zeroed once at entry
+// on sm_80) and never read from global memory. The tile
 // is stored in the widest swizzle whose panel divides C, so every panel is
 // whole (TMA boxes, wgmma atoms) and no column beyond C costs shared memory:
 //
