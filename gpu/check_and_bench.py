@@ -294,13 +294,20 @@ def correctness_cases(quick, bottom_right=False):
     return cases
 
 
+def bench_heads(head_dim):
+    """Heads of the PEERS shapes: H * D = 2048, rounded to the nearest whole
+    head when D does not divide it (d96: 21 heads, H * D = 2016; d192: 11,
+    2112; TFLOPS count the heads used)."""
+    return max(1, round(2048 / head_dim))
+
+
 def bench_shapes(head_dim, n_list=None, gqa=False):
-    """PEERS table: B*N = 16384 tokens, H*D = 2048, as (B, H, Hkv, N); with
-    `gqa`, also PEERS' grouped-query row at d128: 64 query heads on 8 KV
-    heads, N = 8k, B = 2."""
+    """PEERS table: B*N = 16384 tokens, H*D = 2048 (bench_heads), as
+    (B, H, Hkv, N); with `gqa`, also PEERS' grouped-query row at d128: 64
+    query heads on 8 KV heads, N = 8k, B = 2."""
     if n_list is None:
         n_list = [1024, 4096, 8192] if head_dim == 128 else [1024, 8192]
-    heads = max(1, 2048 // head_dim)
+    heads = bench_heads(head_dim)
     shapes = [(max(1, 16384 // n), heads, heads, n) for n in n_list]
     if gqa and head_dim == 128:
         shapes.append((2, 64, 8, 8192))

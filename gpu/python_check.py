@@ -11,12 +11,15 @@ shapes and speed against torch SDPA, plus the JIT's compile speed.
 * Correctness: attngen.attention on fresh random inputs (ragged Nq != Nk, GQA,
   strided views, both dtypes, head dims 64/128/256, not causal, causal with the
   default bottom-right alignment and causal top-left, soft caps that bite) against a
-  float32 reference with the tolerances of gpu/check_and_bench.py. The output is
+  float32 reference with the tolerances of gpu/check_and_bench.py; the other head
+  dims of {8, 16, 40, 72, 80, 96, 112, 160, 192, 224} not causal and causal
+  bottom-right. The output is
   allocated by attngen; the memory it gets was filled with NaN just before (the
   caching allocator hands the same block back; the script checks it did).
   SDPA's own error against the same reference is reported beside ours.
 * Speed: attngen.attention (host overhead included) against SDPA's flash and
-  cuDNN backends on the PEERS shapes (B*N = 16k tokens, H*D = 2048), bf16.
+  cuDNN backends on the PEERS shapes (B*N = 16k tokens, H*D = 2048; d96 and
+  d192 with the nearest whole number of heads), bf16.
 The summary table is printed last. Exit status 0 when every check passed.
 """
 
@@ -172,12 +175,21 @@ VARIANTS = [(False, None, "none", 0.0, 1), (True, None, "bottom-right", 0.0, 1),
             (False, None, "none", 30.0, 4)]
 
 
+#: Head dims checked with every variant, and the others of the issue's set
+#: (any multiple of 8 up to 256 is supported), checked not causal and causal
+#: bottom-right: tiles padded to 16 columns (8, 40, 72, 112 ...) and 32- and
+#: 64-byte swizzles (80, 96, 160, 224).
+HEAD_DIMS = (64, 128, 256)
+MORE_HEAD_DIMS = (8, 16, 40, 72, 80, 96, 112, 160, 192, 224)
+
+
 def correctness(quick):
     results = []
     dtypes = [(torch.bfloat16, "bf16"), (torch.float16, "f16")]
-    for d in (64, 128, 256):
+    plan = [(d, VARIANTS) for d in HEAD_DIMS] + [(d, VARIANTS[:2]) for d in MORE_HEAD_DIMS]
+    for d, variants in plan:
         for dtype, dname in dtypes:
-            for causal, align, mask, softcap, q_factor in VARIANTS:
+            for causal, align, mask, softcap, q_factor in variants:
                 shapes = SHAPES[:4] if quick or softcap else SHAPES
                 for i, shape in enumerate(shapes):
                     layout = ("bnhd", "bhnd", "padded")[i % 3]
@@ -255,10 +267,14 @@ def speed(quick, warmup=10, iters=50):
     cases = [(128, False, 8192, 0.0), (128, True, 8192, 0.0), (128, False, 1024, 0.0),
              (128, True, 1024, 0.0), (64, False, 8192, 0.0), (256, False, 8192, 0.0),
              (128, False, 8192, 30.0), (128, True, 8192, 30.0)]
+    # The first-class head dims between the powers of two (issue 9 item 4).
+    cases += [(96, False, 8192, 0.0), (96, False, 1024, 0.0), (192, False, 8192, 0.0),
+              (192, False, 1024, 0.0)]
     if not quick:
-        cases += [(128, False, 4096, 0.0), (64, True, 8192, 0.0), (256, True, 8192, 0.0)]
+        cases += [(128, False, 4096, 0.0), (64, True, 8192, 0.0), (256, True, 8192, 0.0),
+                  (96, True, 8192, 0.0), (192, True, 8192, 0.0)]
     for d, causal, n, softcap in cases:
-        h = 2048 // d
+        h = cb.bench_heads(d)
         b = max(1, 16384 // n)
         torch.manual_seed(7)
         q, k, v = (torch.randn(b, n, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))

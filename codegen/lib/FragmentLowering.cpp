@@ -9,10 +9,11 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMTypes.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
-#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -54,17 +55,31 @@ Value Lowering::smemAddress(Value byteOffset) {
   return LLVM::PtrToIntOp::create(b, loc, b.getI32Type(), ptr);
 }
 
+SwizzleGeometry::SwizzleGeometry(SmemTileType type) {
+  assert(type.getSwizzle() != 0 && "swizzled tile expected (the verifiers)");
+  rowBytes = type.getPanelRowBytes();
+  panelCols = type.getPanelCols();
+  panelBytes = type.getPanelBytes();
+  xorShift = llvm::Log2_64(kSwizzleLineBytes / rowBytes);
+  xorMask = rowBytes / kChunkBytes - 1;
+}
+
 Value Lowering::swizzledOffset(const SmemBuffer &buffer, Value row,
                                Value col) {
-  int64_t rows = buffer.type.getRows();
-  Value panel = arith::ShRUIOp::create(b, loc, col, i32(6));
-  Value chunk = arith::AndIOp::create(
-      b, loc, arith::ShRUIOp::create(b, loc, col, i32(3)), i32(7));
-  Value swizzled = arith::XOrIOp::create(
-      b, loc, chunk, arith::AndIOp::create(b, loc, row, i32(7)));
+  SwizzleGeometry g(buffer.type);
+  int64_t chunksPerPanel = g.panelCols / 8;
+  Value panel =
+      arith::ShRUIOp::create(b, loc, col, i32(llvm::Log2_64(g.panelCols)));
+  Value chunk =
+      arith::AndIOp::create(b, loc, arith::ShRUIOp::create(b, loc, col, i32(3)),
+                            i32(chunksPerPanel - 1));
+  Value xorSource = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, row, i32(g.xorShift)),
+      i32(g.xorMask));
+  Value swizzled = arith::XOrIOp::create(b, loc, chunk, xorSource);
   Value offset = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, panel, i32(rows * kPanelRowBytes)),
-      arith::MulIOp::create(b, loc, row, i32(kPanelRowBytes)));
+      b, loc, arith::MulIOp::create(b, loc, panel, i32(g.panelBytes)),
+      arith::MulIOp::create(b, loc, row, i32(g.rowBytes)));
   offset = arith::AddIOp::create(
       b, loc, offset, arith::ShLIOp::create(b, loc, swizzled, i32(4)));
   Value within = arith::ShLIOp::create(
@@ -84,18 +99,20 @@ Value Lowering::bufferOffset(const SmemBuffer &buffer, int64_t extra) {
 Value Lowering::swizzledOffsetSplit(const SmemBuffer &buffer, Value rowVar,
                                     int64_t rowConst, Value colVar,
                                     int64_t colConst) {
+  SwizzleGeometry g(buffer.type);
   assert(rowConst % 8 == 0 && colConst % 16 == 0 && "misaligned split");
-  int64_t rows = buffer.type.getRows();
+  Value xorSource = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, rowVar, i32(g.xorShift)),
+      i32(g.xorMask));
   Value chunk = arith::XOrIOp::create(
-      b, loc, arith::ShRUIOp::create(b, loc, colVar, i32(3)),
-      arith::AndIOp::create(b, loc, rowVar, i32(7)));
+      b, loc, arith::ShRUIOp::create(b, loc, colVar, i32(3)), xorSource);
   Value swizzled =
-      arith::XOrIOp::create(b, loc, chunk, i32((colConst / 8) % 8));
+      arith::XOrIOp::create(b, loc, chunk, i32((colConst % g.panelCols) / 8));
   Value offset = arith::AddIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, rowVar, i32(kPanelRowBytes)),
+      b, loc, arith::MulIOp::create(b, loc, rowVar, i32(g.rowBytes)),
       arith::ShLIOp::create(b, loc, swizzled, i32(4)));
-  int64_t constant = (colConst / kPanelCols) * rows * kPanelRowBytes +
-                     rowConst * kPanelRowBytes;
+  int64_t constant =
+      (colConst / g.panelCols) * g.panelBytes + rowConst * g.rowBytes;
   return arith::AddIOp::create(b, loc, offset, bufferOffset(buffer, constant));
 }
 
@@ -394,11 +411,15 @@ void lowerConvert(Lowering &l, ConvertOp op) {
   l.tiles[op] = result;
 }
 
-/// Each thread stores its column pairs as 32-bit words; rows >= Nq skipped.
+/// Each thread stores its column pairs as 32-bit words; rows >= Nq skipped,
+/// and so are the 8-column blocks past the destination's head dimension
+/// (an output computed on a V padded to whole swizzle panels).
 void lowerStore(Lowering &l, StoreOp op) {
   OpBuilder &b = l.b;
   auto type = cast<RegTileType>(op.getValue().getType());
   FragmentShape shape = l.fragmentShape(type);
+  int64_t storedBlocks =
+      cast<MemRefType>(op.getDst().getType()).getDimSize(3) / 8;
   const SmallVector<Value> &v = l.tiles[op.getValue()];
   Tensor tensor = l.tensors.lookup(op.getDst());
   Value batch = l.toI32(l.scalar(op.getBatch()));
@@ -411,7 +432,7 @@ void lowerStore(Lowering &l, StoreOp op) {
       Value inside = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt,
                                            row, numRows);
       l.emitIf(inside, [&] {
-        for (int64_t n = 0; n < shape.nBlocks; ++n) {
+        for (int64_t n = 0; n < std::min(shape.nBlocks, storedBlocks); ++n) {
           int64_t index = (t * shape.nBlocks + n) * 4 + 2 * h;
           Value addr = l.globalAddress(tensor, batch, row, head,
                                        l.fragmentCol(n, 0));

@@ -125,32 +125,35 @@ FailureOr<KernelAbi> mlir::attn::deriveKernelAbi(func::FuncOp kernel,
   };
 
   // sm_90a loads every copied tile with TMA: one descriptor per source
-  // tensor, whose box is the tile's panel (all copies of a tensor must use
-  // the same rows).
-  llvm::SmallDenseMap<int, int64_t> boxRows;
+  // tensor, whose box is one swizzle panel of the tile (all copies of a
+  // tensor must use the same rows and panel width).
+  llvm::SmallDenseMap<int, std::pair<int64_t, int64_t>> boxes; // cols, rows
   if (target == TargetKind::sm_90a) {
     WalkResult walk = kernel.walk([&](Operation *op) {
       Value src;
-      int64_t rows = 0;
+      SmemTileType tile;
       if (auto copy = dyn_cast<CopyAsyncOp>(op)) {
         src = copy.getSrc();
-        rows = copy.getDst().getType().getRows();
+        tile = copy.getDst().getType();
       } else if (auto load = dyn_cast<PipeLoadOp>(op)) {
         src = load.getSrc();
-        rows = load.getPipe().getType().getBuffer().getRows();
+        tile = load.getPipe().getType().getBuffer();
       } else {
         return WalkResult::advance();
       }
       std::optional<Tensor> role = roleOf(src);
       if (!role)
         return WalkResult::advance(); // checkLowerable reports it
-      auto [it, inserted] = boxRows.try_emplace(static_cast<int>(*role), rows);
-      if (!inserted && it->second != rows) {
-        op->emitOpError() << "copies " << rows << "-row tiles of "
-                          << tensorName(*role) << ", which another copy "
-                          << "loads in " << it->second
-                          << "-row tiles: one TMA descriptor serves every "
-                             "copy of a tensor";
+      std::pair<int64_t, int64_t> box = {tile.getPanelCols(), tile.getRows()};
+      auto [it, inserted] = boxes.try_emplace(static_cast<int>(*role), box);
+      if (!inserted && it->second != box) {
+        op->emitOpError() << "copies " << tensorName(*role) << " in a "
+                          << box.second << "-row tile of " << box.first
+                          << "-column swizzle panels, which another copy "
+                          << "loads in " << it->second.second << " rows of "
+                          << it->second.first
+                          << "-column panels: one TMA descriptor (one box) "
+                             "serves every copy of a tensor";
         return WalkResult::interrupt();
       }
       return WalkResult::advance();
@@ -160,12 +163,12 @@ FailureOr<KernelAbi> mlir::attn::deriveKernelAbi(func::FuncOp kernel,
   }
 
   for (int t = 0; t < kNumTensors; ++t)
-    if (auto it = boxRows.find(t); it != boxRows.end()) {
+    if (auto it = boxes.find(t); it != boxes.end()) {
       AbiParam map;
       map.kind = AbiParamKind::TensorMap;
       map.tensor = static_cast<Tensor>(t);
-      map.boxCols = kTmaBoxCols;
-      map.boxRows = it->second;
+      map.boxCols = it->second.first;
+      map.boxRows = it->second.second;
       abi.params.push_back(map);
     }
   for (Tensor tensor : abi.tensors) {

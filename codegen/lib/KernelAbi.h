@@ -50,7 +50,9 @@ struct AbiParam {
   Tensor tensor = Tensor::Q;       ///< TensorMap, Pointer, Stride
   int dim = 0;                     ///< Stride: 0 = b, 1 = n, 2 = h
   SizeKind size = SizeKind::batch; ///< Size
-  int64_t boxCols = 0, boxRows = 0; ///< TensorMap: the TMA box
+  /// TensorMap: the TMA box, one swizzle panel of the copied tile (its
+  /// columns, 16, 32 or 64, give the swizzle span: 32, 64 or 128 bytes).
+  int64_t boxCols = 0, boxRows = 0;
 
   /// The parameter's name: tma_q, q, q_stride_b, nq, ...
   std::string name() const;
@@ -61,9 +63,6 @@ struct KernelAbi {
   llvm::SmallVector<Tensor> tensors;
   llvm::SmallVector<AbiParam> params;
 };
-
-/// Columns of one TMA box: a 64-column, 128-byte swizzled panel.
-constexpr int64_t kTmaBoxCols = 64;
 
 /// Derives the ABI of a tile-program kernel for `target`. Fails with a
 /// located error when `attn.tensors` is missing or does not name each

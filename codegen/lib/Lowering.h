@@ -40,10 +40,12 @@ namespace mlir::attn {
 /// Address spaces of the NVPTX backend.
 constexpr unsigned kGlobalAddressSpace = 1;
 constexpr unsigned kSharedAddressSpace = 3;
-/// Bytes of one 64-column panel row of a 128-byte swizzled tile.
-constexpr int64_t kPanelRowBytes = 128;
-/// Columns (16-bit elements) of one panel.
-constexpr int64_t kPanelCols = 64;
+/// Bytes of one swizzle chunk (8 16-bit elements): the unit the swizzle
+/// permutes, a cp.async copies and an ldmatrix row reads.
+constexpr int64_t kChunkBytes = 16;
+/// Address bit at which a swizzle's XOR source starts: chunks are permuted
+/// by (byte offset / 128), i.e. by the row, every 128 / span rows.
+constexpr int64_t kSwizzleLineBytes = 128;
 
 /// Kernel parameters as values inside the lowered llvm.func, indexed by
 /// tensor role (null where the kernel's ABI has no such parameter).
@@ -72,6 +74,20 @@ struct SmemPipe {
   int64_t stageBytes = 0;
   int64_t fullBarrierOffset = 0;
   int64_t emptyBarrierOffset = 0;
+};
+
+/// Geometry of a swizzled shared-memory tile (AttnBase.td draws the three
+/// swizzles): `cols / panelCols` panels of `rows x rowBytes`, one after the
+/// other; in a panel, 16-byte chunk c of row r sits at position
+/// c ^ ((r >> xorShift) & xorMask).
+struct SwizzleGeometry {
+  int64_t rowBytes = 0;   ///< the swizzle span: 32, 64 or 128
+  int64_t panelCols = 0;  ///< rowBytes / 2
+  int64_t panelBytes = 0; ///< rows * rowBytes
+  int64_t xorShift = 0;   ///< log2(128 / rowBytes)
+  int64_t xorMask = 0;    ///< rowBytes / 16 - 1
+
+  explicit SwizzleGeometry(SmemTileType type);
 };
 
 /// Geometry of a register tile's fragments for this kernel.
@@ -134,19 +150,21 @@ public:
   Value smemPtr(Value byteOffset);
   /// Shared-memory address as a 32-bit integer (for descriptors).
   Value smemAddress(Value byteOffset);
-  /// Byte offset of element (row, col) of a 128-byte swizzled tile whose
-  /// buffer starts at `base` (all i32):
-  ///   panel = col / 64, chunk = (col % 64) / 8
-  ///   base + panel * rows * 128 + row * 128 + ((chunk ^ row % 8) * 16)
-  ///        + (col % 8) * 2
+  /// Byte offset of element (row, col) of a swizzled tile whose buffer
+  /// starts at `base` (all i32; SwizzleGeometry's names, S = rowBytes):
+  ///   panel = col / panelCols, chunk = (col % panelCols) / 8
+  ///   base + panel * panelBytes + row * S
+  ///        + ((chunk ^ ((row >> xorShift) & xorMask)) * 16) + (col % 8) * 2
   Value swizzledOffset(const SmemBuffer &buffer, Value row, Value col);
   /// The same offset for row = rowVar + rowConst, col = colVar + colConst
   /// where rowConst and colConst are multiples of 8 and 16, colVar is 0 or 8
-  /// and colConst % 64 + colVar < 64. The swizzle then splits into a
-  /// per-thread part, `rowVar * 128 + 16 * ((colVar / 8) ^ (rowVar % 8))`,
-  /// XORed with the constant chunk `(colConst / 8) % 8`, plus a constant
-  /// byte offset: a handful of per-thread registers serve every load and
-  /// the rest folds into the instructions' immediate offsets.
+  /// and colConst % panelCols + colVar < panelCols. The swizzle then splits
+  /// into a per-thread part,
+  /// `rowVar * S + 16 * ((colVar / 8) ^ ((rowVar >> xorShift) & xorMask))`,
+  /// XORed with the constant chunk `(colConst % panelCols) / 8` (a multiple
+  /// of 8 rows leaves the XOR source unchanged), plus a constant byte
+  /// offset: a handful of per-thread registers serve every load and the
+  /// rest folds into the instructions' immediate offsets.
   Value swizzledOffsetSplit(const SmemBuffer &buffer, Value rowVar,
                             int64_t rowConst, Value colVar, int64_t colConst);
   /// Global address of row `row` (i32), column `col` (i32) of head `head`,

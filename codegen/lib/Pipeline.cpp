@@ -36,10 +36,8 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
   auto fail = [](const std::string &message) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
   };
-  if (spec.headDim != 64 && spec.headDim != 128 && spec.headDim != 256)
-    return fail(fmt::format("head dim {} is not supported; supported: 64, "
-                            "128, 256",
-                            spec.headDim));
+  if (llvm::Error error = checkHeadDim(spec.headDim))
+    return error;
   if (spec.scale != 0)
     if (llvm::Error error = checkSoftmaxScale(spec.scale))
       return fail(llvm::toString(std::move(error)) +

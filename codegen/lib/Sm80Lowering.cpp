@@ -1,22 +1,27 @@
 //===- Sm80Lowering.cpp - copies and MMAs for sm_80 (A100 class) ----------===//
 //
 //   attn.copy_async -> cp.async.cg.shared.global 16-byte chunks (zero-filled
-//                      past the end of the sequence), cp.async.commit_group
+//                      past the end of the sequence; a tile padded past the
+//                      head dim has its padding zeroed once at entry),
+//                      cp.async.commit_group
 //   attn.wait       -> cp.async.wait_group 0; bar.sync 0
 //   attn.pipe_load  -> the same chunks into stage fill % stages, one
 //                      commit group per fill (empty when its `if` is false)
 //   attn.pipe_wait  -> cp.async.wait_group pending (the attn.barrier after
 //                      it, placed by attn-multibuffer, makes it CTA-wide)
 //   pipe_acquire/release -> nothing: the barriers order refills
-//   attn.mma        -> ldmatrix.x4 (.trans for a row-major B) + mma.sync
-//                      m16n8k16, each warp on its own 16-row slices
+//   attn.mma        -> ldmatrix.x4 (.trans for a row-major B; .x2 for an odd
+//                      last 8-column block) + mma.sync m16n8k16, each warp
+//                      on its own 16-row slices
 //                      (FlashAttention-2's split-Q: warps never exchange data)
 //
 //===----------------------------------------------------------------------===//
 #include "Lowering.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMTypes.h"
+#include "llvm/Support/MathExtras.h"
 
+#include <algorithm>
 #include <numeric>
 
 using namespace mlir;
@@ -24,15 +29,15 @@ using namespace mlir::attn;
 
 namespace {
 
-/// Bytes per cp.async chunk: 8 16-bit elements.
-constexpr int64_t kChunkBytes = 16;
+/// Elements of one cp.async chunk (kChunkBytes of 16-bit elements).
 constexpr int64_t kChunkElements = 8;
-/// Rows after which the 128-byte swizzle's XOR pattern repeats.
+/// Rows after which every swizzle's XOR pattern repeats (the XOR source is
+/// row % 8 for 128 bytes, row / 2 % 4 for 64, row / 4 % 2 for 32).
 constexpr int64_t kSwizzleRows = 8;
 
 class Sm80Lowering : public TargetLowering {
 public:
-  LogicalResult lowerPrologue(Lowering &) override { return success(); }
+  LogicalResult lowerPrologue(Lowering &l) override;
   LogicalResult lowerCopy(Lowering &l, CopyAsyncOp op) override;
   LogicalResult lowerWait(Lowering &l, WaitOp op) override;
   LogicalResult lowerMma(Lowering &l, MmaOp op) override;
@@ -67,27 +72,121 @@ SmemBuffer stageBuffer(Lowering &l, const SmemPipe &pipe, Value fill) {
   return buffer;
 }
 
-/// Chunk c of a [rows x D] tile goes to thread c % T: consecutive threads
-/// read consecutive 16 bytes of a row (coalesced), and write them to the
-/// swizzled chunk positions (no bank conflicts for the later ldmatrix).
-/// Issues the chunks only (no commit).
-///
-/// Thread t copies column (t % C) * 8 (C chunks per row) of rows
-/// r0 + i * R, r0 = t / C, R = T / C rows per step. The swizzle's XOR term
-/// depends on the row only through row % 8, which repeats every
-/// P = 8 / gcd(R, 8) steps, so every destination is one of P per-thread
-/// offsets plus an immediate; every source is the thread's first address
-/// plus i * R rows; and a row is inside the tensor when i * R is below the
-/// thread's remaining row count. That keeps the per-chunk code to an add,
-/// a compare and two selects, and the loop's live registers to a few.
-void copyChunks(Lowering &l, const SmemBuffer &buffer, Tensor tensor,
-                Value batchIndex, Value rowIndex, Value headIndex) {
+/// The source head dim of a copy into a tile: the columns it fills (the
+/// tile may be padded past them to whole swizzle panels).
+int64_t sourceHeadDim(Value src) {
+  return cast<MemRefType>(src.getType()).getDimSize(3);
+}
+
+/// Runs `body(chunk)` for chunk = tid, tid + T, ... below `total` (T the
+/// CTA's threads), guarding the last round when T does not divide it.
+void forEachChunk(Lowering &l, int64_t total,
+                  llvm::function_ref<void(Value)> body) {
   OpBuilder &b = l.b;
+  int64_t threads = l.numThreads();
+  for (int64_t first = 0; first < total; first += threads) {
+    auto emit = [&] {
+      body(arith::AddIOp::create(b, l.loc, l.tid, l.i32(first)));
+    };
+    if (first + threads <= total) {
+      emit();
+      continue;
+    }
+    l.emitIf(arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::ult, l.tid,
+                                   l.i32(total - first)),
+             emit);
+  }
+}
+
+/// Zeroes the columns of `tile` from `filled` on (its padding), every row.
+void zeroPadding(Lowering &l, const SmemBuffer &tile, int64_t filled) {
+  OpBuilder &b = l.b;
+  int64_t padChunks = (tile.type.getCols() - filled) / kChunkElements;
+  if (padChunks == 0)
+    return;
+  Value zero =
+      LLVM::ZeroOp::create(b, l.loc, VectorType::get({4}, b.getI32Type()));
+  forEachChunk(l, tile.type.getRows() * padChunks, [&](Value chunk) {
+    Value r = arith::DivUIOp::create(b, l.loc, chunk, l.i32(padChunks));
+    Value c = arith::AddIOp::create(
+        b, l.loc,
+        arith::MulIOp::create(
+            b, l.loc, arith::RemUIOp::create(b, l.loc, chunk, l.i32(padChunks)),
+            l.i32(kChunkElements)),
+        l.i32(filled));
+    LLVM::StoreOp::create(b, l.loc, zero,
+                          l.smemPtr(l.swizzledOffset(tile, r, c)),
+                          /*alignment=*/kChunkBytes);
+  });
+}
+
+/// Zeroes, once at kernel entry, the columns of each tile (each stage of a
+/// pipe) past the head dim D its copies fill: a tile padded to whole
+/// swizzle panels, 8 columns when D is an odd multiple of 8. The copies
+/// never write them, so they stay zero across every refill, and the k
+/// steps of Q K^T that reach into them add 0. (Zero-filling them in every
+/// copy instead kept a loop-invariant predicate per chunk live across the
+/// key loop: up to 28 bytes of spills.) The first wait's barrier orders
+/// these stores before any MMA reads them.
+LogicalResult Sm80Lowering::lowerPrologue(Lowering &l) {
+  for (Value buffer : l.bufferOrder) {
+    SmemTileType type = isa<PipeType>(buffer.getType())
+                            ? cast<PipeType>(buffer.getType()).getBuffer()
+                            : cast<SmemTileType>(buffer.getType());
+    int64_t filled = type.getCols();
+    for (Operation *user : buffer.getUsers()) {
+      if (auto copy = dyn_cast<CopyAsyncOp>(user);
+          copy && copy.getDst() == buffer)
+        filled = std::min(filled, sourceHeadDim(copy.getSrc()));
+      if (auto load = dyn_cast<PipeLoadOp>(user);
+          load && load.getPipe() == buffer)
+        filled = std::min(filled, sourceHeadDim(load.getSrc()));
+    }
+    if (filled == type.getCols())
+      continue;
+    if (auto pipe = l.pipes.find(buffer); pipe != l.pipes.end()) {
+      for (int64_t stage = 0; stage < pipe->second.type.getStages(); ++stage) {
+        SmemBuffer tile;
+        tile.type = type;
+        tile.offset = pipe->second.offset + stage * pipe->second.stageBytes;
+        zeroPadding(l, tile, filled);
+      }
+      continue;
+    }
+    zeroPadding(l, l.buffers[buffer], filled);
+  }
+  return success();
+}
+
+/// The `headDim` columns a copy fills of a [rows x C] tile (C >= headDim:
+/// the padding was zeroed at entry) are 16-byte chunks, spread over the
+/// threads: consecutive threads read consecutive 16 bytes of a row
+/// (coalesced), and write them to the swizzled chunk positions (no bank
+/// conflicts for the later ldmatrix). Issues the chunks only (no commit).
+///
+/// A row takes C' = the next power of two of headDim / 8 chunk slots (slots
+/// past headDim / 8 idle: a thread whose slot is one skips the copy).
+/// Thread t copies column (t % C') * 8 of rows r0 + i * R, r0 = t / C',
+/// R = T / C' rows per step. The swizzle's XOR term depends on the row only
+/// through row % 8, which repeats every P = 8 / gcd(R, 8) steps, so every
+/// destination is one of P per-thread offsets plus an immediate; every
+/// source is the thread's first address plus i * R rows; and a row is
+/// inside the tensor when i * R is below the thread's remaining row count.
+/// That keeps the per-chunk code to an add, a compare and two selects, and
+/// the loop's live registers to a few. (With headDim / 8 slots a row, e.g.
+/// 31 at d248, every step's row and column differed and stayed live across
+/// the key loop: up to 336 bytes of spills.)
+void copyChunks(Lowering &l, const SmemBuffer &buffer, Tensor tensor,
+                int64_t headDim, Value batchIndex, Value rowIndex,
+                Value headIndex) {
+  OpBuilder &b = l.b;
+  SwizzleGeometry g(buffer.type);
   int64_t rows = buffer.type.getRows();
-  int64_t chunksPerRow = buffer.type.getCols() / kChunkElements;
+  int64_t filledChunks = headDim / kChunkElements;
+  int64_t chunksPerRow = llvm::PowerOf2Ceil(filledChunks);
   int64_t total = rows * chunksPerRow;
   int64_t threads = l.numThreads();
-  // Warps hold 32 threads and rows 8, 16 or 32 chunks: R is whole.
+  // Warps hold 32 threads and rows at most 32 chunk slots: R is whole.
   assert(threads % chunksPerRow == 0 && "a step must cover whole rows");
   int64_t rowsPerStep = threads / chunksPerRow;
   int64_t period = kSwizzleRows / std::gcd(rowsPerStep, kSwizzleRows);
@@ -95,61 +194,67 @@ void copyChunks(Lowering &l, const SmemBuffer &buffer, Tensor tensor,
   Value head = l.toI32(l.scalar(headIndex));
   Value row0 = l.toI32(l.scalar(rowIndex));
   Value numRows = l.tensorRows(tensor);
-  Value firstRow =
-      arith::DivUIOp::create(b, l.loc, l.tid, l.i32(chunksPerRow));
-  Value col = arith::MulIOp::create(
-      b, l.loc, arith::RemUIOp::create(b, l.loc, l.tid, l.i32(chunksPerRow)),
-      l.i32(kChunkElements));
-  Value row = arith::AddIOp::create(b, l.loc, row0, firstRow);
-  // Rows from this thread's first one to the end of the tensor (signed:
-  // negative when the tile starts past it).
-  Value remaining = arith::SubIOp::create(b, l.loc, numRows, row);
-  Value src = l.globalAddress(tensor, batch, row, head, col);
-  Value rowStride = l.params.stride[static_cast<int>(tensor)][1];
-  SmallVector<Value> dstBases;
-  for (int64_t p = 0; p < period; ++p)
-    dstBases.push_back(l.swizzledOffset(
-        buffer,
-        arith::AddIOp::create(b, l.loc, firstRow, l.i32(p * rowsPerStep)),
-        col));
-  auto globalPtr =
-      LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
-  for (int64_t step = 0; step * threads < total; ++step) {
-    auto emitChunk = [&] {
-      Value valid = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::sgt,
-                                          remaining,
-                                          l.i32(step * rowsPerStep));
-      Value stepSrc = LLVM::GEPOp::create(
-          b, l.loc, globalPtr, b.getI16Type(), src,
-          ValueRange{arith::MulIOp::create(b, l.loc, rowStride,
-                                           l.i64(step * rowsPerStep))});
-      // Past the end: read 0 bytes (the chunk is zero-filled) from the
-      // tensor's base, a valid address.
-      Value safeSrc = arith::SelectOp::create(
-          b, l.loc, valid, stepSrc, l.params.ptr[static_cast<int>(tensor)]);
-      int64_t rowOffset = (step / period) * period * rowsPerStep;
-      Value dst = l.smemPtr(arith::AddIOp::create(
-          b, l.loc, dstBases[step % period],
-          l.i32(rowOffset * kPanelRowBytes)));
-      Value srcBytes = arith::SelectOp::create(b, l.loc, valid,
-                                               l.i32(kChunkBytes), l.i32(0));
-      NVVM::CpAsyncOp::create(b, l.loc, dst, safeSrc, kChunkBytes,
-                              NVVM::LoadCacheModifierKind::CG, srcBytes);
-    };
-    int64_t first = step * threads;
-    if (first + threads <= total) {
-      emitChunk();
-    } else {
-      Value inRange = arith::CmpIOp::create(
-          b, l.loc, arith::CmpIPredicate::ult, l.tid, l.i32(total - first));
-      l.emitIf(inRange, emitChunk);
+  Value slot = arith::RemUIOp::create(b, l.loc, l.tid, l.i32(chunksPerRow));
+  auto emitCopy = [&] {
+    Value firstRow =
+        arith::DivUIOp::create(b, l.loc, l.tid, l.i32(chunksPerRow));
+    Value col = arith::MulIOp::create(b, l.loc, slot, l.i32(kChunkElements));
+    Value row = arith::AddIOp::create(b, l.loc, row0, firstRow);
+    // Rows from this thread's first one to the end of the tensor (signed:
+    // negative when the tile starts past it).
+    Value remaining = arith::SubIOp::create(b, l.loc, numRows, row);
+    Value src = l.globalAddress(tensor, batch, row, head, col);
+    Value rowStride = l.params.stride[static_cast<int>(tensor)][1];
+    SmallVector<Value> dstBases;
+    for (int64_t p = 0; p < period; ++p)
+      dstBases.push_back(l.swizzledOffset(
+          buffer,
+          arith::AddIOp::create(b, l.loc, firstRow, l.i32(p * rowsPerStep)),
+          col));
+    auto globalPtr =
+        LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
+    for (int64_t step = 0; step * threads < total; ++step) {
+      auto emitChunk = [&] {
+        Value valid =
+            arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::sgt,
+                                  remaining, l.i32(step * rowsPerStep));
+        Value stepSrc = LLVM::GEPOp::create(
+            b, l.loc, globalPtr, b.getI16Type(), src,
+            ValueRange{arith::MulIOp::create(b, l.loc, rowStride,
+                                             l.i64(step * rowsPerStep))});
+        // Past the end: read 0 bytes (the chunk is zero-filled) from the
+        // tensor's base, a valid address.
+        Value safeSrc = arith::SelectOp::create(
+            b, l.loc, valid, stepSrc, l.params.ptr[static_cast<int>(tensor)]);
+        int64_t rowOffset = (step / period) * period * rowsPerStep;
+        Value dst = l.smemPtr(arith::AddIOp::create(
+            b, l.loc, dstBases[step % period], l.i32(rowOffset * g.rowBytes)));
+        Value srcBytes = arith::SelectOp::create(b, l.loc, valid,
+                                                 l.i32(kChunkBytes), l.i32(0));
+        NVVM::CpAsyncOp::create(b, l.loc, dst, safeSrc, kChunkBytes,
+                                NVVM::LoadCacheModifierKind::CG, srcBytes);
+      };
+      int64_t first = step * threads;
+      if (first + threads <= total) {
+        emitChunk();
+      } else {
+        Value inRange = arith::CmpIOp::create(
+            b, l.loc, arith::CmpIPredicate::ult, l.tid, l.i32(total - first));
+        l.emitIf(inRange, emitChunk);
+      }
     }
-  }
+  };
+  if (chunksPerRow == filledChunks)
+    return emitCopy();
+  l.emitIf(arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::ult, slot,
+                                 l.i32(filledChunks)),
+           emitCopy);
 }
 
 LogicalResult Sm80Lowering::lowerCopy(Lowering &l, CopyAsyncOp op) {
   copyChunks(l, l.buffers[op.getDst()], l.tensors.lookup(op.getSrc()),
-             op.getBatch(), op.getRow(), op.getHead());
+             sourceHeadDim(op.getSrc()), op.getBatch(), op.getRow(),
+             op.getHead());
   NVVM::CpAsyncCommitGroupOp::create(l.b, l.loc);
   return success();
 }
@@ -162,8 +267,8 @@ LogicalResult Sm80Lowering::lowerPipeLoad(Lowering &l, PipeLoadOp op) {
     return op.emitOpError("loads from a value that is not a kernel tensor");
   SmemBuffer buffer = stageBuffer(l, l.pipes[op.getPipe()], op.getFill());
   auto copy = [&] {
-    copyChunks(l, buffer, tensor->second, op.getBatch(), op.getRow(),
-               op.getHead());
+    copyChunks(l, buffer, tensor->second, sourceHeadDim(op.getSrc()),
+               op.getBatch(), op.getRow(), op.getHead());
   };
   if (Value valid = op.getValid())
     l.emitIf(l.scalar(valid), copy);
@@ -189,25 +294,27 @@ LogicalResult Sm80Lowering::lowerWait(Lowering &l, WaitOp op) {
   return success();
 }
 
-/// ldmatrix.x4 of four 8x8 16-bit matrices; lane l supplies the address of
-/// row l % 8 of matrix l / 8.
+/// ldmatrix.x4 (or .x2) of four (two) 8x8 16-bit matrices; lane l supplies
+/// the address of row l % 8 of matrix l / 8 (lanes 16-31 are unused by .x2).
 /// Rows are `rowVar + rowConst`, columns `colVar + colConst` (see
 /// Lowering::swizzledOffsetSplit).
-SmallVector<Value> loadMatrixX4(Lowering &l, const SmemBuffer &buffer,
+SmallVector<Value> loadMatrices(Lowering &l, const SmemBuffer &buffer,
                                 Value rowVar, int64_t rowConst, Value colVar,
-                                int64_t colConst, bool transpose) {
+                                int64_t colConst, bool transpose,
+                                int64_t count = 4) {
   OpBuilder &b = l.b;
   MLIRContext *ctx = b.getContext();
   Value ptr = l.smemPtr(
       l.swizzledOffsetSplit(buffer, rowVar, rowConst, colVar, colConst));
   Type i32 = b.getI32Type();
-  auto structType = LLVM::LLVMStructType::getLiteral(ctx, {i32, i32, i32, i32});
+  auto structType =
+      LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(count, i32));
   Value result = NVVM::LdMatrixOp::create(
-      b, l.loc, structType, ptr, 4,
+      b, l.loc, structType, ptr, count,
       transpose ? NVVM::MMALayout::col : NVVM::MMALayout::row,
       NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8), NVVM::LdStMatrixEltType::B16);
   SmallVector<Value> regs;
-  for (int64_t i = 0; i < 4; ++i)
+  for (int64_t i = 0; i < count; ++i)
     regs.push_back(LLVM::ExtractValueOp::create(b, l.loc, result, i));
   return regs;
 }
@@ -227,9 +334,6 @@ LogicalResult Sm80Lowering::lowerMma(Lowering &l, MmaOp op) {
   auto resultType = cast<RegTileType>(op.getType());
   FragmentShape shape = l.fragmentShape(resultType);
   int64_t nBlocks = shape.nBlocks;
-  if (nBlocks % 2 != 0)
-    return op.emitOpError("sm_80 lowering needs the result width to be a "
-                          "multiple of 16");
   const SmemBuffer &bBuffer = l.buffers[op.getB()];
   bool transposeB = op.getTransposeB();
   int64_t k = transposeB ? bBuffer.type.getCols() : bBuffer.type.getRows();
@@ -266,9 +370,9 @@ LogicalResult Sm80Lowering::lowerMma(Lowering &l, MmaOp op) {
     SmallVector<SmallVector<Value>> aFrags;
     for (int64_t t = 0; t < shape.mTiles; ++t) {
       if (isa<SmemTileType>(op.getA().getType())) {
-        aFrags.push_back(loadMatrixX4(l, l.buffers[op.getA()], aRow,
-                                      16 * l.numWarps() * t, colInStep,
-                                      16 * ks, false));
+        aFrags.push_back(loadMatrices(l, l.buffers[op.getA()], aRow,
+                                      16 * l.numWarps() * t, colInStep, 16 * ks,
+                                      false));
       } else {
         const SmallVector<Value> &regs = l.tiles[op.getA()];
         int64_t base = (t * kSteps + ks) * 4;
@@ -276,16 +380,19 @@ LogicalResult Sm80Lowering::lowerMma(Lowering &l, MmaOp op) {
                           regs[base + 3]});
       }
     }
-    for (int64_t np = 0; np < nBlocks / 2; ++np) {
+    // B fragments of two 8-column blocks per ldmatrix.x4; an odd last block
+    // (a head dim of 8 * odd columns) takes an ldmatrix.x2.
+    for (int64_t np = 0; np < (nBlocks + 1) / 2; ++np) {
+      int64_t halves = std::min<int64_t>(2, nBlocks - 2 * np);
       SmallVector<Value> bRegs;
       if (transposeB)
-        bRegs = loadMatrixX4(l, bBuffer, rowInPair, 16 * np, colInPair,
-                             16 * ks, false);
+        bRegs = loadMatrices(l, bBuffer, rowInPair, 16 * np, colInPair, 16 * ks,
+                             false, 2 * halves);
       else
-        bRegs = loadMatrixX4(l, bBuffer, rowInStep, 16 * ks, colInStep,
-                             16 * np, true);
+        bRegs = loadMatrices(l, bBuffer, rowInStep, 16 * ks, colInStep, 16 * np,
+                             true, 2 * halves);
       for (int64_t t = 0; t < shape.mTiles; ++t)
-        for (int64_t half = 0; half < 2; ++half) {
+        for (int64_t half = 0; half < halves; ++half) {
           int64_t n = 2 * np + half;
           int64_t base = (t * nBlocks + n) * 4;
           SmallVector<Value> aOps, bOps;

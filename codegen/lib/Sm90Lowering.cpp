@@ -1,25 +1,31 @@
 //===- Sm90Lowering.cpp - copies and MMAs for sm_90a (H100/H200) ----------===//
 //
 //   attn.copy_async -> one thread: mbarrier.arrive.expect_tx(bytes) and one
-//                      cp.async.bulk.tensor.4d per 64-column panel (TMA,
-//                      128-byte swizzle, rows past N read as zero)
+//                      cp.async.bulk.tensor.4d per swizzle panel (TMA, a box
+//                      of one panel in the tile's swizzle; rows past N and
+//                      columns past D read as zero)
 //   attn.wait       -> mbarrier.try_wait.parity(fill % 2) spin; bar.sync 0
 //   attn.mma        -> wgmma.fence; wgmma.mma_async.m64nNk16 per k step and
 //                      64-row warpgroup slice; commit_group; wait_group 0
 //
-// Shared-memory matrix descriptor (64 bits) of a 128-byte swizzled operand:
+// Shared-memory matrix descriptor (64 bits) of a swizzled operand whose
+// panels have rows of S = 32, 64 or 128 bytes (AttnBase.td draws them):
 //
 //   bits  0-13  start address >> 4
 //   bits 16-29  leading-dimension byte offset >> 4
 //   bits 32-45  stride-dimension byte offset >> 4
-//   bits 62-63  swizzle mode (1 = 128 bytes)
+//   bits 62-63  swizzle mode (1 = 128 bytes, 2 = 64, 3 = 32)
 //
-//   K-major (Q, K: the reduction dim is contiguous): rows of 128 bytes,
-//     8-row groups 1024 bytes apart (stride offset); a k16 step inside a
-//     panel advances the start address by 32 bytes.
-//   MN-major (V for P V, transposed B): the N dim is contiguous in 64-column
-//     panels `rows * 128` bytes apart (leading offset); 8 k-rows are 1024
-//     bytes apart (stride offset); a k16 step advances 16 rows = 2048 bytes.
+//   K-major (Q, K: the reduction dim is contiguous): rows of S bytes, 8-row
+//     groups 8 * S bytes apart (stride offset); a panel holds S / 32 k16
+//     steps, each 32 bytes further; the next panel is rows * S bytes on.
+//   MN-major (V for P V, transposed B): the N dim is contiguous in panels of
+//     S / 2 columns, `rows * S` bytes apart (leading offset); 8 k-rows are
+//     8 * S bytes apart (stride offset); a k16 step advances 16 rows.
+//
+//     V, d96 (S = 64), one k16 step of a wgmma m64n96k16:
+//       k-row 0..7  : [n 0..31 | LBO | n 32..63 | LBO | n 64..95]
+//       k-row 8..15 : the same, SBO = 512 bytes further
 //
 //===----------------------------------------------------------------------===//
 #include "Lowering.h"
@@ -35,10 +41,12 @@ using namespace mlir::attn;
 
 namespace {
 
-/// Swizzle-mode field value for a 128-byte swizzle.
-constexpr int64_t kDescSwizzle128 = 1;
-/// Byte distance of 8-row groups in a 128-byte swizzled panel.
-constexpr int64_t kSwizzleGroupBytes = 1024;
+/// Rows of a swizzle atom (the stride offset spans them).
+constexpr int64_t kAtomRows = 8;
+/// Bytes a k16 step advances inside a K-major panel row.
+constexpr int64_t kKStepBytes = 32;
+/// Elements of one k step.
+constexpr int64_t kKStep = 16;
 /// mbarrier try_wait suspend-time hint (ns), as CUTLASS uses.
 constexpr int64_t kTryWaitTicks = 0x989680;
 /// Rows of one wgmma.
@@ -104,8 +112,14 @@ LogicalResult Sm90Lowering::lowerPrologue(Lowering &l) {
   return success();
 }
 
-/// Arms `bar` with the tile's byte count and issues one TMA per 64-column
-/// panel of `buffer` (run by one thread).
+/// Arms `bar` with the tile's byte count and issues one TMA per swizzle
+/// panel of `buffer` (run by one thread). TMA counts a box's out-of-bounds
+/// elements (rows past N, columns past D) as transferred bytes too, so the
+/// count is the whole tile's. The destination is a CTA shared address
+/// (`.shared::cta`, PTX 8.6, which the sm_90a kernels target): the
+/// `.shared::cluster` form needs a generic round trip (two cvta, 64-bit
+/// registers) per panel, which spilled 8-20 bytes in the persistent
+/// kernels with three or more panels.
 LogicalResult emitTmaLoad(Lowering &l, Operation *op, Value src,
                           const SmemBuffer &buffer, Value bar, Value batchIdx,
                           Value rowIdx, Value headIdx) {
@@ -116,24 +130,22 @@ LogicalResult emitTmaLoad(Lowering &l, Operation *op, Value src,
     return op->emitOpError("copies from a tensor the kernel has no TMA "
                            "descriptor for (its ABI gives one to each "
                            "copied kernel argument)");
-  int64_t rows = buffer.type.getRows();
-  int64_t panels = buffer.type.getCols() / kPanelCols;
+  SwizzleGeometry g(buffer.type);
+  int64_t panels = buffer.type.getNumPanels();
   int64_t bytes = buffer.type.getSizeInBytes();
   Value batch = l.toI32(l.scalar(batchIdx));
   Value head = l.toI32(l.scalar(headIdx));
   Value row = l.toI32(l.scalar(rowIdx));
   onOneThread(l, [&] {
-    NVVM::MBarrierArriveExpectTxOp::create(b, l.loc, Type(), bar,
-                                           l.i32(bytes), NVVM::MemScopeKind::CTA,
+    NVVM::MBarrierArriveExpectTxOp::create(b, l.loc, Type(), bar, l.i32(bytes),
+                                           NVVM::MemScopeKind::CTA,
                                            /*relaxed=*/false, Value());
-    auto clusterPtr = LLVM::LLVMPointerType::get(b.getContext(), 7);
     for (int64_t p = 0; p < panels; ++p) {
-      Value dst = l.smemPtr(l.bufferOffset(buffer, p * rows * kPanelRowBytes));
-      dst = LLVM::AddrSpaceCastOp::create(b, l.loc, clusterPtr, dst);
-      SmallVector<Value> coords = {l.i32(p * kPanelCols), row, head, batch};
+      Value dst = l.smemPtr(l.bufferOffset(buffer, p * g.panelBytes));
+      SmallVector<Value> coords = {l.i32(p * g.panelCols), row, head, batch};
       NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
           b, l.loc, dst, l.params.tma[t], coords, bar, ValueRange(), Value(),
-          Value(), NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false,
+          Value(), NVVM::TMALoadMode::TILE, /*isCTAOnly=*/true,
           NVVM::CTAGroupKindAttr(), Value());
     }
   });
@@ -280,11 +292,25 @@ LogicalResult Sm90Lowering::lowerWait(Lowering &l, WaitOp op) {
   return success();
 }
 
-/// Builds a 128-byte-swizzle descriptor for the operand at `byteOffset`.
-/// (The start-address field is addr >> 4 in 14 bits; shared addresses stay
-/// below 2^18, so constant offsets may be added to the whole descriptor.)
-Value makeDescriptor(Lowering &l, Value byteOffset, int64_t leadingBytes,
-                     int64_t strideBytes) {
+/// The descriptor's swizzle-mode field for panels of `rowBytes` bytes.
+int64_t descriptorSwizzleMode(int64_t rowBytes) {
+  switch (rowBytes) {
+  case 128:
+    return 1;
+  case 64:
+    return 2;
+  default:
+    assert(rowBytes == 32 && "swizzle spans are 32, 64 or 128 bytes");
+    return 3;
+  }
+}
+
+/// Builds a descriptor for the operand at `byteOffset` of a tile with
+/// swizzle geometry `g`. (The start-address field is addr >> 4 in 14 bits;
+/// shared addresses stay below 2^18, so constant offsets may be added to
+/// the whole descriptor.)
+Value makeDescriptor(Lowering &l, Value byteOffset, const SwizzleGeometry &g,
+                     int64_t leadingBytes, int64_t strideBytes) {
   OpBuilder &b = l.b;
   Value addr = l.smemAddress(byteOffset);
   Value start = arith::AndIOp::create(
@@ -292,7 +318,7 @@ Value makeDescriptor(Lowering &l, Value byteOffset, int64_t leadingBytes,
       l.i32(0x3FFF));
   uint64_t constant = (uint64_t(leadingBytes >> 4) & 0x3FFF) << 16 |
                       (uint64_t(strideBytes >> 4) & 0x3FFF) << 32 |
-                      uint64_t(kDescSwizzle128) << 62;
+                      uint64_t(descriptorSwizzleMode(g.rowBytes)) << 62;
   return arith::OrIOp::create(b, l.loc, l.toI64(start),
                               l.i64(static_cast<int64_t>(constant)));
 }
@@ -373,14 +399,15 @@ LogicalResult Sm90Lowering::lowerMma(Lowering &l, MmaOp op) {
       b, l.loc, arith::ShRUIOp::create(b, l.loc, l.warp, l.i32(2)),
       l.i32(kWgmmaRows));
 
-  // Descriptor of B's first k step; every other step adds a constant.
+  // Descriptor of B's first k step; every other step adds a constant. A
+  // K-major operand's leading offset is unused (1 by convention).
+  SwizzleGeometry gB(bBuffer.type);
   Value descBBase =
-      transposeB
-          ? makeDescriptor(l, l.bufferOffset(bBuffer, 0), /*leadingBytes=*/16,
-                           kSwizzleGroupBytes)
-          : makeDescriptor(l, l.bufferOffset(bBuffer, 0),
-                           bBuffer.type.getRows() * kPanelRowBytes,
-                           kSwizzleGroupBytes);
+      transposeB ? makeDescriptor(l, l.bufferOffset(bBuffer, 0), gB,
+                                  /*leadingBytes=*/16, kAtomRows * gB.rowBytes)
+                 : makeDescriptor(l, l.bufferOffset(bBuffer, 0), gB,
+                                  gB.panelBytes, kAtomRows * gB.rowBytes);
+  int64_t bStepsPerPanel = gB.panelCols / kKStep;
 
   NVVM::WgmmaFenceAlignedOp::create(b, l.loc);
   for (int64_t t = 0; t < shape.mTiles; ++t) {
@@ -389,14 +416,15 @@ LogicalResult Sm90Lowering::lowerMma(Lowering &l, MmaOp op) {
     for (int64_t ks = 0; ks < kSteps; ++ks) {
       Value descB;
       if (transposeB) {
-        // B = K [N, D], K-major: panel ks / 4, 32 bytes per k step inside it.
-        int64_t offset = (ks / 4) * bBuffer.type.getRows() * kPanelRowBytes +
-                         (ks % 4) * 32;
+        // B = K [N, D], K-major: the panel of step ks, 32 bytes per k step
+        // inside it.
+        int64_t offset = (ks / bStepsPerPanel) * gB.panelBytes +
+                         (ks % bStepsPerPanel) * kKStepBytes;
         descB = addToDescriptor(l, descBBase, offset);
       } else {
-        // B = V [K, N], MN-major: 16 k-rows per step, panels `rows * 128`
+        // B = V [K, N], MN-major: 16 k-rows per step, panels `rows * S`
         // bytes apart along N.
-        int64_t offset = ks * 16 * kPanelRowBytes;
+        int64_t offset = ks * kKStep * gB.rowBytes;
         descB = addToDescriptor(l, descBBase, offset);
       }
       if (aInRegisters) {
@@ -408,16 +436,18 @@ LogicalResult Sm90Lowering::lowerMma(Lowering &l, MmaOp op) {
       }
       // A from shared memory, K-major.
       const SmemBuffer &aBuffer = l.buffers[op.getA()];
+      SwizzleGeometry gA(aBuffer.type);
+      int64_t aStepsPerPanel = gA.panelCols / kKStep;
       Value rowOffset = arith::MulIOp::create(
           b, l.loc,
           arith::AddIOp::create(b, l.loc, groupRow,
                                 l.i32(16 * l.numWarps() * t)),
-          l.i32(kPanelRowBytes));
-      int64_t panelOffset = (ks / 4) * aBuffer.type.getRows() * kPanelRowBytes +
-                            (ks % 4) * 32;
+          l.i32(gA.rowBytes));
+      int64_t panelOffset = (ks / aStepsPerPanel) * gA.panelBytes +
+                            (ks % aStepsPerPanel) * kKStepBytes;
       Value aOffset = arith::AddIOp::create(
           b, l.loc, rowOffset, l.bufferOffset(aBuffer, panelOffset));
-      Value descA = makeDescriptor(l, aOffset, 16, kSwizzleGroupBytes);
+      Value descA = makeDescriptor(l, aOffset, gA, 16, kAtomRows * gA.rowBytes);
       SmallVector<Type> f32s(accPerSlice, b.getF32Type());
       auto structType = LLVM::LLVMStructType::getLiteral(ctx, f32s);
       Value inout = LLVM::PoisonOp::create(b, l.loc, structType);

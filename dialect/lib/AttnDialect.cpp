@@ -98,3 +98,22 @@ LogicalResult GridAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << ctasPerSm;
   return success();
 }
+
+llvm::Error mlir::attn::checkHeadDim(int64_t headDim) {
+  auto fail = [&](const std::string &why) {
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        fmt::format("head dimension {} is not supported: {}", headDim, why));
+  };
+  if (headDim <= 0)
+    return fail(fmt::format("it must be a positive multiple of {} up to {}",
+                            kHeadDimMultiple, kMaxHeadDim));
+  if (headDim > kMaxHeadDim)
+    return fail(fmt::format("the largest is {}", kMaxHeadDim));
+  if (headDim % kHeadDimMultiple != 0)
+    return fail(fmt::format(
+        "use a multiple of {} (the kernels copy rows in 16-byte chunks): pad "
+        "q, k and v with zero columns to {} and drop the extra output columns",
+        kHeadDimMultiple, llvm::alignTo(headDim, kHeadDimMultiple)));
+  return llvm::Error::success();
+}

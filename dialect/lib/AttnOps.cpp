@@ -6,6 +6,8 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include "llvm/Support/MathExtras.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -13,9 +15,6 @@ using namespace mlir::attn;
 
 #define GET_OP_CLASSES
 #include "attn/Dialect/AttnOps.cpp.inc"
-
-/// Head dimensions the code generators have tile configurations for.
-static constexpr int64_t kSupportedHeadDims[] = {64, 128, 256};
 
 /// Checks that `type` is a rank-4 [B, N, H, D] memref of f16/bf16 whose head
 /// dimension is static; `name` names the operand in diagnostics.
@@ -157,9 +156,8 @@ LogicalResult AttentionOp::verify() {
     if (failed(verifyUnitLastStride(*this, type, name)))
       return failure();
   }
-  if (!llvm::is_contained(kSupportedHeadDims, headDim))
-    return emitOpError() << "head dimension " << headDim
-                         << " is not supported; supported: 64, 128, 256";
+  if (llvm::Error error = checkHeadDim(headDim))
+    return emitOpError() << llvm::toString(std::move(error));
   Value lse = getLse();
   if (lse) {
     auto type = dyn_cast<MemRefType>(lse.getType());
@@ -225,14 +223,20 @@ LogicalResult mlir::attn::verifyTileCopy(Operation *op, Type srcType,
     return op->emitOpError() << "source element type " << src.getElementType()
                              << " does not match the tile's "
                              << dst.getElementType();
-  if (src.getDimSize(3) != dst.getCols())
-    return op->emitOpError() << "tile has " << dst.getCols()
-                             << " columns but the source head dimension is "
-                             << src.getDimSize(3);
-  if (dst.getSwizzle() != 128)
-    return op->emitOpError() << "asynchronous copies need a 128-byte swizzled "
-                                "tile, got swizzle "
-                             << dst.getSwizzle();
+  if (dst.getSwizzle() == 0)
+    return op->emitOpError() << "asynchronous copies need a swizzled tile "
+                                "(swizzle = 32, 64 or 128), got "
+                             << dst;
+  // Columns past the source's head dimension are zero-filled, up to the end
+  // of the last swizzle panel (a whole TMA box on sm_90a).
+  int64_t headDim = src.getDimSize(3);
+  int64_t cols = llvm::alignTo(headDim, dst.getPanelCols());
+  if (dst.getCols() != cols)
+    return op->emitOpError()
+           << "tile has " << dst.getCols() << " columns but the source head "
+           << "dimension " << headDim << " needs " << cols << " (whole "
+           << dst.getPanelCols() << "-column swizzle panels; the copy "
+           << "zero-fills the columns past " << headDim << ")";
   return success();
 }
 
@@ -265,8 +269,16 @@ LogicalResult MmaOp::verify() {
   if (b.getElementType() != aElement)
     return emitOpError() << "operand element types differ: " << aElement
                          << " and " << b.getElementType();
+  std::pair<Value, StringRef> smemOperands[] = {{getA(), "a"}, {getB(), "b"}};
+  for (auto [operand, name] : smemOperands)
+    if (auto tile = dyn_cast<SmemTileType>(operand.getType());
+        tile && tile.getSwizzle() == 0)
+      return emitOpError() << "shared-memory operand '" << name
+                           << "' must be a swizzled tile (swizzle = 32, 64 "
+                              "or 128), got "
+                           << tile;
   int64_t bK = getTransposeB() ? b.getCols() : b.getRows();
-  int64_t n = getTransposeB() ? b.getRows() : b.getCols();
+  int64_t bN = getTransposeB() ? b.getRows() : b.getCols();
   if (bK != k)
     return emitOpError() << "reduction sizes differ: 'a' is " << m << "x" << k
                          << " but 'b' gives k = " << bK
@@ -274,10 +286,16 @@ LogicalResult MmaOp::verify() {
   auto result = cast<RegTileType>(getResult().getType());
   if (failed(verifyAccTile(*this, result, "result")))
     return failure();
-  if (result.getShape()[0] != m || result.getShape()[1] != n)
-    return emitOpError() << "result must be " << m << "x" << n << ", got "
-                         << result.getShape()[0] << "x"
-                         << result.getShape()[1];
+  // A [K, N] 'b' may be wider than the result, which then reads its first
+  // columns (a tile padded to whole swizzle panels); a transposed one gives
+  // exactly N rows.
+  int64_t n = result.getShape()[1];
+  if (result.getShape()[0] != m || (getTransposeB() && n != bN))
+    return emitOpError() << "result must be " << m << "x" << bN << ", got "
+                         << result.getShape()[0] << "x" << n;
+  if (n > bN)
+    return emitOpError() << "result has " << n << " columns but 'b' has " << bN
+                         << ": a product reads at most all of them";
   if (getAcc() && getAcc().getType() != result)
     return emitOpError() << "accumulator type " << getAcc().getType()
                          << " differs from the result type " << result;
@@ -306,6 +324,13 @@ LogicalResult MmaOp::verify() {
       return emitOpError() << "sm_90a wgmma needs M a multiple of 64 and N <= "
                               "256, got "
                            << m << "x" << n;
+    // An N-major 'b' is read in whole swizzle atoms along N (partial atoms
+    // are no canonical wgmma layout).
+    if (!getTransposeB() && n % b.getPanelCols() != 0)
+      return emitOpError() << "sm_90a wgmma reads an N-major 'b' in whole "
+                           << b.getPanelCols()
+                           << "-column swizzle panels: N = " << n
+                           << " must be a multiple of " << b.getPanelCols();
   }
   return success();
 }
@@ -402,10 +427,17 @@ LogicalResult StoreOp::verify() {
     return failure();
   auto value = cast<RegTileType>(getValue().getType());
   auto dst = cast<MemRefType>(getDst().getType());
-  if (dst.getDimSize(3) != value.getShape()[1])
-    return emitOpError() << "tile has " << value.getShape()[1]
+  // The store writes the first D columns: a tile computed on a head
+  // dimension padded to the MMA's 16-column k step may carry up to 8 more.
+  int64_t headDim = dst.getDimSize(3);
+  int64_t cols = value.getShape()[1];
+  if (cols < headDim || cols > static_cast<int64_t>(llvm::alignTo(headDim, 16)))
+    return emitOpError() << "tile has " << cols
                          << " columns but the destination head dimension is "
-                         << dst.getDimSize(3);
+                         << headDim << ": use " << headDim
+                         << " columns (or up to " << llvm::alignTo(headDim, 16)
+                         << ", of which the store writes the first " << headDim
+                         << ")";
   return success();
 }
 

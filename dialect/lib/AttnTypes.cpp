@@ -18,10 +18,9 @@ void AttnDialect::registerTypes() {
       >();
 }
 
-/// Swizzle widths (bytes) a shared-memory tile may use; 0 means unswizzled.
-static bool isSupportedSwizzle(int64_t bytes) {
-  return bytes == 0 || bytes == 128;
-}
+/// Swizzle spans (bytes) a shared-memory tile may use, as TMA and wgmma
+/// know them (CU_TENSOR_MAP_SWIZZLE_32B/64B/128B); 0 means unswizzled.
+static constexpr int64_t kSupportedSwizzles[] = {0, 32, 64, 128};
 
 /// Parses `<RxCxT` (the shared part of both tile types' syntax).
 static ParseResult parseShapeAndType(AsmParser &parser,
@@ -81,17 +80,21 @@ SmemTileType::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "shared-memory tile element type must be f16 or "
                           "bf16, got "
                        << elementType;
-  if (!isSupportedSwizzle(swizzle))
+  if (!llvm::is_contained(kSupportedSwizzles, swizzle))
     return emitError() << "unsupported swizzle " << swizzle
-                       << " bytes; supported: 0, 128";
+                       << " bytes; supported: 0, 32, 64, 128";
   if (shape[0] <= 0 || shape[0] % 8 != 0)
     return emitError() << "shared-memory tile rows (" << shape[0]
                        << ") must be a positive multiple of 8";
-  // A 128-byte swizzle panel holds 64 16-bit elements per row.
-  if (swizzle == 128 && shape[1] % 64 != 0)
-    return emitError() << "a 128-byte swizzled tile needs a multiple of 64 "
-                          "columns, got "
-                       << shape[1];
+  if (shape[1] <= 0)
+    return emitError() << "shared-memory tile columns (" << shape[1]
+                       << ") must be positive";
+  // A panel row of an S-byte swizzle holds S / 2 16-bit elements.
+  int64_t panelCols = swizzle / (elementType.getIntOrFloatBitWidth() / 8);
+  if (swizzle != 0 && shape[1] % panelCols != 0)
+    return emitError() << "a " << swizzle << "-byte swizzled tile is made of "
+                       << panelCols << "-column panels: its columns ("
+                       << shape[1] << ") must be a multiple of " << panelCols;
   return success();
 }
 

@@ -14,6 +14,11 @@
 //   NAIVE_D       head dim            NAIVE_CAUSAL  0 or 1
 //   NAIVE_TMA     0 or 1 (sm_90a)     NAIVE_BLOCK_M query rows (= threads) per CTA
 //   NAIVE_SCALE   softmax scale (float literal)
+//   NAIVE_BOX_COLS  TMA box columns: 64, 32 or 16 (a 128, 64 or 32-byte
+//                   swizzle span; default 64)
+//   NAIVE_BOX_COL0  the box's first column (default 0; the last panel of a
+//                   padded head dim, e.g. 32 for D = 40 with 16-column boxes,
+//                   checks that columns >= D read as 0)
 //   NAIVE_FAULT   0, or a deliberate bug proving the harness catches it:
 //                 1 TMA check ignores the swizzle, 2 last row of each CTA unwritten,
 //                 3 out-of-bounds store (kills the CUDA context)
@@ -27,11 +32,24 @@ namespace {
 
 constexpr int kD = NAIVE_D;
 constexpr int kBlockM = NAIVE_BLOCK_M;
-/// TMA box: 64 two-byte columns = one 128-byte swizzle span, kBlockM rows.
-constexpr int kBoxCols = 64;
+#ifndef NAIVE_BOX_COLS
+#define NAIVE_BOX_COLS 64
+#endif
+#ifndef NAIVE_BOX_COL0
+#define NAIVE_BOX_COL0 0
+#endif
+/// TMA box: one swizzle span of two-byte columns (64: 128 bytes, 32: 64,
+/// 16: 32), kBlockM rows, from column kBoxCol0.
+constexpr int kBoxCols = NAIVE_BOX_COLS;
+constexpr int kBoxCol0 = NAIVE_BOX_COL0;
 constexpr int kBoxRows = kBlockM;
 constexpr int kBoxBytes = kBoxCols * kBoxRows * 2;
-/// 128B swizzle repeats every 8 rows of 128 bytes: boxes start 1024-aligned.
+/// Chunks of 16 bytes are XORed with (row >> kSwizzleShift) & kSwizzleMask:
+/// row % 8 for 128 bytes, (row / 2) % 4 for 64, (row / 4) % 2 for 32.
+constexpr int kSwizzleShift = kBoxCols == 64 ? 0 : kBoxCols == 32 ? 1 : 2;
+constexpr int kSwizzleMask = kBoxCols / 8 - 1;
+/// The widest swizzle repeats every 8 rows of 128 bytes: boxes start
+/// 1024-aligned (which the narrower ones' 512 and 256 divide).
 constexpr int kSwizzleAlign = 1024;
 
 using T = NAIVE_T;
@@ -57,27 +75,30 @@ __device__ inline uint32_t smemAddress(const void *p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
-/// Loads one box at coordinates {0, row, head, batch} into `dst`.
+/// Loads one box at coordinates {kBoxCol0, row, head, batch} into `dst`.
 __device__ inline void tmaLoad(void *dst, const CUtensorMap *map, int row, int head, int batch,
                                uint64_t *bar) {
   asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
                " [%0], [%1, {%2, %3, %4, %5}], [%6];"
                :
-               : "r"(smemAddress(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(0), "r"(row),
+               : "r"(smemAddress(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(kBoxCol0), "r"(row),
                  "r"(head), "r"(batch), "r"(smemAddress(bar))
                : "memory");
 }
 
-/// Compares row `r` of a 128B-swizzled box with global memory.
-///   16-byte chunk c of box row r lives at chunk (c ^ (r % 8)) of that row.
+/// Compares row `r` of a swizzled box with global memory.
+///   16-byte chunk c of box row r lives at chunk c ^ ((r >> shift) & mask) of
+///   that row; rows past the tensor's and columns past D read as 0.
 __device__ inline bool boxRowMatches(const uint16_t *box, int r, const T *base, int64_t strideN,
                                      int rows) {
   const uint16_t *global = reinterpret_cast<const uint16_t *>(base);
   bool ok = true;
   for (int c = 0; c < kBoxCols; ++c) {
-    int physical = NAIVE_FAULT == 1 ? c : (((c / 8) ^ (r % 8)) * 8) + (c % 8);
+    int chunk = (c / 8) ^ ((r >> kSwizzleShift) & kSwizzleMask);
+    int physical = NAIVE_FAULT == 1 ? c : chunk * 8 + (c % 8);
     uint16_t got = box[r * kBoxCols + physical];
-    uint16_t want = r < rows ? global[r * strideN + c] : 0;
+    int col = kBoxCol0 + c;
+    uint16_t want = r < rows && col < kD ? global[r * strideN + col] : 0;
     ok = ok && got == want;
   }
   return ok;

@@ -21,6 +21,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <dirent.h>
@@ -138,9 +139,16 @@ void testErrors() {
   expectError(attngen_jit_compile(jit, &raw, "sm_90a", &out),
               ATTNGEN_ERROR_INVALID_ARGUMENT, "struct_size is 0", "uninitialised spec");
   attngen_spec bad = spec;
-  bad.head_dim = 96;
+  bad.head_dim = 100;
   expectError(attngen_jit_compile(jit, &bad, "sm_90a", &out), ATTNGEN_ERROR_INVALID_SPEC,
-              "supported: 64, 128, 256", "head dim 96");
+              "head dimension 100 is not supported: use a multiple of 8", "head dim 100");
+  bad.head_dim = 264;
+  expectError(attngen_jit_compile(jit, &bad, "sm_80", &out), ATTNGEN_ERROR_INVALID_SPEC,
+              "head dimension 264 is not supported: the largest is 256", "head dim 264");
+  bad.head_dim = 0;
+  expectError(attngen_spec_check(&bad, "sm_80"), ATTNGEN_ERROR_INVALID_SPEC,
+              "head dimension 0 is not supported: it must be a positive multiple of 8",
+              "head dim 0");
   bad = spec;
   bad.dtype = 7;
   expectError(attngen_jit_compile(jit, &bad, "sm_80", &out), ATTNGEN_ERROR_INVALID_SPEC,
@@ -211,12 +219,12 @@ void testErrors() {
   try {
     attngen::JIT cxx("", false);
     attngen::Spec s;
-    s.headDim = 80;
+    s.headDim = 84;
     cxx.compile(s, "sm_80");
-    expect(false, "C++: head dim 80 did not throw");
+    expect(false, "C++: head dim 84 did not throw");
   } catch (const attngen::Error &e) {
     expect(e.status() == ATTNGEN_ERROR_INVALID_SPEC &&
-               std::string(e.what()).find("head dim 80") != std::string::npos,
+               std::string(e.what()).find("head dimension 84") != std::string::npos,
            std::string("C++ error: ") + e.what());
   }
   attngen_jit_destroy(jit);
@@ -244,6 +252,28 @@ void testCompileOutput() {
     expect(std::string(attngen_compiled_cache_key(c)).find(attngen_compiler_id()) !=
                std::string::npos,
            "the key names the compiler build");
+  }
+  // Head dims that are not 64, 128 or 256: d96 in 64-byte swizzle panels
+  // (a TMA box of 32 columns), d40 padded to 48 columns in 32-byte ones.
+  for (auto [headDim, boxCols, wgmma] :
+       {std::tuple(96, 32, "m64n96k16"), std::tuple(40, 16, "m64n48k16")}) {
+    for (const char *arch : {"sm_80", "sm_90a"}) {
+      attngen_spec spec = specOf(headDim, 0);
+      const attngen_compiled *c = nullptr;
+      std::string what = std::string(arch) + " d" + std::to_string(headDim);
+      expect(attngen_jit_compile(jit, &spec, arch, &c) == ATTNGEN_OK,
+             "compile " + what + ": " + attngen_last_error());
+      if (!c)
+        continue;
+      attnrt_kernel_info info;
+      bool tma = std::string(arch) == "sm_90a";
+      expect(attnrt_metadata_parse(attngen_compiled_metadata(c), &info) == ATTNRT_OK &&
+                 info.head_dim == headDim && info.tma_box_cols == (tma ? boxCols : 0),
+             "metadata of " + what);
+      std::string ptx = attngen_compiled_ptx(c);
+      expect(std::string(arch) == "sm_80" || ptx.find(wgmma) != std::string::npos,
+             what + " computes O with " + wgmma);
+    }
   }
   attngen_jit_destroy(jit);
 }

@@ -2,7 +2,8 @@
 //
 //   %k = alloc_smem                    %kp = create_pipe <stages>
 //   copy_async %K[..row..] -> %k   ->  pipe_acquire %kp[row / block]
-//                                      pipe_load %K[..row..] -> %kp[row / block]
+//                                      pipe_load %K[..row..] -> %kp[row /
+//                                      block]
 //   wait %k, %j                        %kj = pipe_wait %kp[%j]
 //   mma .., %k                         mma .., %kj ; pipe_release %kp[%j]
 //

@@ -29,8 +29,9 @@ namespace {
 /// Builds the tile program of one attn.attention in place of it.
 class TileProgramBuilder {
 public:
-  TileProgramBuilder(AttentionOp op, const TileConfig &config)
-      : op(op), config(config), b(op), loc(op.getLoc()) {}
+  TileProgramBuilder(AttentionOp op, const TileConfig &config,
+                     TargetKind target)
+      : op(op), config(config), target(target), b(op), loc(op.getLoc()) {}
 
   void build();
 
@@ -46,9 +47,12 @@ private:
     return RegTileType::get(b.getContext(), {config.blockM}, b.getF32Type(),
                             FragmentKind::row);
   }
+  /// Q, K and V tiles: the head dim padded to the MMA's k step, in the
+  /// widest swizzle that divides it (TileConfig.h draws the layout).
   SmemTileType smemType(int64_t rows) {
-    return SmemTileType::get(b.getContext(), {rows, op.getHeadDim()},
-                             op.getElementType(), /*swizzle=*/128);
+    int64_t cols = smemTileCols(op.getHeadDim());
+    return SmemTileType::get(b.getContext(), {rows, cols}, op.getElementType(),
+                             smemTileSwizzle(cols));
   }
   Value splat(RegTileType type, float value) {
     return SplatOp::create(b, loc, type, b.getF32FloatAttr(value));
@@ -56,13 +60,16 @@ private:
 
   AttentionOp op;
   TileConfig config;
+  TargetKind target;
   OpBuilder b;
   Location loc;
 };
 
 void TileProgramBuilder::build() {
   MLIRContext *ctx = b.getContext();
-  const int64_t headDim = op.getHeadDim();
+  // O's accumulator: the head dim, or on sm_90a the padded tile width
+  // (the store writes the first D columns).
+  const int64_t outCols = outputAccumulatorCols(target, op.getHeadDim());
   // Soft-capping, c * tanh(scale * s / c): attn.softcap computes the tanh
   // with scale / c, and c takes the softmax scale's place (folded into exp2
   // and the LSE), so the softmax sees the capped scores.
@@ -102,7 +109,7 @@ void TileProgramBuilder::build() {
   CopyAsyncOp::create(b, loc, op.getK(), batch, c0, kvHead, kTile, c0);
   WaitOp::create(b, loc, qTile, c0);
 
-  Value acc0 = splat(accType(headDim), 0.0f);
+  Value acc0 = splat(accType(outCols), 0.0f);
   Value max0 = splat(rowType(), -std::numeric_limits<float>::infinity());
   Value sum0 = splat(rowType(), 0.0f);
 
@@ -148,7 +155,7 @@ void TileProgramBuilder::build() {
           scf::YieldOp::create(ib, il);
         });
         // O += P V_j.
-        Value newAcc = MmaOp::create(b, l, accType(headDim), probs, vTile,
+        Value newAcc = MmaOp::create(b, l, accType(outCols), probs, vTile,
                                      rescaled, /*transpose_b=*/false);
         scf::YieldOp::create(b, l,
                              SmallVector<Value>{newAcc, softmax.getNewMax(),
@@ -156,8 +163,8 @@ void TileProgramBuilder::build() {
       });
 
   auto finalize = SoftmaxFinalizeOp::create(
-      b, loc, accType(headDim), rowType(), loop.getResult(0),
-      loop.getResult(1), loop.getResult(2), scale);
+      b, loc, accType(outCols), rowType(), loop.getResult(0), loop.getResult(1),
+      loop.getResult(2), scale);
   StoreOp::create(b, loc, finalize.getOut(), op.getO(), batch, row, head);
   if (Value lse = op.getLse())
     StoreRowsOp::create(b, loc, finalize.getLse(), lse, batch, head, row);
@@ -251,7 +258,7 @@ struct AttnTilePass : public mlir::attn::impl::AttnTileBase<AttnTilePass> {
         func->setAttr("attn.causal", UnitAttr::get(&getContext()));
       if (op.isBottomRightCausal())
         func->setAttr("attn.causal_align", op.getCausalAlignAttr());
-      TileProgramBuilder(op, config).build();
+      TileProgramBuilder(op, config, *target).build();
     }
   }
 };

@@ -5,6 +5,7 @@
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
+#include <iterator>
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -18,31 +19,84 @@ static constexpr int64_t kMaxSmemSm90 = 227 * 1024;
 /// Default K/V ring depth of the sm_80 kernels that pipeline (d64).
 static constexpr int64_t kSm80Stages = 2;
 
+/// The MMA's k step: tiles are padded to a multiple of it.
+static constexpr int64_t kMmaK = 16;
+/// Swizzle spans TMA and wgmma support, widest first.
+static constexpr int64_t kSwizzleSpans[] = {128, 64, 32};
+/// Bytes of one Q/K/V element (f16, bf16).
+static constexpr int64_t kElementBytes = 2;
+/// Head dims with tuned tile shapes (FlashAttention-3's and -2's set); any
+/// other head dim takes the shape of the next larger one, whose shared
+/// memory and registers only shrink with the head dim.
+static constexpr int64_t kTunedHeadDims[] = {64, 96, 128, 192, 256};
+
+int64_t mlir::attn::smemTileCols(int64_t headDim) {
+  return llvm::alignTo(headDim, kMmaK);
+}
+
+int64_t mlir::attn::smemTileSwizzle(int64_t cols) {
+  for (int64_t span : kSwizzleSpans)
+    if (cols % (span / kElementBytes) == 0)
+      return span;
+  return 0;
+}
+
+int64_t mlir::attn::outputAccumulatorCols(TargetKind target, int64_t headDim) {
+  return target == TargetKind::sm_90a ? smemTileCols(headDim) : headDim;
+}
+
+/// The tuned head dim whose tile shape serves `headDim`.
+static int64_t tunedHeadDim(int64_t headDim) {
+  for (int64_t tuned : kTunedHeadDims)
+    if (headDim <= tuned)
+      return tuned;
+  return kTunedHeadDims[std::size(kTunedHeadDims) - 1];
+}
+
 TileConfig mlir::attn::chooseTileConfig(TargetKind target, int64_t headDim,
                                         bool causal, bool warpSpecialized) {
+  const int64_t tuned = tunedHeadDim(headDim);
   if (target == TargetKind::sm_90a && warpSpecialized) {
-    // FlashAttention-3's shapes: consumer warpgroups of 64 query rows each
-    // (three at d64, two otherwise) behind one producer warpgroup, K/V in
-    // two-stage pipes. d256 narrows the key block to 80 so that O (128
-    // registers) and S fit in 240 registers and Q + 2 x (K + V) in 227 KB.
-    // The rotated loop runs unmasked and masked blocks in one loop (no
-    // pipeline drain between them): +3-8% on the H200 (docs/PERF.md),
-    // except d256 causal, where the branch's extra live tile spills
-    // (573 vs 594 TFLOPS peeled).
-    if (headDim == 64)
+    // FlashAttention-3's shapes where they fit: consumer warpgroups of 64
+    // query rows each (three at d64, two above) behind one producer
+    // warpgroup, K/V in two-stage pipes. Shared memory (2 stages, 16-bit):
+    //   d64  192x128: Q 24 KB + 4 x 16 KB =  88 KB
+    //   d96  128x144: Q 24 KB + 4 x 27 KB = 132 KB  (FA3: 192x144, 144 KB)
+    //   d128 128x128: Q 32 KB + 4 x 32 KB = 160 KB
+    //   d192 128x96:  Q 48 KB + 4 x 36 KB = 192 KB  (FA3: 128x112, 216 KB;
+    //                 128x128 would need 240 KB, over the 227 KB of a CTA)
+    //   d256 128x80:  Q 64 KB + 4 x 40 KB = 224 KB
+    // Registers decide the rest (ptxas 13.0): P stays in registers (FA3
+    // routes it through shared memory at d64/d96), so FA3's d96 192x144
+    // with three consumer warpgroups of 160 registers spills 524 bytes
+    // (192x96: 72) while two warpgroups of 240 hold 128x144 and 128x160
+    // without a spill (128x176: 72 bytes; under --persistent 128x160
+    // spills 12, 128x144 none); d192 spills 24 bytes at FA3's 128x112 and
+    // none at 128x96. gpu/make_headdim_kernels.sh builds the alternatives of
+    // d96 and d192 for the H200.
+    // d256 narrows the key block so that O (128 registers) and S fit in 240
+    // registers. The rotated loop runs unmasked and masked blocks in one
+    // loop (no pipeline drain between them): +3-8% on the H200
+    // (docs/PERF.md), except d256 causal, where the branch's extra live tile
+    // spills (573 vs 594 TFLOPS peeled).
+    if (tuned == 64)
       return {192, 128, 12, 2, /*peelMaskedBlocks=*/false};
-    if (headDim == 128)
+    if (tuned == 96)
+      return {128, 144, 8, 2, /*peelMaskedBlocks=*/false};
+    if (tuned == 128)
       return {128, 128, 8, 2, /*peelMaskedBlocks=*/false};
+    if (tuned == 192)
+      return {128, 96, 8, 2, /*peelMaskedBlocks=*/false};
     return {128, 80, 8, 2, /*peelMaskedBlocks=*/causal};
   }
   if (target == TargetKind::sm_90a) {
     // One warpgroup computes a 64-row query block (one wgmma m64 slice) with
-    // 128-wide key blocks (n64 for d256 to stay within the register file).
+    // 128-wide key blocks (n64 above d128 to stay within the register file).
     // Such a CTA needs at most 255 registers x 128 threads and under 100 KB
     // of shared memory, so two CTAs share an SM and one's softmax runs under
     // the other's GEMMs. Measured on the H200 (docs/PERF.md, d128 bf16 8k):
     // 533 TFLOPS against 486 for two warpgroups on a 128-row block.
-    return {64, headDim <= 128 ? 128 : 64, 4};
+    return {64, tuned <= 128 ? 128 : 64, 4};
   }
   // sm_80: FlashAttention-2's split-Q shape: 128 query rows per CTA, 4 warps
   // each owning two 16-row slices; d256 halves the query block. Chosen on
@@ -55,10 +109,19 @@ TileConfig mlir::attn::chooseTileConfig(TargetKind target, int64_t headDim,
   //   d256  64x64, 1 stage:   306 / 341 (FA2 308 / 324); 2 stages 222 / 243
   // A second K/V stage pays only at d64, whose 16 KB stages keep two CTAs
   // per SM; at d128 and d256 the extra 24-32 KB costs that second CTA.
-  if (headDim == 64)
+  // Not measured yet (gpu/make_headdim_kernels.sh builds the candidates):
+  // d96 takes FlashAttention-2's 128x64 with two stages, whose 12 KB K/V
+  // stages keep two CTAs per SM (Q 24 KB + 4 x 12 KB); d192 takes its 8
+  // warps x one slice, one CTA per SM by its registers either way, so two
+  // stages cost no occupancy (Q 48 KB + 4 x 24 KB).
+  if (tuned == 64)
     return {128, 96, 4, kSm80Stages};
-  if (headDim == 128)
+  if (tuned == 96)
+    return {128, 64, 4, kSm80Stages};
+  if (tuned == 128)
     return {128, 48, 4, 1};
+  if (tuned == 192)
+    return {128, 64, 8, kSm80Stages};
   return {64, 64, 4, 1};
 }
 
@@ -97,9 +160,9 @@ mlir::attn::sharedMemoryLayoutBytes(ArrayRef<SmemAllocation> allocations) {
 
 int64_t mlir::attn::sharedMemoryBytes(const TileConfig &config,
                                       int64_t headDim) {
-  const int64_t elementBytes = 2;
-  int64_t q = config.blockM * headDim * elementBytes;
-  int64_t kv = config.blockN * headDim * elementBytes;
+  int64_t cols = smemTileCols(headDim);
+  int64_t q = config.blockM * cols * kElementBytes;
+  int64_t kv = config.blockN * cols * kElementBytes;
   if (config.stages > 0)
     return sharedMemoryLayoutBytes({{q, 1}, {kv, config.stages}, {kv, config.stages}});
   return sharedMemoryLayoutBytes({{q, 0}, {kv, 0}, {kv, 0}});
@@ -163,6 +226,7 @@ int64_t mlir::attn::estimateRegistersPerThread(const TileConfig &config,
                                                int64_t headDim) {
   int64_t slicesPerWarp =
       std::max<int64_t>(1, config.blockM / (kRowsPerWarp * config.numWarps));
-  int64_t perSlice = headDim / 2 + config.blockN / 2 + config.blockN / 4 + 6;
+  int64_t perSlice =
+      smemTileCols(headDim) / 2 + config.blockN / 2 + config.blockN / 4 + 6;
   return slicesPerWarp * perSlice + kScalarRegisters;
 }

@@ -8,8 +8,9 @@
     k.ptx, k.metadata
 
 Tensors are (batch, seqlen, heads, head_dim), fp16 or bf16, on a CUDA device,
-with the last dimension contiguous (other strides are free). K and V may have
-fewer heads than Q (grouped-query attention). Kernels are compiled on first
+with the last dimension contiguous (other strides are free) and head_dim a
+multiple of 8 from 8 to 256. K and V may have fewer heads than Q
+(grouped-query attention). Kernels are compiled on first
 use and cached in memory and on disk (ATTNGEN_CACHE_DIR, default
 ~/.cache/attngen); ATTNGEN_LOG=1 logs what the cache does.
 """
@@ -223,10 +224,11 @@ def compile(arch="sm_90a", head_dim=128, dtype="bf16", causal=False, scale=None,
     """Compiles (or finds in the cache) one kernel and returns its PTX and
     metadata. Needs no GPU unless arch="auto" (the current GPU's).
 
-    causal_align ('top-left', the default, or 'bottom-right') places the
-    causal diagonal as the C API's causal_align does; 'bottom-right' needs
-    causal=True. softcap c > 0 caps the scores at c * tanh(scale * s / c)
-    before the softmax (0.0: none)."""
+    head_dim is any multiple of 8 from 8 to 256. causal_align ('top-left',
+    the default, or 'bottom-right') places the causal diagonal as the C
+    API's causal_align does; 'bottom-right' needs causal=True. softcap
+    c > 0 caps the scores at c * tanh(scale * s / c) before the softmax
+    (0.0: none)."""
     spec = _make_spec(head_dim, dtype, causal, scale, with_lse, block_m, block_n, num_warps,
                       causal_align=causal_align, softcap=softcap)
     arch_name = _c_string("arch", arch)

@@ -28,6 +28,20 @@ class CompileTest(unittest.TestCase):
                 self.assertEqual(k.metadata["uses_tma"], arch == "sm_90a")
                 self.assertIn(attngen.compiler_id(), k.cache_key)
 
+    def test_head_dims(self):
+        # Any multiple of 8 up to 256; on sm_90a each TMA box is one swizzle
+        # panel of the tiles (64 columns for 128-byte panels, 32 for d96's
+        # 64-byte ones, 16 for d40's 32-byte ones); sm_80 has no TMA.
+        for head_dim, box_cols in ((8, 16), (40, 16), (96, 32), (192, 64)):
+            for arch in ("sm_80", "sm_90a"):
+                with self.subTest(head_dim=head_dim, arch=arch):
+                    k = attngen.compile(arch=arch, head_dim=head_dim)
+                    self.assertEqual(k.metadata["head_dim"], head_dim)
+                    boxes = [p["box"][0] for p in k.metadata["params"]
+                             if p["kind"] == "tensor_map"]
+                    self.assertEqual(boxes, [box_cols] * 3 if arch == "sm_90a" else [])
+                    self.assertTrue(k.kernel_name.endswith(f"_d{head_dim}"))
+
     def test_scale_and_overrides(self):
         k = attngen.compile(arch="sm_80", head_dim=64, dtype="f16", scale=0.5)
         self.assertEqual(k.metadata["scale"], 0.5)
@@ -48,7 +62,9 @@ class CompileTest(unittest.TestCase):
         cases = [
             (dict(arch="sm_90"), "need sm_90a"),
             (dict(arch="sm_75"), "supported: sm_80, sm_90a"),
-            (dict(head_dim=96), "supported: 64, 128, 256"),
+            (dict(head_dim=100), "head dimension 100 is not supported: use a multiple of 8"),
+            (dict(head_dim=264), "head dimension 264 is not supported: the largest is 256"),
+            (dict(head_dim=0), "it must be a positive multiple of 8 up to 256"),
             (dict(head_dim=128.0), "head_dim must be an int"),
             (dict(dtype="fp32"), "use 'bf16' or 'f16'"),
             (dict(scale=-1.0), "positive and finite"),

@@ -70,11 +70,13 @@ attnrt_status checkDevicePointer(const attnrt_module &m, const char *name, const
 
 /// Encodes the TMA descriptor of one input per docs/ABI.md:
 /// globalDim = {D, N, H, B}, globalStrides = {stride_n, stride_h, stride_b}
-/// in bytes, box = {cols, rows, 1, 1}, 128B swizzle, OOB rows -> 0.
+/// in bytes, box = {cols, rows, 1, 1}, the swizzle of a box row (cols * 2
+/// bytes: 32, 64 or 128), OOB rows and columns -> 0.
 ///
 ///   global tensor (innermost first)        box in shared memory
-///   d: 0..D-1  (contiguous)                 box columns
-///   n: 0..N-1  (stride_n)                   rows (128B-swizzled)
+///   d: 0..D-1  (contiguous)                 box columns (one swizzle panel;
+///                                           columns >= D read as 0)
+///   n: 0..N-1  (stride_n)                   rows (swizzled)
 ///   h: 0..H-1  (stride_h)                   1
 ///   b: 0..B-1  (stride_b)                   1
 attnrt_status encodeTensorMap(const attnrt_module &m, const char *name, CUtensorMap &map,
@@ -101,9 +103,15 @@ attnrt_status encodeTensorMap(const attnrt_module &m, const char *name, CUtensor
   const cuuint32_t boxDim[kTmaRank] = {static_cast<cuuint32_t>(boxCols),
                                        static_cast<cuuint32_t>(boxRows), 1, 1};
   const cuuint32_t elementStrides[kTmaRank] = {1, 1, 1, 1};
+  // parseMetadata admits only box rows of one swizzle span.
+  CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
+  if (tmaSwizzleSpanOf(boxCols) == 64)
+    swizzle = CU_TENSOR_MAP_SWIZZLE_64B;
+  else if (tmaSwizzleSpanOf(boxCols) == 32)
+    swizzle = CU_TENSOR_MAP_SWIZZLE_32B;
   CUresult r = m.api->tensorMapEncodeTiled(
       &map, dataType, kTmaRank, const_cast<void *>(pointer), globalDim, globalStrides, boxDim,
-      elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
       CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     return fail(ATTNRT_ERROR_CUDA,

@@ -31,8 +31,6 @@ static constexpr int kMaxBlockRows = 1024;
 static constexpr int kMaxSharedBytes = 1 << 20;
 /// cuTensorMapEncodeTiled: each box dimension is at most 256 elements.
 static constexpr int kMaxTmaBox = 256;
-/// With CU_TENSOR_MAP_SWIZZLE_128B the box's inner extent is at most 128 B.
-static constexpr int kSwizzleSpanBytes = 128;
 /// TMA boxes' inner extent must be a multiple of 16 bytes.
 static constexpr int kTmaInnerAlignBytes = 16;
 
@@ -60,6 +58,11 @@ static constexpr int kMaxCtasPerSm = 32;
 
 const char *sizeName(int size) {
   return size >= 0 && size < 5 ? kSizeNames[size] : "invalid";
+}
+
+int tmaSwizzleSpanOf(int boxCols) {
+  int bytes = boxCols * kElementBytes;
+  return bytes == 32 || bytes == 64 || bytes == 128 ? bytes : 0;
 }
 
 const char *dtypeName(int dtype) {
@@ -254,12 +257,13 @@ attnrt_status readParam(const JsonValue &item, size_t index, KernelParam &param)
     return s;
   if (attnrt_status s = boxReader.getInt("box[1]", 1, kMaxTmaBox, param.boxRows))
     return s;
-  int innerBytes = param.boxCols * kElementBytes;
-  if (innerBytes % kTmaInnerAlignBytes != 0 || innerBytes > kSwizzleSpanBytes)
+  // A box row is one swizzle span: 32, 64 or 128 bytes.
+  if (tmaSwizzleSpanOf(param.boxCols) == 0)
     return fail(ATTNRT_ERROR_INVALID_METADATA,
-                "kernel metadata key \"%sbox\" has %d columns, invalid for a 128B-swizzled TMA box: "
-                "its row must be 16 to 128 bytes in 16-byte steps (8 to 64 two-byte elements); %s",
-                prefix.c_str(), param.boxCols, kRegenerate);
+                "kernel metadata key \"%sbox\" has %d columns, invalid for a swizzled TMA box: its "
+                "row (%d bytes) must be one swizzle span of 32, 64 or 128 bytes (16, 32 or 64 "
+                "two-byte elements); %s",
+                prefix.c_str(), param.boxCols, param.boxCols * kElementBytes, kRegenerate);
   return ATTNRT_OK;
 }
 

@@ -44,6 +44,10 @@ const char *dtypeName(int dtype);
 /// Bytes per element of Q/K/V/O (2 for both supported dtypes).
 constexpr int kElementBytes = 2;
 
+/// The swizzle span (bytes) of a TMA box `boxCols` elements wide: its row
+/// is one span of 32, 64 or 128 bytes (docs/ABI.md); 0 for any other width.
+int tmaSwizzleSpanOf(int boxCols);
+
 /// Parses and validates a metadata JSON text into `out` (device fields set
 /// to -1) and, when `abi` is given, the parameter list into it. Records a
 /// message naming the key and returns ATTNRT_ERROR_INVALID_METADATA on

@@ -95,13 +95,15 @@ std::string param(const std::string &name, const std::string &kind, const std::s
 }
 
 /// The ABI v2 parameter objects of a forward kernel, in attngen's order:
-/// [3 tensor maps,] 5 (4 without LSE) pointers, 12 strides, 5 sizes.
-std::vector<std::string> paramObjects(bool tma, bool lse = true) {
+/// [3 tensor maps with boxes of `boxCols` x 128,] 5 (4 without LSE)
+/// pointers, 12 strides, 5 sizes.
+std::vector<std::string> paramObjects(bool tma, bool lse = true, int boxCols = 64) {
   std::vector<std::string> params;
   if (tma)
     for (const char *t : {"q", "k", "v"})
       params.push_back(param(std::string("tma_") + t, "tensor_map",
-                             std::string("\"tensor\": \"") + t + "\", \"box\": [64, 128]"));
+                             std::string("\"tensor\": \"") + t + "\", \"box\": [" +
+                                 std::to_string(boxCols) + ", 128]"));
   for (const char *t : {"q", "k", "v", "o", "lse"})
     if (lse || std::string(t) != "lse")
       params.push_back(param(t, "pointer", std::string("\"tensor\": \"") + t + "\""));
@@ -300,6 +302,19 @@ void testMetadata() {
   }
   s = attnrt_metadata_parse(toJson(with(sm90aFields(), "softcap", "30.5")).c_str(), &info);
   expectStatus("metadata: a soft-capped kernel parses", s, ATTNRT_OK);
+  // Boxes of one 64-byte or 32-byte swizzle panel (head dims 96, 40, ...).
+  for (int cols : {32, 16}) {
+    Fields f = with(sm90aFields(), "params", jsonArray(paramObjects(true, true, cols)));
+    s = attnrt_metadata_parse(toJson(with(f, "head_dim", "96")).c_str(), &info);
+    expectStatus("metadata: a TMA box of " + std::to_string(cols) + " columns parses", s, ATTNRT_OK);
+    report(info.tma_box_cols == cols, "metadata: the box width of " + std::to_string(cols),
+           "tma_box_cols = " + std::to_string(info.tma_box_cols));
+  }
+  std::vector<std::string> twoWidths = paramObjects(true);
+  twoWidths[1] = param("tma_k", "tensor_map", "\"tensor\": \"k\", \"box\": [32, 128]");
+  s = attnrt_metadata_parse(toJson(with(sm90aFields(), "params", jsonArray(twoWidths))).c_str(), &info);
+  expectStatus("metadata: TMA boxes of two widths", s, ATTNRT_ERROR_INVALID_METADATA,
+               {"\"tma_k\" has a 32-column TMA box but another has 64"});
   s = attnrt_metadata_parse(toJson(with(sm80Fields(), "causal_align", "\"top_left\"")).c_str(), &info);
   expectStatus("metadata: an alignment on a non-causal kernel", s, ATTNRT_ERROR_INVALID_METADATA,
                {"\"causal_align\" = \"top_left\" does not fit \"causal\": false"});
@@ -356,7 +371,13 @@ void testMetadata() {
        "\"params[1].box\" must be two integers"},
       {"box of 128 columns", withParam(sm90aFields(), 1, param("tma_k", "tensor_map",
                                                                "\"tensor\": \"k\", \"box\": [128, 128]")),
-       "\"params[1].box\" has 128 columns, invalid for a 128B-swizzled TMA box"},
+       "\"params[1].box\" has 128 columns, invalid for a swizzled TMA box"},
+      {"box of 8 columns", withParam(sm90aFields(), 1, param("tma_k", "tensor_map",
+                                                             "\"tensor\": \"k\", \"box\": [8, 128]")),
+       "its row (16 bytes) must be one swizzle span of 32, 64 or 128 bytes"},
+      {"box of 48 columns", withParam(sm90aFields(), 1, param("tma_k", "tensor_map",
+                                                              "\"tensor\": \"k\", \"box\": [48, 128]")),
+       "\"params[1].box\" has 48 columns"},
       {"box of 12 columns", withParam(sm90aFields(), 1, param("tma_k", "tensor_map",
                                                               "\"tensor\": \"k\", \"box\": [12, 128]")),
        "has 12 columns"},

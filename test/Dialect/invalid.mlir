@@ -10,11 +10,41 @@ func.func @attention_head_dim_mismatch(%q: memref<?x?x?x64xbf16>, %k: memref<?x?
 
 // -----
 
-func.func @attention_unsupported_head_dim(%q: memref<?x?x?x96xbf16>, %k: memref<?x?x?x96xbf16>,
-                                          %v: memref<?x?x?x96xbf16>, %o: memref<?x?x?x96xbf16>) {
-  // expected-error @+1 {{'attn.attention' op head dimension 96 is not supported; supported: 64, 128, 256}}
+func.func @attention_head_dim_not_multiple_of_8(%q: memref<?x?x?x59xbf16>, %k: memref<?x?x?x59xbf16>,
+                                                %v: memref<?x?x?x59xbf16>, %o: memref<?x?x?x59xbf16>) {
+  // expected-error @+1 {{'attn.attention' op head dimension 59 is not supported: use a multiple of 8 (the kernels copy rows in 16-byte chunks): pad q, k and v with zero columns to 64 and drop the extra output columns}}
   attn.attention %q, %k, %v, %o {scale = 0.125 : f32}
-    : memref<?x?x?x96xbf16>, memref<?x?x?x96xbf16>, memref<?x?x?x96xbf16>, memref<?x?x?x96xbf16>
+    : memref<?x?x?x59xbf16>, memref<?x?x?x59xbf16>, memref<?x?x?x59xbf16>, memref<?x?x?x59xbf16>
+  return
+}
+
+// -----
+
+func.func @attention_head_dim_too_large(%q: memref<?x?x?x264xbf16>, %k: memref<?x?x?x264xbf16>,
+                                        %v: memref<?x?x?x264xbf16>, %o: memref<?x?x?x264xbf16>) {
+  // expected-error @+1 {{'attn.attention' op head dimension 264 is not supported: the largest is 256}}
+  attn.attention %q, %k, %v, %o {scale = 0.125 : f32}
+    : memref<?x?x?x264xbf16>, memref<?x?x?x264xbf16>, memref<?x?x?x264xbf16>, memref<?x?x?x264xbf16>
+  return
+}
+
+// -----
+
+func.func @attention_head_dim_small(%q: memref<?x?x?x4xbf16>, %k: memref<?x?x?x4xbf16>,
+                                    %v: memref<?x?x?x4xbf16>, %o: memref<?x?x?x4xbf16>) {
+  // expected-error @+1 {{'attn.attention' op head dimension 4 is not supported: use a multiple of 8 (the kernels copy rows in 16-byte chunks): pad q, k and v with zero columns to 8 and drop the extra output columns}}
+  attn.attention %q, %k, %v, %o {scale = 0.125 : f32}
+    : memref<?x?x?x4xbf16>, memref<?x?x?x4xbf16>, memref<?x?x?x4xbf16>, memref<?x?x?x4xbf16>
+  return
+}
+
+// -----
+
+func.func @attention_head_dim_zero(%q: memref<?x?x?x0xbf16>, %k: memref<?x?x?x0xbf16>,
+                                   %v: memref<?x?x?x0xbf16>, %o: memref<?x?x?x0xbf16>) {
+  // expected-error @+1 {{'attn.attention' op head dimension 0 is not supported: it must be a positive multiple of 8 up to 256}}
+  attn.attention %q, %k, %v, %o {scale = 0.125 : f32}
+    : memref<?x?x?x0xbf16>, memref<?x?x?x0xbf16>, memref<?x?x?x0xbf16>, memref<?x?x?x0xbf16>
   return
 }
 
@@ -224,15 +254,29 @@ func.func @attention_scale_underflow(
 
 // -----
 
-// expected-error @+1 {{a 128-byte swizzled tile needs a multiple of 64 columns, got 96}}
+// expected-error @+1 {{a 128-byte swizzled tile is made of 64-column panels: its columns (96) must be a multiple of 64}}
 func.func @smem_swizzle_columns(%t: !attn.smem<64x96xbf16, swizzle = 128>) {
   return
 }
 
 // -----
 
-// expected-error @+1 {{unsupported swizzle 64 bytes; supported: 0, 128}}
-func.func @smem_swizzle_width(%t: !attn.smem<64x64xbf16, swizzle = 64>) {
+// expected-error @+1 {{a 64-byte swizzled tile is made of 32-column panels: its columns (80) must be a multiple of 32}}
+func.func @smem_swizzle64_columns(%t: !attn.smem<64x80xbf16, swizzle = 64>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a 32-byte swizzled tile is made of 16-column panels: its columns (40) must be a multiple of 16}}
+func.func @smem_swizzle32_columns(%t: !attn.smem<64x40xbf16, swizzle = 32>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{unsupported swizzle 16 bytes; supported: 0, 32, 64, 128}}
+func.func @smem_swizzle_width(%t: !attn.smem<64x64xbf16, swizzle = 16>) {
   return
 }
 
@@ -292,6 +336,16 @@ func.func @mma_register_a_fragment(%a: !attn.regs<64x64xf32, acc>, %b: !attn.sme
 // -----
 
 module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @mma_wgmma_partial_panel(%p: !attn.regs<64x64xbf16, operand_a>, %v: !attn.smem<64x48xbf16, swizzle = 32>) {
+    // expected-error @+1 {{'attn.mma' op sm_90a wgmma reads an N-major 'b' in whole 16-column swizzle panels: N = 40 must be a multiple of 16}}
+    %o = attn.mma %p, %v : !attn.regs<64x64xbf16, operand_a>, !attn.smem<64x48xbf16, swizzle = 32> -> !attn.regs<64x40xf32, acc>
+    return
+  }
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_90a>} {
   func.func @mma_wgmma_rows(%a: !attn.smem<32x128xbf16, swizzle = 128>, %b: !attn.smem<64x128xbf16, swizzle = 128>) {
     // expected-error @+1 {{'attn.mma' op sm_90a wgmma needs M a multiple of 64 and N <= 256, got 32x64}}
     %s = attn.mma %a, %b {transpose_b} : !attn.smem<32x128xbf16, swizzle = 128>, !attn.smem<64x128xbf16, swizzle = 128> -> !attn.regs<32x64xf32, acc>
@@ -318,8 +372,56 @@ func.func @convert_result(%x: !attn.regs<64x64xf32, acc>) {
 // -----
 
 func.func @copy_columns(%q: memref<?x?x?x128xbf16>, %t: !attn.smem<64x64xbf16, swizzle = 128>, %i: index) {
-  // expected-error @+1 {{'attn.copy_async' op tile has 64 columns but the source head dimension is 128}}
+  // expected-error @+1 {{'attn.copy_async' op tile has 64 columns but the source head dimension 128 needs 128 (whole 64-column swizzle panels; the copy zero-fills the columns past 128)}}
   attn.copy_async %q[%i, %i, %i] -> %t : memref<?x?x?x128xbf16>, !attn.smem<64x64xbf16, swizzle = 128>
+  return
+}
+
+// -----
+
+func.func @copy_padding_past_a_panel(%q: memref<?x?x?x40xbf16>, %t: !attn.smem<64x64xbf16, swizzle = 32>, %i: index) {
+  // expected-error @+1 {{'attn.copy_async' op tile has 64 columns but the source head dimension 40 needs 48 (whole 16-column swizzle panels; the copy zero-fills the columns past 40)}}
+  attn.copy_async %q[%i, %i, %i] -> %t : memref<?x?x?x40xbf16>, !attn.smem<64x64xbf16, swizzle = 32>
+  return
+}
+
+// -----
+
+func.func @copy_unswizzled(%q: memref<?x?x?x64xbf16>, %t: !attn.smem<64x64xbf16>, %i: index) {
+  // expected-error @+1 {{'attn.copy_async' op asynchronous copies need a swizzled tile (swizzle = 32, 64 or 128), got '!attn.smem<64x64xbf16>'}}
+  attn.copy_async %q[%i, %i, %i] -> %t : memref<?x?x?x64xbf16>, !attn.smem<64x64xbf16>
+  return
+}
+
+// -----
+
+func.func @mma_unswizzled(%a: !attn.smem<64x64xbf16>, %b: !attn.smem<64x64xbf16, swizzle = 128>) {
+  // expected-error @+1 {{'attn.mma' op shared-memory operand 'a' must be a swizzled tile (swizzle = 32, 64 or 128), got '!attn.smem<64x64xbf16>'}}
+  %s = attn.mma %a, %b {transpose_b} : !attn.smem<64x64xbf16>, !attn.smem<64x64xbf16, swizzle = 128> -> !attn.regs<64x64xf32, acc>
+  return
+}
+
+// -----
+
+func.func @mma_result_wider_than_b(%p: !attn.regs<64x64xbf16, operand_a>, %v: !attn.smem<64x48xbf16, swizzle = 32>) {
+  // expected-error @+1 {{'attn.mma' op result has 56 columns but 'b' has 48: a product reads at most all of them}}
+  %o = attn.mma %p, %v : !attn.regs<64x64xbf16, operand_a>, !attn.smem<64x48xbf16, swizzle = 32> -> !attn.regs<64x56xf32, acc>
+  return
+}
+
+// -----
+
+func.func @store_columns_short(%x: !attn.regs<64x32xf32, acc>, %o: memref<?x?x?x40xbf16>, %i: index) {
+  // expected-error @+1 {{'attn.store' op tile has 32 columns but the destination head dimension is 40: use 40 columns (or up to 48, of which the store writes the first 40)}}
+  attn.store %x -> %o[%i, %i, %i] : !attn.regs<64x32xf32, acc>, memref<?x?x?x40xbf16>
+  return
+}
+
+// -----
+
+func.func @store_columns_wide(%x: !attn.regs<64x64xf32, acc>, %o: memref<?x?x?x40xbf16>, %i: index) {
+  // expected-error @+1 {{'attn.store' op tile has 64 columns but the destination head dimension is 40: use 40 columns (or up to 48, of which the store writes the first 40)}}
+  attn.store %x -> %o[%i, %i, %i] : !attn.regs<64x64xf32, acc>, memref<?x?x?x40xbf16>
   return
 }
 

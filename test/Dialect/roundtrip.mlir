@@ -94,3 +94,41 @@ func.func @tile_ops(%q: memref<?x?x?x128xbf16>, %lse: memref<?x?x?xf32>, %i: ind
   attn.store_rows %lse_rows -> %lse[%i, %i, %i] : !attn.regs<64xf32, row>, memref<?x?x?xf32>
   return
 }
+
+// Head dims that are multiples of 8 but not of 16 or 64 (8, 40, 96, 192).
+// CHECK-LABEL: func.func @attention_head_dims
+// CHECK-COUNT-4: attn.attention
+func.func @attention_head_dims(%q8: memref<?x?x?x8xbf16>, %q40: memref<?x?x?x40xf16>,
+                               %q96: memref<?x?x?x96xbf16>, %q192: memref<?x?x?x192xbf16>) {
+  attn.attention %q8, %q8, %q8, %q8 {scale = 0.35 : f32}
+    : memref<?x?x?x8xbf16>, memref<?x?x?x8xbf16>, memref<?x?x?x8xbf16>, memref<?x?x?x8xbf16>
+  attn.attention %q40, %q40, %q40, %q40 {scale = 0.158 : f32}
+    : memref<?x?x?x40xf16>, memref<?x?x?x40xf16>, memref<?x?x?x40xf16>, memref<?x?x?x40xf16>
+  attn.attention %q96, %q96, %q96, %q96 {causal, scale = 0.102 : f32}
+    : memref<?x?x?x96xbf16>, memref<?x?x?x96xbf16>, memref<?x?x?x96xbf16>, memref<?x?x?x96xbf16>
+  attn.attention %q192, %q192, %q192, %q192 {scale = 0.072 : f32}
+    : memref<?x?x?x192xbf16>, memref<?x?x?x192xbf16>, memref<?x?x?x192xbf16>, memref<?x?x?x192xbf16>
+  return
+}
+
+// Narrower swizzles: a d96 tile in three 64-byte panels, a d40 one padded to
+// 48 columns in three 32-byte panels; P V reads the first 40 of them and the
+// store writes 40 columns of a 48-column output.
+// CHECK-LABEL: func.func @narrow_swizzles
+// CHECK: attn.alloc_smem : !attn.smem<144x96xbf16, swizzle = 64>
+// CHECK: attn.copy_async %{{.*}} -> %{{.*}} : memref<?x?x?x96xbf16>, !attn.smem<144x96xbf16, swizzle = 64>
+// CHECK: attn.alloc_smem : !attn.smem<64x48xf16, swizzle = 32>
+// CHECK: attn.copy_async %{{.*}} -> %{{.*}} : memref<?x?x?x40xf16>, !attn.smem<64x48xf16, swizzle = 32>
+// CHECK: attn.mma %{{.*}}, %{{.*}} : !attn.regs<64x64xf16, operand_a>, !attn.smem<64x48xf16, swizzle = 32> -> !attn.regs<64x40xf32, acc>
+// CHECK: attn.store %{{.*}} -> %{{.*}} : !attn.regs<64x48xf32, acc>, memref<?x?x?x40xf16>
+func.func @narrow_swizzles(%k96: memref<?x?x?x96xbf16>, %v40: memref<?x?x?x40xf16>,
+                           %p: !attn.regs<64x64xf16, operand_a>, %o48: !attn.regs<64x48xf32, acc>,
+                           %i: index) {
+  %k = attn.alloc_smem : !attn.smem<144x96xbf16, swizzle = 64>
+  attn.copy_async %k96[%i, %i, %i] -> %k : memref<?x?x?x96xbf16>, !attn.smem<144x96xbf16, swizzle = 64>
+  %v = attn.alloc_smem : !attn.smem<64x48xf16, swizzle = 32>
+  attn.copy_async %v40[%i, %i, %i] -> %v : memref<?x?x?x40xf16>, !attn.smem<64x48xf16, swizzle = 32>
+  %o = attn.mma %p, %v : !attn.regs<64x64xf16, operand_a>, !attn.smem<64x48xf16, swizzle = 32> -> !attn.regs<64x40xf32, acc>
+  attn.store %o48 -> %v40[%i, %i, %i] : !attn.regs<64x48xf32, acc>, memref<?x?x?x40xf16>
+  return
+}

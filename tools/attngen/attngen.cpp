@@ -65,9 +65,10 @@ static cl::opt<std::string> metadataFile(
     cl::value_desc("file"), cl::init(""), cl::cat(category));
 static cl::opt<std::string> arch("arch", cl::desc("Target: sm_80 or sm_90a"),
                                  cl::init("sm_90a"), cl::cat(category));
-static cl::opt<int64_t> headDim("head-dim",
-                                cl::desc("Head dimension: 64, 128 or 256"),
-                                cl::init(128), cl::cat(category));
+static cl::opt<int64_t>
+    headDim("head-dim",
+            cl::desc("Head dimension: a multiple of 8 from 8 to 256"),
+            cl::init(128), cl::cat(category));
 static cl::opt<std::string> dtype("dtype", cl::desc("Element type: f16 or bf16"),
                                   cl::init("bf16"), cl::cat(category));
 static cl::opt<bool> causal("causal",

@@ -89,7 +89,7 @@ typedef enum attngen_causal_align {
 typedef struct attngen_spec {
   size_t struct_size; /**< sizeof(attngen_spec), set by attngen_spec_init */
   int dtype;          /**< ATTNRT_DTYPE_F16 or ATTNRT_DTYPE_BF16 (default) */
-  int head_dim;       /**< 64, 128 (default) or 256 */
+  int head_dim;       /**< a multiple of 8 from 8 to 256 (default 128) */
   int causal;         /**< 1: causal mask, aligned as causal_align says */
   double scale;       /**< softmax scale; 0 (default): 1/sqrt(head_dim) */
   int with_lse;       /**< 1 (default): the kernel can write the log-sum-exp */

@@ -55,7 +55,7 @@ enum class CausalAlign {
 /// One forward-attention kernel variant (see attngen_spec).
 struct Spec {
   DType dtype = DType::bf16;
-  int headDim = 128;
+  int headDim = 128; ///< a multiple of 8 from 8 to 256
   bool causal = false;
   CausalAlign causalAlign = CausalAlign::topLeft; ///< used when causal
   double scale = 0; ///< 0: 1/sqrt(headDim)

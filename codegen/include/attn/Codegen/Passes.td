@@ -14,13 +14,16 @@ def AttnToNVVM : Pass<"attn-to-nvvm", "ModuleOp"> {
     * register tiles become per-thread scalars laid out as MMA fragments
       (shared by both targets: masks, row reductions with `shfl.sync.bfly`,
       `ex2.approx`, rescales, the epilogue stores);
-    * sm_80: `attn.copy_async` -> `cp.async.cg` 16-byte chunks into the 128-byte
-      swizzle, `attn.wait` -> `cp.async.wait_group` + `bar.sync`,
-      `attn.mma` -> `ldmatrix` + `mma.sync.m16n8k16`;
+    * sm_80: `attn.copy_async` -> `cp.async.cg` 16-byte chunks into the tile's
+      32/64/128-byte swizzle (a tile padded past the head dim has its padding
+      zeroed once at entry), `attn.wait` -> `cp.async.wait_group` +
+      `bar.sync`, `attn.mma` -> `ldmatrix` (`.x2` for an odd last 8-column
+      block) + `mma.sync.m16n8k16`;
     * sm_90a: `attn.copy_async` -> `mbarrier.arrive.expect_tx` +
-      `cp.async.bulk.tensor` (TMA), `attn.wait` -> `mbarrier.try_wait.parity`,
-      `attn.mma` -> `wgmma.mma_async` m64nNk16 with shared-memory descriptors
-      (A from registers for P V).
+      `cp.async.bulk.tensor` (TMA, one box per swizzle panel), `attn.wait` ->
+      `mbarrier.try_wait.parity`, `attn.mma` -> `wgmma.mma_async` m64nNk16
+      with shared-memory descriptors of the tile's swizzle mode (A from
+      registers for P V).
 
     The result still holds `scf`/`arith` ops; `attngen` finishes with the
     upstream conversions to LLVM before translating to LLVM IR.

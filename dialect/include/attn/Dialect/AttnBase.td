@@ -211,22 +211,44 @@ class Attn_Type<string name, string typeMnemonic, list<Trait> traits = []>
 def Attn_SmemTileType : Attn_Type<"SmemTile", "smem"> {
   let summary = "A 2-D tile in shared memory with a swizzled layout";
   let description = [{
-    A `rows x cols` tile of f16/bf16 in shared memory. With `swizzle = 128` the
-    tile is stored as `cols / 64` column panels of `rows x 64` elements; each
-    128-byte row of a panel has its 16-byte chunks permuted by the row index
-    (chunk' = chunk ^ (row % 8)), the layout TMA's SWIZZLE_128B writes and
-    wgmma's 128B-swizzle descriptors and ldmatrix addressing read:
+    A `rows x cols` tile of f16/bf16 in shared memory. With `swizzle = S`
+    (32, 64 or 128 bytes) the tile is stored as `cols / (S / 2)` column
+    panels of `rows x S/2` elements, one after the other (`rows * S` bytes
+    apart); inside a panel each row is `S` contiguous bytes whose 16-byte
+    chunks are permuted by the row index. This is the layout TMA's
+    SWIZZLE_32B/64B/128B writes, wgmma's matching descriptors read and
+    ldmatrix addressing (sm_80) reads without bank conflicts: the chunk bits
+    [4, 4 + log2(S/16)) of an address are XORed with its bits [7, ...), i.e.
+    `chunk' = chunk ^ ((row * S / 128) % (S / 16))`:
 
     ```
-      panel p (64 columns = 128 bytes per row), 8-row swizzle atom:
+      swizzle = 128: panels of 64 columns, 8-row atom (1024 bytes)
         row 0: c0 c1 c2 c3 c4 c5 c6 c7
         row 1: c1 c0 c3 c2 c5 c4 c7 c6
         row 2: c2 c3 c0 c1 c6 c7 c4 c5
-        ...                      (ci = 16-byte chunk i of the logical row)
+        ...    (row r: chunk c at position c ^ (r % 8))
+      swizzle = 64: panels of 32 columns, 8-row atom (512 bytes)
+        rows 0, 1: c0 c1 c2 c3
+        rows 2, 3: c1 c0 c3 c2
+        rows 4, 5: c2 c3 c0 c1
+        rows 6, 7: c3 c2 c1 c0
+      swizzle = 32: panels of 16 columns, 8-row atom (256 bytes)
+        rows 0-3: c0 c1
+        rows 4-7: c1 c0
+                   (ci = 16-byte chunk i of the panel's logical row)
     ```
+
+    A tile whose columns are not a multiple of 64 (head dim 96: three
+    64-byte panels; 40: three 32-byte panels of a 48-column tile) takes the
+    widest swizzle whose panel divides it (docs/DESIGN.md, "Head dims").
+    `swizzle = 0` is an unswizzled row-major tile (no copy or MMA reads one).
+
+    The verifier checks that the swizzle is 0, 32, 64 or 128 and that `cols`
+    is a multiple of the panel width.
 
     ```mlir
     !attn.smem<128x128xbf16, swizzle = 128>
+    !attn.smem<144x96xbf16, swizzle = 64>
     ```
   }];
   let parameters = (ins ArrayRefParameter<"int64_t">:$shape,
@@ -236,10 +258,26 @@ def Attn_SmemTileType : Attn_Type<"SmemTile", "smem"> {
   let extraClassDeclaration = [{
     int64_t getRows() const { return getShape()[0]; }
     int64_t getCols() const { return getShape()[1]; }
+    /// Bytes of one element.
+    int64_t getElementBytes() const {
+      return getElementType().getIntOrFloatBitWidth() / 8;
+    }
     /// Bytes the tile occupies in shared memory.
     int64_t getSizeInBytes() const {
-      return getRows() * getCols() * getElementType().getIntOrFloatBitWidth() / 8;
+      return getRows() * getCols() * getElementBytes();
     }
+    /// Columns of one swizzle panel (the whole row when unswizzled).
+    int64_t getPanelCols() const {
+      return getSwizzle() == 0 ? getCols() : getSwizzle() / getElementBytes();
+    }
+    /// Number of column panels.
+    int64_t getNumPanels() const { return getCols() / getPanelCols(); }
+    /// Bytes of one panel row (the swizzle span when swizzled).
+    int64_t getPanelRowBytes() const {
+      return getPanelCols() * getElementBytes();
+    }
+    /// Bytes from one panel to the next.
+    int64_t getPanelBytes() const { return getRows() * getPanelRowBytes(); }
   }];
 }
 

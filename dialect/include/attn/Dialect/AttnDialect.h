@@ -16,6 +16,10 @@ namespace mlir::attn {
 /// Most stages a shared-memory pipe may have (more never fit in shared memory
 /// with the tiles attention uses).
 constexpr int64_t kMaxPipeStages = 8;
+/// Head dimensions the kernels support: multiples of kHeadDimMultiple
+/// (rows of 16 bytes, what TMA and cp.async copy) up to kMaxHeadDim.
+constexpr int64_t kHeadDimMultiple = 8;
+constexpr int64_t kMaxHeadDim = 256;
 } // namespace mlir::attn
 #include "attn/Dialect/AttnEnums.h.inc"
 
@@ -60,6 +64,11 @@ std::optional<TargetKind> getTarget(Operation *op);
 llvm::Error checkSoftmaxScale(double scale,
                               llvm::StringRef what = "softmax scale",
                               llvm::StringRef symbol = "scale");
+
+/// Checks a head dimension: a multiple of 8 from 8 to 256. The message says
+/// how to pad an unsupported one. Shared by the op verifier and the spec
+/// checks of the CLI and the C API.
+llvm::Error checkHeadDim(int64_t headDim);
 } // namespace mlir::attn
 
 #endif // ATTN_DIALECT_ATTNDIALECT_H

@@ -39,7 +39,8 @@ def Attn_AttentionOp : Attn_Op<"attention"> {
     attention when Hkv < H).
 
     The verifier checks ranks, element types (f16 or bf16, all alike), that the
-    head dimension is static, equal everywhere and one of 64, 128, 256, that
+    head dimension is static, equal everywhere and a multiple of 8 from 8 to
+    256 (any other is refused with a hint to pad it), that
     the static sizes agree (B everywhere, Nq of Q, O and LSE, Nk and Hkv of K
     and V, H of Q, O and LSE, H a multiple of Hkv), that the last dimension
     of Q, K, V and O has stride 1 and LSE the identity layout, and that
@@ -137,7 +138,11 @@ def Attn_CopyAsyncOp : Attn_Op<"copy_async"> {
   let summary = "Start an asynchronous copy of a tile from global to shared memory";
   let description = [{
     Copies rows `[row, row + rows)` of head `head` of batch `batch` of a
-    [B, N, H, D] tensor into `dst`. Rows at or past N read as zero. The copy is
+    [B, N, H, D] tensor into `dst`. Rows at or past N read as zero, and so do
+    the tile's columns past D: the tile has D rounded up to whole swizzle
+    panels (the verifier checks it), which is how a head dimension that is
+    not a multiple of 16 (the MMA's k step) or of 64 (a 128-byte panel) is
+    padded inside the kernel without reading a byte past D. The copy is
     asynchronous: `attn.wait` on the same buffer makes it visible.
 
     `fill` numbers the copies into `dst` (0 for the first, one more for each
@@ -147,10 +152,12 @@ def Attn_CopyAsyncOp : Attn_Op<"copy_async"> {
     the block index `row / rows`.
 
     sm_80: every thread issues `cp.async.cg.shared.global` 16-byte chunks into
-    the swizzled layout, then `cp.async.commit_group`.
+    the swizzled layout (zero-filled, reading nothing, past N or D), then
+    `cp.async.commit_group`.
     sm_90a: one elected thread arms the buffer's mbarrier with
     `mbarrier.arrive.expect_tx` and issues `cp.async.bulk.tensor.4d` per
-    64-column panel (TMA, 128-byte swizzle).
+    swizzle panel (TMA, a box of one panel with the tile's swizzle; out of
+    bounds elements read as zero).
 
     ```mlir
     attn.copy_async %K[%b, %row, %h] -> %k_smem fill %j
@@ -211,15 +218,19 @@ def Attn_MmaOp : Attn_Op<"mma"> {
     `result = a * b (+ acc)`, with `b` transposed when `transpose_b` is set
     (`a * b^T`, as for `Q K^T` where K is stored row-major [N, D]).
     `a` is a shared-memory tile or an `operand_a` register tile [M, K]; `b` is a
-    shared-memory tile ([N, K] when transposed, else [K, N]); `acc` and the
-    result are f32 `acc` register tiles [M, N]. Without `acc` the product starts
-    from zero.
+    shared-memory tile ([N, K] when transposed, else [K, N'] with N <= N': the
+    product reads the first N columns of a tile padded to whole swizzle
+    panels); `acc` and the result are f32 `acc` register tiles [M, N]. Without
+    `acc` the product starts from zero. K is a multiple of 16 (the k step);
+    shared-memory operands are swizzled.
 
-    sm_80: per warp `ldmatrix` (`.trans` for a non-transposed b) and
-    `mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}`.
-    sm_90a: per warpgroup `wgmma.mma_async.sync.aligned.m64nNk16` with 128-byte
-    swizzle shared-memory descriptors (a from registers when it is a register
-    tile), fenced, committed and waited.
+    sm_80: per warp `ldmatrix` (`.trans` for a non-transposed b; `.x2` for a
+    last odd 8-column block) and `mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}`.
+    sm_90a: per warpgroup `wgmma.mma_async.sync.aligned.m64nNk16` with
+    shared-memory descriptors of the tiles' swizzle (32, 64 or 128 bytes; a
+    from registers when it is a register tile), fenced, committed and waited.
+    There an N-major `b` is read in whole swizzle panels: N is a multiple of
+    its panel width (the verifier checks it).
 
     Shared memory is read, not a value: the op declares a read of `a` and `b`,
     so CSE never merges two MMAs across a copy or wait that refills a buffer.
@@ -487,7 +498,9 @@ def Attn_StoreOp : Attn_Op<"store"> {
   let description = [{
     Converts to the destination element type and writes rows
     `[row, row + rows)` of head `head` of batch `batch`; rows at or past the
-    tensor's N are not written.
+    tensor's N are not written. The tile has the destination's head
+    dimension D of columns, or up to D rounded up to 16 (an output computed
+    on a padded V): only the first D are written.
 
     ```mlir
     attn.store %out -> %O[%b, %row, %h] : !attn.regs<128x128xf32, acc>, memref<?x?x?x128xbf16>

@@ -22,9 +22,19 @@ def AttnTile : Pass<"attn-tile", "ModuleOp"> {
 
     Tile sizes come from head dim, causal flag and the module's
     `#attn.target` (sm_80: 128 query rows, 4 warps, key blocks of 64 for
-    d64 and 48 (32 causal) for d128, 64 x 64 for d256, with two-stage K/V
-    rings for d64 and d128; sm_90a: 64 x 128 with one warpgroup, two CTAs
-    per SM); the options override them.
+    d64 and d96 and 48 (32 causal) for d128, 8 warps at d192, 64 x 64 for
+    d256, with two-stage K/V rings up to d192; sm_90a: 64 x 128 with one
+    warpgroup, two CTAs per SM; with `warp-specialize`, FlashAttention-3-like
+    shapes); a head dim between the tuned ones (64, 96, 128, 192, 256) takes
+    the next larger one's shape. The options override them.
+
+    Any head dim D that is a multiple of 8 up to 256 is tiled: the Q, K and
+    V tiles have D rounded up to 16 columns (the MMA's k step; the copies
+    zero-fill the rest) in the widest swizzle whose panel divides that
+    width, 128 bytes (64 columns), 64 (32) or 32 (16): d96 takes three
+    64-byte panels, d40 three 32-byte panels of a 48-column tile. O's
+    accumulator is D wide on sm_80 and as wide as the padded tile on sm_90a
+    (wgmma reads V in whole swizzle panels); `attn.store` writes D columns.
 
     Before:
     ```mlir

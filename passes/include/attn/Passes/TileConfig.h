@@ -20,6 +20,39 @@ struct TileConfig {
   bool peelMaskedBlocks = true;
 };
 
+//===----------------------------------------------------------------------===//
+// Shared-memory layout of the Q, K and V tiles (docs/DESIGN.md, "Head dims")
+//===----------------------------------------------------------------------===//
+//
+// A head dimension D (a multiple of 8) is padded inside the kernel to
+// C = D rounded up to 16, the MMA's k step; columns D..C-1 are zero in
+// shared memory (TMA's out-of-bounds fill on sm_90a; zeroed once at entry
+// on sm_80) and never read from global memory. The tile
+// is stored in the widest swizzle whose panel divides C, so every panel is
+// whole (TMA boxes, wgmma atoms) and no column beyond C costs shared memory:
+//
+//   D = 128, 192, 256   C = D   128-byte swizzle, C/64 panels of 64 columns
+//   D =  96, 160, 224   C = D    64-byte swizzle, C/32 panels of 32 columns
+//   D =  80, 112, 144   C = D    32-byte swizzle, C/16 panels of 16 columns
+//   D =  40 (C = 48)             32-byte swizzle, 3 panels; column 40..47 = 0
+//
+//   d96, 64-byte swizzle:   panel 0        panel 1        panel 2
+//                          cols 0..31     cols 32..63    cols 64..95
+//                          rows x 64 B    rows x 64 B    rows x 64 B
+//   d40, 32-byte swizzle:   cols 0..15  cols 16..31  cols 32..47 (40..47 = 0)
+
+/// Columns of the Q, K and V shared-memory tiles for head dimension D.
+int64_t smemTileCols(int64_t headDim);
+
+/// Swizzle span (bytes) of a shared-memory tile of `cols` 16-bit columns:
+/// the widest of 128, 64 and 32 whose panel (span / 2 columns) divides it.
+int64_t smemTileSwizzle(int64_t cols);
+
+/// Columns of the output accumulator O: D on sm_80 (mma.sync computes
+/// 8-column blocks), the padded tile width on sm_90a (wgmma reads the
+/// N-major V in whole swizzle panels); the store writes D of them.
+int64_t outputAccumulatorCols(TargetKind target, int64_t headDim);
+
 /// The default configuration for a head dimension, mask and target, and
 /// whether the kernel will be warp-specialized (sm_90a).
 TileConfig chooseTileConfig(TargetKind target, int64_t headDim, bool causal,
