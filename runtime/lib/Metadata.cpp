@@ -87,8 +87,8 @@ class MetadataReader {
 public:
   /// Reads the members of `object`; `prefix` ("params[3].") goes in front of
   /// every key in messages.
-  explicit MetadataReader(const JsonValue &object, std::string prefix = "")
-      : root(object), prefix(std::move(prefix)) {}
+  explicit MetadataReader(const JsonValue &object, std::string keyPrefix = "")
+      : root(object), prefix(std::move(keyPrefix)) {}
 
   /// The member `key` of the given kind (no copy), for nested values.
   attnrt_status getValue(const char *key, JsonValue::Kind kind, const char *expected,
