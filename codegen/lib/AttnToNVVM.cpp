@@ -703,7 +703,8 @@ LogicalResult KernelLowering::run() {
                   b.getBoolAttr(llvm::is_contained(abi->tensors, Tensor::Lse)));
   kernel->setAttr("attn.grid", grid);
   for (StringRef name :
-       {"attn.causal", "attn.causal_align", "attn.scale", "attn.softcap"})
+       {"attn.causal", "attn.causal_align", "attn.scale", "attn.softcap",
+        "attn.window_left", "attn.window_right"})
     if (Attribute attr = func->getAttr(name))
       kernel->setAttr(name, attr);
   kernel->setAttr("attn.params", abiParamsAttr(ctx, *abi));

@@ -216,15 +216,19 @@ void lowerSplat(Lowering &l, SplatOp op) {
   l.tiles[op] = SmallVector<Value>(valueCount(l, type), c);
 }
 
-/// -inf where col >= kv_len, or (causal) col > row, or (bottom-right causal)
-/// col > row + kv_len - q_len. The comparisons are signed: a bottom-right
-/// row whose limit is negative is masked entirely.
+/// -inf where col >= kv_len, or col is outside the band the row sees around
+/// its diagonal d = row (+ kv_len - q_len bottom-right): col > d (causal),
+/// col > d + R (a window's right side), col < d - L (its left side). The
+/// comparisons are signed: a row whose limit is negative is masked entirely.
 ///
-/// A bottom-right limit row + 1 + kv_len - q_len is <= kv_len for every row
-/// that exists (row < q_len), so it needs no min with kv_len: padding rows
-/// past q_len (zero-filled Q, never stored) may see columns past kv_len,
-/// which read as zero-filled K. That keeps kv_len out of the mask, one live
-/// register fewer in the masked loop (sm_80 d256 would spill otherwise).
+/// A bottom-right causal limit row + 1 + kv_len - q_len is <= kv_len for
+/// every row that exists (row < q_len), so it needs no min with kv_len:
+/// padding rows past q_len (zero-filled Q, never stored) may see columns
+/// past kv_len, which read as zero-filled K. That keeps kv_len out of the
+/// mask, one live register fewer in the masked loop (sm_80 d256 would spill
+/// otherwise). A right window side R > 0 can reach past kv_len, so its limit
+/// is min(d + 1, kv_len - R) + R (= min(d + 1 + R, kv_len), never
+/// overflowing); a left side L adds the per-row limit max(d, L) - L.
 void lowerMask(Lowering &l, MaskOp op) {
   OpBuilder &b = l.b;
   auto type = cast<RegTileType>(op.getInput().getType());
@@ -235,31 +239,62 @@ void lowerMask(Lowering &l, MaskOp op) {
   Value kvLen = l.toI32(l.scalar(op.getKvLen()));
   // Bottom-right: shift the diagonal once per tile (loop-invariant, so
   // hoisted). kv_len - q_len cannot overflow: both are in [1, 2^31).
-  bool bottomRight = op.isBottomRightCausal();
+  bool bottomRight = op.isBottomRight();
   if (bottomRight) {
     Value qLen = l.toI32(l.scalar(op.getQLen()));
     row0 = arith::AddIOp::create(
         b, l.loc, row0, arith::SubIOp::create(b, l.loc, kvLen, qLen));
   }
   Value negInf = l.f32(-std::numeric_limits<float>::infinity());
+  std::optional<int64_t> left = op.getLeftBound();
+  std::optional<int64_t> right = op.getRightBound();
+  // The window's constants, once per tile.
+  Value rightSide, rightCap, leftSide;
+  if (right && *right > 0) {
+    rightSide = l.i32(*right);
+    rightCap = arith::SubIOp::create(b, l.loc, kvLen, rightSide);
+  }
+  if (left)
+    leftSide = l.i32(*left);
   for (int64_t t = 0; t < shape.mTiles; ++t)
     for (int64_t h = 0; h < 2; ++h) {
-      // Columns at or past `limit` are masked for this row.
+      // Columns at or past `limit`, and (left window) before `leftLimit`,
+      // are masked for this row.
       Value limit = kvLen;
-      if (op.getCausal()) {
-        Value row = arith::AddIOp::create(b, l.loc, row0, l.fragmentRow(t, h));
+      Value row;
+      if (right || left)
+        row = arith::AddIOp::create(b, l.loc, row0, l.fragmentRow(t, h));
+      if (right) {
         Value rowEnd = arith::AddIOp::create(b, l.loc, row, l.i32(1));
-        limit = bottomRight ? rowEnd
-                            : arith::MinSIOp::create(b, l.loc, kvLen, rowEnd)
-                                  .getResult();
+        if (rightSide)
+          limit = arith::AddIOp::create(
+              b, l.loc, arith::MinSIOp::create(b, l.loc, rowEnd, rightCap),
+              rightSide);
+        else
+          limit = bottomRight
+                      ? rowEnd
+                      : arith::MinSIOp::create(b, l.loc, kvLen, rowEnd)
+                            .getResult();
       }
       Value relLimit = arith::SubIOp::create(b, l.loc, limit, col0);
+      Value relLeft;
+      if (left) {
+        Value leftLimit = arith::SubIOp::create(
+            b, l.loc, arith::MaxSIOp::create(b, l.loc, row, leftSide),
+            leftSide);
+        relLeft = arith::SubIOp::create(b, l.loc, leftLimit, col0);
+      }
       for (int64_t n = 0; n < shape.nBlocks; ++n)
         for (int64_t e = 0; e < 2; ++e) {
           int64_t index = (t * shape.nBlocks + n) * 4 + 2 * h + e;
+          Value col = l.fragmentCol(n, e);
           Value masked = arith::CmpIOp::create(
-              b, l.loc, arith::CmpIPredicate::sge, l.fragmentCol(n, e),
-              relLimit);
+              b, l.loc, arith::CmpIPredicate::sge, col, relLimit);
+          if (relLeft)
+            masked = arith::OrIOp::create(
+                b, l.loc, masked,
+                arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt,
+                                      col, relLeft));
           values[index] =
               arith::SelectOp::create(b, l.loc, masked, negInf, values[index]);
         }

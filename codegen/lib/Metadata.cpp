@@ -43,6 +43,10 @@ llvm::Expected<KernelMetadata> mlir::attn::readKernelMetadata(ModuleOp module) {
   if (llvm::Error error = checkSoftmaxScale(meta.scale))
     return fail("kernel " + meta.kernel + ": " +
                 llvm::toString(std::move(error)));
+  if (auto left = kernel->getAttrOfType<IntegerAttr>("attn.window_left"))
+    meta.windowLeft = left.getInt();
+  if (auto right = kernel->getAttrOfType<IntegerAttr>("attn.window_right"))
+    meta.windowRight = right.getInt();
   if (auto cap = kernel->getAttrOfType<FloatAttr>("attn.softcap"))
     meta.softcap = cap.getValueAsDouble();
   if (meta.softcap != 0)
@@ -109,8 +113,11 @@ std::string mlir::attn::metadataToJson(const KernelMetadata &meta) {
       {"dtype", meta.dtype},
       {"head_dim", meta.headDim},
       {"causal", meta.causal},
-      {"causal_align",
-       meta.causal ? stringifyCausalAlign(meta.causalAlign) : "none"},
+      {"causal_align", meta.hasDiagonal()
+                           ? stringifyCausalAlign(meta.causalAlign)
+                           : "none"},
+      {"window_left", meta.windowLeft},
+      {"window_right", meta.windowRight},
       {"lse", meta.writesLse},
       {"scale", meta.scale},
       {"softcap", meta.softcap},

@@ -31,6 +31,9 @@ using namespace mlir::attn;
 static constexpr unsigned kIndexBitwidth = 32;
 /// K/V pipe depth of the warp-specialized kernels (FlashAttention-3's).
 static constexpr int64_t kDefaultStages = 2;
+/// Largest window side: the kernels' index arithmetic is 32-bit (the
+/// verifier's bound on window_left / window_right).
+static constexpr int64_t kMaxWindowSide = std::numeric_limits<int32_t>::max();
 
 llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
   auto fail = [](const std::string &message) {
@@ -59,9 +62,24 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
   if (spec.softcap != 0)
     if (llvm::Error error = checkSoftmaxScale(spec.softcap, "softcap", "softcap"))
       return fail(llvm::toString(std::move(error)) + " (or 0 for no soft cap)");
-  if (spec.causalAlign == CausalAlign::bottom_right && !spec.causal)
-    return fail("causal alignment bottom-right needs a causal mask: set causal "
-                "(--causal) or leave the alignment top-left");
+  std::pair<const char *, int64_t> sides[] = {{"left", spec.windowLeft},
+                                              {"right", spec.windowRight}};
+  for (auto [side, value] : sides)
+    if (value < -1 || value > kMaxWindowSide)
+      return fail(fmt::format("window {} = {} is out of range; use -1 "
+                              "(unbounded) or 0 to {} keys",
+                              side, value, kMaxWindowSide));
+  if (spec.causal && spec.windowRight > 0)
+    return fail(fmt::format("window right = {} with a causal mask: a causal "
+                            "row sees no key right of its diagonal; use "
+                            "window right 0 or -1 with causal, or drop "
+                            "causal for a window that looks ahead",
+                            spec.windowRight));
+  if (spec.causalAlign == CausalAlign::bottom_right && !hasDiagonal(spec))
+    return fail("causal alignment bottom-right needs a causal mask or a "
+                "window (it places their diagonal): set causal (--causal) "
+                "or a window (--window=L,R), or leave the alignment "
+                "top-left");
   bool sm90 = spec.target == TargetKind::sm_90a;
   if (spec.stages < 0 || spec.stages > kMaxPipeStages)
     return fail(fmt::format("stages = {} is out of range; use 1 to {}",
@@ -70,12 +88,25 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
     return fail("intra-warpgroup overlap needs 2 or more stages; use "
                 "--stages=2 or --no-intra-wg-overlap");
   TileConfig config = resolveTileConfig(
-      spec.target, spec.headDim, spec.causal, spec.blockM, spec.blockN,
+      spec.target, spec.headDim, hasDiagonal(spec), spec.blockM, spec.blockN,
       spec.numWarps, sm90 && spec.warpSpecialize, spec.stages);
   return checkTileConfig(config, spec.target, spec.headDim);
 }
 
-std::string mlir::attn::kernelName(const AttentionSpec &spec) {
+AttentionSpec mlir::attn::canonicalSpec(const AttentionSpec &spec) {
+  AttentionSpec canonical = spec;
+  // window_size = (L, 0) is a causal window: FlashAttention's own spelling.
+  if (!canonical.causal && canonical.windowRight == 0)
+    canonical.causal = true;
+  if (canonical.causal)
+    canonical.windowRight = -1;
+  if (!hasDiagonal(canonical))
+    canonical.causalAlign = CausalAlign::top_left;
+  return canonical;
+}
+
+std::string mlir::attn::kernelName(const AttentionSpec &specAsked) {
+  AttentionSpec spec = canonicalSpec(specAsked);
   // Schedule ablations get a suffix, so their kernels never share a name
   // (or a cache entry's kernel) with the default schedule.
   std::string schedule;
@@ -97,10 +128,21 @@ std::string mlir::attn::kernelName(const AttentionSpec &spec) {
   }
   // _causal is top-left (PyTorch's is_causal), _causal_br bottom-right
   // (FlashAttention's).
+  // A window: _window, _l<left> and _r<right> for its bounded sides (r0:
+  // causal), _br when bottom-right aligned: _window_l256_r0_br.
   std::string causal;
-  if (spec.causal)
-    causal = spec.causalAlign == CausalAlign::bottom_right ? "_causal_br"
-                                                           : "_causal";
+  bool bottomRight = spec.causalAlign == CausalAlign::bottom_right;
+  if (spec.windowLeft >= 0 || spec.windowRight >= 0) {
+    causal = "_window";
+    if (spec.windowLeft >= 0)
+      causal += fmt::format("_l{}", spec.windowLeft);
+    if (spec.causal || spec.windowRight >= 0)
+      causal += fmt::format("_r{}", spec.causal ? 0 : spec.windowRight);
+    if (bottomRight)
+      causal += "_br";
+  } else if (spec.causal) {
+    causal = bottomRight ? "_causal_br" : "_causal";
+  }
   // _softcap<c>, c in its shortest round-trip spelling made an identifier
   // ('.' -> 'p', '-' -> 'm', '+' dropped): _softcap30, _softcap50p5.
   std::string softcap;
@@ -124,7 +166,8 @@ std::string mlir::attn::kernelName(const AttentionSpec &spec) {
 }
 
 OwningOpRef<ModuleOp> mlir::attn::buildSpecModule(MLIRContext &ctx,
-                                                  const AttentionSpec &spec) {
+                                                  const AttentionSpec &asked) {
+  AttentionSpec spec = canonicalSpec(asked);
   ctx.loadDialect<AttnDialect, func::FuncDialect, memref::MemRefDialect>();
   OpBuilder b(&ctx);
   Location loc = b.getUnknownLoc();
@@ -142,16 +185,20 @@ OwningOpRef<ModuleOp> mlir::attn::buildSpecModule(MLIRContext &ctx,
   Block *body = func.addEntryBlock();
   b.setInsertionPointToStart(body);
   double scale = spec.scale > 0 ? spec.scale : 1.0 / std::sqrt(spec.headDim);
+  auto windowSide = [&](int64_t side) {
+    return side >= 0 ? b.getI64IntegerAttr(side) : IntegerAttr();
+  };
   AttentionOp::create(
       b, loc, body->getArgument(0), body->getArgument(1),
       body->getArgument(2), body->getArgument(3),
       spec.withLse ? body->getArgument(4) : Value(),
       spec.causal ? b.getUnitAttr() : UnitAttr(),
-      spec.causal && spec.causalAlign == CausalAlign::bottom_right
+      spec.causalAlign == CausalAlign::bottom_right
           ? CausalAlignAttr::get(&ctx, CausalAlign::bottom_right)
           : CausalAlignAttr(),
       b.getF32FloatAttr(scale),
-      spec.softcap > 0 ? b.getF32FloatAttr(spec.softcap) : FloatAttr());
+      spec.softcap > 0 ? b.getF32FloatAttr(spec.softcap) : FloatAttr(),
+      windowSide(spec.windowLeft), windowSide(spec.windowRight));
   func::ReturnOp::create(b, loc);
   return module;
 }
@@ -180,8 +227,8 @@ void mlir::attn::buildTilePipeline(OpPassManager &pm,
     // the unmasked and the masked blocks: the tile configuration says
     // whether to keep them in one loop.
     TileConfig config = resolveTileConfig(
-        spec.target, spec.headDim, spec.causal, spec.blockM, spec.blockN,
-        spec.numWarps, fa3, spec.stages);
+        spec.target, spec.headDim, hasDiagonal(spec), spec.blockM,
+        spec.blockN, spec.numWarps, fa3, spec.stages);
     AttnCausalBlocksOptions blocks;
     blocks.peel = config.peelMaskedBlocks || !(fa3 && spec.intraWgOverlap);
     pm.addPass(createAttnCausalBlocks(blocks));

@@ -9,6 +9,8 @@
 #include "llvm/Support/MathExtras.h"
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -61,14 +63,35 @@ static LogicalResult verifyAccTile(Operation *op, Type type, StringRef name) {
   return success();
 }
 
-/// Checks that `align` (the op's `causal_align`) is only set together with
-/// `causal`: a mask without a diagonal has nothing to align.
-static LogicalResult verifyCausalAlign(Operation *op, bool causal,
-                                       CausalAlignAttr align) {
-  if (align && !causal)
+/// Largest window side: the kernels' index arithmetic is 32-bit.
+static constexpr int64_t kMaxWindowSide = std::numeric_limits<int32_t>::max();
+
+/// Checks a mask's window and alignment, shared by attn.attention and
+/// attn.mask: each window side in [0, 2^31 - 1], a causal window's right
+/// side 0 (the causal diagonal already bounds it), and `align` only on a
+/// mask with a diagonal to place (causal or a window).
+static LogicalResult verifyMaskBounds(Operation *op, bool causal,
+                                      CausalAlignAttr align,
+                                      IntegerAttr windowLeft,
+                                      IntegerAttr windowRight) {
+  for (auto [name, side] : {std::pair<StringRef, IntegerAttr>(
+                                "window_left", windowLeft),
+                            {"window_right", windowRight}})
+    if (side && (side.getInt() < 0 || side.getInt() > kMaxWindowSide))
+      return op->emitOpError()
+             << "has '" << name << "' = " << side.getInt()
+             << ": a window side is 0 to " << kMaxWindowSide
+             << " keys; leave it out for no bound on that side";
+  if (causal && windowRight && windowRight.getInt() != 0)
+    return op->emitOpError()
+           << "is 'causal' with 'window_right' = " << windowRight.getInt()
+           << ": a causal row sees no key right of its diagonal; drop "
+              "'window_right' (or set it to 0) or drop 'causal'";
+  if (align && !causal && !windowLeft && !windowRight)
     return op->emitOpError()
            << "has 'causal_align' = " << stringifyCausalAlign(align.getValue())
-           << " but is not 'causal': add 'causal' or drop 'causal_align'";
+           << " but neither 'causal' nor a window: add 'causal' (or "
+              "'window_left' / 'window_right') or drop 'causal_align'";
   return success();
 }
 
@@ -207,7 +230,8 @@ LogicalResult AttentionOp::verify() {
             checkSoftmaxScale(cap->convertToFloat(), "softcap", "softcap"))
       return emitOpError() << llvm::toString(std::move(error))
                            << "; leave it out for no capping";
-  return verifyCausalAlign(*this, getCausal(), getCausalAlignAttr());
+  return verifyMaskBounds(*this, getCausal(), getCausalAlignAttr(),
+                          getWindowLeftAttr(), getWindowRightAttr());
 }
 
 //===----------------------------------------------------------------------===//
@@ -341,14 +365,15 @@ LogicalResult MmaOp::verify() {
 
 LogicalResult MaskOp::verify() {
   if (failed(verifyAccTile(*this, getInput().getType(), "input")) ||
-      failed(verifyCausalAlign(*this, getCausal(), getCausalAlignAttr())))
+      failed(verifyMaskBounds(*this, getCausal(), getCausalAlignAttr(),
+                              getWindowLeftAttr(), getWindowRightAttr())))
     return failure();
-  if (isBottomRightCausal() && !getQLen())
-    return emitOpError("a bottom-right causal mask needs 'q_len' (the number "
-                       "of query rows, which places the diagonal)");
-  if (!isBottomRightCausal() && getQLen())
-    return emitOpError("'q_len' is only used by a bottom-right causal mask; "
-                       "drop it or set causal_align = "
+  if (isBottomRight() && !getQLen())
+    return emitOpError("a bottom-right mask needs 'q_len' (the number of "
+                       "query rows, which places the diagonal)");
+  if (!isBottomRight() && getQLen())
+    return emitOpError("'q_len' is only used by a bottom-right mask (causal "
+                       "or windowed); drop it or set causal_align = "
                        "#attn.causal_align<bottom_right>");
   return success();
 }

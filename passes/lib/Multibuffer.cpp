@@ -1,10 +1,9 @@
 //===- Multibuffer.cpp - attn-multibuffer: copied tiles -> pipes ----------===//
 //
 //   %k = alloc_smem                    %kp = create_pipe <stages>
-//   copy_async %K[..row..] -> %k   ->  pipe_acquire %kp[row / block]
-//                                      pipe_load %K[..row..] -> %kp[row /
-//                                      block]
-//   wait %k, %j                        %kj = pipe_wait %kp[%j]
+//   copy_async %K[..] -> %k fill %f ->  pipe_acquire %kp[%f]
+//                                      pipe_load %K[..] -> %kp[%f]
+//   wait %k, %f                        %kj = pipe_wait %kp[%f]
 //   mma .., %k                         mma .., %kj ; pipe_release %kp[%j]
 //
 // sm_90a: a CTA barrier per wait becomes a full/empty barrier pair per
@@ -17,6 +16,7 @@
 #include "attn/Passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
 
 #define DEBUG_TYPE "attn-multibuffer"
@@ -78,6 +78,15 @@ LogicalResult convertBuffer(AllocSmemOp alloc, int64_t stages) {
                      (!copyLoop || copyLoop->hasAttr(kTileLoopAttrName));
   bool filledOnce = oncePerTile && !copyLoop;
   int64_t pipeStages = oncePerTile ? 1 : stages;
+  // A buffer filled once outside every loop has its fill 0: a fresh
+  // barrier completes phase 0 first.
+  if (filledOnce) {
+    Value fill = copies.front().getFill();
+    if (fill && getConstantIntValue(fill) != 0)
+      return copies.front().emitOpError(
+          "is the only copy into its buffer but is not fill 0; number the "
+          "copies into a buffer from 0");
+  }
 
   OpBuilder b(alloc);
   auto pipeType = PipeType::get(alloc.getContext(), pipeStages, type);

@@ -93,8 +93,8 @@ void TileProgramBuilder::build() {
   Value group = arith::DivUIOp::create(b, loc, numHeads, numKvHeads);
   Value kvHead = arith::DivUIOp::create(b, loc, head, group);
   Value row = arith::MulIOp::create(b, loc, qBlock, blockM);
-  // A bottom-right causal mask places its diagonal with the query length.
-  Value nq = op.isBottomRightCausal()
+  // A bottom-right mask places its diagonal with the query length.
+  Value nq = op.isBottomRight()
                  ? memref::DimOp::create(b, loc, op.getQ(), 1).getResult()
                  : Value();
 
@@ -104,7 +104,9 @@ void TileProgramBuilder::build() {
   Value numBlocks = arith::CeilDivUIOp::create(b, loc, nk, blockN);
 
   // Prologue: Q once per CTA, and the first K block. Each copy names its
-  // fill (the key/value block index), which its wait names too.
+  // fill (the key/value block index), which its wait names too;
+  // attn-causal-blocks renumbers them when the loop no longer starts at
+  // block 0.
   CopyAsyncOp::create(b, loc, op.getQ(), batch, row, head, qTile, c0);
   CopyAsyncOp::create(b, loc, op.getK(), batch, c0, kvHead, kTile, c0);
   WaitOp::create(b, loc, qTile, c0);
@@ -128,9 +130,10 @@ void TileProgramBuilder::build() {
                                      kTile, Value(), /*transpose_b=*/true);
         if (capScale)
           scores = SoftcapOp::create(b, l, scores.getType(), scores, capScale);
-        auto mask =
-            MaskOp::create(b, l, scores.getType(), scores, row, col, nk, nq,
-                           op.getCausalAttr(), op.getCausalAlignAttr());
+        auto mask = MaskOp::create(
+            b, l, scores.getType(), scores, row, col, nk, nq,
+            op.getCausalAttr(), op.getCausalAlignAttr(),
+            op.getWindowLeftAttr(), op.getWindowRightAttr());
         Type rowTy = rowType();
         auto softmax = OnlineSoftmaxOp::create(b, l, scores.getType(), rowTy,
                                                rowTy, rowTy, mask.getResult(),
@@ -233,8 +236,10 @@ struct AttnTilePass : public mlir::attn::impl::AttnTileBase<AttnTilePass> {
       auto func = op->getParentOfType<func::FuncOp>();
       if (failed(checkKernelShape(op, func)))
         return signalPassFailure();
+      // A window masks like a causal kernel (edge blocks, per-row limits).
+      bool masked = op.hasDiagonal();
       TileConfig config = resolveTileConfig(
-          *target, op.getHeadDim(), op.getCausal(), blockM, blockN, numWarps,
+          *target, op.getHeadDim(), masked, blockM, blockN, numWarps,
           warpSpecialize && *target == TargetKind::sm_90a, stages);
       if (llvm::Error error =
               checkTileConfig(config, *target, op.getHeadDim())) {
@@ -256,8 +261,13 @@ struct AttnTilePass : public mlir::attn::impl::AttnTileBase<AttnTilePass> {
         func->setAttr("attn.softcap", cap);
       if (op.getCausal())
         func->setAttr("attn.causal", UnitAttr::get(&getContext()));
-      if (op.isBottomRightCausal())
+      if (op.isBottomRight())
         func->setAttr("attn.causal_align", op.getCausalAlignAttr());
+      // The window travels with the kernel to its metadata.
+      if (IntegerAttr left = op.getWindowLeftAttr())
+        func->setAttr("attn.window_left", left);
+      if (IntegerAttr right = op.getWindowRightAttr())
+        func->setAttr("attn.window_right", right);
       TileProgramBuilder(op, config, *target).build();
     }
   }

@@ -14,7 +14,7 @@ module attributes {attn.target = #attn.target<sm_90a>} {
     %q = attn.alloc_smem : !attn.smem<64x128xbf16, swizzle = 128>
     %k = attn.alloc_smem : !attn.smem<64x128xbf16, swizzle = 128>
     %s0 = attn.mma %q, %k {transpose_b} : !attn.smem<64x128xbf16, swizzle = 128>, !attn.smem<64x128xbf16, swizzle = 128> -> !attn.regs<64x64xf32, acc>
-    attn.copy_async %K[%i, %i, %i] -> %k : memref<?x?x?x128xbf16>, !attn.smem<64x128xbf16, swizzle = 128>
+    attn.copy_async %K[%i, %i, %i] -> %k fill %i : memref<?x?x?x128xbf16>, !attn.smem<64x128xbf16, swizzle = 128>
     attn.wait %k, %i : !attn.smem<64x128xbf16, swizzle = 128>
     %s1 = attn.mma %q, %k {transpose_b} : !attn.smem<64x128xbf16, swizzle = 128>, !attn.smem<64x128xbf16, swizzle = 128> -> !attn.regs<64x64xf32, acc>
     return %s0, %s1 : !attn.regs<64x64xf32, acc>, !attn.regs<64x64xf32, acc>

@@ -437,7 +437,7 @@ func.func @store_rows_dst(%x: !attn.regs<64xf32, row>, %d: memref<?x?xf32>, %i: 
 
 func.func @attention_causal_align_without_causal(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
                                                  %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) {
-  // expected-error @+1 {{'attn.attention' op has 'causal_align' = bottom_right but is not 'causal': add 'causal' or drop 'causal_align'}}
+  // expected-error @+1 {{'attn.attention' op has 'causal_align' = bottom_right but neither 'causal' nor a window: add 'causal' (or 'window_left' / 'window_right') or drop 'causal_align'}}
   attn.attention %q, %k, %v, %o {causal_align = #attn.causal_align<bottom_right>, scale = 0.125 : f32}
     : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
   return
@@ -457,7 +457,7 @@ func.func @attention_causal_align_unknown(%q: memref<?x?x?x64xf16>, %k: memref<?
 // -----
 
 func.func @mask_causal_align_without_causal(%s: !attn.regs<64x64xf32, acc>, %i: index) {
-  // expected-error @+1 {{'attn.mask' op has 'causal_align' = top_left but is not 'causal': add 'causal' or drop 'causal_align'}}
+  // expected-error @+1 {{'attn.mask' op has 'causal_align' = top_left but neither 'causal' nor a window: add 'causal' (or 'window_left' / 'window_right') or drop 'causal_align'}}
   %m = attn.mask %s, %i, %i, %i {causal_align = #attn.causal_align<top_left>} : !attn.regs<64x64xf32, acc>
   return
 }
@@ -465,7 +465,7 @@ func.func @mask_causal_align_without_causal(%s: !attn.regs<64x64xf32, acc>, %i: 
 // -----
 
 func.func @mask_bottom_right_without_q_len(%s: !attn.regs<64x64xf32, acc>, %i: index) {
-  // expected-error @+1 {{'attn.mask' op a bottom-right causal mask needs 'q_len' (the number of query rows, which places the diagonal)}}
+  // expected-error @+1 {{'attn.mask' op a bottom-right mask needs 'q_len' (the number of query rows, which places the diagonal)}}
   %m = attn.mask %s, %i, %i, %i {causal, causal_align = #attn.causal_align<bottom_right>} : !attn.regs<64x64xf32, acc>
   return
 }
@@ -473,7 +473,7 @@ func.func @mask_bottom_right_without_q_len(%s: !attn.regs<64x64xf32, acc>, %i: i
 // -----
 
 func.func @mask_q_len_without_bottom_right(%s: !attn.regs<64x64xf32, acc>, %i: index) {
-  // expected-error @+1 {{'attn.mask' op 'q_len' is only used by a bottom-right causal mask; drop it or set causal_align = #attn.causal_align<bottom_right>}}
+  // expected-error @+1 {{'attn.mask' op 'q_len' is only used by a bottom-right mask (causal or windowed); drop it or set causal_align = #attn.causal_align<bottom_right>}}
   %m = attn.mask %s, %i, %i, %i q_len %i {causal} : !attn.regs<64x64xf32, acc>
   return
 }
@@ -501,5 +501,67 @@ func.func @softcap_scale_not_positive(%s: !attn.regs<64x64xf32, acc>) {
 func.func @softcap_on_row_vector(%m: !attn.regs<64xf32, row>) {
   // expected-error @+1 {{'attn.softcap' op 'input' must be an 'acc' register tile, got '!attn.regs<64xf32, row>'}}
   %t = attn.softcap %m {scale = 0.5 : f32} : !attn.regs<64xf32, row>
+  return
+}
+
+// -----
+
+func.func @attention_window_left_negative(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
+                                          %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) {
+  // expected-error @+1 {{'attn.attention' op has 'window_left' = -1: a window side is 0 to 2147483647 keys; leave it out for no bound on that side}}
+  attn.attention %q, %k, %v, %o {scale = 0.125 : f32, window_left = -1}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+  return
+}
+
+// -----
+
+func.func @attention_window_right_too_wide(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
+                                           %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) {
+  // expected-error @+1 {{'attn.attention' op has 'window_right' = 2147483648: a window side is 0 to 2147483647 keys; leave it out for no bound on that side}}
+  attn.attention %q, %k, %v, %o {scale = 0.125 : f32, window_right = 2147483648}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+  return
+}
+
+// -----
+
+func.func @attention_causal_window_right(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
+                                         %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) {
+  // expected-error @+1 {{'attn.attention' op is 'causal' with 'window_right' = 5: a causal row sees no key right of its diagonal; drop 'window_right' (or set it to 0) or drop 'causal'}}
+  attn.attention %q, %k, %v, %o {causal, scale = 0.125 : f32, window_left = 64, window_right = 5}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+  return
+}
+
+// -----
+
+func.func @mask_window_left_negative(%s: !attn.regs<64x64xf32, acc>, %i: index) {
+  // expected-error @+1 {{'attn.mask' op has 'window_left' = -3: a window side is 0 to 2147483647 keys; leave it out for no bound on that side}}
+  %m = attn.mask %s, %i, %i, %i {window_left = -3} : !attn.regs<64x64xf32, acc>
+  return
+}
+
+// -----
+
+func.func @mask_causal_window_right(%s: !attn.regs<64x64xf32, acc>, %i: index) {
+  // expected-error @+1 {{'attn.mask' op is 'causal' with 'window_right' = 1: a causal row sees no key right of its diagonal; drop 'window_right' (or set it to 0) or drop 'causal'}}
+  %m = attn.mask %s, %i, %i, %i {causal, window_right = 1} : !attn.regs<64x64xf32, acc>
+  return
+}
+
+// -----
+
+func.func @mask_bottom_right_window_without_q_len(%s: !attn.regs<64x64xf32, acc>, %i: index) {
+  // expected-error @+1 {{'attn.mask' op a bottom-right mask needs 'q_len' (the number of query rows, which places the diagonal)}}
+  %m = attn.mask %s, %i, %i, %i {causal_align = #attn.causal_align<bottom_right>, window_left = 8} : !attn.regs<64x64xf32, acc>
+  return
+}
+
+// -----
+
+func.func @copy_async_without_fill(%q: memref<?x?x?x128xbf16>, %t: !attn.smem<64x128xbf16, swizzle = 128>, %i: index) {
+  // expected-error @+1 {{expected 'fill'}}
+  attn.copy_async %q[%i, %i, %i] -> %t : memref<?x?x?x128xbf16>, !attn.smem<64x128xbf16, swizzle = 128>
   return
 }

@@ -38,6 +38,33 @@ func.func @mask_bottom_right(%s: !attn.regs<64x64xf32, acc>, %row: index, %col: 
   return %m : !attn.regs<64x64xf32, acc>
 }
 
+// A sliding window: both sides, one side, a causal window; the alignment
+// places a window's diagonal as it does a causal one.
+// CHECK-LABEL: func.func @attention_window
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.250000e-01 : f32, window_left = 100 : i64, window_right = 50 : i64}
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {causal_align = #attn.causal_align<bottom_right>, scale = 1.250000e-01 : f32, window_right = 64 : i64}
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {causal, causal_align = #attn.causal_align<bottom_right>, scale = 1.250000e-01 : f32, window_left = 256 : i64, window_right = 0 : i64}
+func.func @attention_window(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
+                            %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) {
+  attn.attention %q, %k, %v, %o {scale = 0.125 : f32, window_left = 100, window_right = 50}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+  attn.attention %q, %k, %v, %o {causal_align = #attn.causal_align<bottom_right>, scale = 0.125 : f32, window_right = 64}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+  attn.attention %q, %k, %v, %o {causal, causal_align = #attn.causal_align<bottom_right>, scale = 0.125 : f32, window_left = 256, window_right = 0}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+  return
+}
+
+// CHECK-LABEL: func.func @mask_window
+// CHECK: attn.mask %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {window_left = 100 : i64, window_right = 50 : i64} : !attn.regs<64x64xf32, acc>
+// CHECK: attn.mask %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} q_len %{{.*}} {causal, causal_align = #attn.causal_align<bottom_right>, window_left = 256 : i64} : !attn.regs<64x64xf32, acc>
+func.func @mask_window(%s: !attn.regs<64x64xf32, acc>, %row: index, %col: index,
+                       %nk: index, %nq: index) -> !attn.regs<64x64xf32, acc> {
+  %m = attn.mask %s, %row, %col, %nk {window_left = 100, window_right = 50} : !attn.regs<64x64xf32, acc>
+  %n = attn.mask %m, %row, %col, %nk q_len %nq {causal, causal_align = #attn.causal_align<bottom_right>, window_left = 256} : !attn.regs<64x64xf32, acc>
+  return %n : !attn.regs<64x64xf32, acc>
+}
+
 // CHECK-LABEL: func.func @attention_softcap
 // CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {scale = 1.250000e-01 : f32, softcap = 3.000000e+01 : f32}
 func.func @attention_softcap(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
@@ -57,7 +84,7 @@ func.func @softcap_op(%s: !attn.regs<64x64xf32, acc>) -> !attn.regs<64x64xf32, a
 // CHECK-LABEL: func.func @tile_ops
 // CHECK: attn.program_id 0
 // CHECK: attn.alloc_smem : !attn.smem<64x128xbf16, swizzle = 128>
-// CHECK: attn.copy_async %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] -> %{{.*}} : memref<?x?x?x128xbf16>, !attn.smem<64x128xbf16, swizzle = 128>
+// CHECK: attn.copy_async %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] -> %{{.*}} fill %{{.*}} : memref<?x?x?x128xbf16>, !attn.smem<64x128xbf16, swizzle = 128>
 // CHECK: attn.wait %{{.*}}, %{{.*}} : !attn.smem<64x128xbf16, swizzle = 128>
 // CHECK: attn.splat 0xFF800000 -> !attn.regs<64xf32, row>
 // CHECK: attn.mma %{{.*}}, %{{.*}} {transpose_b} : !attn.smem<64x128xbf16, swizzle = 128>, !attn.smem<64x128xbf16, swizzle = 128> -> !attn.regs<64x64xf32, acc>
@@ -75,7 +102,7 @@ func.func @softcap_op(%s: !attn.regs<64x64xf32, acc>) -> !attn.regs<64x64xf32, a
 func.func @tile_ops(%q: memref<?x?x?x128xbf16>, %lse: memref<?x?x?xf32>, %i: index) {
   %qb = attn.program_id 0
   %buf = attn.alloc_smem : !attn.smem<64x128xbf16, swizzle = 128>
-  attn.copy_async %q[%i, %i, %i] -> %buf : memref<?x?x?x128xbf16>, !attn.smem<64x128xbf16, swizzle = 128>
+  attn.copy_async %q[%i, %i, %i] -> %buf fill %i : memref<?x?x?x128xbf16>, !attn.smem<64x128xbf16, swizzle = 128>
   attn.wait %buf, %i : !attn.smem<64x128xbf16, swizzle = 128>
   %m = attn.splat 0xFF800000 -> !attn.regs<64xf32, row>
   %l = attn.splat 0.0 -> !attn.regs<64xf32, row>

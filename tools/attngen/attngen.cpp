@@ -77,10 +77,16 @@ static cl::opt<bool> causal("causal",
                             cl::cat(category));
 static cl::opt<std::string> causalAlign(
     "causal-align",
-    cl::desc("Causal diagonal when Nq != Nk: top-left (default; query i sees "
-             "keys j <= i, as PyTorch's is_causal) or bottom-right (j <= i + "
-             "Nk - Nq, as FlashAttention)"),
+    cl::desc("Diagonal of a causal mask or a window when Nq != Nk: top-left "
+             "(default; query i sees keys j <= i, as PyTorch's is_causal) or "
+             "bottom-right (j <= i + Nk - Nq, as FlashAttention)"),
     cl::init("top-left"), cl::cat(category));
+static cl::opt<std::string> window(
+    "window",
+    cl::desc("Sliding window L,R (FlashAttention's window_size): query i sees "
+             "keys within L before and R after its diagonal; -1: unbounded "
+             "side (default -1,-1: no window; L,0 is a causal window)"),
+    cl::value_desc("L,R"), cl::init("-1,-1"), cl::cat(category));
 static cl::opt<double> scale("scale",
                              cl::desc("Softmax scale (default 1/sqrt(head dim))"),
                              cl::init(0.0), cl::cat(category));
@@ -232,6 +238,14 @@ static const char *findTooDeepNesting(StringRef buffer) {
   return nullptr;
 }
 
+/// Reads --window's "L,R" (two integers, -1 for an unbounded side); the
+/// ranges are validateSpec's to check.
+static bool parseWindow(StringRef text, int64_t &left, int64_t &right) {
+  auto [l, r] = text.split(',');
+  return !r.contains(',') && !l.trim().getAsInteger(10, left) &&
+         !r.trim().getAsInteger(10, right);
+}
+
 namespace {
 
 /// How far an input module has come: attngen resumes from there.
@@ -249,6 +263,7 @@ struct ModuleKernel {
   bool bf16 = true;
   bool causal = false;
   CausalAlign causalAlign = CausalAlign::top_left;
+  int64_t windowLeft = -1, windowRight = -1; ///< -1: unbounded
   bool withLse = true;
   float scale = 0;
   float softcap = 0; ///< 0: none
@@ -278,6 +293,10 @@ static ModuleKernel describeKernel(Operation *op, Stage stage) {
       kernel.softcap = attr.getValueAsDouble();
     if (auto attr = holder->getAttrOfType<CausalAlignAttr>("attn.causal_align"))
       kernel.causalAlign = attr.getValue();
+    if (auto attr = holder->getAttrOfType<IntegerAttr>("attn.window_left"))
+      kernel.windowLeft = attr.getInt();
+    if (auto attr = holder->getAttrOfType<IntegerAttr>("attn.window_right"))
+      kernel.windowRight = attr.getInt();
   };
   if (auto attention = dyn_cast<AttentionOp>(op)) {
     kernel.headDim = attention.getHeadDim();
@@ -285,8 +304,11 @@ static ModuleKernel describeKernel(Operation *op, Stage stage) {
     kernel.causal = attention.getCausal();
     kernel.withLse = attention.getLse() != nullptr;
     kernel.scale = attention.getScale().convertToFloat();
-    if (attention.isBottomRightCausal())
+    if (attention.isBottomRight())
       kernel.causalAlign = CausalAlign::bottom_right;
+    kernel.windowLeft = attention.getLeftBound().value_or(-1);
+    if (IntegerAttr right = attention.getWindowRightAttr())
+      kernel.windowRight = right.getInt();
     if (std::optional<APFloat> cap = attention.getSoftcap())
       kernel.softcap = cap->convertToFloat();
   } else if (auto func = dyn_cast<func::FuncOp>(op)) {
@@ -404,6 +426,15 @@ static FailureOr<AttentionSpec> mergeSpecFlags(ModuleOp module,
                            ? "bottom-right"
                            : "top-left",
                        "causal alignment");
+  // A causal kernel's right side is 0, which --window may spell -1 or 0.
+  bool windowAgrees = flags.windowLeft == kernel.windowLeft &&
+                      (kernel.causal ? flags.windowRight <= 0
+                                     : flags.windowRight == kernel.windowRight);
+  if (window.getNumOccurrences() && !windowAgrees)
+    return contradicts("--window=" + window.getValue(),
+                       fmt::format("{},{}", kernel.windowLeft,
+                                   kernel.causal ? 0 : kernel.windowRight),
+                       "window");
   if (softcap.getNumOccurrences() &&
       static_cast<float>(softcap) != kernel.softcap)
     return contradicts(fmt::format("--softcap={}", softcap.getValue()),
@@ -421,6 +452,8 @@ static FailureOr<AttentionSpec> mergeSpecFlags(ModuleOp module,
   spec.bf16 = kernel.bf16;
   spec.causal = kernel.causal;
   spec.causalAlign = kernel.causalAlign;
+  spec.windowLeft = kernel.windowLeft;
+  spec.windowRight = kernel.windowRight;
   spec.withLse = kernel.withLse;
   spec.scale = kernel.scale;
   spec.softcap = kernel.softcap;
@@ -526,6 +559,11 @@ int main(int argc, char **argv) {
   spec.causal = causal;
   spec.causalAlign = causalAlign == "bottom-right" ? CausalAlign::bottom_right
                                                    : CausalAlign::top_left;
+  if (!parseWindow(window, spec.windowLeft, spec.windowRight))
+    return fail(fmt::format("invalid --window={}; give two integers L,R, each "
+                            "-1 (unbounded) or a number of keys, e.g. "
+                            "--window=256,0",
+                            window.getValue()));
   spec.scale = scale;
   spec.softcap = softcap;
   spec.withLse = !noLse;
@@ -594,8 +632,8 @@ int main(int argc, char **argv) {
     return fail(llvm::toString(std::move(error)));
   if (stage != Stage::lowered) {
     TileConfig config = resolveTileConfig(
-        spec.target, spec.headDim, spec.causal, spec.blockM, spec.blockN,
-        spec.numWarps,
+        spec.target, spec.headDim, hasDiagonal(spec), spec.blockM,
+        spec.blockN, spec.numWarps,
         spec.target == TargetKind::sm_90a && spec.warpSpecialize, spec.stages);
     // The estimate is rough; the defaults are measured (some spill a few
     // bytes on purpose), so only overrides are warned about.

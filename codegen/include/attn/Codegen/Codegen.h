@@ -24,8 +24,12 @@ struct AttentionSpec {
   int64_t headDim = 128;
   bool bf16 = true; ///< false: f16
   bool causal = false;
-  /// Where the causal diagonal sits when Nq != Nk (used only with causal).
+  /// Where the diagonal of a causal mask or a window sits when Nq != Nk.
   CausalAlign causalAlign = CausalAlign::top_left;
+  /// Sliding window (FlashAttention's window_size): query i sees keys j with
+  /// i + off - windowLeft <= j <= i + off + windowRight around its diagonal
+  /// i + off; -1: that side is unbounded. causal is windowRight = 0.
+  int64_t windowLeft = -1, windowRight = -1;
   double scale = 0; ///< 0: 1/sqrt(head_dim)
   /// Soft cap c of the scores, c * tanh(scale * s / c); 0: none.
   double softcap = 0;
@@ -74,7 +78,9 @@ struct KernelMetadata {
   std::string dtype;
   int64_t headDim = 0;
   bool causal = false;
-  CausalAlign causalAlign = CausalAlign::top_left; ///< meaningful with causal
+  /// Meaningful with causal or a window.
+  CausalAlign causalAlign = CausalAlign::top_left;
+  int64_t windowLeft = -1, windowRight = -1; ///< -1: unbounded
   double scale = 0;
   double softcap = 0; ///< 0: no soft cap
   int64_t blockM = 0, blockN = 0, numThreads = 0, smemBytes = 0;
@@ -83,19 +89,35 @@ struct KernelMetadata {
   std::vector<KernelParam> params;
   std::vector<GridTile> gridTiles;
   int64_t ctasPerSm = 0; ///< 0: one CTA per tile; > 0: persistent
+
+  /// Whether the mask has a diagonal to align (causal or a window).
+  bool hasDiagonal() const {
+    return causal || windowLeft >= 0 || windowRight >= 0;
+  }
 };
 
-/// Checks a spec (head dim, scale, tile overrides, LLVM optimisation level)
-/// and returns an error that says what is supported. The CLI and the C API
-/// both call it, so they accept the same specs.
+/// Checks a spec (head dim, scale, window, tile overrides, LLVM optimisation
+/// level) and returns an error that says what is supported. The CLI and the
+/// C API both call it, so they accept the same specs.
 llvm::Error validateSpec(const AttentionSpec &spec);
+
+/// The one spelling of a valid spec's mask, so that equal masks share a
+/// kernel (name, cache key): a window whose right side is 0 is causal, a
+/// causal mask keeps no window_right, a mask without a diagonal is top-left.
+AttentionSpec canonicalSpec(const AttentionSpec &spec);
+
+/// Whether a spec's mask has a diagonal (causal or a window side).
+inline bool hasDiagonal(const AttentionSpec &spec) {
+  return spec.causal || spec.windowLeft >= 0 || spec.windowRight >= 0;
+}
 
 /// Builds `module { func.func @<name>(q, k, v, o, lse) { attn.attention } }`.
 OwningOpRef<ModuleOp> buildSpecModule(MLIRContext &ctx,
                                       const AttentionSpec &spec);
 
 /// The kernel name for a spec, e.g. attn_fwd_sm90a_bf16_d128_causal
-/// (`_causal_br` for a bottom-right aligned causal mask).
+/// (`_causal_br` for a bottom-right aligned causal mask,
+/// `_window_l256_r0_br` for a bottom-right causal window of 256 keys).
 std::string kernelName(const AttentionSpec &spec);
 
 /// Adds the FlashAttention passes (tile, causal block skipping, online

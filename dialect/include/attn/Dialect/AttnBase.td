@@ -95,14 +95,17 @@ def Attn_ReduceKindAttrParam : EnumAttr<Attn_Dialect, Attn_ReduceKind, "reduce">
 //===----------------------------------------------------------------------===//
 
 def Attn_CausalAlignAttr : EnumAttr<Attn_Dialect, Attn_CausalAlign, "causal_align"> {
-  let summary = "Alignment of the causal diagonal: top-left or bottom-right";
+  let summary = "Alignment of the mask's diagonal: top-left or bottom-right";
   let description = [{
-    With Nq query rows and Nk key columns, `top_left` lets query row `i` see
-    key columns `j <= i` (PyTorch's `is_causal`); `bottom_right` lets it see
-    `j <= i + Nk - Nq` (FlashAttention >= 2.1, the alignment KV-cache decoding
-    and chunked prefill need). The two agree when Nq == Nk. Under
-    `bottom_right` a row with `i + Nk - Nq < 0` sees no key: its output is 0
-    and its log-sum-exp -inf.
+    With Nq query rows and Nk key columns, the diagonal of query row `i` is
+    key column `i` (`top_left`) or `i + Nk - Nq` (`bottom_right`). A causal
+    mask lets row `i` see keys up to its diagonal: `j <= i` top-left
+    (PyTorch's `is_causal`), `j <= i + Nk - Nq` bottom-right (FlashAttention
+    >= 2.1, the alignment KV-cache decoding and chunked prefill need). A
+    sliding window (`window_left`, `window_right`) is placed around the same
+    diagonal. The two agree when Nq == Nk. Under `bottom_right` a causal row
+    with `i + Nk - Nq < 0` sees no key: its output is 0 and its log-sum-exp
+    -inf. It applies to masks with a diagonal (causal or a window) only.
 
     ```mlir
     #attn.causal_align<bottom_right>

@@ -32,6 +32,14 @@ def Attn_AttentionOp : Attn_Op<"attention"> {
     #attn.causal_align<bottom_right>` it sees `j <= i + Nk - Nq` instead
     (FlashAttention's alignment; rows with `i + Nk - Nq < 0` see no key and
     get O = 0, LSE = -inf). Without `causal_align` a causal mask is top-left.
+    A sliding window (local attention, FlashAttention's `window_size =
+    (left, right)`) bounds what row `i` sees around its diagonal
+    `i + off` (`off` = 0 top-left, `Nk - Nq` bottom-right, placed by the same
+    `causal_align`): `j >= i + off - window_left` and
+    `j <= i + off + window_right`; a side left out is unbounded. `causal` is
+    the window's right side at 0, so a causal window has only
+    `window_left` (or `window_right = 0`). Rows that see no key get O = 0 and
+    LSE = -inf.
     With `softcap = c` the scores are soft-capped before the mask and the
     softmax, as in Gemma 2 and Grok: `softmax(c * tanh(scale * Q K^T / c) +
     mask) V`, and `lse` is the log-sum-exp of those capped scores.
@@ -46,8 +54,9 @@ def Attn_AttentionOp : Attn_Op<"attention"> {
     of Q, K, V and O has stride 1 and LSE the identity layout, and that
     `scale` is positive and finite with `scale` and `scale * log2(e)` normal
     finite f32 numbers (the kernels fold it into their exp2 constant), the
-    same of `softcap` when present (it replaces the scale there), and that
-    `causal_align` comes only with `causal`.
+    same of `softcap` when present (it replaces the scale there), that each
+    window side is between 0 and 2^31 - 1, that a causal window's right side
+    is 0, and that `causal_align` comes only with `causal` or a window.
 
     ```mlir
     attn.attention %q, %k, %v, %o lse %lse {causal, scale = 0.0883883 : f32}
@@ -60,6 +69,10 @@ def Attn_AttentionOp : Attn_Op<"attention"> {
     attn.attention %q, %k, %v, %o {scale = 0.125 : f32, softcap = 30.0 : f32}
       : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>,
         memref<?x?x?x64xf16>
+    attn.attention %q, %k, %v, %o {causal, causal_align =
+        #attn.causal_align<bottom_right>, scale = 0.125 : f32, window_left = 256}
+      : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>,
+        memref<?x?x?x64xf16>
     ```
   }];
   let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$q,
@@ -69,7 +82,9 @@ def Attn_AttentionOp : Attn_Op<"attention"> {
                        Arg<Optional<AnyMemRef>, "", [MemWrite]>:$lse,
                        UnitAttr:$causal,
                        OptionalAttr<Attn_CausalAlignAttr>:$causal_align,
-                       F32Attr:$scale, OptionalAttr<F32Attr>:$softcap);
+                       F32Attr:$scale, OptionalAttr<F32Attr>:$softcap,
+                       OptionalAttr<I64Attr>:$window_left,
+                       OptionalAttr<I64Attr>:$window_right);
   let assemblyFormat = [{
     $q `,` $k `,` $v `,` $o (`lse` $lse^)? attr-dict `:` type($q) `,` type($k)
     `,` type($v) `,` type($o) (`,` type($lse)^)?
@@ -78,9 +93,27 @@ def Attn_AttentionOp : Attn_Op<"attention"> {
   let extraClassDeclaration = [{
     int64_t getHeadDim();
     Type getElementType();
-    /// Whether the causal diagonal is bottom-right aligned (j <= i + Nk - Nq).
-    bool isBottomRightCausal() {
-      return getCausal() && getCausalAlign() == CausalAlign::bottom_right;
+    /// Whether the mask has a diagonal to place: causal or a window side.
+    bool hasDiagonal() {
+      return getCausal() || getWindowLeftAttr() || getWindowRightAttr();
+    }
+    /// Whether that diagonal is bottom-right aligned (shifted by Nk - Nq).
+    bool isBottomRight() {
+      return hasDiagonal() && getCausalAlign() == CausalAlign::bottom_right;
+    }
+    /// Keys a row sees left of its diagonal; none: unbounded.
+    std::optional<int64_t> getLeftBound() {
+      if (IntegerAttr left = getWindowLeftAttr())
+        return left.getInt();
+      return std::nullopt;
+    }
+    /// Keys a row sees right of its diagonal: 0 when causal; none: unbounded.
+    std::optional<int64_t> getRightBound() {
+      if (getCausal())
+        return 0;
+      if (IntegerAttr right = getWindowRightAttr())
+        return right.getInt();
+      return std::nullopt;
     }
   }];
 }
@@ -148,8 +181,11 @@ def Attn_CopyAsyncOp : Attn_Op<"copy_async"> {
     `fill` numbers the copies into `dst` (0 for the first, one more for each
     next), the number the matching `attn.wait` names: `attn-multibuffer`
     turns it into the pipe fill, so a schedule never has to infer which copy
-    is which. `attn-tile` always sets it; without it `attn-multibuffer` takes
-    the block index `row / rows`.
+    is which. It counts from the first copy whatever rows the copies read: a
+    key loop that starts at block `lo` (a sliding window's) copies block `j`
+    as fill `j - lo` (attn-causal-blocks renumbers them). `attn-tile` always
+    sets it; without it `attn-multibuffer` takes the block index
+    `row / rows`.
 
     sm_80: every thread issues `cp.async.cg.shared.global` 16-byte chunks into
     the swizzled layout (zero-filled, reading nothing, past N or D), then
@@ -179,8 +215,9 @@ def Attn_WaitOp : Attn_Op<"wait"> {
   let summary = "Wait until the copy into a buffer has landed";
   let description = [{
     Blocks until the most recent `attn.copy_async` into `buffer` is complete
-    and visible to every thread of the CTA; `fill` counts the copies into this
-    buffer so far (0 for the first), which gives the mbarrier phase on sm_90a.
+    and visible to every thread of the CTA; `fill` is that copy's `fill`
+    (the copies into this buffer so far, 0 for the first), which gives the
+    mbarrier phase on sm_90a.
     Also a CTA-wide barrier: after it, every thread has finished with the
     buffers' previous contents, so they may be overwritten.
 
@@ -262,34 +299,44 @@ def Attn_MaskOp : Attn_Op<"mask", [Pure, AllTypesMatch<["input", "result"]>]> {
   let description = [{
     Element (r, c) of the [block_m, block_n] score tile stands for query row
     `row + r` and key column `col + c`. It becomes -inf when `col + c >= kv_len`
-    (past the end of the keys) or, with `causal`, when `col + c > row + r`
-    (top-left). With `causal_align = #attn.causal_align<bottom_right>` the
-    diagonal moves by `kv_len - q_len`: -inf when
-    `col + c > row + r + kv_len - q_len` (signed: the offset may be negative,
-    and a row whose bound is below 0 is masked entirely). For every row that
-    exists (`row + r < q_len`) that bound is below `kv_len`, so the key-length
+    (past the end of the keys) or when it is outside the band the row sees
+    around its diagonal `d = row + r + off`, `off` being 0 (top-left) or, with
+    `causal_align = #attn.causal_align<bottom_right>`, `kv_len - q_len`
+    (signed: the offset may be negative): with `causal` when `col + c > d`,
+    with `window_right` when `col + c > d + window_right`, with `window_left`
+    when `col + c < d - window_left`. A row whose band misses `[0, kv_len)`
+    is masked entirely. With a bottom-right causal diagonal, every row that
+    exists (`row + r < q_len`) has its bound below `kv_len`, so the key-length
     test is implied; rows at or past `q_len` are padding, never stored, and
     their scores are left unspecified past `kv_len`.
     `attn-causal-blocks` leaves this op only on the blocks that need it.
 
-    The verifier enforces that `causal_align` comes only with `causal` and
+    The verifier enforces what `attn.attention` does of `causal_align` and
+    the window (each side 0 to 2^31 - 1, a causal window's right side 0), and
     that `q_len` is given exactly for a bottom-right mask.
 
     Lowering (shared by both targets): per fragment row one limit,
-    `min(kv_len, row + r + 1)` (top-left) or `row + r + 1 + kv_len - q_len`
-    (bottom-right, the offset added once per tile), then one signed compare
-    and select per element.
+    `min(kv_len, d + 1)` (top-left causal), `d + 1` (bottom-right causal) or
+    `min(d + 1, kv_len - window_right) + window_right` (a window's right
+    side, which cannot overflow), the diagonal's offset added once per tile;
+    a window's left side adds a second per-row limit
+    `max(d, window_left) - window_left`. Then one signed compare per limit
+    and a select per element.
 
     ```mlir
     %sm = attn.mask %s, %row, %col, %nk {causal} : !attn.regs<128x64xf32, acc>
     %sb = attn.mask %s, %row, %col, %nk q_len %nq
             {causal, causal_align = #attn.causal_align<bottom_right>}
             : !attn.regs<128x64xf32, acc>
+    %sw = attn.mask %s, %row, %col, %nk {window_left = 100, window_right = 50}
+            : !attn.regs<128x64xf32, acc>
     ```
   }];
   let arguments = (ins Attn_AnyRegTile:$input, Index:$row, Index:$col,
                        Index:$kv_len, Optional<Index>:$q_len, UnitAttr:$causal,
-                       OptionalAttr<Attn_CausalAlignAttr>:$causal_align);
+                       OptionalAttr<Attn_CausalAlignAttr>:$causal_align,
+                       OptionalAttr<I64Attr>:$window_left,
+                       OptionalAttr<I64Attr>:$window_right);
   let results = (outs Attn_AnyRegTile:$result);
   let assemblyFormat = [{
     $input `,` $row `,` $col `,` $kv_len (`q_len` $q_len^)? attr-dict `:`
@@ -297,10 +344,27 @@ def Attn_MaskOp : Attn_Op<"mask", [Pure, AllTypesMatch<["input", "result"]>]> {
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// Whether the causal diagonal is bottom-right aligned (shifted by
-    /// kv_len - q_len).
-    bool isBottomRightCausal() {
-      return getCausal() && getCausalAlign() == CausalAlign::bottom_right;
+    /// Whether the mask has a diagonal to place: causal or a window side.
+    bool hasDiagonal() {
+      return getCausal() || getWindowLeftAttr() || getWindowRightAttr();
+    }
+    /// Whether that diagonal is bottom-right aligned (shifted by Nk - Nq).
+    bool isBottomRight() {
+      return hasDiagonal() && getCausalAlign() == CausalAlign::bottom_right;
+    }
+    /// Keys a row sees left of its diagonal; none: unbounded.
+    std::optional<int64_t> getLeftBound() {
+      if (IntegerAttr left = getWindowLeftAttr())
+        return left.getInt();
+      return std::nullopt;
+    }
+    /// Keys a row sees right of its diagonal: 0 when causal; none: unbounded.
+    std::optional<int64_t> getRightBound() {
+      if (getCausal())
+        return 0;
+      if (IntegerAttr right = getWindowRightAttr())
+        return right.getInt();
+      return std::nullopt;
     }
   }];
 }

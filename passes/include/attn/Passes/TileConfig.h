@@ -54,7 +54,9 @@ int64_t smemTileSwizzle(int64_t cols);
 int64_t outputAccumulatorCols(TargetKind target, int64_t headDim);
 
 /// The default configuration for a head dimension, mask and target, and
-/// whether the kernel will be warp-specialized (sm_90a).
+/// whether the kernel will be warp-specialized (sm_90a). `causal` is true
+/// for every mask around a diagonal (causal or a sliding window): both keep
+/// per-row limits live and mask edge blocks.
 TileConfig chooseTileConfig(TargetKind target, int64_t headDim, bool causal,
                             bool warpSpecialized = false);
 
