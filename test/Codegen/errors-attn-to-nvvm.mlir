@@ -202,7 +202,7 @@ module attributes {attn.target = #attn.target<sm_80>} {
     %c0 = arith.constant 0 : index
     %b = attn.alloc_smem : !attn.smem<64x64xbf16, swizzle = 128>
     // expected-error @+1 {{'attn.copy_async' op copies from the kernel's q, k or v argument only}}
-    attn.copy_async %o[%c0, %c0, %c0] -> %b : memref<?x?x?x64xbf16>, !attn.smem<64x64xbf16, swizzle = 128>
+    attn.copy_async %o[%c0, %c0, %c0] -> %b fill %c0 : memref<?x?x?x64xbf16>, !attn.smem<64x64xbf16, swizzle = 128>
     return
   }
 }
