@@ -116,6 +116,10 @@ attngen_status attngen::readSpec(const attngen_spec *spec, TargetKind arch,
   out.scale = spec->scale;
   if (hasField(offsetof(attngen_spec, softcap), sizeof(double)))
     out.softcap = spec->softcap;
+  if (hasField(offsetof(attngen_spec, window_left), sizeof(int)))
+    out.windowLeft = spec->window_left;
+  if (hasField(offsetof(attngen_spec, window_right), sizeof(int)))
+    out.windowRight = spec->window_right;
   out.withLse = spec->with_lse;
   out.blockM = spec->block_m;
   out.blockN = spec->block_n;
@@ -123,6 +127,8 @@ attngen_status attngen::readSpec(const attngen_spec *spec, TargetKind arch,
   if (llvm::Error error = validateSpec(out))
     return fail(ATTNGEN_ERROR_INVALID_SPEC, "{} (arch {})",
                 llvm::toString(std::move(error)), archName(arch));
+  // Equal masks, however spelled, share one kernel and cache entry.
+  out = canonicalSpec(out);
   return ATTNGEN_OK;
 }
 
@@ -131,11 +137,13 @@ std::string attngen::cacheKey(const AttentionSpec &spec) {
   // 1/sqrt(d) share a kernel; %a keeps every bit of the double.
   double scale = spec.scale > 0 ? spec.scale : 1.0 / std::sqrt(double(spec.headDim));
   return fmt::format("attn_fwd arch={} dtype={} d={} causal={} "
-                     "causal_align={} scale={} softcap={} lse={} block_m={} "
+                     "causal_align={} window_left={} window_right={} "
+                     "scale={} softcap={} lse={} block_m={} "
                      "block_n={} warps={} block_skip={} compiler={}",
                      archName(spec.target), spec.bf16 ? "bf16" : "f16",
                      spec.headDim, int(spec.causal),
-                     stringifyCausalAlign(spec.causalAlign),
+                     stringifyCausalAlign(spec.causalAlign), spec.windowLeft,
+                     spec.windowRight,
                      fmt::format("{:a}", scale),
                      fmt::format("{:a}", spec.softcap), int(spec.withLse),
                      spec.blockM, spec.blockN, spec.numWarps,

@@ -237,6 +237,7 @@ void attngen_spec_init_sized(attngen_spec *spec, size_t size) {
   defaults.dtype = ATTNRT_DTYPE_BF16;
   defaults.head_dim = 128;
   defaults.with_lse = 1;
+  defaults.window_left = defaults.window_right = -1;
   size = std::min(size, sizeof(attngen_spec));
   defaults.struct_size = size;
   std::memcpy(spec, &defaults, size);

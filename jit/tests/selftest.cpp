@@ -329,7 +329,8 @@ void testCausalAlign() {
   bad = specOf(64, 0);
   bad.causal_align = ATTNGEN_CAUSAL_BOTTOM_RIGHT;
   expectError(attngen_spec_check(&bad, "sm_90a"), ATTNGEN_ERROR_INVALID_SPEC,
-              "causal alignment bottom-right needs a causal mask", "bottom-right, not causal");
+              "causal alignment bottom-right needs a causal mask or a window",
+              "bottom-right, not causal");
 
   attngen::JIT cxx("", false);
   attngen::Spec s;
@@ -383,6 +384,82 @@ void testSoftcap() {
   s.softcap = 50.5;
   expect(endsWith(std::string(cxx.compile(s, "sm_80").kernelName()), "_d128_softcap50p5"),
          "C++: softcap kernel");
+  attngen_jit_destroy(jit);
+}
+
+/// A sliding window through the C and C++ APIs: name, metadata and key carry
+/// it; (L, 0) and causal with (L, -1) are one kernel; bad sides are refused;
+/// a spec of the size before the fields has no window.
+void testWindow() {
+  attngen_jit *jit = makeJit("", 0);
+  for (const char *arch : {"sm_80", "sm_90a"}) {
+    attngen_spec spec = specOf(64, 0, ATTNRT_DTYPE_F16);
+    spec.window_left = 100;
+    spec.window_right = 50;
+    spec.causal_align = ATTNGEN_CAUSAL_BOTTOM_RIGHT;
+    const attngen_compiled *c = nullptr;
+    expect(attngen_jit_compile(jit, &spec, arch, &c) == ATTNGEN_OK,
+           std::string("window compile ") + arch + ": " + attngen_last_error());
+    if (!c)
+      continue;
+    std::string name = attngen_compiled_kernel_name(c);
+    expect(endsWith(name, "_f16_d64_window_l100_r50_br"), "window kernel name " + name);
+    std::string meta = attngen_compiled_metadata(c);
+    expect(meta.find("\"window_left\": 100") != std::string::npos &&
+               meta.find("\"window_right\": 50") != std::string::npos &&
+               meta.find("\"causal_align\": \"bottom_right\"") != std::string::npos,
+           "the metadata says the window: " + meta);
+    attnrt_kernel_info info;
+    expect(attnrt_metadata_parse(meta.c_str(), &info) == ATTNRT_OK &&
+               info.causal == ATTNRT_CAUSAL_NONE,
+           std::string("a window alone is not causal ") + arch);
+    expect(std::string(attngen_compiled_cache_key(c)).find("window_left=100 window_right=50") !=
+               std::string::npos,
+           std::string("the key holds the window: ") + attngen_compiled_cache_key(c));
+
+    // FlashAttention's spellings of a causal window share one kernel.
+    attngen_spec causal = specOf(64, 1, ATTNRT_DTYPE_F16);
+    causal.window_left = 256;
+    attngen_spec zero = specOf(64, 0, ATTNRT_DTYPE_F16);
+    zero.window_left = 256;
+    zero.window_right = 0;
+    const attngen_compiled *a = nullptr, *b = nullptr;
+    expect(attngen_jit_compile(jit, &causal, arch, &a) == ATTNGEN_OK &&
+               attngen_jit_compile(jit, &zero, arch, &b) == ATTNGEN_OK && a == b &&
+               endsWith(attngen_compiled_kernel_name(a), "_f16_d64_window_l256_r0"),
+           std::string("causal + (256, -1) and (256, 0) are one kernel ") + arch);
+
+    attngen_spec old = specOf(64, 0, ATTNRT_DTYPE_F16);
+    old.struct_size = offsetof(attngen_spec, window_left);
+    old.window_left = old.window_right = 3; // past the caller's struct
+    expect(attngen_jit_compile(jit, &old, arch, &c) == ATTNGEN_OK && c &&
+               endsWith(attngen_compiled_kernel_name(c), "_f16_d64"),
+           std::string("a spec without the window fields has none ") + arch);
+  }
+  struct Bad {
+    int causal, left, right;
+    const char *message;
+  };
+  const Bad bads[] = {
+      {0, -2, -1, "window left = -2 is out of range; use -1 (unbounded) or 0 to 2147483647 keys"},
+      {0, 4, -7, "window right = -7 is out of range"},
+      {1, 64, 5, "window right = 5 with a causal mask: a causal row sees no key right of its "
+                 "diagonal"}};
+  for (const Bad &bad : bads) {
+    attngen_spec spec = specOf(128, bad.causal);
+    spec.window_left = bad.left;
+    spec.window_right = bad.right;
+    expectError(attngen_spec_check(&spec, "sm_90a"), ATTNGEN_ERROR_INVALID_SPEC, bad.message,
+                std::string("window ") + std::to_string(bad.left) + "," +
+                    std::to_string(bad.right));
+  }
+  attngen::JIT cxx("", false);
+  attngen::Spec s;
+  s.windowRight = 64;
+  s.causalAlign = attngen::CausalAlign::bottomRight;
+  expect(endsWith(std::string(cxx.compile(s, "sm_90a").kernelName()),
+                  "_bf16_d128_window_r64_br"),
+         "C++: window kernel");
   attngen_jit_destroy(jit);
 }
 
@@ -654,6 +731,7 @@ int main(int argc, char **argv) {
   testCompileOutput();
   testCausalAlign();
   testSoftcap();
+  testWindow();
   testCache();
   testEntryKinds();
   testFailedCompileNotCached();

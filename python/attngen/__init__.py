@@ -2,6 +2,7 @@
 
     import attngen
     out = attngen.attention(q, k, v, causal=True)             # torch tensors
+    out = attngen.attention(q, k, v, window_size=(256, 0))    # sliding window
     out, lse = attngen.attention(q, k, v, return_lse=True)
 
     k = attngen.compile(arch="sm_90a", head_dim=128, dtype="bf16")   # no GPU needed
@@ -180,8 +181,23 @@ def _softcap_value(function, value):
                                 "ATTNGEN_ERROR_INVALID_SPEC") from None
 
 
+def _window_sides(function, value):
+    """`value` as (left, right) C ints: a tuple or list of two ints (-1: an
+    unbounded side). Which sides are valid (-1 or 0 to 2**31 - 1, right -1 or
+    0 with causal) is the compiler's to say."""
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise TypeError(f"attngen.{function}: window_size must be a (left, right) pair of ints "
+                        f"(-1 for an unbounded side), got {value!r}")
+    for side, name in zip(value, ("left", "right")):
+        if isinstance(side, bool) or not isinstance(side, int):
+            raise TypeError(f"attngen.{function}: window_size {name} must be an int (-1 for "
+                            f"unbounded), got {side!r}")
+    return (_c_int("window_size left", value[0]), _c_int("window_size right", value[1]))
+
+
 def _make_spec(head_dim, dtype, causal, scale, with_lse=True, block_m=0, block_n=0,
-               num_warps=0, function="compile", causal_align="top-left", softcap=0.0):
+               num_warps=0, function="compile", causal_align="top-left", softcap=0.0,
+               window_size=(-1, -1)):
     spec = _capi.Spec()
     _lib.attngen_spec_init_sized(ctypes.byref(spec), ctypes.sizeof(spec))
     spec.head_dim = _c_int("head_dim", head_dim)
@@ -192,6 +208,7 @@ def _make_spec(head_dim, dtype, causal, scale, with_lse=True, block_m=0, block_n
     spec.causal = _flag(function, "causal", causal)
     spec.causal_align = _causal_align_code(function, causal_align)
     spec.softcap = _softcap_value(function, softcap)
+    spec.window_left, spec.window_right = _window_sides(function, window_size)
     spec.scale = _normalize_scale(scale)
     spec.with_lse = _flag(function, "with_lse", with_lse)
     return spec
@@ -220,17 +237,20 @@ class CompiledKernel:
 
 def compile(arch="sm_90a", head_dim=128, dtype="bf16", causal=False, scale=None,
             with_lse=True, block_m=0, block_n=0, num_warps=0, causal_align="top-left",
-            softcap=0.0):
+            softcap=0.0, window_size=(-1, -1)):
     """Compiles (or finds in the cache) one kernel and returns its PTX and
     metadata. Needs no GPU unless arch="auto" (the current GPU's).
 
     head_dim is any multiple of 8 from 8 to 256. causal_align ('top-left',
-    the default, or 'bottom-right') places the causal diagonal as the C
-    API's causal_align does; 'bottom-right' needs causal=True. softcap
-    c > 0 caps the scores at c * tanh(scale * s / c) before the softmax
-    (0.0: none)."""
+    the default, or 'bottom-right') places the diagonal of a causal mask or
+    a window as the C API's causal_align does; 'bottom-right' needs
+    causal=True or a window. softcap c > 0 caps the scores at
+    c * tanh(scale * s / c) before the softmax (0.0: none).
+    window_size=(left, right) is a sliding window as flash_attn's: query i
+    sees the keys from left before to right after its diagonal (-1: that
+    side unbounded; (left, 0) is a causal window)."""
     spec = _make_spec(head_dim, dtype, causal, scale, with_lse, block_m, block_n, num_warps,
-                      causal_align=causal_align, softcap=softcap)
+                      causal_align=causal_align, softcap=softcap, window_size=window_size)
     arch_name = _c_string("arch", arch)
     handle = ctypes.c_void_p()
     status = _lib.attngen_jit_compile(_Jit.get(), ctypes.byref(spec), arch_name,
@@ -274,7 +294,7 @@ def clear_memory_cache():
 
 
 def attention(q, k, v, causal=False, scale=None, return_lse=False, *,
-              causal_align="bottom-right", softcap=0.0):
+              causal_align="bottom-right", softcap=0.0, window_size=(-1, -1)):
     """softmax(scale * q @ k^T [causal mask]) @ v for (batch, seqlen, heads,
     head_dim) tensors; returns out, or (out, lse) with lse (batch, heads,
     seqlen_q) float32 (natural-log log-sum-exp of the scaled scores).
@@ -285,11 +305,16 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, *,
     is_causal instead (j <= i); both agree when seqlen_q == seqlen_k.
     scale defaults to 1/sqrt(head_dim). softcap c > 0 soft-caps the scores,
     c * tanh(scale * q @ k^T / c), before the mask and softmax (Gemma 2, as
-    flash_attn's softcap; lse is then that of the capped scores); 0.0: none. Registered as the torch op
-    torch.ops.attngen.attention, which torch.compile and torch.export trace;
-    eager calls launch directly (the op's first call costs seconds of
-    PyTorch set-up)."""
-    return _torch_op.attention(q, k, v, causal, scale, return_lse, causal_align, softcap)
+    flash_attn's softcap; lse is then that of the capped scores); 0.0: none.
+    window_size=(left, right) restricts query i to the keys from left before
+    to right after its diagonal (i + seqlen_k - seqlen_q bottom-right, as
+    flash_attn's window_size; -1: that side unbounded): (256, 0) is a causal
+    window of 256 keys, (-1, 0) plain causal; with causal=True right must be
+    -1 or 0. Registered as the torch op torch.ops.attngen.attention, which
+    torch.compile and torch.export trace; eager calls launch directly (the
+    op's first call costs seconds of PyTorch set-up)."""
+    return _torch_op.attention(q, k, v, causal, scale, return_lse, causal_align, softcap,
+                               window_size)
 
 
 # Registers torch.ops.attngen.attention when PyTorch is installed.

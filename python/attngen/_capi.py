@@ -59,6 +59,7 @@ class Spec(ctypes.Structure):
         ("scale", ctypes.c_double), ("with_lse", ctypes.c_int),
         ("block_m", ctypes.c_int), ("block_n", ctypes.c_int), ("num_warps", ctypes.c_int),
         ("causal_align", ctypes.c_int), ("softcap", ctypes.c_double),
+        ("window_left", ctypes.c_int), ("window_right", ctypes.c_int),
     ]
 
 

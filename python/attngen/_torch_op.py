@@ -7,14 +7,15 @@ import threading
 
 from . import _capi
 from . import (_Jit, _causal_align_code, _lib, _make_spec, _normalize_scale, _raise,
-               _softcap_value, InvalidInputError)
+               _softcap_value, _window_sides, InvalidInputError)
 
 try:
     import torch
 except ImportError:  # compile() works without torch; attention() does not
     torch = None
 
-# (device index, dtype, head_dim, causal, causal_align, scale, softcap) -> attngen_kernel*
+# (device index, dtype, head_dim, causal, causal_align, scale, softcap, window_left,
+#  window_right) -> attngen_kernel*
 _kernels = {}
 _kernels_lock = threading.Lock()
 
@@ -28,7 +29,7 @@ def _bad(message):
     raise InvalidInputError(message, "ATTNGEN_ERROR_INVALID_ARGUMENT")
 
 
-def _check_inputs(q, k, v, causal, scale, return_lse, causal_align, softcap):
+def _check_inputs(q, k, v, causal, scale, return_lse, causal_align, softcap, window_size):
     names = ("q", "k", "v")
     for name, t in zip(names, (q, k, v)):
         if not isinstance(t, torch.Tensor):
@@ -79,10 +80,13 @@ def _check_inputs(q, k, v, causal, scale, return_lse, causal_align, softcap):
         raise TypeError(f"attngen.attention: return_lse must be a bool, got {return_lse!r}")
     _causal_align_code("attention", causal_align)
     _softcap_value("attention", softcap)
+    _window_sides("attention", window_size)
 
 
-def _kernel_for(device, dtype, head_dim, causal, causal_align, scale, softcap):
-    key = (device.index, dtype, head_dim, causal, causal_align, scale, softcap)
+def _kernel_for(device, dtype, head_dim, causal, causal_align, scale, softcap, window_left,
+                window_right):
+    key = (device.index, dtype, head_dim, causal, causal_align, scale, softcap, window_left,
+           window_right)
     kernel = _kernels.get(key)
     if kernel is not None:
         return kernel
@@ -91,7 +95,7 @@ def _kernel_for(device, dtype, head_dim, causal, causal_align, scale, softcap):
         if kernel is None:
             spec = _make_spec(head_dim, str(dtype), causal, scale or None, with_lse=True,
                               function="attention", causal_align=causal_align,
-                              softcap=softcap)
+                              softcap=softcap, window_size=(window_left, window_right))
             handle = ctypes.c_void_p()
             # The kernel is loaded into the tensor's device's context.
             with torch.cuda.device(device):
@@ -100,17 +104,20 @@ def _kernel_for(device, dtype, head_dim, causal, causal_align, scale, softcap):
             if status:
                 _raise(status, f"getting the kernel for {dtype}, head_dim {head_dim}, "
                                f"causal={causal}, causal_align={causal_align!r}, "
-                               f"softcap={softcap}")
+                               f"softcap={softcap}, "
+                               f"window_size=({window_left}, {window_right})")
             kernel = handle.value
             _kernels[key] = kernel
     return kernel
 
 
-def _forward(q, k, v, causal, scale, return_lse, causal_align, softcap):
+def _forward(q, k, v, causal, scale, return_lse, causal_align, softcap, window_left,
+             window_right):
     b, nq, h, d = q.shape
     out = torch.empty((b, nq, h, d), dtype=q.dtype, device=q.device)
     lse = torch.empty((b, h, nq) if return_lse else (0,), dtype=torch.float32, device=q.device)
-    kernel = _kernel_for(q.device, q.dtype, d, causal, causal_align, scale, softcap)
+    kernel = _kernel_for(q.device, q.dtype, d, causal, causal_align, scale, softcap,
+                         window_left, window_right)
     args = _capi.ForwardArgs()
     args.q, args.k, args.v, args.o = q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr()
     args.lse = lse.data_ptr() if return_lse else None
@@ -131,12 +138,15 @@ def _forward(q, k, v, causal, scale, return_lse, causal_align, softcap):
 if torch is not None:
     @torch.library.custom_op("attngen::attention", mutates_args=(), device_types="cuda")
     def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
-                      scale: float, return_lse: bool, causal_align: str,
-                      softcap: float) -> tuple[torch.Tensor, torch.Tensor]:
-        return _forward(q, k, v, causal, scale, return_lse, causal_align, softcap)
+                      scale: float, return_lse: bool, causal_align: str, softcap: float,
+                      window_left: int, window_right: int
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
+        return _forward(q, k, v, causal, scale, return_lse, causal_align, softcap,
+                        window_left, window_right)
 
     @_attention_op.register_fake
-    def _attention_fake(q, k, v, causal, scale, return_lse, causal_align, softcap):
+    def _attention_fake(q, k, v, causal, scale, return_lse, causal_align, softcap,
+                        window_left, window_right):
         b, nq, h, d = q.shape
         out = q.new_empty((b, nq, h, d))
         lse = q.new_empty((b, h, nq) if return_lse else (0,), dtype=torch.float32)
@@ -176,19 +186,22 @@ def _use_custom_op(q, k, v):
     return torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
 
 
-def attention(q, k, v, causal, scale, return_lse, causal_align, softcap):
+def attention(q, k, v, causal, scale, return_lse, causal_align, softcap, window_size):
     if torch is None:
         raise ImportError("attngen.attention needs PyTorch (pip install torch); "
                           "attngen.compile works without it")
-    _check_inputs(q, k, v, causal, scale, return_lse, causal_align, softcap)
+    _check_inputs(q, k, v, causal, scale, return_lse, causal_align, softcap, window_size)
     scale = _normalize_scale(scale)
     softcap = _softcap_value("attention", softcap)
-    # Without a mask the alignment means nothing: one kernel serves both.
-    if not causal:
+    left, right = _window_sides("attention", window_size)
+    # Without a diagonal (no causal mask, no window) the alignment means
+    # nothing: one kernel serves both.
+    if not causal and left < 0 and right < 0:
         causal_align = "top-left"
     if _use_custom_op(q, k, v):
         out, lse = torch.ops.attngen.attention(q, k, v, causal, scale, return_lse,
-                                               causal_align, softcap)
+                                               causal_align, softcap, left, right)
     else:
-        out, lse = _forward(q, k, v, causal, scale, return_lse, causal_align, softcap)
+        out, lse = _forward(q, k, v, causal, scale, return_lse, causal_align, softcap, left,
+                            right)
     return (out, lse) if return_lse else out

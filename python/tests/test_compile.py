@@ -74,7 +74,13 @@ class CompileTest(unittest.TestCase):
             (dict(causal=True, causal_align="bottom_right"),
              "causal_align 'bottom_right' is not supported; use 'top-left'"),
             (dict(causal_align="bottom-right"),
-             "causal alignment bottom-right needs a causal mask"),
+             "causal alignment bottom-right needs a causal mask or a window"),
+            (dict(window_size=(-2, 0)), "window left = -2 is out of range; use -1 (unbounded)"),
+            (dict(window_size=(4, -5)), "window right = -5 is out of range"),
+            (dict(causal=True, window_size=(256, 64)),
+             "window right = 64 with a causal mask: a causal row sees no key right of its "
+             "diagonal"),
+            (dict(window_size=(2**31, 0)), "window_size left = 2147483648 is out of range"),
             (dict(softcap=-1.0), "softcap -1 must be positive and finite"),
             (dict(softcap=float("nan")), "must be positive and finite (or 0 for no soft cap)"),
             (dict(softcap=1e39), "softcap 1e+39 is too large: softcap * log2(e) must not exceed"),
@@ -105,6 +111,11 @@ class CompileTest(unittest.TestCase):
             (dict(softcap="30"), "softcap must be a number"),
             (dict(softcap=True), "softcap must be a number"),
             (dict(softcap=None), "softcap must be a number"),
+            (dict(window_size=256), "window_size must be a (left, right) pair of ints"),
+            (dict(window_size=(1, 2, 3)), "window_size must be a (left, right) pair"),
+            (dict(window_size=None), "window_size must be a (left, right) pair"),
+            (dict(window_size=(256.0, 0)), "window_size left must be an int"),
+            (dict(window_size=(256, False)), "window_size right must be an int"),
         ]
         for kwargs, needle in type_errors:
             with self.subTest(**{k: repr(v) for k, v in kwargs.items()}):
@@ -176,6 +187,40 @@ class CompileTest(unittest.TestCase):
                                                  softcap=0.0).ptx, plain.ptx)
         self.assertEqual(
             inspect.signature(attngen.attention).parameters["softcap"].default, 0.0)
+
+    def test_window(self):
+        # The window is in the name, the metadata and the key on both
+        # targets; FlashAttention's spellings of one mask are one kernel;
+        # (-1, -1) is no window.
+        for arch in ("sm_80", "sm_90a"):
+            with self.subTest(arch=arch):
+                k = attngen.compile(arch=arch, head_dim=64, window_size=(100, 50),
+                                    causal_align="bottom-right")
+                self.assertTrue(k.kernel_name.endswith("_d64_window_l100_r50_br"),
+                                k.kernel_name)
+                self.assertEqual((k.metadata["window_left"], k.metadata["window_right"]),
+                                 (100, 50))
+                self.assertFalse(k.metadata["causal"])
+                self.assertEqual(k.metadata["causal_align"], "bottom_right")
+                self.assertIn("window_left=100 window_right=50", k.cache_key)
+                causal = attngen.compile(arch=arch, head_dim=64, causal=True,
+                                         window_size=(256, -1))
+                zero = attngen.compile(arch=arch, head_dim=64, window_size=(256, 0))
+                self.assertEqual(causal.cache_key, zero.cache_key)
+                self.assertTrue(zero.kernel_name.endswith("_d64_window_l256_r0"),
+                                zero.kernel_name)
+                self.assertTrue(zero.metadata["causal"])
+                self.assertEqual((zero.metadata["window_left"], zero.metadata["window_right"]),
+                                 (256, -1))
+                plain_causal = attngen.compile(arch=arch, head_dim=64, causal=True)
+                self.assertEqual(attngen.compile(arch=arch, head_dim=64,
+                                                 window_size=(-1, 0)).ptx, plain_causal.ptx)
+                plain = attngen.compile(arch=arch, head_dim=64)
+                self.assertEqual(attngen.compile(arch=arch, head_dim=64,
+                                                 window_size=[-1, -1]).ptx, plain.ptx)
+                self.assertEqual(plain.metadata["window_left"], -1)
+        self.assertEqual(
+            inspect.signature(attngen.attention).parameters["window_size"].default, (-1, -1))
 
     def test_attention_defaults_to_bottom_right(self):
         # As flash_attn_func; top-left is one keyword away (documented change).

@@ -12,6 +12,7 @@
 #include "Json.h"
 
 #include <charconv>
+#include <cstdint>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -33,6 +34,8 @@ static constexpr int kMaxSharedBytes = 1 << 20;
 static constexpr int kMaxTmaBox = 256;
 /// TMA boxes' inner extent must be a multiple of 16 bytes.
 static constexpr int kTmaInnerAlignBytes = 16;
+/// Largest window side (keys): the kernels' index arithmetic is 32-bit.
+static constexpr long long kMaxWindowSide = INT32_MAX;
 
 unsigned KernelParam::bytes() const {
   switch (kind) {
@@ -407,20 +410,36 @@ attnrt_status readMetadata(const JsonValue &root, attnrt_kernel_info &info, Kern
   int causal = 0;
   if (attnrt_status s = reader.getBool("causal", causal))
     return s;
+  // The window is baked into the kernel and changes nothing at launch:
+  // checked, not kept (attnrt_kernel_info has no room left for it).
+  int windowLeft = -1, windowRight = -1;
+  if (attnrt_status s = reader.getInt("window_left", -1, kMaxWindowSide, windowLeft))
+    return s;
+  if (attnrt_status s = reader.getInt("window_right", -1, kMaxWindowSide, windowRight))
+    return s;
+  if (causal && windowRight > 0)
+    return fail(ATTNRT_ERROR_INVALID_METADATA,
+                "kernel metadata says \"causal\": true with \"window_right\" = %d, but a causal "
+                "row sees no key right of its diagonal (window_right is -1 or 0 then); %s",
+                windowRight, kRegenerate);
+  // causal_align places the diagonal of a causal mask or a window.
+  bool diagonal = causal || windowLeft >= 0 || windowRight >= 0;
   if (attnrt_status s = reader.getString("causal_align", text))
     return s;
-  if (text == "none" && !causal)
-    info.causal = ATTNRT_CAUSAL_NONE;
-  else if (text == "top_left" && causal)
-    info.causal = ATTNRT_CAUSAL_TOP_LEFT;
-  else if (text == "bottom_right" && causal)
-    info.causal = ATTNRT_CAUSAL_BOTTOM_RIGHT;
-  else
+  int align = -1;
+  if (text == "top_left")
+    align = ATTNRT_CAUSAL_TOP_LEFT;
+  else if (text == "bottom_right")
+    align = ATTNRT_CAUSAL_BOTTOM_RIGHT;
+  if ((text == "none") == diagonal || (text != "none" && align < 0))
     return fail(ATTNRT_ERROR_INVALID_METADATA,
-                "kernel metadata key \"causal_align\" = \"%s\" does not fit \"causal\": %s: it "
-                "must be \"none\" for a kernel without a causal mask and \"top_left\" or "
-                "\"bottom_right\" for a causal one; %s",
-                text.c_str(), causal ? "true" : "false", kRegenerate);
+                "kernel metadata key \"causal_align\" = \"%s\" does not fit \"causal\": %s, "
+                "\"window_left\": %d, \"window_right\": %d: it must be \"none\" for a kernel "
+                "without a causal mask or a window and \"top_left\" or \"bottom_right\" for "
+                "one with either; %s",
+                text.c_str(), causal ? "true" : "false", windowLeft, windowRight, kRegenerate);
+  // attnrt_causal reports causal masks only: a window alone is not causal.
+  info.causal = causal ? align : ATTNRT_CAUSAL_NONE;
   if (attnrt_status s = reader.getBool("lse", info.lse))
     return s;
   if (attnrt_status s = reader.getPositiveReal("scale", info.scale))

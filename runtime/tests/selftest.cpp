@@ -137,6 +137,8 @@ Fields sm90aFields() {
           {"head_dim", "128"},
           {"causal", "true"},
           {"causal_align", "\"top_left\""},
+          {"window_left", "-1"},
+          {"window_right", "-1"},
           {"lse", "true"},
           {"scale", "0.08838834764831845"},
           {"softcap", "0"},
@@ -242,7 +244,8 @@ void testMetadata() {
   const std::vector<std::pair<std::string, std::string>> wrongTypes = {
       {"format", "1"},        {"kernel", "true"},      {"arch", "90"},          {"dtype", "null"},
       {"head_dim", "\"128\""}, {"causal", "1"},        {"lse", "\"false\""},  {"scale", "\"0.1\""},
-      {"causal_align", "1"},  {"softcap", "\"30\""},
+      {"causal_align", "1"},  {"softcap", "\"30\""}, {"window_left", "\"256\""},
+      {"window_right", "0.5"},
       {"block_m", "[128]"},    {"block_n", "{}"},       {"num_threads", "128.0"}, {"smem_bytes", "false"},
       {"uses_tma", "\"true\""}, {"grid", "[1]"}, {"params", "\"q,k,v\""}};
   for (const auto &field : sm90aFields()) {
@@ -292,8 +295,14 @@ void testMetadata() {
        "\"grid.ctas_per_sm\" = -1 is out of range"},
       {"grid", "{\"tiles\": [{\"size\": \"nq\", \"tile\": 64}]}", "no key \"grid.ctas_per_sm\""},
       {"causal_align", "\"none\"",
-       "\"causal_align\" = \"none\" does not fit \"causal\": true: it must be \"none\" for a "
-       "kernel without a causal mask and \"top_left\" or \"bottom_right\" for a causal one"},
+       "\"causal_align\" = \"none\" does not fit \"causal\": true, \"window_left\": -1, "
+       "\"window_right\": -1: it must be \"none\" for a kernel without a causal mask or a window "
+       "and \"top_left\" or \"bottom_right\" for one with either"},
+      {"window_left", "-2", "\"window_left\" = -2 is out of range: it must be between -1 and "
+                            "2147483647"},
+      {"window_right", "2147483648", "\"window_right\" = 2147483648 is out of range"},
+      {"window_right", "5", "\"causal\": true with \"window_right\" = 5, but a causal row sees "
+                            "no key right of its diagonal"},
       {"causal_align", "\"bottom-right\"", "\"causal_align\" = \"bottom-right\" does not fit"}};
   for (const BadValue &bad : badValues) {
     s = attnrt_metadata_parse(toJson(with(sm90aFields(), bad.key, bad.value)).c_str(), &info);
@@ -316,8 +325,24 @@ void testMetadata() {
   expectStatus("metadata: TMA boxes of two widths", s, ATTNRT_ERROR_INVALID_METADATA,
                {"\"tma_k\" has a 32-column TMA box but another has 64"});
   s = attnrt_metadata_parse(toJson(with(sm80Fields(), "causal_align", "\"top_left\"")).c_str(), &info);
-  expectStatus("metadata: an alignment on a non-causal kernel", s, ATTNRT_ERROR_INVALID_METADATA,
+  expectStatus("metadata: an alignment on a kernel without causal or window", s,
+               ATTNRT_ERROR_INVALID_METADATA,
                {"\"causal_align\" = \"top_left\" does not fit \"causal\": false"});
+  // A sliding window: its alignment is given, but only a causal mask is
+  // reported in attnrt_kernel_info::causal.
+  Fields window = with(with(sm80Fields(), "window_left", "100"), "window_right", "50");
+  s = attnrt_metadata_parse(toJson(with(window, "causal_align", "\"bottom_right\"")).c_str(), &info);
+  expectStatus("metadata: a bottom-right window kernel parses", s, ATTNRT_OK);
+  report(s == ATTNRT_OK && info.causal == ATTNRT_CAUSAL_NONE,
+         "metadata: a window alone reads as ATTNRT_CAUSAL_NONE");
+  s = attnrt_metadata_parse(toJson(window).c_str(), &info);
+  expectStatus("metadata: a window without an alignment", s, ATTNRT_ERROR_INVALID_METADATA,
+               {"\"causal_align\" = \"none\" does not fit", "\"window_left\": 100"});
+  s = attnrt_metadata_parse(
+      toJson(with(with(sm90aFields(), "window_left", "256"), "window_right", "0")).c_str(), &info);
+  expectStatus("metadata: a causal window with window_right 0 parses", s, ATTNRT_OK);
+  report(s == ATTNRT_OK && info.causal == ATTNRT_CAUSAL_TOP_LEFT,
+         "metadata: a causal window reads as causal");
   s = attnrt_metadata_parse(toJson(with(sm80Fields(), "uses_tma", "true")).c_str(), &info);
   expectStatus("metadata: uses_tma on sm_80", s, ATTNRT_ERROR_INVALID_METADATA,
                {"\"uses_tma\": true with \"arch\": \"sm_80\""});

@@ -70,7 +70,7 @@ typedef enum attngen_status {
   ATTNGEN_ERROR_COMPILE = 11
 } attngen_status;
 
-/** Where a causal mask's diagonal sits when Nq != Nk
+/** Where the diagonal of a causal mask or a window sits when Nq != Nk
  *  (attngen_spec::causal_align). */
 typedef enum attngen_causal_align {
   /** Query i sees keys j <= i, as PyTorch's is_causal (the default). */
@@ -100,10 +100,17 @@ typedef struct attngen_spec {
    * reads it as its default. */
   int causal_align;   /**< an attngen_causal_align; ATTNGEN_CAUSAL_TOP_LEFT
                            (default). ATTNGEN_CAUSAL_BOTTOM_RIGHT needs
-                           causal = 1 */
+                           causal = 1 or a window */
   double softcap;     /**< soft cap c: scores become c * tanh(scale * s / c)
                            before the softmax (Gemma 2, Grok); 0 (default):
                            none; else positive and finite */
+  /** Sliding window (local attention, flash_attn's window_size): query i
+   *  sees keys j with d - window_left <= j <= d + window_right around its
+   *  diagonal d (i, or i + Nk - Nq bottom-right: causal_align); -1 (the
+   *  default) leaves a side unbounded, else 0 to INT32_MAX keys. With
+   *  causal = 1, window_right must be -1 or 0; (L, 0) is a causal window. */
+  int window_left;
+  int window_right;
 } attngen_spec;
 
 /** Options of a JIT. Start from attngen_jit_options_init(). */

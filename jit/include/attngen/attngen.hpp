@@ -46,7 +46,8 @@ inline void check(attngen_status status) {
 
 enum class DType { f16 = ATTNRT_DTYPE_F16, bf16 = ATTNRT_DTYPE_BF16 };
 
-/// Where the causal diagonal sits when Nq != Nk (see attngen_causal_align).
+/// Where the diagonal of a causal mask or a window sits when Nq != Nk (see
+/// attngen_causal_align).
 enum class CausalAlign {
   topLeft = ATTNGEN_CAUSAL_TOP_LEFT,        ///< j <= i, PyTorch's is_causal
   bottomRight = ATTNGEN_CAUSAL_BOTTOM_RIGHT ///< j <= i + Nk - Nq, FlashAttention's
@@ -57,9 +58,12 @@ struct Spec {
   DType dtype = DType::bf16;
   int headDim = 128; ///< a multiple of 8 from 8 to 256
   bool causal = false;
-  CausalAlign causalAlign = CausalAlign::topLeft; ///< used when causal
+  CausalAlign causalAlign = CausalAlign::topLeft; ///< causal or a window
   double scale = 0; ///< 0: 1/sqrt(headDim)
   double softcap = 0; ///< soft cap c (c * tanh(scale * s / c)); 0: none
+  /// Sliding window around the diagonal (flash_attn's window_size): keys
+  /// windowLeft before to windowRight after it; -1: unbounded side.
+  int windowLeft = -1, windowRight = -1;
   bool withLse = true;
   int blockM = 0, blockN = 0, numWarps = 0; ///< 0: tuned defaults
 
@@ -76,6 +80,8 @@ struct Spec {
     spec.num_warps = numWarps;
     spec.causal_align = static_cast<int>(causalAlign);
     spec.softcap = softcap;
+    spec.window_left = windowLeft;
+    spec.window_right = windowRight;
     return spec;
   }
 };
