@@ -256,6 +256,12 @@ void lowerMask(Lowering &l, MaskOp op) {
   }
   if (left)
     leftSide = l.i32(*left);
+  // A window's limits are taken relative to the thread's first column
+  // (2 * (lane % 4)), so that each element compares a per-row value with an
+  // immediate (its offset 8 * n + e): no column index per element, none
+  // live across rows (the two-sided compare would spill sm_90a d64 else).
+  bool windowed = left || rightSide;
+  Value laneCol = windowed ? l.fragmentCol(0, 0) : Value();
   for (int64_t t = 0; t < shape.mTiles; ++t)
     for (int64_t h = 0; h < 2; ++h) {
       // Columns at or past `limit`, and (left window) before `leftLimit`,
@@ -277,24 +283,42 @@ void lowerMask(Lowering &l, MaskOp op) {
                             .getResult();
       }
       Value relLimit = arith::SubIOp::create(b, l.loc, limit, col0);
-      Value relLeft;
-      if (left) {
-        Value leftLimit = arith::SubIOp::create(
-            b, l.loc, arith::MaxSIOp::create(b, l.loc, row, leftSide),
-            leftSide);
-        relLeft = arith::SubIOp::create(b, l.loc, leftLimit, col0);
+      if (windowed) {
+        // Masked iff offset >= limit - col0 - laneCol or offset <
+        // leftLimit - col0 - laneCol; each difference is of values in
+        // [-2^31, 2^31) whose sum the limits keep in range.
+        Value rightRel = arith::SubIOp::create(b, l.loc, relLimit, laneCol);
+        Value leftRel;
+        if (left) {
+          Value leftLimit = arith::SubIOp::create(
+              b, l.loc, arith::MaxSIOp::create(b, l.loc, row, leftSide),
+              leftSide);
+          leftRel = arith::SubIOp::create(
+              b, l.loc, arith::SubIOp::create(b, l.loc, leftLimit, col0),
+              laneCol);
+        }
+        for (int64_t n = 0; n < shape.nBlocks; ++n)
+          for (int64_t e = 0; e < 2; ++e) {
+            int64_t index = (t * shape.nBlocks + n) * 4 + 2 * h + e;
+            Value offset = l.i32(8 * n + e);
+            Value masked = arith::CmpIOp::create(
+                b, l.loc, arith::CmpIPredicate::sle, rightRel, offset);
+            if (leftRel)
+              masked = arith::OrIOp::create(
+                  b, l.loc, masked,
+                  arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::sgt,
+                                        leftRel, offset));
+            values[index] = arith::SelectOp::create(b, l.loc, masked, negInf,
+                                                    values[index]);
+          }
+        continue;
       }
       for (int64_t n = 0; n < shape.nBlocks; ++n)
         for (int64_t e = 0; e < 2; ++e) {
           int64_t index = (t * shape.nBlocks + n) * 4 + 2 * h + e;
-          Value col = l.fragmentCol(n, e);
           Value masked = arith::CmpIOp::create(
-              b, l.loc, arith::CmpIPredicate::sge, col, relLimit);
-          if (relLeft)
-            masked = arith::OrIOp::create(
-                b, l.loc, masked,
-                arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt,
-                                      col, relLeft));
+              b, l.loc, arith::CmpIPredicate::sge, l.fragmentCol(n, e),
+              relLimit);
           values[index] =
               arith::SelectOp::create(b, l.loc, masked, negInf, values[index]);
         }

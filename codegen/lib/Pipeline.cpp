@@ -226,9 +226,11 @@ void mlir::attn::buildTilePipeline(OpPassManager &pm,
     // A rotated (intra-warpgroup overlapped) loop should not drain between
     // the unmasked and the masked blocks: the tile configuration says
     // whether to keep them in one loop.
+    AttentionSpec canonical = canonicalSpec(spec);
+    bool window = canonical.windowLeft >= 0 || canonical.windowRight > 0;
     TileConfig config = resolveTileConfig(
         spec.target, spec.headDim, hasDiagonal(spec), spec.blockM,
-        spec.blockN, spec.numWarps, fa3, spec.stages);
+        spec.blockN, spec.numWarps, fa3, spec.stages, window);
     AttnCausalBlocksOptions blocks;
     blocks.peel = config.peelMaskedBlocks || !(fa3 && spec.intraWgOverlap);
     pm.addPass(createAttnCausalBlocks(blocks));

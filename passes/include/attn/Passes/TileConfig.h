@@ -56,14 +56,16 @@ int64_t outputAccumulatorCols(TargetKind target, int64_t headDim);
 /// The default configuration for a head dimension, mask and target, and
 /// whether the kernel will be warp-specialized (sm_90a). `causal` is true
 /// for every mask around a diagonal (causal or a sliding window): both keep
-/// per-row limits live and mask edge blocks.
+/// per-row limits live and mask edge blocks; `window` says the mask has a
+/// window side beyond the causal diagonal (its lowering differs).
 TileConfig chooseTileConfig(TargetKind target, int64_t headDim, bool causal,
-                            bool warpSpecialized = false);
+                            bool warpSpecialized = false, bool window = false);
 
 /// The default configuration with every positive override applied.
 TileConfig resolveTileConfig(TargetKind target, int64_t headDim, bool causal,
                              int64_t blockM, int64_t blockN, int64_t numWarps,
-                             bool warpSpecialized = false, int64_t stages = 0);
+                             bool warpSpecialized = false, int64_t stages = 0,
+                             bool window = false);
 
 /// Checks a (possibly user-overridden) configuration against what the target's
 /// code generator supports, and returns an error that says what to change.
