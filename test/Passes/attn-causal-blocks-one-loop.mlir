@@ -42,3 +42,31 @@ module attributes {attn.target = #attn.target<sm_80>} {
     return
   }
 }
+
+// -----
+
+// A window in one loop (the sm_90a FA3 form): the loop starts at lo, fills
+// count from 0 there, and the mask runs on the blocks either edge cuts:
+// j < unmaskedLo (left edge) or j >= unmaskedHi (right edge, key tail).
+module attributes {attn.target = #attn.target<sm_80>} {
+  // ONE-LABEL: func.func @one_loop_window
+  // ONE: arith.ceildivui %{{.*}}, %c64 : index
+  // ONE: %[[EDGE:.*]] = arith.ceildivui
+  // ONE-NEXT: %[[ULO:.*]] = arith.minui %[[EDGE]], %[[HI:.*]] : index
+  // ONE-NEXT: %[[FULL:.*]] = arith.minui %{{.*}}, %[[HI]] : index
+  // ONE-NEXT: %[[UHI:.*]] = arith.maxui %[[FULL]], %[[ULO]] : index
+  // ONE: scf.for %[[J:.*]] = %[[LO:.*]] to %[[HI]]
+  // ONE:   arith.subi %[[J]], %[[LO]] : index
+  // ONE:   %[[RIGHT:.*]] = arith.cmpi uge, %[[J]], %[[UHI]] : index
+  // ONE:   %[[LEFT:.*]] = arith.cmpi ult, %[[J]], %[[ULO]] : index
+  // ONE:   %[[MASKED:.*]] = arith.ori %[[LEFT]], %[[RIGHT]] : i1
+  // ONE:   scf.if %[[MASKED]] -> (!attn.regs<128x64xf32, acc>) {
+  // ONE:     attn.mask {{.*}} q_len %{{.*}} {causal, causal_align = #attn.causal_align<bottom_right>, window_left = 1024 : i64}
+  // ONE-NOT: scf.for
+  func.func @one_loop_window(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
+                             %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) {
+    attn.attention %q, %k, %v, %o {causal, causal_align = #attn.causal_align<bottom_right>, scale = 0.125 : f32, window_left = 1024}
+      : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+    return
+  }
+}

@@ -1,4 +1,5 @@
 // RUN: attngen-opt %s -attn-tile=warp-specialize=true -attn-online-softmax -canonicalize -cse -attn-multibuffer -attn-warp-specialize -attn-intra-wg-overlap -canonicalize -cse -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: attngen-opt %s -attn-tile=warp-specialize=true -attn-causal-blocks=peel=false -attn-online-softmax -canonicalize -cse -attn-multibuffer -attn-warp-specialize -attn-intra-wg-overlap -canonicalize -cse -split-input-file | FileCheck %s --check-prefix=WINDOW
 
 // The loop is rotated: a guarded prologue computes S_0 and its softmax;
 // each iteration issues S_j and P_{j-1} V_{j-1} asynchronously, waits for
@@ -32,6 +33,34 @@ module attributes {attn.target = #attn.target<sm_90a>} {
   func.func @overlap(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
                      %v: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>) {
     attn.attention %q, %k, %v, %o {scale = 0.125 : f32}
+      : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>
+    return
+  }
+}
+
+// -----
+
+// A window starts the loop at block lo and numbers fills j - lo: B's value
+// fill is that arithmetic for block j - 1, recomputed in the iteration (and
+// for hi - 1 in the epilogue) rather than carried in a register; the loop
+// carries exactly the acc, max, sum and P.
+module attributes {attn.target = #attn.target<sm_90a>} {
+  // WINDOW-LABEL: func.func @overlap_window
+  // WINDOW: } consumers {
+  // WINDOW:   %[[LO1:.*]] = arith.addi %[[LO:.*]], %c1 : index
+  // WINDOW-NEXT: scf.for %[[J:.*]] = %[[LO1]] to %{{.*}} step %{{.*}} iter_args(%{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}) -> (!attn.regs<128x128xf32, acc>, !attn.regs<128xf32, row>, !attn.regs<128xf32, row>, !attn.regs<128x128xbf16, operand_a>)
+  // WINDOW-NEXT: %[[JM1:.*]] = arith.subi %[[J]], %c1 : index
+  // WINDOW-NEXT: %[[FJ:.*]] = arith.subi %[[J]], %[[LO]] : index
+  // WINDOW:     attn.pipe_wait %[[KP:.*]][%[[FJ]]]
+  // WINDOW:     %[[FJM1:.*]] = arith.subi %[[JM1]], %[[LO]] : index
+  // WINDOW-NEXT: attn.pipe_wait %[[VP:.*]][%[[FJM1]]]
+  // WINDOW:     attn.pipe_release %[[KP]][%[[FJ]]]
+  // WINDOW:     attn.pipe_release %[[VP]][%[[FJM1]]]
+  // WINDOW:   %[[FLAST:.*]] = arith.subi %{{.*}}, %[[LO]] : index
+  // WINDOW-NEXT: attn.pipe_wait %[[VP]][%[[FLAST]]]
+  func.func @overlap_window(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
+                            %v: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>) {
+    attn.attention %q, %k, %v, %o {scale = 0.125 : f32, window_left = 512, window_right = 0}
       : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>
     return
   }

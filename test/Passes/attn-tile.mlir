@@ -2,7 +2,8 @@
 // RUN: attngen-opt %s -attn-tile="block-m=64 block-n=32 num-warps=4" -split-input-file | FileCheck %s --check-prefix=OVERRIDE
 
 // FA2 tiling on sm_80 d128 (128 x 48, 4 warps): a grid over (query block, head, batch), Q copied
-// once, a loop over key/value blocks with V_j and K_{j+1} copies overlapped.
+// once, a loop over key/value blocks with V_j and K_{j+1} copies overlapped. Each copy names
+// its fill (block j is fill j; K_{j+1} fill j + 1), as each wait does.
 module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK-LABEL: func.func @fwd
   // CHECK-SAME: attn.kernel
@@ -13,12 +14,12 @@ module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK: %[[Q:.*]] = attn.alloc_smem : !attn.smem<128x128xbf16, swizzle = 128>
   // CHECK: %[[K:.*]] = attn.alloc_smem : !attn.smem<48x128xbf16, swizzle = 128>
   // CHECK: %[[V:.*]] = attn.alloc_smem : !attn.smem<48x128xbf16, swizzle = 128>
-  // CHECK: attn.copy_async %arg0[%[[B]], %{{.*}}, %[[H]]] -> %[[Q]]
-  // CHECK: attn.copy_async %arg1[%[[B]], %{{.*}}, %{{.*}}] -> %[[K]]
-  // CHECK: attn.wait %[[Q]]
+  // CHECK: attn.copy_async %arg0[%[[B]], %{{.*}}, %[[H]]] -> %[[Q]] fill %[[C0:[^ ]*]] :
+  // CHECK: attn.copy_async %arg1[%[[B]], %[[C0]], %{{.*}}] -> %[[K]] fill %[[C0]] :
+  // CHECK: attn.wait %[[Q]], %[[C0]]
   // CHECK: scf.for %[[J:.*]] = {{.*}} iter_args({{.*}}) -> (!attn.regs<128x128xf32, acc>, !attn.regs<128xf32, row>, !attn.regs<128xf32, row>)
   // CHECK:   attn.wait %[[K]], %[[J]]
-  // CHECK:   attn.copy_async %arg2{{.*}} -> %[[V]]
+  // CHECK:   attn.copy_async %arg2{{.*}} -> %[[V]] fill %[[J]] :
   // CHECK:   %[[S:.*]] = attn.mma %[[Q]], %[[K]] {transpose_b} {{.*}} -> !attn.regs<128x48xf32, acc>
   // CHECK:   %[[SM:.*]] = attn.mask %[[S]]
   // CHECK-NOT: causal
@@ -26,8 +27,9 @@ module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK:   attn.rescale
   // CHECK:   attn.convert {{.*}} -> !attn.regs<128x48xbf16, operand_a>
   // CHECK:   attn.wait %[[V]], %[[J]]
+  // CHECK:   %[[NEXT:.*]] = arith.addi %[[J]], %{{.*}} : index
   // CHECK:   scf.if
-  // CHECK:     attn.copy_async %arg1{{.*}} -> %[[K]]
+  // CHECK:     attn.copy_async %arg1{{.*}} -> %[[K]] fill %[[NEXT]] :
   // CHECK:   attn.mma %{{.*}}, %[[V]], %{{.*}} : !attn.regs<128x48xbf16, operand_a>
   // CHECK: attn.softmax_finalize
   // CHECK: attn.store %{{.*}} -> %arg3[%[[B]], %{{.*}}, %[[H]]]
@@ -98,6 +100,25 @@ module attributes {attn.target = #attn.target<sm_80>} {
                      %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) {
     attn.attention %q, %k, %v, %o {causal, scale = 0.125 : f32, softcap = 30.0 : f32}
       : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+    return
+  }
+}
+
+// -----
+
+// A sliding window: the mask carries it (and the alignment with the query
+// length, bottom-right), the kernel function carries it for the metadata.
+module attributes {attn.target = #attn.target<sm_90a>} {
+  // CHECK-LABEL: func.func @window
+  // CHECK-SAME: attn.causal_align = #attn.causal_align<bottom_right>
+  // CHECK-SAME: attn.window_left = 100 : i64, attn.window_right = 50 : i64
+  // CHECK: %[[NQ:.*]] = memref.dim %arg0, %c1{{(_[0-9]+)?}} : memref<?x?x?x128xbf16>
+  // CHECK: attn.mask %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} q_len %[[NQ]] {causal_align = #attn.causal_align<bottom_right>, window_left = 100 : i64, window_right = 50 : i64}
+  func.func @window(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
+                    %v: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>) {
+    attn.attention %q, %k, %v, %o {causal_align = #attn.causal_align<bottom_right>, scale = 0.0883883 : f32,
+                                   window_left = 100, window_right = 50}
+      : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>
     return
   }
 }
