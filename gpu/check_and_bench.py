@@ -11,10 +11,14 @@ Each kernel is loaded through libattnrt (ctypes on runtime/include/attnrt/attnrt
 and run on torch tensors in the ABI layout [B, N, H, D]:
 
 * correctness: many shapes (ragged, GQA, strided views), fresh random inputs, O and
-  LSE poisoned with NaN beforehand, compared with a float32 reference on the GPU;
+  LSE poisoned with NaN beforehand, compared with a float32 reference on the GPU
+  (causal masks of both alignments, sliding windows, soft caps, read off the metadata);
 * benchmark: the PEERS table shapes (B*N = 16384 tokens, H*D = 2048), ours against
   torch SDPA's FLASH_ATTENTION and CUDNN_ATTENTION backends on the same memory,
-  plus one bf16 GEMM 8192^3 as the compute ceiling.
+  plus one bf16 GEMM 8192^3 as the compute ceiling. A sliding-window kernel counts
+  only its visible FLOPs (4 * D * the keys each row sees), has no SDPA peer, and is
+  set beside the plain kernel of the same target, dtype and head dim at the same
+  shape (the "window cost" table; issue 9's bar: >= 0.9x the plain kernel).
 
 Each kernel runs in its own child process (unless --inprocess), so a kernel that
 faults (which poisons its CUDA context) or hangs is reported and the others still
@@ -28,6 +32,7 @@ import json
 import math
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -241,6 +246,12 @@ RING_SHAPES = [(130, 33), (33, 130), (97, 97), (200, 49), (49, 200), (65, 129), 
 #: rows) see no key at all and must give O = 0, LSE = -inf.
 BOTTOM_RIGHT_SHAPES = [(1, 4097), (17, 1000), (200, 201), (1000, 17), (4097, 128), (129, 1)]
 QUICK_BOTTOM_RIGHT_SHAPES = [(1, 4097), (1000, 17), (129, 1)]
+#: Extra (nq, nk) pairs for sliding-window kernels (either alignment): windows that end
+#: before the keys start or start after they end (rows and whole query blocks that see
+#: nothing, both ways: nq > nk and nq < nk), long rows over many blocks, ragged tails.
+WINDOW_SHAPES = [(1, 4097), (17, 3000), (3000, 17), (2000, 3001), (3001, 2000), (4097, 128),
+                 (129, 1), (1, 1)]
+QUICK_WINDOW_SHAPES = [(1, 4097), (3000, 17), (2000, 3001), (129, 1)]
 
 #: Relative Frobenius error bound of O per dtype.
 REL_TOL = {"bf16": 1e-2, "f16": 3e-3}
@@ -260,13 +271,65 @@ def read_softcap(json_path):
         return float(json.load(f).get("softcap", 0.0))
 
 
-def correctness_cases(quick, bottom_right=False):
+def read_mask(json_path):
+    """The kernel's mask from its metadata JSON (docs/ABI.md): a dict of causal
+    (bool), bottom_right (bool: the diagonal of a causal mask or window is
+    i + nk - nq), window (left, right; -1 unbounded) and softcap (0.0: none).
+    attnrt_kernel_info has no room for the window or the soft cap, and reports
+    the alignment of causal kernels only, so the reference reads the file."""
+    with open(json_path) as f:
+        meta = json.load(f)
+    return {"causal": bool(meta["causal"]),
+            "bottom_right": meta.get("causal_align") == "bottom_right",
+            "window": (int(meta.get("window_left", -1)), int(meta.get("window_right", -1))),
+            "softcap": float(meta.get("softcap", 0.0))}
+
+
+def has_window(mask):
+    return mask["window"][0] >= 0 or mask["window"][1] >= 0
+
+
+def visible(i, j, nq, nk, causal=False, bottom_right=False, window=(-1, -1)):
+    """Whether query row i sees key column j, elementwise over broadcast index arrays
+    (torch or numpy): j in [0, nk), and around the row's diagonal d = i (+ nk - nq
+    bottom-right), j <= d when causal, d - left <= j <= d + right for the window's
+    bounded sides (flash_attn's window_size)."""
+    d = i + (nk - nq if bottom_right else 0)
+    left, right = window
+    seen = (j >= 0) & (j < nk) & (i >= 0) & (i < nq)
+    if causal:
+        seen = seen & (j <= d)
+    if right >= 0:
+        seen = seen & (j <= d + right)
+    if left >= 0:
+        seen = seen & (j >= d - left)
+    return seen
+
+
+def visible_keys(nq, nk, causal=False, bottom_right=False, window=(-1, -1)):
+    """Sum over query rows of the keys each row sees (closed form per row)."""
+    off = nk - nq if bottom_right else 0
+    left, right = window
+    if causal:
+        right = 0  # a causal row sees no key right of its diagonal
+    total = 0
+    for i in range(nq):
+        d = i + off
+        lo = max(0, d - left) if left >= 0 else 0
+        hi = min(nk - 1, d + right) if right >= 0 else nk - 1
+        total += max(0, hi - lo + 1)
+    return total
+
+
+def correctness_cases(quick, bottom_right=False, window=False):
     """(B, H, Hkv, nq, nk, layout, with_lse) tuples; `bottom_right` adds the shapes that
-    test a bottom-right aligned causal diagonal."""
+    test a bottom-right aligned causal diagonal, `window` those of a sliding window."""
     cases = []
     shapes = QUICK_SHAPES if quick else FULL_SHAPES
     if bottom_right:
         shapes = shapes + (QUICK_BOTTOM_RIGHT_SHAPES if quick else BOTTOM_RIGHT_SHAPES)
+    if window:
+        shapes = shapes + (QUICK_WINDOW_SHAPES if quick else WINDOW_SHAPES)
     combos = [(2, 3)] if quick else [(1, 1), (1, 3), (2, 1), (2, 3)]
     for nq, nk in shapes:
         for b, h in combos:
@@ -287,10 +350,12 @@ def correctness_cases(quick, bottom_right=False):
         cases.append((2, 3, 3, 17, 17, "padded", True))
     # LSE = NULL once.
     cases.append((2, 3, 3, 1000, 1000, "contiguous", False))
-    if bottom_right:
+    if bottom_right or window:
         # GQA and a strided view with rows that see no key.
         cases.append((2, 4, 2, 1000, 17, "contiguous", True))
         cases.append((2, 3, 3, 1000, 333, "bhnd", False))
+    if window:
+        cases.append((2, 4, 1, 3001, 2000, "padded", True))
     return cases
 
 
@@ -354,26 +419,30 @@ def make_lse(torch, b, h, n):
     return flat[: b * h * n].view(b, h, n), flat[b * h * n:]
 
 
-def reference(torch, q, k, v, scale, causal, bottom_right=False, softcap=0.0):
-    """float32 attention on the GPU: O (B, Nq, H, D) and LSE (B, H, Nq), natural log.
+def reference(torch, q, k, v, scale, causal, bottom_right=False, softcap=0.0,
+              window=(-1, -1)):
+    """float32 attention on q's device: O (B, Nq, H, D) and LSE (B, H, Nq), natural log.
     The causal mask is top-left (row i sees columns j <= i) or, with `bottom_right`,
-    FlashAttention's j <= i + Nk - Nq; a row that sees no column gets O = 0 and
-    LSE = -inf. With `softcap` c > 0 the scaled scores become c * tanh(s / c) before
-    the mask (LSE of the capped scores)."""
+    FlashAttention's j <= i + Nk - Nq; `window` = (left, right) keeps the columns from
+    left before to right after that diagonal (-1: unbounded side; see `visible`). A row
+    that sees no column gets O = 0 and LSE = -inf. With `softcap` c > 0 the scaled
+    scores become c * tanh(s / c) before the mask (LSE of the capped scores)."""
     b, nq, h, d = q.shape
     nk, hkv = k.shape[1], k.shape[2]
     group = h // hkv
-    out = torch.empty(b, nq, h, d, dtype=torch.float32, device="cuda")
-    lse = torch.empty(b, h, nq, dtype=torch.float32, device="cuda")
+    device = q.device
+    out = torch.empty(b, nq, h, d, dtype=torch.float32, device=device)
+    lse = torch.empty(b, h, nq, dtype=torch.float32, device=device)
     mask = None
-    if causal:
-        mask = torch.ones(nq, nk, dtype=torch.bool, device="cuda").tril(
-            diagonal=nk - nq if bottom_right else 0)
+    if causal or window[0] >= 0 or window[1] >= 0:
+        rows = torch.arange(nq, device=device)[:, None]
+        cols = torch.arange(nk, device=device)[None, :]
+        mask = visible(rows, cols, nq, nk, causal, bottom_right, window)
     heads_per_chunk = max(1, min(h, REF_CHUNK_ELEMS // max(1, nq * nk)))
     for bi in range(b):
         for h0 in range(0, h, heads_per_chunk):
             h1 = min(h, h0 + heads_per_chunk)
-            kv = torch.arange(h0, h1, device="cuda") // group
+            kv = torch.arange(h0, h1, device=device) // group
             qh = q[bi, :, h0:h1].float().permute(1, 0, 2)            # (hc, Nq, D)
             kh = k[bi][:, kv].float().permute(1, 0, 2)               # (hc, Nk, D)
             vh = v[bi][:, kv].float().permute(1, 0, 2)
@@ -433,10 +502,16 @@ def time_ms(torch, fn, warmup, iters):
     return times[len(times) // 2]
 
 
-def attention_tflops(b, h, n, d, causal, ms):
-    flops = 4.0 * b * h * n * n * d
-    if causal:
-        flops /= 2
+def attention_tflops(b, h, n, d, causal, ms, visible_per_head=None):
+    """TFLOPS by the FlashAttention convention, 4 * B * H * N * N * D (halved when
+    causal), or with `visible_per_head` (the keys all rows of one head see) the
+    visible FLOPs 4 * B * H * D * visible_per_head, as for a sliding window."""
+    if visible_per_head is not None:
+        flops = 4.0 * b * h * d * visible_per_head
+    else:
+        flops = 4.0 * b * h * n * n * d
+        if causal:
+            flops /= 2
     return flops / (ms * 1e-3) / 1e12
 
 
@@ -469,14 +544,15 @@ def run_correctness_case(torch, module, name, info, case):
         torch.cuda.synchronize()
         module.forward(q, k, v, o, lse)
         torch.cuda.synchronize()
-        ref_o, ref_lse = reference(torch, q, k, v, info["scale"], bool(info["causal"]),
-                                   info["causal"] == ATTNRT_CAUSAL_BOTTOM_RIGHT,
-                                   info.get("softcap", 0.0))
+        mask = info["mask"]
+        ref_o, ref_lse = reference(torch, q, k, v, info["scale"], mask["causal"],
+                                   mask["bottom_right"], mask["softcap"], mask["window"])
         rel = rel_error(torch, o, ref_o)
         nan_o = int(torch.isnan(o).sum().item())
         guard_ok = bool((o_guard == SENTINEL).all().item())
         result.update(rel=rel, nan_in_o=nan_o, o_guard_intact=guard_ok, rel_tol=REL_TOL[dname])
-        # Rows that see no key (bottom-right causal, nq > nk) must be exactly 0.
+        # Rows that see no key (bottom-right causal with nq > nk, windows outside the
+        # keys) must be exactly 0.
         empty_rows = torch.isinf(ref_lse).permute(0, 2, 1)           # (B, Nq, H)
         empty_rows_zero = bool((o[empty_rows] == 0).all().item())
         result.update(empty_rows=int(empty_rows.sum().item()), empty_rows_zero=empty_rows_zero)
@@ -580,15 +656,26 @@ def run_bench(torch, module, name, info, args):
         SDPBackend = sdpa_kernel = None
     dtype = torch.bfloat16 if info["dtype"] == ATTNRT_DTYPE_BF16 else torch.float16
     d = info["head_dim"]
-    causal = bool(info["causal"])
+    mask = info["mask"]
+    causal = mask["causal"]
+    window = has_window(mask)
     scale = info["scale"]
     stream = torch.cuda.current_stream().cuda_stream
     rows = []
     n_list = [int(x) for x in args.bench_n.split(",")] if args.bench_n else None
+    if window and n_list is None:
+        n_list = [8192]  # issue 9's window rows: N = 8k beside the plain kernel
     for b, h, hkv, n in bench_shapes(d, n_list, args.bench_gqa):
         heads = f"H={h}" if hkv == h else f"H={h}/{hkv}"
+        label = " causal" if causal else ""
+        if window:
+            label += " window=({},{})".format(*mask["window"])
         row = {"B": b, "H": h, "Hkv": hkv, "N": n, "D": d, "causal": causal,
-               "case": f"B={b} {heads} N={n} D={d}{' causal' if causal else ''}"}
+               "window": list(mask["window"]), "case": f"B={b} {heads} N={n} D={d}{label}"}
+        # A window counts the FLOPs of the keys its rows see (per head).
+        seen = (visible_keys(n, n, causal, mask["bottom_right"], mask["window"])
+                if window else None)
+        row["visible_fraction"] = seen / (n * n) if window else (0.5 if causal else 1.0)
         try:
             q = torch.randn(b, n, h, d, dtype=dtype, device="cuda")
             k = torch.randn(b, n, hkv, d, dtype=dtype, device="cuda")
@@ -608,10 +695,13 @@ def run_bench(torch, module, name, info, args):
 
             ms = time_ms(torch, ours, args.warmup, args.iters)
             row["ours_ms"] = ms
-            row["ours_tflops"] = attention_tflops(b, h, n, d, causal, ms)
-            # SDPA takes (B, H, N, D): transposed views of the same memory.
+            row["ours_tflops"] = attention_tflops(b, h, n, d, causal, ms, seen)
+            # SDPA takes (B, H, N, D): transposed views of the same memory. Its flash
+            # and cuDNN backends take no sliding window: no peer for window kernels
+            # (the window cost table sets them beside our plain kernel instead).
             qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-            for label, backend in (("flash", "FLASH_ATTENTION"), ("cudnn", "CUDNN_ATTENTION")):
+            peers = () if window else (("flash", "FLASH_ATTENTION"), ("cudnn", "CUDNN_ATTENTION"))
+            for label, backend in peers:
                 try:
                     if sdpa_kernel is None:
                         raise RuntimeError("torch.nn.attention.sdpa_kernel is unavailable")
@@ -642,11 +732,13 @@ def run_bench(torch, module, name, info, args):
                 except Exception as e:  # noqa: BLE001 -- a backend may refuse
                     row[f"{label}_error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
             parts = [f"ours {row['ours_tflops']:.1f} TFLOPS ({ms:.3f} ms)"]
-            for label in ("flash", "cudnn"):
+            for label in () if window else ("flash", "cudnn"):
                 if f"{label}_tflops" in row:
                     parts.append(f"{label} {row[label + '_tflops']:.1f}")
                 else:
                     parts.append(f"{label} refused ({row.get(label + '_error', '?')[:80]})")
+            if window:
+                parts.append(f"visible FLOPs only ({100 * row['visible_fraction']:.1f}% of N^2)")
             if "crosscheck_rel_vs_flash" in row:
                 parts.append(f"rel vs flash {row['crosscheck_rel_vs_flash']:.2e}")
             log(name, "BENCH " + row["case"] + ": " + ", ".join(parts))
@@ -681,12 +773,16 @@ def run_kernel(args, name, ptx_path, json_path):
                 result["skipped"] = True
             raise
         info = module.info.as_dict()
-        # The soft cap changes nothing at launch, so attnrt_kernel_info lacks it:
-        # the reference takes it from the metadata file.
-        info["softcap"] = read_softcap(json_path)
+        # The soft cap and the window change nothing at launch, so attnrt_kernel_info
+        # lacks them: the reference takes the mask from the metadata file.
+        info["mask"] = read_mask(json_path)
+        info["softcap"] = info["mask"]["softcap"]
         result["info"] = info
+        window = "({},{})".format(*info["mask"]["window"]) if has_window(info["mask"]) else "none"
         log(name, f"loaded: {info['arch']} {'bf16' if info['dtype'] == ATTNRT_DTYPE_BF16 else 'f16'} "
                   f"d={info['head_dim']} causal={CAUSAL_NAMES.get(info['causal'], info['causal'])} "
+                  f"window={window} "
+                  f"align={'bottom-right' if info['mask']['bottom_right'] else 'top-left'} "
                   f"softcap={info['softcap']} block_m={info['block_m']} "
                   f"threads={info['num_threads']} smem={info['smem_bytes']} tma={info['uses_tma']} "
                   f"regs={info['num_regs']} local(spill)={info['local_bytes']}B "
@@ -696,8 +792,8 @@ def run_kernel(args, name, ptx_path, json_path):
             log(name, f"note: metadata scale {info['scale']} != 1/sqrt(D) = {expected_scale}; "
                       "the reference uses the metadata's")
         try:
-            bottom_right = info["causal"] == ATTNRT_CAUSAL_BOTTOM_RIGHT
-            for case in correctness_cases(args.quick, bottom_right):
+            bottom_right = info["mask"]["bottom_right"]
+            for case in correctness_cases(args.quick, bottom_right, has_window(info["mask"])):
                 case_result = run_correctness_case(torch, module, name, info, case)
                 result["cases"].append(case_result)
                 if case_result.get("fatal"):
@@ -814,6 +910,7 @@ def print_tables(results, gemm):
                          fmt(ours / fl, ".2f") if ours and fl else "-",
                          fmt(ours / cu, ".2f") if ours and cu else "-"])
     print_table(header, rows)
+    print_window_costs(results)
     print("\n=== Correctness ===")
     header = ["kernel", "passed", "failed", "worst rel", "worst lse err", "status"]
     rows = []
@@ -835,6 +932,47 @@ def print_tables(results, gemm):
                      fmt(max(rels), ".2e") if rels else "-",
                      fmt(max(lses), ".2e") if lses else "-", status])
     print_table(header, rows)
+
+
+#: The sliding-window part of a kernel name: _window_l<L>_r<R> (each side optional), and
+#: _br when bottom-right aligned.
+WINDOW_NAME = re.compile(r"_window(_l\d+)?(_r\d+)?(_br)?")
+
+
+def window_costs(results):
+    """Rows (kernel, case, window TFLOPS, plain TFLOPS, ratio) pairing each window
+    kernel's bench rows with the plain kernel of the same name less the window
+    (same target, dtype, head dim, schedule) at the same (B, H, N): issue 9's bar is
+    ratio >= 0.9 (a window costs at most 10% per visible FLOP)."""
+    plain = {}
+    for r in results:
+        kernel = r.get("info", {}).get("kernel", "")
+        if kernel and not WINDOW_NAME.search(kernel):
+            for b in r.get("bench", []):
+                plain[(kernel, b["B"], b["H"], b["N"])] = b.get("ours_tflops")
+    rows = []
+    for r in results:
+        kernel = r.get("info", {}).get("kernel", "")
+        if not WINDOW_NAME.search(kernel):
+            continue
+        base = WINDOW_NAME.sub("", kernel)
+        for b in r.get("bench", []):
+            ours, ref = b.get("ours_tflops"), plain.get((base, b["B"], b["H"], b["N"]))
+            rows.append([r["name"], b["case"], ours, base, ref,
+                         ours / ref if ours and ref else None])
+    return rows
+
+
+def print_window_costs(results):
+    rows = window_costs(results)
+    if not rows:
+        return
+    print("\n=== Window cost (visible FLOPs; bar: window/plain >= 0.9) ===")
+    header = ["kernel", "case", "window", "plain kernel", "plain", "window/plain", "bar"]
+    print_table(header, [[k, c, fmt(w), p, fmt(pl) if pl else "(not in this run)",
+                          fmt(x, ".2f") if x else "-",
+                          ("met" if x >= 0.9 else "MISSED") if x else "-"]
+                         for k, c, w, p, pl, x in rows])
 
 
 def print_table(header, rows):

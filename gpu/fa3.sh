@@ -22,7 +22,7 @@ status=0
 start=$SECONDS
 section() { echo "== $1 (t = $((SECONDS - start)) s)"; }
 section "compute-sanitizer (each run under a 180 s timeout: a wrong mbarrier phase hangs)"
-for k in ${SANITIZE-sm90a_bf16_d128 sm90a_bf16_d128_causal sm90a_bf16_d64_causal sm90a_bf16_d256 sm90a_bf16_d128_causal_br}; do
+for k in ${SANITIZE-sm90a_bf16_d128 sm90a_bf16_d128_causal sm90a_bf16_d64_causal sm90a_bf16_d256 sm90a_bf16_d128_causal_br sm90a_bf16_d128_window_l1024_r0_br sm90a_bf16_d64_window_l1024_r1024_br sm90a_bf16_d128_window_l100_r50 sm90a_bf16_d256_window_l1024_r0_br}; do
   for tool in ${TOOLS:-memcheck racecheck synccheck}; do
     if timeout 180 "$SAN" --tool $tool --error-exitcode 9 python3 gpu/sanitize_case.py \
         --lib "$LIB" --ptx .gpu/fa3/$k.ptx --json .gpu/fa3/$k.json > "$OUTDIR/san-$k-$tool.log" 2>&1; then

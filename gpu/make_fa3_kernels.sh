@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Compiles the sm_90a kernels gpu/fa3.sh checks: the default schedule for
-# every head dim (causal top-left and bottom-right and not, soft-capped, bf16;
-# f16 d128) into DIR/fa3, and the d128
-# ablations (each FlashAttention-3 technique switched off) into DIR/ablation.
+# every head dim (causal top-left and bottom-right and not, soft-capped,
+# sliding windows (1024, 0) and (1024, 1024) bottom-right, bf16; f16 d128;
+# windows (100, 50), (0, 0), (-1, 64) f16 and a soft-capped causal window at
+# d128) into DIR/fa3, and the d128 ablations (each FlashAttention-3 technique
+# switched off, also on a window) into DIR/ablation.
 #   bash gpu/make_fa3_kernels.sh [ATTNGEN] [DIR]
 set -euo pipefail
 ATTNGEN=${1:-build/bin/attngen}
@@ -21,8 +23,24 @@ for d in 64 128 256; do
     "$ATTNGEN" --head-dim=$d $causal --persistent \
       -o "$DIR/fa3/sm90a_bf16_d${d}${causal:+_causal}_pers.ptx"
   done
+  for window in 1024,0 1024,1024; do
+    "$ATTNGEN" --head-dim=$d --window=$window --causal-align=bottom-right \
+      -o "$DIR/fa3/sm90a_bf16_d${d}_window_l${window%,*}_r${window#*,}_br.ptx"
+  done
 done
 "$ATTNGEN" --head-dim=128 --dtype=f16 -o "$DIR/fa3/sm90a_f16_d128.ptx"
+"$ATTNGEN" --head-dim=128 --window=100,50 -o "$DIR/fa3/sm90a_bf16_d128_window_l100_r50.ptx"
+"$ATTNGEN" --head-dim=128 --window=0,0 -o "$DIR/fa3/sm90a_bf16_d128_window_l0_r0.ptx"
+"$ATTNGEN" --head-dim=128 --dtype=f16 --window=-1,64 --causal-align=bottom-right \
+  -o "$DIR/fa3/sm90a_f16_d128_window_r64_br.ptx"
+"$ATTNGEN" --head-dim=128 --window=256,0 --softcap=2 --causal-align=bottom-right \
+  -o "$DIR/fa3/sm90a_bf16_d128_window_l256_r0_br_softcap2.ptx"
+for ablation in no-warp-specialize no-intra-wg-overlap stages3; do
+  flag=--$ablation
+  [ $ablation = stages3 ] && flag=--stages=3
+  "$ATTNGEN" --window=1024,0 --causal-align=bottom-right $flag \
+    -o "$DIR/ablation/d128_window_l1024_r0_br_${ablation//-/_}.ptx"
+done
 for causal in "" --causal; do
   c=${causal:+_causal}
   "$ATTNGEN" $causal --no-warp-specialize -o "$DIR/ablation/d128${c}_no_warp_specialize.ptx"

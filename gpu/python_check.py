@@ -10,16 +10,24 @@ shapes and speed against torch SDPA, plus the JIT's compile speed.
   the disk cache) and of a new kernel (compile + load + launch).
 * Correctness: attngen.attention on fresh random inputs (ragged Nq != Nk, GQA,
   strided views, both dtypes, head dims 64/128/256, not causal, causal with the
-  default bottom-right alignment and causal top-left, soft caps that bite) against a
-  float32 reference with the tolerances of gpu/check_and_bench.py; the other head
-  dims of {8, 16, 40, 72, 80, 96, 112, 160, 192, 224} not causal and causal
-  bottom-right. The output is
+  default bottom-right alignment and causal top-left, soft caps that bite, sliding
+  windows (window_size) of both alignments, wider and narrower than a block, with
+  rows that see no key) against a float32 reference with the tolerances of
+  gpu/check_and_bench.py; the other head dims of {8, 16, 40, 72, 80, 96, 112, 160,
+  192, 224} not causal, causal bottom-right and a two-sided window. The output is
   allocated by attngen; the memory it gets was filled with NaN just before (the
-  caching allocator hands the same block back; the script checks it did).
-  SDPA's own error against the same reference is reported beside ours.
+  caching allocator hands the same block back; the script checks it did). SDPA's
+  own error against the same reference is reported beside ours (with the window
+  as a boolean mask).
 * Speed: attngen.attention (host overhead included) against SDPA's flash and
   cuDNN backends on the PEERS shapes (B*N = 16k tokens, H*D = 2048; d96 and
-  d192 with the nearest whole number of heads), bf16.
+  d192 with the nearest whole number of heads), bf16; sliding windows (1024, 0)
+  and (1024, 1024) at N = 8k counting only their visible FLOPs, beside the plain
+  kernel (issue 9's bar: >= 0.9x per visible FLOP).
+* FlexAttention: torch.nn.attention.flex_attention under torch.compile with a
+  sliding-window block mask and with a tanh soft cap (30) score_mod, against
+  attngen.attention on the same tensors: TFLOPS, the ratio (bar: attngen >= 1.5x)
+  and Flex's first-call (compile) time; its output is checked against ours.
 The summary table is printed last. Exit status 0 when every check passed.
 """
 
@@ -167,12 +175,21 @@ def poisoned_call(q, k, v, causal, with_lse, kwargs):
 
 
 #: (causal, the causal_align argument or None for the default, the mask it means,
-#: softcap, factor on q): attngen.attention's default is bottom-right, as
-#: flash_attn_func. The soft caps bite: 2 on unit-size scores, 30 on scores of about
-#: 4x that size (q * 4, exact in bf16/f16).
-VARIANTS = [(False, None, "none", 0.0, 1), (True, None, "bottom-right", 0.0, 1),
-            (True, "top-left", "top-left", 0.0, 1), (True, None, "bottom-right", 2.0, 1),
-            (False, None, "none", 30.0, 4)]
+#: softcap, factor on q, window_size): attngen.attention's default is bottom-right,
+#: as flash_attn_func, for causal masks and windows alike. The soft caps bite: 2 on
+#: unit-size scores, 30 on scores of about 4x that size (q * 4, exact in bf16/f16).
+#: The windows: causal wider than a block (the causal flag and flash_attn's (L, 0)
+#: spelling), two-sided narrower than a block, the diagonal alone (top-left), right
+#: side only, and with a soft cap.
+VARIANTS = [(False, None, "none", 0.0, 1, (-1, -1)), (True, None, "bottom-right", 0.0, 1, (-1, -1)),
+            (True, "top-left", "top-left", 0.0, 1, (-1, -1)),
+            (True, None, "bottom-right", 2.0, 1, (-1, -1)), (False, None, "none", 30.0, 4, (-1, -1)),
+            (True, None, "bottom-right", 0.0, 1, (300, -1)),
+            (False, None, "bottom-right", 0.0, 1, (37, 0)),
+            (False, None, "bottom-right", 0.0, 1, (100, 50)),
+            (False, "top-left", "top-left", 0.0, 1, (0, 0)),
+            (False, None, "bottom-right", 0.0, 1, (-1, 64)),
+            (False, None, "bottom-right", 2.0, 1, (200, 200))]
 
 
 #: Head dims checked with every variant, and the others of the issue's set
@@ -186,10 +203,14 @@ MORE_HEAD_DIMS = (8, 16, 40, 72, 80, 96, 112, 160, 192, 224)
 def correctness(quick):
     results = []
     dtypes = [(torch.bfloat16, "bf16"), (torch.float16, "f16")]
-    plan = [(d, VARIANTS) for d in HEAD_DIMS] + [(d, VARIANTS[:2]) for d in MORE_HEAD_DIMS]
+    # The other head dims: plain, causal bottom-right and the (100, 50) window.
+    window_variant = [v for v in VARIANTS if v[5] == (100, 50)]
+    plan = [(d, VARIANTS) for d in HEAD_DIMS] + [(d, VARIANTS[:2] + window_variant)
+                                                 for d in MORE_HEAD_DIMS]
     for d, variants in plan:
         for dtype, dname in dtypes:
-            for causal, align, mask, softcap, q_factor in variants:
+            for causal, align, mask, softcap, q_factor, window in variants:
+                windowed = window != (-1, -1)
                 shapes = SHAPES[:4] if quick or softcap else SHAPES
                 for i, shape in enumerate(shapes):
                     layout = ("bnhd", "bhnd", "padded")[i % 3]
@@ -201,12 +222,14 @@ def correctness(quick):
                     kwargs = {"causal_align": align} if align else {}
                     if softcap:
                         kwargs["softcap"] = softcap
+                    if windowed:
+                        kwargs["window_size"] = window
                     out, lse, reused = poisoned_call(q, k, v, causal, with_lse, kwargs)
                     torch.cuda.synchronize()
                     scale = 1 / math.sqrt(d)
                     bottom_right = mask == "bottom-right"
                     ref, ref_lse = cb.reference(torch, q, k, v, scale, causal, bottom_right,
-                                                softcap)
+                                                softcap, window)
                     rel = cb.rel_error(torch, out, ref)
                     nan = int(torch.isnan(out).sum().item())
                     # Rows that see no key (bottom-right, Nq > Nk) must be exactly 0.
@@ -219,23 +242,26 @@ def correctness(quick):
                         lse_err = float(err.max().item())
                         ok = ok and bool((err <= bound).all())
                     # SDPA (default backend choice) against the same reference; a
-                    # bottom-right mask is passed as a boolean mask (rows that see no key
-                    # come back NaN from SDPA: counted as 0, as the reference does).
+                    # bottom-right mask or a window is passed as a boolean mask (rows that
+                    # see no key come back NaN from SDPA: counted as 0, as the reference
+                    # does).
                     group = shape[3] // shape[4]
                     nq, nk = shape[1], shape[2]
                     sdpa_mask = None
-                    if bottom_right:
-                        sdpa_mask = torch.ones(nq, nk, dtype=torch.bool, device="cuda").tril(
-                            diagonal=nk - nq)
+                    if bottom_right or windowed:
+                        rows_i = torch.arange(nq, device="cuda")[:, None]
+                        cols_j = torch.arange(nk, device="cuda")[None, :]
+                        sdpa_mask = cb.visible(rows_i, cols_j, nq, nk, causal, bottom_right,
+                                               window)
                     sdpa_rel = None  # SDPA has no soft cap
                     if not softcap:
                         sdpa = F.scaled_dot_product_attention(
                             q.transpose(1, 2), k.repeat_interleave(group, 2).transpose(1, 2),
                             v.repeat_interleave(group, 2).transpose(1, 2), attn_mask=sdpa_mask,
-                            is_causal=causal and not bottom_right).nan_to_num(0.0)
+                            is_causal=causal and sdpa_mask is None).nan_to_num(0.0)
                         sdpa_rel = cb.rel_error(torch, sdpa.transpose(1, 2), ref)
                     row = dict(d=d, dtype=dname, causal=causal, mask=mask, softcap=softcap,
-                               q_factor=q_factor, shape=shape,
+                               q_factor=q_factor, window=list(window), shape=shape,
                                layout=layout, lse=with_lse, rel=rel, sdpa_rel=sdpa_rel,
                                lse_err=lse_err, nan=nan, empty_rows=int(empty.sum().item()),
                                empty_rows_zero=empty_zero, poison_reused=reused, passed=ok)
@@ -259,36 +285,53 @@ def warm_up_gpu(seconds=2.0):
         torch.cuda.synchronize()
 
 
+#: The window speed rows (issue 9): (left, right) at N = 8k, d128 and d64, each beside
+#: the plain kernel of the same shape.
+SPEED_WINDOWS = [(1024, 0), (1024, 1024)]
+
+
 def speed(quick, warmup=10, iters=50):
     rows = []
     warm_up_gpu()
-    # (d, causal, N, softcap): the soft-capped rows sit next to the plain ones of the
-    # same shape (the issue's bar: <= 10% over the plain kernel).
-    cases = [(128, False, 8192, 0.0), (128, True, 8192, 0.0), (128, False, 1024, 0.0),
-             (128, True, 1024, 0.0), (64, False, 8192, 0.0), (256, False, 8192, 0.0),
-             (128, False, 8192, 30.0), (128, True, 8192, 30.0)]
+    # (d, causal, N, softcap, window): the soft-capped and windowed rows sit next to
+    # the plain ones of the same shape (the issue's bar: <= 10% over the plain kernel,
+    # a window per visible FLOP).
+    none = (-1, -1)
+    cases = [(128, False, 8192, 0.0, none), (128, True, 8192, 0.0, none),
+             (128, False, 1024, 0.0, none), (128, True, 1024, 0.0, none),
+             (64, False, 8192, 0.0, none), (256, False, 8192, 0.0, none),
+             (128, False, 8192, 30.0, none), (128, True, 8192, 30.0, none)]
+    cases += [(d, False, 8192, 0.0, w) for d in (128, 64) for w in SPEED_WINDOWS]
     # The first-class head dims between the powers of two (issue 9 item 4).
-    cases += [(96, False, 8192, 0.0), (96, False, 1024, 0.0), (192, False, 8192, 0.0),
-              (192, False, 1024, 0.0)]
+    cases += [(96, False, 8192, 0.0, none), (96, False, 1024, 0.0, none),
+              (192, False, 8192, 0.0, none), (192, False, 1024, 0.0, none)]
     if not quick:
-        cases += [(128, False, 4096, 0.0), (64, True, 8192, 0.0), (256, True, 8192, 0.0),
-                  (96, True, 8192, 0.0), (192, True, 8192, 0.0)]
-    for d, causal, n, softcap in cases:
+        cases += [(128, False, 4096, 0.0, none), (64, True, 8192, 0.0, none),
+                  (256, True, 8192, 0.0, none), (96, True, 8192, 0.0, none),
+                  (192, True, 8192, 0.0, none)]
+    for d, causal, n, softcap, window in cases:
         h = cb.bench_heads(d)
         b = max(1, 16384 // n)
+        windowed = window != none
         torch.manual_seed(7)
         q, k, v = (torch.randn(b, n, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-        row = dict(d=d, causal=causal, n=n, b=b, h=h, softcap=softcap)
+        row = dict(d=d, causal=causal, n=n, b=b, h=h, softcap=softcap, window=list(window))
 
         def ours():
-            return attngen.attention(q, k, v, causal=causal, softcap=softcap)
+            return attngen.attention(q, k, v, causal=causal, softcap=softcap,
+                                     window_size=window)
 
         ours()
         row["ours_ms"] = cb.time_ms(torch, ours, warmup, iters)
-        row["ours_tflops"] = cb.attention_tflops(b, h, n, d, causal, row["ours_ms"])
+        # A window counts the FLOPs of the keys its rows see (bottom-right, the
+        # default; Nq = Nk, so top-left is the same).
+        seen = cb.visible_keys(n, n, causal, True, window) if windowed else None
+        row["ours_tflops"] = cb.attention_tflops(b, h, n, d, causal, row["ours_ms"], seen)
         qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-        for label, backend in (("flash", SDPBackend.FLASH_ATTENTION),
-                               ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+        # SDPA's flash and cuDNN backends take no window: plain peers only.
+        peers = () if windowed else (("flash", SDPBackend.FLASH_ATTENTION),
+                                     ("cudnn", SDPBackend.CUDNN_ATTENTION))
+        for label, backend in peers:
             def peer():
                 with sdpa_kernel(backend):
                     return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
@@ -299,17 +342,157 @@ def speed(quick, warmup=10, iters=50):
                                                              row[f"{label}_ms"])
             except RuntimeError as e:
                 row[f"{label}_error"] = str(e).splitlines()[0][:200]
-        # Same answer as flash at bench size (both low precision).
-        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-            ref = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal).transpose(1, 2)
-        # (SDPA has no soft cap: its answer is not ours then.)
-        row["rel_vs_flash"] = cb.rel_error(torch, ours(), ref) if not softcap else float("nan")
+        # Same answer as flash at bench size (both low precision); SDPA has no soft
+        # cap and its flash backend no window: not checked then.
+        row["rel_vs_flash"] = float("nan")
+        if not softcap and not windowed:
+            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                ref = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+            row["rel_vs_flash"] = cb.rel_error(torch, ours(), ref.transpose(1, 2))
+            del ref
         rows.append(row)
-        print(f"  d{d} {'causal ' if causal else ''}{f'softcap={softcap:g} ' if softcap else ''}"
-              f"N={n}: ours {row['ours_tflops']:.1f}, "
-              f"flash {row.get('flash_tflops', float('nan')):.1f}, "
-              f"cudnn {row.get('cudnn_tflops', float('nan')):.1f} TFLOPS", flush=True)
-        del q, k, v, qt, kt, vt, ref
+        print(f"  {speed_label(row)}: ours {row['ours_tflops']:.1f}"
+              + (" (visible FLOPs)" if windowed else
+                 f", flash {row.get('flash_tflops', float('nan')):.1f}, "
+                 f"cudnn {row.get('cudnn_tflops', float('nan')):.1f}") + " TFLOPS", flush=True)
+        del q, k, v, qt, kt, vt
+    return rows
+
+
+def speed_label(r):
+    window = r.get("window", [-1, -1])
+    return (f"d{r['d']} {'causal ' if r['causal'] else ''}"
+            f"{'sc ' if r.get('softcap') else ''}"
+            f"{'w({},{}) '.format(*window) if window != [-1, -1] else ''}N={r['n']}")
+
+
+def window_costs(bench):
+    """(label, window TFLOPS, plain TFLOPS, ratio) for each window row beside the
+    plain row of the same d and N (issue 9's bar: ratio >= 0.9)."""
+    plain = {(r["d"], r["n"]): r["ours_tflops"] for r in bench
+             if not r["causal"] and not r.get("softcap") and r.get("window") == [-1, -1]}
+    out = []
+    for r in bench:
+        if r.get("window", [-1, -1]) != [-1, -1]:
+            base = plain.get((r["d"], r["n"]))
+            out.append((speed_label(r), r["ours_tflops"], base,
+                        r["ours_tflops"] / base if base else None))
+    return out
+
+
+#: FlexAttention cases: (label, d, window, softcap, causal). Sliding windows as block
+#: masks, the soft cap as a score_mod; the same shapes as the speed rows.
+FLEX_CASES = [("window (1024, 0)", 128, (1024, 0), 0.0, False),
+              ("window (1024, 1024)", 128, (1024, 1024), 0.0, False),
+              ("softcap 30", 128, (-1, -1), 30.0, False),
+              ("softcap 30 causal", 128, (-1, -1), 30.0, True),
+              ("window (1024, 0)", 64, (1024, 0), 0.0, False),
+              ("softcap 30 causal", 64, (-1, -1), 30.0, True)]
+
+
+def load_flex():
+    """flex_attention and create_block_mask, or None and the reason (the API is
+    torch >= 2.5's torch.nn.attention.flex_attention)."""
+    try:
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+        return (flex_attention, create_block_mask), None
+    except Exception as e:  # noqa: BLE001 -- any import problem is reported
+        return None, (f"torch {torch.__version__} has no usable "
+                      f"torch.nn.attention.flex_attention ({type(e).__name__}: {e})")
+
+
+def flex_masks(window, causal, n):
+    """FlexAttention's mask_mod for a sliding window (q_idx - left <= kv_idx <=
+    q_idx + right, Nq = Nk) and / or a causal mask; None when there is neither."""
+    left, right = window
+    if left < 0 and right < 0 and not causal:
+        return None
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        seen = kv_idx >= 0  # a tensor of the right shape and dtype
+        if causal:
+            seen = seen & (kv_idx <= q_idx)
+        if left >= 0:
+            seen = seen & (kv_idx >= q_idx - left)
+        if right >= 0:
+            seen = seen & (kv_idx <= q_idx + right)
+        return seen
+    return mask_mod
+
+
+def flex_comparison(warmup=10, iters=50):
+    """attngen.attention against torch.compile(flex_attention) on the speed rows'
+    shapes (bf16, B*N = 16k, H*D = 2048, N = 8k); returns rows and a note."""
+    loaded, why = load_flex()
+    if loaded is None:
+        print(f"  FlexAttention not compared: {why}", flush=True)
+        return [], why
+    flex_attention, create_block_mask = loaded
+    try:
+        flex = torch.compile(flex_attention, dynamic=False)
+    except Exception as e:  # noqa: BLE001
+        why = f"torch.compile(flex_attention) failed: {type(e).__name__}: {e}"
+        print(f"  FlexAttention not compared: {why}", flush=True)
+        return [], why
+    rows = []
+    n = 8192
+    for label, d, window, softcap, causal in FLEX_CASES:
+        h = 2048 // d
+        b = max(1, 16384 // n)
+        row = dict(case=f"d{d} {label} N={n}", d=d, n=n, b=b, h=h, window=list(window),
+                   softcap=softcap, causal=causal)
+        try:
+            torch.manual_seed(11)
+            q, k, v = (torch.randn(b, n, h, d, device="cuda", dtype=torch.bfloat16)
+                       for _ in range(3))
+            qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+            mask_mod = flex_masks(window, causal, n)
+            block_mask = (create_block_mask(mask_mod, None, None, n, n, device="cuda")
+                          if mask_mod else None)
+            cap = softcap
+
+            def score_mod(score, b_, h_, q_idx, kv_idx):
+                return cap * torch.tanh(score / cap)
+
+            kwargs = {"block_mask": block_mask}
+            if softcap:
+                kwargs["score_mod"] = score_mod
+
+            def flex_call():
+                return flex(qt, kt, vt, **kwargs)
+
+            t0 = time.perf_counter()
+            flex_out = flex_call()
+            torch.cuda.synchronize()
+            row["flex_first_call_s"] = time.perf_counter() - t0
+
+            def ours():
+                return attngen.attention(q, k, v, causal=causal, softcap=softcap,
+                                         window_size=window)
+
+            ours_out = ours()
+            torch.cuda.synchronize()
+            # Both compute the same: bottom-right = top-left at Nq = Nk.
+            row["rel_ours_vs_flex"] = cb.rel_error(torch, ours_out, flex_out.transpose(1, 2))
+            windowed = window != (-1, -1)
+            seen = cb.visible_keys(n, n, causal, True, window) if windowed else None
+            row["flex_ms"] = cb.time_ms(torch, flex_call, warmup, iters)
+            row["ours_ms"] = cb.time_ms(torch, ours, warmup, iters)
+            row["flex_tflops"] = cb.attention_tflops(b, h, n, d, causal, row["flex_ms"], seen)
+            row["ours_tflops"] = cb.attention_tflops(b, h, n, d, causal, row["ours_ms"], seen)
+            row["ratio"] = row["ours_tflops"] / row["flex_tflops"]
+            print(f"  {row['case']}: attngen {row['ours_tflops']:.1f}, flex "
+                  f"{row['flex_tflops']:.1f} TFLOPS ({row['ratio']:.2f}x; bar 1.5x), flex "
+                  f"first call {row['flex_first_call_s']:.2f} s, rel attngen vs flex "
+                  f"{row['rel_ours_vs_flex']:.2e}", flush=True)
+            del q, k, v, qt, kt, vt, flex_out, ours_out
+        except Exception as e:  # noqa: BLE001 -- an API difference is reported, not fatal
+            row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+            print(f"  {row['case']}: FlexAttention failed ({row['error']}); check the "
+                  f"flex_attention API of torch {torch.__version__}", flush=True)
+        rows.append(row)
+        torch.cuda.empty_cache()
+    return rows, None
     return rows
 
 
@@ -328,11 +511,16 @@ def main():
     checks = correctness(args.quick)
     print("== speed (bf16, attngen.attention vs SDPA)")
     bench = speed(args.quick)
+    print("== FlexAttention (torch.compile) vs attngen.attention, bf16, N = 8k")
+    flex_rows, flex_note = flex_comparison()
     stats = attngen.stats()
-    ok = all(r["passed"] for r in checks)
+    # Flex and we must compute the same (bf16 both: twice the bf16 tolerance).
+    flex_ok = all(r.get("rel_ours_vs_flex", 0.0) < 2 * cb.REL_TOL["bf16"] for r in flex_rows)
+    ok = all(r["passed"] for r in checks) and flex_ok
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"compile": compile_rows, "checks": checks, "bench": bench,
+                       "flex": flex_rows, "flex_note": flex_note,
                        "stats": stats, "passed": ok,
                        "tolerances": {"rel": cb.REL_TOL, "lse": cb.LSE_TOL}}, f, indent=1)
 
@@ -347,12 +535,25 @@ def main():
     print(f"{'case':<22} {'ours':>7} {'flash':>7} {'cudnn':>7} {'ours/flash':>10} "
           f"{'ours/cudnn':>10} {'rel vs flash':>12}")
     for r in bench:
-        case = (f"d{r['d']} {'causal ' if r['causal'] else ''}"
-                f"{'sc ' if r.get('softcap') else ''}N={r['n']}")
+        case = speed_label(r)
         fl, cu = r.get("flash_tflops"), r.get("cudnn_tflops")
         print(f"{case:<22} {r['ours_tflops']:7.1f} {fl or float('nan'):7.1f} "
               f"{cu or float('nan'):7.1f} {r['ours_tflops'] / fl if fl else float('nan'):9.2f}x "
               f"{r['ours_tflops'] / cu if cu else float('nan'):9.2f}x {r['rel_vs_flash']:12.2e}")
+    print("window cost (visible FLOPs; bar: window/plain >= 0.9):")
+    for label, w, base, ratio in window_costs(bench):
+        print(f"  {label:<24} {w:7.1f} vs plain {base or float('nan'):7.1f}: "
+              + (f"{ratio:.2f}x ({'met' if ratio >= 0.9 else 'MISSED'})" if ratio else "-"))
+    if flex_note:
+        print(f"FlexAttention: not compared ({flex_note})")
+    for r in flex_rows:
+        if "error" in r:
+            print(f"  flex {r['case']}: {r['error']}")
+        else:
+            print(f"  flex {r['case']:<28} attngen {r['ours_tflops']:7.1f} flex "
+                  f"{r['flex_tflops']:7.1f}: {r['ratio']:.2f}x "
+                  f"({'met' if r['ratio'] >= 1.5 else 'MISSED'} 1.5x), flex first call "
+                  f"{r['flex_first_call_s']:.2f} s, rel {r['rel_ours_vs_flex']:.2e}")
     return 0 if ok else 1
 
 

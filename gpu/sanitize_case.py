@@ -51,9 +51,9 @@ def main():
         if status != cb.ATTNRT_OK:
             raise rt.error(status)
         torch.cuda.synchronize()
-        ref, ref_lse = cb.reference(torch, q, k, v, info["scale"], bool(info["causal"]),
-                                    info["causal"] == cb.ATTNRT_CAUSAL_BOTTOM_RIGHT,
-                                    cb.read_softcap(args.json))
+        mask = cb.read_mask(args.json)
+        ref, ref_lse = cb.reference(torch, q, k, v, info["scale"], mask["causal"],
+                                    mask["bottom_right"], mask["softcap"], mask["window"])
         err = ((o.float() - ref).abs().max() / ref.abs().max().clamp_min(1e-6)).item()
         good = math.isfinite(err) and err < 2e-2
         ok &= good

@@ -19,10 +19,11 @@ except ImportError:
     HAVE_GPU = False
 
 
-def reference(q, k, v, causal, scale, bottom_right=False, softcap=0.0):
+def reference(q, k, v, causal, scale, bottom_right=False, softcap=0.0, window=(-1, -1)):
     """float32 attention and natural-log LSE; the causal mask is top-left
-    (j <= i) or, with `bottom_right`, j <= i + Nk - Nq (rows that see no key:
-    out 0, LSE -inf)."""
+    (j <= i) or, with `bottom_right`, j <= i + Nk - Nq; `window` = (left, right)
+    keeps keys from left before to right after that diagonal (-1: unbounded;
+    rows that see no key: out 0, LSE -inf)."""
     b, nq, h, d = q.shape
     group = h // k.shape[2]
     qf = q.float().transpose(1, 2)
@@ -31,11 +32,18 @@ def reference(q, k, v, causal, scale, bottom_right=False, softcap=0.0):
     s = torch.matmul(qf, kf.transpose(-1, -2)) * scale
     if softcap:
         s = softcap * torch.tanh(s / softcap)
+    nk = k.shape[1]
+    rows = torch.arange(nq, device=q.device)[:, None]
+    cols = torch.arange(nk, device=q.device)[None, :]
+    diag = rows + (nk - nq if bottom_right else 0)
+    mask = torch.ones(nq, nk, dtype=torch.bool, device=q.device)
     if causal:
-        nk = k.shape[1]
-        mask = torch.ones(nq, nk, dtype=torch.bool, device=q.device).tril(
-            diagonal=nk - nq if bottom_right else 0)
-        s = s.masked_fill(~mask, float("-inf"))
+        mask &= cols <= diag
+    if window[1] >= 0:
+        mask &= cols <= diag + window[1]
+    if window[0] >= 0:
+        mask &= cols >= diag - window[0]
+    s = s.masked_fill(~mask, float("-inf"))
     lse = torch.logsumexp(s, dim=-1)
     finite = torch.where(torch.isinf(lse), 0.0, lse)
     out = torch.matmul(torch.exp(s - finite[..., None]), vf).transpose(1, 2)
@@ -133,6 +141,55 @@ class AttentionTest(unittest.TestCase):
                     self.assertGreater(rel(plain, ref), 5e-2)  # the cap changed the answer
                     self.assertLess((lse - ref_lse).abs().max().item(), 2e-2)
 
+    def test_window(self):
+        # window_size as flash_attn's, bottom-right by default like causal:
+        # a causal window (the flag or flash_attn's (L, 0)), two-sided, one
+        # side; Nq != Nk both ways, windows wider and narrower than a block.
+        torch.manual_seed(5)
+        cases = [((256, -1), True, {}), ((256, 0), False, {}), ((100, 50), False, {}),
+                 ((0, 0), False, {"causal_align": "top-left"}), ((-1, 64), False, {}),
+                 ((1000, 1000), False, {"causal_align": "top-left"})]
+        for window, causal, align in cases:
+            bottom_right = align.get("causal_align", "bottom-right") == "bottom-right"
+            for nq, nk in ((333, 1000), (1000, 333)):
+                with self.subTest(window=window, causal=causal, align=align, nq=nq, nk=nk):
+                    q, k, v = self.tensors(b=2, nq=nq, nk=nk, h=4, hkv=2, d=128)
+                    out, lse = attngen.attention(q, k, v, causal=causal, window_size=window,
+                                                 return_lse=True, **align)
+                    ref, ref_lse = reference(q, k, v, causal, 1 / math.sqrt(128),
+                                             bottom_right, window=window)
+                    self.assertLess(rel(out, ref), 1e-2)
+                    empty = torch.isinf(ref_lse)
+                    self.assertTrue(bool((lse[empty] == float("-inf")).all()))
+                    self.assertTrue(bool((out.transpose(1, 2)[empty] == 0).all()))
+                    self.assertLess((lse[~empty] - ref_lse[~empty]).abs().max().item(), 2e-2)
+
+    def test_window_rows_that_see_no_key(self):
+        # A window that ends before the keys begin or starts after they end:
+        # those rows (whole query blocks of them) give out 0 and LSE -inf.
+        torch.manual_seed(6)
+        for d in (64, 128, 256):
+            for window, align, empty_rows in (((-1, 0), "bottom-right", slice(0, 923)),
+                                              ((10, 0), "top-left", slice(87, 1000))):
+                with self.subTest(d=d, window=window):
+                    q, k, v = self.tensors(b=1, nq=1000, nk=77, h=2, hkv=1, d=d)
+                    out, lse = attngen.attention(q, k, v, window_size=window,
+                                                 causal_align=align, return_lse=True)
+                    ref, ref_lse = reference(q, k, v, False, 1 / math.sqrt(d),
+                                             align == "bottom-right", window=window)
+                    self.assertTrue(torch.equal(out[:, empty_rows],
+                                                torch.zeros_like(out[:, empty_rows])))
+                    self.assertTrue(bool((lse[..., empty_rows] == float("-inf")).all()))
+                    self.assertLess(rel(out, ref), 1e-2)
+
+    def test_window_under_torch_compile(self):
+        torch.manual_seed(7)
+        q, k, v = self.tensors(b=2, nq=700, nk=900, h=4, hkv=2, d=64)
+        compiled = torch.compile(
+            lambda q, k, v: attngen.attention(q, k, v, window_size=(128, 32)), fullgraph=True)
+        self.assertTrue(torch.equal(compiled(q, k, v),
+                                    attngen.attention(q, k, v, window_size=(128, 32))))
+
     def test_strided_inputs_and_scale(self):
         torch.manual_seed(1)
         big = torch.randn(1, 4, 97, 64, device="cuda", dtype=torch.float16)
@@ -162,6 +219,9 @@ class AttentionTest(unittest.TestCase):
             ((q, k, v), {"causal": True, "causal_align": "bottom_right"},
              "use 'top-left'"),
             ((q, k, v), {"softcap": -1.0}, "softcap -1 must be positive and finite"),
+            ((q, k, v), {"window_size": (-3, 0)}, "window left = -3 is out of range"),
+            ((q, k, v), {"causal": True, "window_size": (64, 8)},
+             "window right = 8 with a causal mask"),
         ]
         for args, kwargs, needle in cases:
             with self.subTest(needle=needle):
@@ -174,6 +234,8 @@ class AttentionTest(unittest.TestCase):
             attngen.attention(q, k, v, causal=True, causal_align=None)
         with self.assertRaises(TypeError):
             attngen.attention(q, k, v, softcap="30")
+        with self.assertRaises(TypeError):
+            attngen.attention(q, k, v, window_size=64)
         # A misaligned pointer passes the Python checks; the runtime names it.
         flat = torch.randn(1 * 100 * 2 * 64 + 8, device="cuda", dtype=torch.bfloat16)
         odd = flat[4:4 + q.numel()].view(q.shape)
@@ -272,7 +334,7 @@ class AttentionTest(unittest.TestCase):
     def test_custom_op_opcheck(self):
         q, k, v = self.tensors(d=128)
         torch.library.opcheck(torch.ops.attngen.attention.default,
-                              (q, k, v, True, 0.0, True, "bottom-right", 30.0),
+                              (q, k, v, True, 0.0, True, "bottom-right", 30.0, 256, -1),
                               test_utils=("test_schema", "test_faketensor"))
 
 

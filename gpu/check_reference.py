@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Checks the GPU scripts' pure-Python parts on the CPU, against brute force:
+the visibility rule (`check_and_bench.visible`: causal masks of both alignments,
+sliding windows), the visible-key count the window TFLOPS use, the float32
+reference (O = 0 and LSE = -inf on rows that see no key) and, where
+torch.nn.attention.flex_attention exists, that python_check.py's block masks
+and soft-cap score_mod compute what attngen computes.
+
+    python3 gpu/check_reference.py        # needs torch (the CPU build is enough)
+
+Exit status 0 when every check passed; 2 without torch.
+"""
+
+import itertools
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_and_bench as cb  # noqa: E402
+
+#: The masks: (causal, bottom_right, (left, right)), every kind the kernels have.
+MASKS = [(False, False, (-1, -1)), (True, False, (-1, -1)), (True, True, (-1, -1)),
+         (True, True, (3, -1)), (False, True, (3, 0)), (False, False, (2, 1)),
+         (False, True, (0, 0)), (False, True, (-1, 2)), (False, False, (4, -1)),
+         (True, False, (0, 0)), (False, True, (7, 7))]
+#: Lengths with Nq != Nk both ways, so that some rows see no key.
+LENGTHS = [(1, 1), (1, 9), (9, 1), (5, 12), (12, 5), (8, 8)]
+
+failures = 0
+
+
+def check(ok, what):
+    global failures
+    if not ok:
+        failures += 1
+        print(f"FAIL {what}", flush=True)
+
+
+def brute_visible(i, j, nq, nk, causal, bottom_right, window):
+    """The rule from docs/ABI.md, one pair at a time."""
+    d = i + (nk - nq if bottom_right else 0)
+    left, right = window
+    return (0 <= j < nk and (not causal or j <= d) and (right < 0 or j <= d + right)
+            and (left < 0 or j >= d - left))
+
+
+def brute_reference(q, k, v, scale, causal, bottom_right, softcap, window):
+    """O and LSE in float64 Python, one query row at a time (B = 1, one head)."""
+    nq, nk, d = len(q), len(k), len(q[0])
+    out, lse = [], []
+    for i in range(nq):
+        scores = []
+        for j in range(nk):
+            if brute_visible(i, j, nq, nk, causal, bottom_right, window):
+                s = scale * sum(q[i][t] * k[j][t] for t in range(d))
+                if softcap:
+                    s = softcap * math.tanh(s / softcap)
+                scores.append((j, s))
+        if not scores:
+            out.append([0.0] * d)
+            lse.append(-math.inf)
+            continue
+        m = max(s for _, s in scores)
+        total = sum(math.exp(s - m) for _, s in scores)
+        out.append([sum(math.exp(s - m) * v[j][t] for j, s in scores) / total
+                    for t in range(d)])
+        lse.append(m + math.log(total))
+    return out, lse
+
+
+def test_visible(torch):
+    for (nq, nk), (causal, br, window) in itertools.product(LENGTHS, MASKS):
+        rows = torch.arange(nq)[:, None]
+        cols = torch.arange(nk)[None, :]
+        mask = cb.visible(rows, cols, nq, nk, causal, br, window)
+        want = [[brute_visible(i, j, nq, nk, causal, br, window) for j in range(nk)]
+                for i in range(nq)]
+        check(mask.tolist() == want, f"visible nq={nq} nk={nk} causal={causal} br={br} "
+                                     f"window={window}")
+        check(cb.visible_keys(nq, nk, causal, br, window) == sum(map(sum, want)),
+              f"visible_keys nq={nq} nk={nk} causal={causal} br={br} window={window}")
+    # The speed rows' counts: N = 8k, (1024, 0) and (1024, 1024).
+    n = 8192
+    check(cb.visible_keys(n, n, False, True, (1024, 0)) == sum(min(i, 1024) + 1 for i in range(n)),
+          "visible_keys of the (1024, 0) speed row")
+    check(cb.visible_keys(n, n, False, True, (1024, 1024))
+          == sum(min(n - 1, i + 1024) - max(0, i - 1024) + 1 for i in range(n)),
+          "visible_keys of the (1024, 1024) speed row")
+    check(cb.visible_keys(n, n, True, False, (-1, -1)) == n * (n + 1) // 2,
+          "visible_keys of a causal square")
+
+
+def test_reference(torch):
+    torch.manual_seed(0)
+    for (nq, nk), (causal, br, window), softcap in itertools.product(
+            LENGTHS, MASKS, (0.0, 2.0)):
+        d = 4
+        q = torch.randn(1, nq, 1, d, dtype=torch.float32)
+        k = torch.randn(1, nk, 1, d, dtype=torch.float32)
+        v = torch.randn(1, nk, 1, d, dtype=torch.float32)
+        scale = 0.7
+        out, lse = cb.reference(torch, q, k, v, scale, causal, br, softcap, window)
+        want_o, want_lse = brute_reference(q[0, :, 0].tolist(), k[0, :, 0].tolist(),
+                                           v[0, :, 0].tolist(), scale, causal, br, softcap,
+                                           window)
+        label = f"reference nq={nq} nk={nk} causal={causal} br={br} window={window} cap={softcap}"
+        got_o = out[0, :, 0].tolist()
+        got_lse = lse[0, 0].tolist()
+        for i in range(nq):
+            if math.isinf(want_lse[i]):
+                check(got_lse[i] == -math.inf and all(x == 0 for x in got_o[i]),
+                      f"{label}: row {i} sees no key, want O = 0, LSE = -inf; got "
+                      f"{got_o[i]}, {got_lse[i]}")
+            else:
+                check(abs(got_lse[i] - want_lse[i]) < 1e-4
+                      and all(abs(a - b) < 1e-4 for a, b in zip(got_o[i], want_o[i])),
+                      f"{label}: row {i}")
+        # The check's rule for such rows (lse_error): -inf must be matched exactly.
+        err, bound = cb.lse_error(torch, lse, lse)
+        check(bool((err <= bound).all()), f"{label}: lse_error accepts the reference itself")
+
+
+def test_flex(torch):
+    try:
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    except Exception as e:  # noqa: BLE001
+        print(f"skip flex: {type(e).__name__}: {e}")
+        return
+    sys.argv = sys.argv[:1]
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "python_check_masks", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                           "python_check.py"))
+    source = open(spec.origin).read()
+    # Only the mask helper: python_check.py imports attngen and needs a GPU.
+    start = source.index("def flex_masks(")
+    end = source.index("\ndef flex_comparison(")
+    namespace = {}
+    exec(compile(source[start:end], spec.origin, "exec"), namespace)  # noqa: S102
+    flex_masks = namespace["flex_masks"]
+    torch.manual_seed(1)
+    n, d, h = 256, 16, 2
+    for window, causal, softcap in (((40, 0), False, 0.0), ((40, 40), False, 0.0),
+                                    ((-1, -1), True, 30.0), ((-1, -1), False, 30.0),
+                                    ((130, 0), False, 0.0)):
+        q, k, v = (torch.randn(1, h, n, d) for _ in range(3))
+        mask_mod = flex_masks(window, causal, n)
+        kwargs = {}
+        if mask_mod is not None:
+            kwargs["block_mask"] = create_block_mask(mask_mod, None, None, n, n, device="cpu")
+        if softcap:
+            kwargs["score_mod"] = lambda s, b, hh, qi, ki: softcap * torch.tanh(s / softcap)
+        got = flex_attention(q, k, v, **kwargs)
+        ref, _ = cb.reference(torch, q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                              1 / math.sqrt(d), causal, True, softcap, window)
+        rel = cb.rel_error(torch, got.transpose(1, 2), ref)
+        check(rel < 1e-4, f"flex window={window} causal={causal} softcap={softcap}: rel {rel:.2e}")
+
+
+def main():
+    try:
+        import torch
+    except ImportError:
+        print("check_reference.py needs torch (pip install torch; the CPU build will do)")
+        return 2
+    test_visible(torch)
+    test_reference(torch)
+    test_flex(torch)
+    print(f"check_reference: {'all passed' if failures == 0 else f'{failures} FAILED'}")
+    return 0 if failures == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
