@@ -17,8 +17,11 @@ def AttnTile : Pass<"attn-tile", "ModuleOp"> {
 
     A soft-capped attention (`softcap = c`) gets `attn.softcap` (tanh of the
     scores times scale / c) between `S = Q K^T` and the mask, and `c` as the
-    scale of `attn.online_softmax` and `attn.softmax_finalize`; a bottom-right
-    causal one passes the query length to `attn.mask`.
+    scale of `attn.online_softmax` and `attn.softmax_finalize`; a causal mask
+    or a sliding window goes to `attn.mask` (with the query length when
+    bottom-right aligned). Every copy and wait names its fill: block j is
+    fill j (attn-causal-blocks renumbers them when it moves the loop's
+    start).
 
     Tile sizes come from head dim, causal flag and the module's
     `#attn.target` (sm_80: 128 query rows, 4 warps, key blocks of 64 for
@@ -81,43 +84,62 @@ def AttnTile : Pass<"attn-tile", "ModuleOp"> {
 }
 
 def AttnCausalBlocks : Pass<"attn-causal-blocks", "ModuleOp"> {
-  let summary = "Skip key/value blocks that are fully masked and mask only the blocks that need it";
+  let summary = "Skip key/value blocks no row sees (causal, sliding window) and mask only the blocks that need it";
   let description = [{
     `attn-tile` masks every block. This pass classifies the key/value blocks
-    of a query block: with `causal`, blocks entirely above the diagonal are
-    dropped by lowering the loop's upper bound (about half the work of a
-    causal square problem); blocks entirely visible (below the diagonal and
-    before the end of the keys) move to a first loop without `attn.mask`; only
-    the diagonal block(s) and a ragged last block stay in a second, masked
-    loop. Leaving the pass out keeps the correct, fully masked loop (ablation).
+    of a query block: blocks no row of it sees are never visited (the loop's
+    bounds move in: with `causal`, about half the work of a causal square
+    problem; with a sliding window, all but about (window + block_m) /
+    block_n blocks per query block); blocks entirely visible to every row
+    (inside the band and before the end of the keys) run without
+    `attn.mask`; only the edge blocks keep the mask: those a window's left
+    edge, the causal diagonal or a window's right edge, or the ragged key
+    tail cuts. Leaving the pass out keeps the correct, fully masked loop
+    (ablation). One pass for the causal diagonal and both window edges,
+    because they bound the same loop and a causal window has both.
 
-    The diagonal of the query block's first row is at column `diag = row`
-    (top-left) or `diag = row + kv_len - q_len` (a bottom-right mask, the
-    mask's `q_len` operand); both bounds follow it:
-    `hi = min(blocks, (diag + block_m - 1) / block_n + 1)` and
-    `full = min(kv_len / block_n, (diag + 1) / block_n, hi)`. The bottom-right
-    offset is a runtime value and may be negative (Nq > Nk): both numerators
-    are then clamped at 0 (signed max), so a query block whose rows see no key
-    still runs one fully masked block (its rows end with O = 0, LSE = -inf)
-    and the unmasked loop is empty; an offset past Nk is cut by `kv_len`.
+    The diagonal of the query block's first row is at column `d0 = row`
+    (top-left) or `d0 = row + kv_len - q_len` (a bottom-right mask, the
+    mask's `q_len` operand); rows see `[d - L, d + R]` (window sides L, R;
+    causal is R = 0; an absent side is unbounded):
+    `hi = min(blocks, (min(d0 + block_m - 1 + R, kv_len - 1) clamped) / block_n + 1)`,
+    `lo = min((max(d0, L) - L) / block_n, hi - 1)`, the unmasked blocks
+    `[ceil((max(d0 + block_m - 1, L) - L) / block_n), min(kv_len / block_n, (d0 + R + 1) / block_n))`
+    clamped into `[lo, hi]`. Sums with R are formed as
+    `min(x, kv_len - R) + R` and differences with L as `max(x, L) - L`, so
+    no 32-bit index overflows for any window up to 2^31 - 1. The
+    bottom-right offset is a runtime value and may be negative (Nq > Nk):
+    numerators are clamped at 0 (signed max), so a query block whose rows
+    see no key still runs one fully masked block (its rows end with O = 0,
+    LSE = -inf, and the prologue's first K copy is consumed).
 
-    After (abridged):
+    A loop that starts at block `lo` renumbers its fills: every
+    `attn.copy_async` and `attn.wait` fill `f` in it becomes `f - lo`, and
+    the copy of the first block ahead of the loop (row 0, fill 0) reads block
+    `lo`; fills then count from 0 at the first visited block, which the
+    mbarriers of sm_90a need (a fresh barrier only passes the wait for the
+    phase before phase 0) and attn-multibuffer's pipes inherit. It runs
+    before attn-multibuffer (it refuses pipes).
+
+    After (abridged; a window: three loops):
     ```mlir
-    %full = <first block that needs a mask>
-    %hi   = <one past the last block with a visible key>
-    %r0:3 = scf.for %j = %c0 to %full ...       // no attn.mask
-    %r1:3 = scf.for %j = %full to %hi iter_args(%r0#0, ...) {
-      %sm = attn.mask ...
-    }
+    %lo, %ulo, %uhi, %hi = <first visited block, first unmasked, first
+                            masked right edge, one past the last visited>
+    attn.copy_async %K[%b, %lo * block_n, %h] -> %k fill %c0
+    %r0:3 = scf.for %j = %lo to %ulo ... { %f = %j - %lo ... attn.mask ... }
+    %r1:3 = scf.for %j = %ulo to %uhi iter_args(%r0#0, ...) { ... }  // no mask
+    %r2:3 = scf.for %j = %uhi to %hi iter_args(%r1#0, ...) { ... attn.mask ... }
     ```
+    Without a window's left side `lo` is 0, the first loop is absent and the
+    fills are left alone (causal: two loops, as before windows).
 
     With `peel=false` the blocks are skipped the same way but stay in one
     loop, the mask guarded by a uniform branch; a software-pipelined loop
     (attn-intra-wg-overlap) then never drains between the unmasked and the
     masked blocks:
     ```mlir
-    %r:3 = scf.for %j = %c0 to %hi ... {
-      %masked = arith.cmpi uge, %j, %full : index
+    %r:3 = scf.for %j = %lo to %hi ... {
+      %masked = (%j < %ulo) or (%j >= %uhi)      // just %j >= %uhi without a left side
       %sm = scf.if %masked -> (...) { attn.mask ... } else { scf.yield %s }
     }
     ```
@@ -332,8 +354,11 @@ def AttnIntraWgOverlap : Pass<"attn-intra-wg-overlap", "ModuleOp"> {
     (`attn.mma_wait {pending = 1}`) and runs the softmax while the P V group
     is still on the tensor cores, then waits for it (`pending = 0`),
     releases the buffers and rescales O; an epilogue adds the last P V.
-    An empty loop skips prologue and epilogue (`scf.if`). sm_90a; the pipes
-    need two stages or more.
+    An empty loop skips prologue and epilogue (`scf.if`); the loop may start
+    at any block (a window's), and index arithmetic of the induction variable
+    that the P V half reads (its fill, `j - lo`) is recomputed for block
+    j - 1 rather than carried in a register. sm_90a; the pipes need two
+    stages or more.
 
     After (abridged):
     ```mlir
