@@ -23,6 +23,7 @@ SPECS = [
     ["--arch=sm_90a", "--causal"],
     ["--arch=sm_90a", "--head-dim=64", "--no-warp-specialize"],
     ["--arch=sm_80", "--head-dim=64", "--causal"],
+    ["--arch=sm_90a", "--head-dim=64", "--window=100,50", "--causal-align=bottom-right"],
 ]
 SSA = re.compile(r"%[A-Za-z0-9_]+(?:#[0-9]+)?")
 SHAPE = re.compile(r"\b(\d+)x")
