@@ -320,8 +320,11 @@ def Attn_MaskOp : Attn_Op<"mask", [Pure, AllTypesMatch<["input", "result"]>]> {
     `min(d + 1, kv_len - window_right) + window_right` (a window's right
     side, which cannot overflow), the diagonal's offset added once per tile;
     a window's left side adds a second per-row limit
-    `max(d, window_left) - window_left`. Then one signed compare per limit
-    and a select per element.
+    `max(d, window_left) - window_left`. Then a signed compare per limit and
+    a select per element; with a window the limits are first taken relative
+    to the thread's first column, so each element compares them with its
+    column offset as an immediate (no column index per element, none live
+    across rows: what keeps window kernels spill-free).
 
     ```mlir
     %sm = attn.mask %s, %row, %col, %nk {causal} : !attn.regs<128x64xf32, acc>
