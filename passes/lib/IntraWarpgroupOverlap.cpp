@@ -23,7 +23,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #define DEBUG_TYPE "attn-intra-wg-overlap"
 
@@ -48,29 +47,7 @@ struct LoopParts {
   SetVector<Operation *> accOps;  ///< A's ops that read the accumulator
   SmallVector<Operation *> aOps;  ///< the rest of A, in order
   SmallVector<Value> carried;     ///< A values B reads (besides the acc)
-  /// Index arithmetic of the induction variable that B reads (its fills):
-  /// recomputed for block j - 1 rather than carried in a register.
-  SmallVector<Operation *> recomputed;
 };
-
-/// Whether `v` is pure integer arithmetic on `loop`'s induction variable
-/// and values from outside the loop; collects its defining ops in `ops`.
-bool isInductionArithmetic(scf::ForOp loop, Value v,
-                           SetVector<Operation *> &ops) {
-  if (v == loop.getInductionVar() || !loop->isAncestor(v.getParentBlock()->getParentOp()))
-    return true;
-  Operation *def = v.getDefiningOp();
-  if (!def || def->getBlock() != loop.getBody() ||
-      def->getDialect()->getNamespace() != "arith" || !isPure(def) ||
-      !llvm::all_of(def->getResultTypes(),
-                    [](Type t) { return t.isIntOrIndex(); }))
-    return false;
-  for (Value operand : def->getOperands())
-    if (!isInductionArithmetic(loop, operand, ops))
-      return false;
-  ops.insert(def);
-  return true;
-}
 
 /// Splits `loop`'s body, or says why it does not have the expected shape.
 FailureOr<LoopParts> analyze(scf::ForOp loop, std::string &why) {
@@ -177,19 +154,13 @@ FailureOr<LoopParts> analyze(scf::ForOp loop, std::string &why) {
         return failure();
       }
     }
-  SetVector<Operation *> recomputed;
   for (Operation *op : parts.b)
     for (Value v : op->getOperands())
       if (Operation *def = v.getDefiningOp())
         if (def->getBlock() == body && !parts.b.contains(def) &&
-            !parts.accOps.contains(def) &&
-            !isInductionArithmetic(loop, v, recomputed))
+            !parts.accOps.contains(def))
           carried.insert(v);
   parts.carried = carried.takeVector();
-  parts.recomputed = recomputed.takeVector();
-  llvm::sort(parts.recomputed, [](Operation *x, Operation *y) {
-    return x->isBeforeInBlock(y);
-  });
   return parts;
 }
 
@@ -197,8 +168,6 @@ FailureOr<LoopParts> analyze(scf::ForOp loop, std::string &why) {
 /// mapped); the MMA is asynchronous when `async`. Returns the cloned P V
 /// result. The release is the caller's: it goes after the MMA's wait.
 Value cloneB(OpBuilder &b, LoopParts &parts, IRMapping &mapping, bool async) {
-  for (Operation *op : parts.recomputed)
-    b.clone(*op, mapping);
   b.clone(*parts.vWait, mapping);
   auto pv = cast<MmaOp>(b.clone(*parts.pvMma, mapping));
   if (async)

@@ -40,24 +40,22 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 
 // -----
 
-// A window starts the loop at block lo and numbers fills j - lo: B's value
-// fill is that arithmetic for block j - 1, recomputed in the iteration (and
-// for hi - 1 in the epilogue) rather than carried in a register; the loop
-// carries exactly the acc, max, sum and P.
+// A window starts the loop at block lo and numbers fills j - lo: the loop
+// starts at lo + 1 (the prologue handled block lo), issues S_j for fill
+// j - lo, and B's value fill (computed in A) travels to the next iteration
+// as an index iter_arg, starting at fill 0; the epilogue's is the last one.
 module attributes {attn.target = #attn.target<sm_90a>} {
   // WINDOW-LABEL: func.func @overlap_window
   // WINDOW: } consumers {
   // WINDOW:   %[[LO1:.*]] = arith.addi %[[LO:.*]], %c1 : index
-  // WINDOW-NEXT: scf.for %[[J:.*]] = %[[LO1]] to %{{.*}} step %{{.*}} iter_args(%{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}) -> (!attn.regs<128x128xf32, acc>, !attn.regs<128xf32, row>, !attn.regs<128xf32, row>, !attn.regs<128x128xbf16, operand_a>)
-  // WINDOW-NEXT: %[[JM1:.*]] = arith.subi %[[J]], %c1 : index
+  // WINDOW-NEXT: %[[L:.*]]:5 = scf.for %[[J:.*]] = %[[LO1]] to %{{.*}} step %{{.*}} iter_args(%{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %[[VF:[^ ]*]] = %c0, %{{[^,]*}}) -> (!attn.regs<128x128xf32, acc>, !attn.regs<128xf32, row>, !attn.regs<128xf32, row>, index, !attn.regs<128x128xbf16, operand_a>)
   // WINDOW-NEXT: %[[FJ:.*]] = arith.subi %[[J]], %[[LO]] : index
   // WINDOW:     attn.pipe_wait %[[KP:.*]][%[[FJ]]]
-  // WINDOW:     %[[FJM1:.*]] = arith.subi %[[JM1]], %[[LO]] : index
-  // WINDOW-NEXT: attn.pipe_wait %[[VP:.*]][%[[FJM1]]]
+  // WINDOW:     attn.pipe_wait %[[VP:.*]][%[[VF]]]
   // WINDOW:     attn.pipe_release %[[KP]][%[[FJ]]]
-  // WINDOW:     attn.pipe_release %[[VP]][%[[FJM1]]]
-  // WINDOW:   %[[FLAST:.*]] = arith.subi %{{.*}}, %[[LO]] : index
-  // WINDOW-NEXT: attn.pipe_wait %[[VP]][%[[FLAST]]]
+  // WINDOW:     attn.pipe_release %[[VP]][%[[VF]]]
+  // WINDOW:     scf.yield %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %[[FJ]], %{{.*}} :
+  // WINDOW:   attn.pipe_wait %[[VP]][%[[L]]#3]
   func.func @overlap_window(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
                             %v: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>) {
     attn.attention %q, %k, %v, %o {scale = 0.125 : f32, window_left = 512, window_right = 0}

@@ -260,7 +260,10 @@ def AttnMultibuffer : Pass<"attn-multibuffer", "ModuleOp"> {
     that every refill of a stage comes after a barrier that follows the
     release of the fill it overwrites, and refuses programs it cannot
     pipeline this way (fills not of the form `block * rows`, several fills
-    of a pipe per iteration, loops in different orders).
+    of a pipe per iteration, loops in different orders). A nest whose first
+    loop starts at block `lo` (a sliding window's) numbers fills `block -
+    lo`: the moved copies read rows of `block`, test `block < hi`, and fill
+    `block - lo`.
 
     Before:
     ```mlir
@@ -355,10 +358,9 @@ def AttnIntraWgOverlap : Pass<"attn-intra-wg-overlap", "ModuleOp"> {
     is still on the tensor cores, then waits for it (`pending = 0`),
     releases the buffers and rescales O; an epilogue adds the last P V.
     An empty loop skips prologue and epilogue (`scf.if`); the loop may start
-    at any block (a window's), and index arithmetic of the induction variable
-    that the P V half reads (its fill, `j - lo`) is recomputed for block
-    j - 1 rather than carried in a register. sm_90a; the pipes need two
-    stages or more.
+    at any block (a window's), and values the P V half reads from the first
+    half (P, a fill such as `j - lo`) travel to the next iteration as iter
+    args. sm_90a; the pipes need two stages or more.
 
     After (abridged):
     ```mlir
