@@ -25,6 +25,12 @@
 // program refilled at the same place, so the barrier that made that refill
 // safe still does; the pass checks it on the result all the same.
 //
+// A nest may start at block `lo` (a sliding window's, from
+// attn-causal-blocks) and number its fills from 0 there: fill f is block
+// lo + f. Copies read rows of the block, guards test the block against the
+// block count, fills are block - lo; from block 0 block and fill are one
+// value, as above.
+//
 //===----------------------------------------------------------------------===//
 #include "MultibufferCpAsync.h"
 
@@ -50,12 +56,14 @@ namespace {
 struct PipeEvent {
   enum Kind { wait, load, release, barrier } kind;
   Value pipe;
-  /// The op's fill minus the loop's induction variable.
+  /// The op's block minus the loop's induction variable.
   int64_t offset = 0;
   Operation *op = nullptr;
   /// For a load: its acquire, and the `scf.if` guarding both (if any).
   PipeAcquireOp acquire;
   scf::IfOp guard;
+  /// For a load: the block it copies (its fill when the nest starts at 0).
+  Value block;
 
   bool sameShape(const PipeEvent &other) const {
     return kind == other.kind && pipe == other.pipe && offset == other.offset;
@@ -103,49 +111,80 @@ FailureOr<PipeAcquireOp> acquireOf(PipeLoadOp load) {
   return acquire;
 }
 
-/// Whether the copy reads rows `fill * rows` (what moving it by whole
+/// Whether the copy reads rows `block * rows` (what moving it by whole
 /// blocks assumes).
-bool rowIsFillTimesRows(PipeLoadOp load) {
+bool rowIsBlockTimesRows(PipeLoadOp load, Value block) {
   int64_t rows = rowsOf(load.getPipe());
-  if (std::optional<int64_t> fill = getConstantIntValue(load.getFill()))
-    return getConstantIntValue(load.getRow()) == *fill * rows;
+  if (std::optional<int64_t> constant = getConstantIntValue(block))
+    return getConstantIntValue(load.getRow()) == *constant * rows;
   auto mul = load.getRow().getDefiningOp<arith::MulIOp>();
   if (!mul)
     return false;
   for (auto [x, c] : {std::pair(mul.getLhs(), mul.getRhs()),
                       std::pair(mul.getRhs(), mul.getLhs())})
-    if (x == load.getFill() && getConstantIntValue(c) == rows)
+    if (x == block && getConstantIntValue(c) == rows)
       return true;
   return false;
 }
 
+/// The block a fill names, and its offset from the loop's block `iv`: the
+/// fill itself (`iv` or `iv + c`) in a nest from block 0, else the block
+/// `B` of `fill = B - base` (B being `iv` or `iv + c`).
+std::optional<std::pair<int64_t, Value>> blockOf(Value fill, Value iv,
+                                                 Value base) {
+  Value block = fill;
+  if (base) {
+    auto sub = fill.getDefiningOp<arith::SubIOp>();
+    if (!sub || sub.getRhs() != base)
+      return std::nullopt;
+    block = sub.getLhs();
+  }
+  if (std::optional<int64_t> offset = offsetFromIv(block, iv))
+    return std::pair(*offset, block);
+  return std::nullopt;
+}
+
 /// The pipe ops of one key/value loop body, in order. A fill may sit under
-/// an `scf.if` that only checks that its block exists (`fill < bound`); the
-/// bound is returned through `guardBounds`.
+/// an `scf.if` that only checks that its block exists (`block < bound`); the
+/// bound is returned through `guardBounds`. `base` is the nest's first block
+/// when it is not block 0 (fills are then `block - base`).
 LogicalResult collectEvents(scf::ForOp loop, SmallVectorImpl<PipeEvent> &events,
-                            SmallVectorImpl<Value> &guardBounds) {
+                            SmallVectorImpl<Value> &guardBounds, Value base) {
   Value iv = loop.getInductionVar();
-  auto offsetOf = [&](Operation *op, Value fill) -> FailureOr<int64_t> {
-    if (std::optional<int64_t> offset = offsetFromIv(fill, iv))
-      return *offset;
+  auto blockOfFill = [&](Operation *op, Value fill)
+      -> FailureOr<std::pair<int64_t, Value>> {
+    if (std::optional<std::pair<int64_t, Value>> block = blockOf(fill, iv, base))
+      return *block;
+    if (base)
+      return op->emitOpError("names a fill attn-multibuffer cannot relate to "
+                             "the loop's block index: a nest that starts at "
+                             "block lo needs fills (index + constant) - lo");
     return op->emitOpError("names a fill attn-multibuffer cannot relate to "
                            "the loop's block index (it needs the index "
                            "itself or the index plus a constant)");
   };
+  auto offsetOf = [&](Operation *op, Value fill) -> FailureOr<int64_t> {
+    FailureOr<std::pair<int64_t, Value>> block = blockOfFill(op, fill);
+    if (failed(block))
+      return failure();
+    return block->first;
+  };
   auto addLoad = [&](PipeLoadOp load, scf::IfOp guard) -> LogicalResult {
     FailureOr<PipeAcquireOp> acquire = acquireOf(load);
-    FailureOr<int64_t> offset = offsetOf(load, load.getFill());
-    if (failed(acquire) || failed(offset))
+    FailureOr<std::pair<int64_t, Value>> block =
+        blockOfFill(load, load.getFill());
+    if (failed(acquire) || failed(block))
       return failure();
-    if (*offset < 0)
+    if (block->first < 0)
       return load.emitOpError("fills a block before the loop's own; "
                               "attn-multibuffer moves fills ahead only");
-    if (!rowIsFillTimesRows(load))
-      return load.emitOpError("copies rows that are not fill * block rows; "
+    if (!rowIsBlockTimesRows(load, block->second))
+      return load.emitOpError("copies rows that are not block * block rows; "
                               "attn-multibuffer moves fills by whole blocks");
-    PipeEvent event{PipeEvent::load, load.getPipe(), *offset, load};
+    PipeEvent event{PipeEvent::load, load.getPipe(), block->first, load};
     event.acquire = *acquire;
     event.guard = guard;
+    event.block = block->second;
     events.push_back(event);
     return success();
   };
@@ -182,13 +221,16 @@ LogicalResult collectEvents(scf::ForOp loop, SmallVectorImpl<PipeEvent> &events,
           onlyFill = false;
       }
       auto cmp = guard.getCondition().getDefiningOp<arith::CmpIOp>();
-      if (!onlyFill || loads.size() != 1 || !cmp ||
+      std::optional<std::pair<int64_t, Value>> block =
+          loads.size() == 1 ? blockOf(loads.front().getFill(), iv, base)
+                            : std::nullopt;
+      if (!onlyFill || !block || !cmp ||
           (cmp.getPredicate() != arith::CmpIPredicate::ult &&
            cmp.getPredicate() != arith::CmpIPredicate::slt) ||
-          cmp.getLhs() != loads.front().getFill())
+          cmp.getLhs() != block->second)
         return guard.emitOpError(
             "guards a pipe fill in a way attn-multibuffer cannot pipeline "
-            "(it takes scf.if (fill < bound) { pipe_acquire; pipe_load })");
+            "(it takes scf.if (block < bound) { pipe_acquire; pipe_load })");
       if (failed(addLoad(loads.front(), guard)))
         return failure();
       guardBounds.push_back(cmp.getRhs());
@@ -210,6 +252,9 @@ struct LoopNest {
   SmallVector<PipeEvent> events;
   /// One past the last block: the last loop's upper bound.
   Value numBlocks;
+  /// The first loop's first block when it is not block 0 (fill f is block
+  /// base + f); null from block 0.
+  Value base;
 };
 
 LogicalResult findLoopNest(func::FuncOp func, LoopNest &nest,
@@ -232,16 +277,18 @@ LogicalResult findLoopNest(func::FuncOp func, LoopNest &nest,
     if (loop.getConstantStep() != 1)
       return loop.emitOpError("attn-multibuffer (sm_80) pipelines key/value "
                               "loops of step 1 only");
-    if (nest.loops.empty() ? getConstantIntValue(loop.getLowerBound()) !=
-                                 std::optional<int64_t>(0)
-                           : loop.getLowerBound() !=
-                                 nest.loops.back().getUpperBound())
+    // The first loop starts at block 0 or at a block `base` (a window's):
+    // the others continue where the previous one ended.
+    if (nest.loops.empty() && getConstantIntValue(loop.getLowerBound()) !=
+                                  std::optional<int64_t>(0))
+      nest.base = loop.getLowerBound();
+    if (!nest.loops.empty() &&
+        loop.getLowerBound() != nest.loops.back().getUpperBound())
       return loop.emitOpError("attn-multibuffer (sm_80) needs the key/value "
-                              "loops to cover blocks 0, 1, ... in order (the "
-                              "first from 0, each from where the previous "
-                              "one ended)");
+                              "loops to cover their blocks in order (each "
+                              "from where the previous one ended)");
     SmallVector<PipeEvent> events;
-    if (failed(collectEvents(loop, events, guardBounds)))
+    if (failed(collectEvents(loop, events, guardBounds, nest.base)))
       return failure();
     if (!nest.loops.empty() &&
         (events.size() != nest.events.size() ||
@@ -291,12 +338,13 @@ LogicalResult checkLoopPipes(LoopNest &nest,
   return success();
 }
 
-/// Emits `pipe_acquire; pipe_load` of block `fill` like `like`, predicated
-/// on `valid` when given.
-void emitFill(OpBuilder &b, PipeLoadOp like, Value fill, Value valid) {
+/// Emits `pipe_acquire; pipe_load` of `block` as `fill` like `like`,
+/// predicated on `valid` when given.
+void emitFill(OpBuilder &b, PipeLoadOp like, Value block, Value fill,
+              Value valid) {
   Location loc = like.getLoc();
   Value row = arith::MulIOp::create(
-      b, loc, fill, arith::ConstantIndexOp::create(b, loc, rowsOf(like.getPipe())));
+      b, loc, block, arith::ConstantIndexOp::create(b, loc, rowsOf(like.getPipe())));
   PipeAcquireOp::create(b, loc, like.getPipe(), fill);
   PipeLoadOp::create(b, loc, like.getSrc(), like.getBatch(), row,
                      like.getHead(), like.getPipe(), fill, valid);
@@ -317,12 +365,20 @@ LogicalResult movePipeFills(func::FuncOp func, LoopNest &nest,
   Operation *insertionPoint = nullptr;
   for (auto [pipe, offset] : fillOffset) {
     SmallVector<PipeLoadOp> &loads = prologueFills[pipe];
-    for (auto [i, load] : llvm::enumerate(loads))
+    for (auto [i, load] : llvm::enumerate(loads)) {
+      // Fill i is block i, or block base (the nest's first; only it is
+      // filled ahead of a nest that starts elsewhere).
+      Value block = load.getFill();
+      if (nest.base && i == 0)
+        block = nest.base;
       if (getConstantIntValue(load.getFill()) != std::optional<int64_t>(i) ||
-          !rowIsFillTimesRows(load) || load.getValid())
+          (nest.base && i > 0) || !rowIsBlockTimesRows(load, block) ||
+          load.getValid())
         return load.emitOpError("is not the prologue's fill of block ")
                << i << "; attn-multibuffer (sm_80) needs blocks 0, 1, ... "
+               << "(or the first block of a nest that starts elsewhere) "
                << "filled in order before the key/value loop";
+    }
     if (static_cast<int64_t>(loads.size()) != offset)
       return nest.loops.front().emitOpError()
              << "fills block j + " << offset << " of a pipe whose prologue "
@@ -342,6 +398,8 @@ LogicalResult movePipeFills(func::FuncOp func, LoopNest &nest,
   // The prologue needs the block count, batch and head where it starts.
   IRRewriter rewriter(func.getContext());
   SmallVector<Value> needed = {nest.numBlocks};
+  if (nest.base)
+    needed.push_back(nest.base);
   for (const PipeEvent &event : nest.events)
     if (event.kind == PipeEvent::load) {
       auto load = cast<PipeLoadOp>(event.op);
@@ -367,13 +425,19 @@ LogicalResult movePipeFills(func::FuncOp func, LoopNest &nest,
         continue;
       Location loc = event.op->getLoc();
       Value fillValue = arith::ConstantIndexOp::create(b, loc, fill);
-      // Block 0 always exists (a kernel has at least one key block).
+      Value block = fillValue;
+      if (nest.base)
+        block = fill == 0 ? nest.base
+                          : arith::AddIOp::create(b, loc, nest.base, fillValue)
+                                .getResult();
+      // The first block always exists (a kernel has at least one key
+      // block; a window's nest visits at least one).
       Value valid =
           fill == 0 ? Value()
                     : arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                            fillValue, nest.numBlocks)
+                                            block, nest.numBlocks)
                           .getResult();
-      emitFill(b, cast<PipeLoadOp>(event.op), fillValue, valid);
+      emitFill(b, cast<PipeLoadOp>(event.op), block, fillValue, valid);
     }
   for (auto &[pipe, loads] : prologueFills)
     for (PipeLoadOp load : loads) {
@@ -386,7 +450,7 @@ LogicalResult movePipeFills(func::FuncOp func, LoopNest &nest,
   for (scf::ForOp loop : nest.loops) {
     SmallVector<PipeEvent> events;
     SmallVector<Value> bounds;
-    if (failed(collectEvents(loop, events, bounds)))
+    if (failed(collectEvents(loop, events, bounds, nest.base)))
       return failure();
     for (PipeEvent &event : events) {
       if (event.kind != PipeEvent::load)
@@ -397,12 +461,15 @@ LogicalResult movePipeFills(func::FuncOp func, LoopNest &nest,
       OpBuilder lb(at);
       Location loc = load.getLoc();
       Value iv = loop.getInductionVar();
-      Value fill = arith::AddIOp::create(
+      Value block = arith::AddIOp::create(
           lb, loc, iv,
           arith::ConstantIndexOp::create(lb, loc, event.offset + shift));
+      Value fill = nest.base ? arith::SubIOp::create(lb, loc, block, nest.base)
+                                   .getResult()
+                             : block;
       Value valid = arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult,
-                                          fill, nest.numBlocks);
-      emitFill(lb, load, fill, valid);
+                                          block, nest.numBlocks);
+      emitFill(lb, load, block, fill, valid);
       if (event.guard) {
         event.guard.erase();
       } else {

@@ -13,8 +13,10 @@ module attributes {attn.target = #attn.target<sm_80>} {
     attn.copy_async %q[%c0, %c0, %c0] -> %qs : memref<?x?x?x64xf16>, !attn.smem<128x64xf16, swizzle = 128>
     attn.copy_async %k[%c0, %c0, %c0] -> %ks : memref<?x?x?x64xf16>, !attn.smem<64x64xf16, swizzle = 128>
     attn.wait %qs, %c0 : !attn.smem<128x64xf16, swizzle = 128>
-    // expected-error @+1 {{'scf.for' op attn-multibuffer (sm_80) needs the key/value loops to cover blocks 0, 1, ... in order (the first from 0, each from where the previous one ended)}}
+    // A nest from block 1 numbers its fills from 0 there (j - 1), as
+    // attn-causal-blocks does for a window; fill j is refused.
     scf.for %j = %c1 to %n step %c1 {
+      // expected-error @+1 {{'attn.pipe_wait' op names a fill attn-multibuffer cannot relate to the loop's block index: a nest that starts at block lo needs fills (index + constant) - lo}}
       attn.wait %ks, %j : !attn.smem<64x64xf16, swizzle = 128>
       %s = attn.mma %qs, %ks {transpose_b} : !attn.smem<128x64xf16, swizzle = 128>, !attn.smem<64x64xf16, swizzle = 128> -> !attn.regs<128x64xf32, acc>
       %next = arith.addi %j, %c1 : index
