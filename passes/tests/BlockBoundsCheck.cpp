@@ -6,8 +6,9 @@
 // alignments:
 //
 //   1. build attn.attention with the mask, run the passes (attn-tile +
-//      attn-causal-blocks peeled and in one loop, or the whole sm_90a
-//      FlashAttention-3 tile pipeline);
+//      attn-causal-blocks peeled and in one loop, the whole sm_90a
+//      FlashAttention-3 tile pipeline, persistent CTAs included, or sm_80's
+//      cp.async rings);
 //   2. run the program's scalar skeleton (index arithmetic, scf.for /
 //      scf.if, 32-bit wrapping as in the kernels) for one query block and
 //      record what it copies, waits for and masks;
@@ -64,6 +65,7 @@ struct MaskCase {
 struct Pipeline {
   std::string name;
   int64_t blockM = 0, blockN = 0;
+  bool persistent = false; ///< CTAs loop over query blocks (attn-persistent)
 };
 
 //===----------------------------------------------------------------------===//
@@ -119,11 +121,14 @@ struct Event {
   int64_t row = 0, fill = 0, col = 0;
 };
 
-/// Runs the index arithmetic and control flow of a tile program for one
-/// query block, with the kernels' 32-bit index (unsigned ops on uint32).
+/// Runs the index arithmetic and control flow of a tile program for one CTA
+/// (program `pid` of `programs` along the grid's first dimension: a query
+/// block, or the first tile of a persistent CTA), with the kernels' 32-bit
+/// index (unsigned ops on uint32).
 class Interpreter {
 public:
-  Interpreter(int64_t nq, int64_t nk, int64_t qb) : nq(nq), nk(nk), qb(qb) {}
+  Interpreter(int64_t nq, int64_t nk, int64_t pid, int64_t programs)
+      : nq(nq), nk(nk), pid(pid), programs(programs) {}
 
   /// Runs `func`; the events of each role land in its own trace (the
   /// producer's and the consumers' of a warp-specialized kernel).
@@ -198,13 +203,13 @@ private:
   LogicalResult runFor(scf::ForOp loop) {
     int64_t lo = get(loop.getLowerBound()), hi = get(loop.getUpperBound());
     int64_t step = get(loop.getStep());
-    if (step != 1)
-      return fail(loop, "step is not 1");
+    if (step < 1)
+      return fail(loop, "step is not positive");
     SmallVector<int64_t> carried;
     for (Value init : loop.getInitArgs())
       carried.push_back(isScalar(init.getType()) ? get(init) : 0);
     // Unsigned 32-bit compare, as scf.for lowers on index.
-    for (int64_t j = lo; unsignedOf(j, 32) < unsignedOf(hi, 32); j = wrap(j + 1, 32)) {
+    for (int64_t j = lo; unsignedOf(j, 32) < unsignedOf(hi, 32); j = wrap(j + step, 32)) {
       set(loop.getInductionVar(), j);
       for (auto [arg, value] : llvm::zip(loop.getRegionIterArgs(), carried))
         if (isScalar(arg.getType()))
@@ -300,7 +305,10 @@ private:
           return int64_t(1); // one head, one kv head
         })
         .Case<ProgramIdOp>([&](ProgramIdOp id) -> std::optional<int64_t> {
-          return id.getDim() == 0 ? qb : 0;
+          return id.getDim() == 0 ? pid : 0;
+        })
+        .Case<NumProgramsOp>([&](NumProgramsOp n) -> std::optional<int64_t> {
+          return n.getDim() == 0 ? programs : 1;
         })
         .Case<WarpgroupIdOp>([&](auto) { return int64_t(0); })
         .Default([&](Operation *) {
@@ -344,6 +352,10 @@ private:
       return success();
     }
     if (auto load = dyn_cast<PipeLoadOp>(op)) {
+      // A predicated fill that is off (an sm_80 ring past the last block)
+      // copies nothing: not a fill.
+      if (Value valid = load.getValid(); valid && !(get(valid) & 1))
+        return success();
       emit({Event::load, argIndex(load.getSrc()), get(load.getRow()),
             get(load.getFill())});
       return success();
@@ -374,7 +386,7 @@ private:
   }
 
   static constexpr int64_t kMaxIterations = 1 << 20;
-  int64_t nq, nk, qb;
+  int64_t nq, nk, pid, programs;
   int64_t iterations = 0;
   DenseMap<Value, int64_t> env;
   DenseMap<Value, int> tensorOf;
@@ -444,9 +456,11 @@ struct Fills {
 
 /// Checks that both sides count fills 0, 1, ..., n - 1 in order (acquire
 /// before load, release after wait); `producer` and `consumer` are the
-/// same trace without warp specialization.
+/// same trace without warp specialization (`oneRole`: then each wait must
+/// also come after its fill's copy).
 Fills checkFills(Checker &c, const std::vector<Event> &producer,
-                 const std::vector<Event> &consumer, int tensor, bool pipes) {
+                 const std::vector<Event> &consumer, int tensor, bool pipes,
+                 bool oneRole) {
   Fills fills;
   std::vector<int64_t> acquired;
   for (const Event &e : producer) {
@@ -460,8 +474,7 @@ Fills checkFills(Checker &c, const std::vector<Event> &producer,
              fmt::format("tensor {} copy #{} is fill {}", tensor,
                          fills.rows.size(), e.fill));
     if (pipes)
-      c.expect(acquired.size() == fills.rows.size() + 1 &&
-                   acquired.back() == e.fill,
+      c.expect(!acquired.empty() && acquired.back() == e.fill,
                fmt::format("tensor {} fill {} loaded without its acquire",
                            tensor, e.fill));
     fills.rows.push_back(e.row);
@@ -470,14 +483,14 @@ Fills checkFills(Checker &c, const std::vector<Event> &producer,
   for (const Event &e : consumer) {
     if (e.tensor != tensor)
       continue;
-    if (e.kind == Event::copy)
+    if (e.kind == Event::copy || e.kind == Event::load)
       ++copied;
     if (e.kind == Event::wait || e.kind == Event::pipeWait) {
       c.expect(e.fill == int64_t(fills.waits),
                fmt::format("tensor {} wait #{} is for fill {}", tensor,
                            fills.waits, e.fill));
       // One trace: the copy must come first.
-      if (!pipes)
+      if (oneRole)
         c.expect(e.fill < int64_t(copied),
                  fmt::format("tensor {} waits for fill {} before its copy",
                              tensor, e.fill));
@@ -496,25 +509,31 @@ Fills checkFills(Checker &c, const std::vector<Event> &producer,
   return fills;
 }
 
-/// Runs the program for one (Nq, Nk, query block) and compares it with the
-/// model.
+/// Runs the program for one (Nq, Nk) as CTA `pid` of `programs`, which
+/// computes the query blocks `qbs` in that order (one, or a persistent
+/// CTA's), and compares it with the model: the blocks of each query block
+/// one after the other, the fills counting on across them.
 void checkCase(Checker &c, func::FuncOp func, const MaskCase &m,
-               const Pipeline &p, int64_t nq, int64_t nk, int64_t qb) {
-  c.where = fmt::format("{} {}x{} {} nq={} nk={} qb={}", p.name, p.blockM,
-                        p.blockN, m.str(), nq, nk, qb);
-  Interpreter run(nq, nk, qb);
+               const Pipeline &p, int64_t nq, int64_t nk, int64_t pid,
+               int64_t programs, ArrayRef<int64_t> qbs) {
+  c.where = fmt::format("{} {}x{} {} nq={} nk={} cta={}/{} qbs={}", p.name,
+                        p.blockM, p.blockN, m.str(), nq, nk, pid, programs,
+                        join(std::vector<int64_t>(qbs.begin(), qbs.end())));
+  Interpreter run(nq, nk, pid, programs);
   if (failed(run.run(func))) {
     c.expect(false, "the skeleton does not run: " + run.error);
     return;
   }
-  Expected e = model(m, nq, nk, qb, p.blockM, p.blockN);
   // Roles: one trace, or the producer's and the consumers' (the first
   // trace then holds only what precedes warp specialization).
-  bool pipes = run.traces.size() > 1;
-  const std::vector<Event> &producer = pipes ? run.traces[1] : run.traces[0];
-  const std::vector<Event> &consumer = pipes ? run.traces[2] : run.traces[0];
-  Fills k = checkFills(c, producer, consumer, 1, pipes);
-  Fills v = checkFills(c, producer, consumer, 2, pipes);
+  bool roles = run.traces.size() > 1;
+  const std::vector<Event> &producer = roles ? run.traces[1] : run.traces[0];
+  const std::vector<Event> &consumer = roles ? run.traces[2] : run.traces[0];
+  bool pipes = llvm::any_of(consumer, [](const Event &e) {
+    return e.kind == Event::pipeWait;
+  });
+  Fills k = checkFills(c, producer, consumer, 1, pipes, !roles);
+  Fills v = checkFills(c, producer, consumer, 2, pipes, !roles);
   // The visited blocks, from the rows of the K fills.
   std::vector<int64_t> visited;
   for (int64_t row : k.rows) {
@@ -532,22 +551,35 @@ void checkCase(Checker &c, func::FuncOp func, const MaskCase &m,
   for (const Event &ev : consumer)
     if (ev.kind == Event::mask)
       masked.push_back(ev.col / p.blockN);
+  // Per query block in turn: its visited blocks (one, masked, when no row
+  // sees a key: the kernel writes O = 0, LSE = -inf and consumes the
+  // prologue's copy) and the masked ones among them.
   std::vector<int64_t> expectedMasked;
-  if (e.visited.empty()) {
-    // No row sees a key: one visited block, masked, so the kernel writes
-    // O = 0, LSE = -inf and consumes the prologue's copy.
-    c.expect(visited.size() == 1,
-             fmt::format("no row sees a key, yet blocks {} are visited",
-                         join(visited)));
-    expectedMasked = visited;
-  } else {
-    c.expect(visited == e.visited,
-             fmt::format("visits blocks {}, expected {}", join(visited),
-                         join(e.visited)));
+  size_t at = 0;
+  for (int64_t qb : qbs) {
+    Expected e = model(m, nq, nk, qb, p.blockM, p.blockN);
+    if (e.visited.empty()) {
+      c.expect(at < visited.size(),
+               fmt::format("query block {} sees no key and visits no block",
+                           qb));
+      if (at < visited.size())
+        expectedMasked.push_back(visited[at]);
+      ++at;
+      continue;
+    }
+    std::vector<int64_t> got(visited.begin() + std::min(at, visited.size()),
+                             visited.begin() +
+                                 std::min(at + e.visited.size(), visited.size()));
+    c.expect(got == e.visited,
+             fmt::format("query block {} visits blocks {}, expected {}", qb,
+                         join(got), join(e.visited)));
     for (size_t i = 0; i < e.visited.size(); ++i)
       if (!e.full[i])
         expectedMasked.push_back(e.visited[i]);
+    at += e.visited.size();
   }
+  c.expect(at == visited.size(),
+           fmt::format("visits {} blocks, expected {}", visited.size(), at));
   c.expect(masked == expectedMasked,
            fmt::format("masks blocks {}, expected {} (of {})", join(masked),
                        join(expectedMasked), join(visited)));
@@ -580,14 +612,41 @@ std::vector<MaskCase> maskCases() {
   return cases;
 }
 
+/// The query blocks persistent CTA `pid` of `programs` computes, in order:
+/// tiles pid, pid + programs, ...; a causal kernel's longest (last query
+/// blocks) first (attn-persistent's order, one head and batch here).
+std::vector<int64_t> persistentTiles(int64_t pid, int64_t programs,
+                                     int64_t qBlocks, bool causal) {
+  std::vector<int64_t> qbs;
+  for (int64_t t = pid; t < qBlocks; t += programs)
+    qbs.push_back(causal ? qBlocks - 1 - t : t);
+  return qbs;
+}
+
 /// Checks one program over every length pair and query block.
 void checkProgram(Checker &c, func::FuncOp func, const MaskCase &m,
                   const Pipeline &p, int64_t &cases) {
   const int64_t lengths[] = {1, 17, 64, 65, 129, 333, 1000};
+  if (p.persistent) {
+    // CTAs that each loop over several query blocks.
+    bool causal = func->hasAttr("attn.causal");
+    for (int64_t nq : lengths)
+      for (int64_t nk : lengths) {
+        int64_t qBlocks = (nq + p.blockM - 1) / p.blockM;
+        for (int64_t programs : {int64_t(1), int64_t(2), int64_t(3)})
+          for (int64_t pid = 0; pid < std::min(programs, qBlocks); ++pid) {
+            checkCase(c, func, m, p, nq, nk, pid, programs,
+                      persistentTiles(pid, programs, qBlocks, causal));
+            ++cases;
+          }
+      }
+    return;
+  }
   for (int64_t nq : lengths)
     for (int64_t nk : lengths)
       for (int64_t qb = 0; qb * p.blockM < nq; ++qb) {
-        checkCase(c, func, m, p, nq, nk, qb);
+        checkCase(c, func, m, p, nq, nk, qb, (nq + p.blockM - 1) / p.blockM,
+                  {qb});
         ++cases;
       }
   // Lengths near the 32-bit limit, with windows narrow enough to run: the
@@ -601,7 +660,7 @@ void checkProgram(Checker &c, func::FuncOp func, const MaskCase &m,
                         std::pair(int64_t(1000), kLargeLength)}) {
     int64_t last = (nq - 1) / p.blockM;
     for (int64_t qb : {int64_t(0), last / 2, last}) {
-      checkCase(c, func, m, p, nq, nk, qb);
+      checkCase(c, func, m, p, nq, nk, qb, last + 1, {qb});
       ++cases;
     }
   }
@@ -615,6 +674,7 @@ LogicalResult runTilePasses(ModuleOp module, int64_t blockM, int64_t blockN,
   tile.blockM = blockM;
   tile.blockN = blockN;
   tile.numWarps = 4;
+  tile.stages = 1; // attn-tile's single buffers (the rings: below)
   pm.addPass(createAttnTile(tile));
   AttnCausalBlocksOptions blocks;
   blocks.peel = peel;
@@ -656,20 +716,30 @@ int main() {
 
   // The sm_90a FlashAttention-3 schedule (pipes, warp roles, the rotated
   // loop, pingpong) as attngen builds it, per head dim; and ablations.
+  // And sm_80's cp.async rings (two stages by default at d64 and d128,
+  // three as the ablation).
   struct Fa3 {
     const char *name;
     int64_t headDim;
     bool overlap;
     int64_t stages;
+    TargetKind target = TargetKind::sm_90a;
+    bool persistent = false;
   };
   const Fa3 fa3s[] = {{"fa3 d64", 64, true, 0},
                       {"fa3 d128", 128, true, 0},
                       {"fa3 d256", 256, true, 0},
                       {"fa3 d128 stages=3", 128, true, 3},
-                      {"fa3 d128 no-overlap", 128, false, 0}};
+                      {"fa3 d128 no-overlap", 128, false, 0},
+                      {"sm80 rings d64", 64, false, 0, TargetKind::sm_80},
+                      {"sm80 rings d128", 128, false, 0, TargetKind::sm_80},
+                      {"sm80 rings d128 stages=3", 128, false, 3, TargetKind::sm_80},
+                      {"fa3 d128 persistent", 128, true, 0, TargetKind::sm_90a, true},
+                      {"fa3 d64 persistent", 64, true, 0, TargetKind::sm_90a, true}};
   for (const MaskCase &m : maskCases())
     for (const Fa3 &f : fa3s) {
       AttentionSpec spec;
+      spec.target = f.target;
       spec.headDim = f.headDim;
       spec.causal = m.causal;
       spec.windowLeft = m.left;
@@ -678,6 +748,7 @@ int main() {
                                        : CausalAlign::top_left;
       spec.intraWgOverlap = f.overlap;
       spec.stages = f.stages;
+      spec.persistent = f.persistent;
       spec.withLse = false;
       if (llvm::Error error = validateSpec(spec)) {
         c.where = std::string(f.name) + " " + m.str();
@@ -694,7 +765,7 @@ int main() {
       }
       func::FuncOp func = kernelOf(*module);
       auto tiling = func->getAttrOfType<TilingAttr>(kTilingAttrName);
-      Pipeline p{f.name, tiling.getBlockM(), tiling.getBlockN()};
+      Pipeline p{f.name, tiling.getBlockM(), tiling.getBlockN(), f.persistent};
       ++programs;
       checkProgram(c, func, m, p, cases);
     }

@@ -557,11 +557,3 @@ func.func @mask_bottom_right_window_without_q_len(%s: !attn.regs<64x64xf32, acc>
   %m = attn.mask %s, %i, %i, %i {causal_align = #attn.causal_align<bottom_right>, window_left = 8} : !attn.regs<64x64xf32, acc>
   return
 }
-
-// -----
-
-func.func @copy_async_without_fill(%q: memref<?x?x?x128xbf16>, %t: !attn.smem<64x128xbf16, swizzle = 128>, %i: index) {
-  // expected-error @+1 {{expected 'fill'}}
-  attn.copy_async %q[%i, %i, %i] -> %t : memref<?x?x?x128xbf16>, !attn.smem<64x128xbf16, swizzle = 128>
-  return
-}
