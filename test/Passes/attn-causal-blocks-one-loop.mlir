@@ -50,7 +50,7 @@ module attributes {attn.target = #attn.target<sm_80>} {
 // j < unmaskedLo (left edge) or j >= unmaskedHi (right edge, key tail).
 module attributes {attn.target = #attn.target<sm_80>} {
   // ONE-LABEL: func.func @one_loop_window
-  // ONE: arith.ceildivui %{{.*}}, %c64 : index
+  // ONE: arith.ceildivui %{{.*}}, %c96 : index
   // ONE: %[[EDGE:.*]] = arith.ceildivui
   // ONE-NEXT: %[[ULO:.*]] = arith.minui %[[EDGE]], %[[HI:.*]] : index
   // ONE-NEXT: %[[FULL:.*]] = arith.minui %{{.*}}, %[[HI]] : index
@@ -60,7 +60,7 @@ module attributes {attn.target = #attn.target<sm_80>} {
   // ONE:   %[[RIGHT:.*]] = arith.cmpi uge, %[[J]], %[[UHI]] : index
   // ONE:   %[[LEFT:.*]] = arith.cmpi ult, %[[J]], %[[ULO]] : index
   // ONE:   %[[MASKED:.*]] = arith.ori %[[LEFT]], %[[RIGHT]] : i1
-  // ONE:   scf.if %[[MASKED]] -> (!attn.regs<128x64xf32, acc>) {
+  // ONE:   scf.if %[[MASKED]] -> (!attn.regs<128x96xf32, acc>) {
   // ONE:     attn.mask {{.*}} q_len %{{.*}} {causal, causal_align = #attn.causal_align<bottom_right>, window_left = 1024 : i64}
   // ONE-NOT: scf.for
   func.func @one_loop_window(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,

@@ -125,10 +125,10 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 
 // -----
 
-// A sliding window (left 100, right 50, top-left; block 128 x 64): the loop
+// A sliding window (left 100, right 50, top-left; block 128 x 96): the loop
 // starts at the block of the first row's left edge, lo = (max(row, 100) -
-// 100) / 64 (clamped below hi), and ends after the last row's right edge,
-// hi = (min(row + 127, nk - 1 - 50) + 50) / 64 + 1 (no overflow whatever
+// 100) / 96 (clamped below hi), and ends after the last row's right edge,
+// hi = (min(row + 127, nk - 1 - 50) + 50) / 96 + 1 (no overflow whatever
 // the window). Three loops: the blocks the left edge cuts (masked), the
 // fully visible ones, the ones the right edge or the key tail cuts
 // (masked). The first K copy ahead of the loops reads block lo, and every
@@ -136,9 +136,9 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK-LABEL: func.func @window
   // CHECK: %[[ROW:.*]] = arith.muli %{{.*}}, %c128 : index
-  // CHECK: %[[K:.*]] = attn.alloc_smem : !attn.smem<64x64xf16, swizzle = 128>
-  // CHECK: %[[V:.*]] = attn.alloc_smem : !attn.smem<64x64xf16, swizzle = 128>
-  // CHECK: %[[NB:.*]] = arith.ceildivui %[[NK:.*]], %c64 : index
+  // CHECK: %[[K:.*]] = attn.alloc_smem : !attn.smem<96x64xf16, swizzle = 128>
+  // CHECK: %[[V:.*]] = attn.alloc_smem : !attn.smem<96x64xf16, swizzle = 128>
+  // CHECK: %[[NB:.*]] = arith.ceildivui %[[NK:.*]], %c96 : index
   // CHECK: attn.copy_async %arg0
   // CHECK: %[[LASTROW:.*]] = arith.subi %{{.*}}, %[[ONE:.*]] : index
   // CHECK: %[[NK1:.*]] = arith.subi %[[NK]], %[[ONE]] : index

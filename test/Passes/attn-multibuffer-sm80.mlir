@@ -122,18 +122,18 @@ module attributes {attn.target = #attn.target<sm_80>} {
 // A window's nest starts at block lo and numbers fills from 0 there: the
 // prologue fills blocks lo (K and V, fill 0) and lo + 1 (K, fill 1, if it is
 // visited), and each iteration j fills V of block j + 1 and K of block
-// j + 2 as fills (block - lo), rows block * 64, predicated on block < hi.
+// j + 2 as fills (block - lo), rows block * 96, predicated on block < hi.
 module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK-LABEL: func.func @window_nest
   // CHECK: %[[HI:.*]] = arith.minui %{{.*}}, %{{.*}} : index
   // CHECK: %[[LASTV:.*]] = arith.subi %[[HI]], %c1 : index
   // CHECK-NEXT: %[[LO:.*]] = arith.minui %{{.*}}, %[[LASTV]] : index
-  // CHECK: %[[ROW0:.*]] = arith.muli %[[LO]], %c64 : index
+  // CHECK: %[[ROW0:.*]] = arith.muli %[[LO]], %c96 : index
   // CHECK: attn.pipe_load %arg1[%{{.*}}, %[[ROW0]], %{{.*}}] -> %[[KP:.*]][%c0] :
   // CHECK: attn.pipe_load %arg2[%{{.*}}, %[[ROW0]], %{{.*}}] -> %[[VP:.*]][%c0] :
   // CHECK: %[[B1:.*]] = arith.addi %[[LO]], %c1 : index
   // CHECK: %[[HAS1:.*]] = arith.cmpi ult, %[[B1]], %[[HI]] : index
-  // CHECK: %[[ROW1:.*]] = arith.muli %[[B1]], %c64 : index
+  // CHECK: %[[ROW1:.*]] = arith.muli %[[B1]], %c96 : index
   // CHECK: attn.pipe_load %arg1[%{{.*}}, %[[ROW1]], %{{.*}}] -> %[[KP]][%c1] if %[[HAS1]] :
   // CHECK: scf.for %[[J:.*]] = %[[LO]] to
   // CHECK:   %[[F:.*]] = arith.subi %[[J]], %[[LO]] : index
@@ -141,7 +141,7 @@ module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK:   %[[BV:.*]] = arith.addi %[[J]], %c1 : index
   // CHECK:   %[[FV:.*]] = arith.subi %[[BV]], %[[LO]] : index
   // CHECK:   %[[HASV:.*]] = arith.cmpi ult, %[[BV]], %[[HI]] : index
-  // CHECK:   %[[ROWV:.*]] = arith.muli %[[BV]], %c64 : index
+  // CHECK:   %[[ROWV:.*]] = arith.muli %[[BV]], %c96 : index
   // CHECK:   attn.pipe_load %arg2[%{{.*}}, %[[ROWV]], %{{.*}}] -> %[[VP]][%[[FV]]] if %[[HASV]] :
   // CHECK:   attn.pipe_wait %[[VP]][%[[F]]] {pending = 2 : i64}
   // CHECK:   %[[BK:.*]] = arith.addi %[[J]], %c2 : index
