@@ -93,6 +93,8 @@ def main():
             "lse": True,
             "scale": scale,
             "softcap": 0,
+            "window_left": -1,
+            "window_right": -1,
             "block_m": BLOCK_M,
             "block_n": 1,
             "num_threads": BLOCK_M,
