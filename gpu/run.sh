@@ -44,7 +44,10 @@ fi
 SELFTEST=$(dirname "$LIB")/../bin/attnrt-selftest
 if [ -x "$SELFTEST" ]; then
   echo "== $SELFTEST"
-  "$SELFTEST" | tail -n 1 || echo "warning: attnrt-selftest reported failures (see above)"
+  # A copied library may have lost its soname link (libattnrt.so.1).
+  libdir=$(dirname "$(readlink -f "$LIB")")
+  [ -e "$libdir/libattnrt.so.1" ] || ln -sf "$(basename "$(readlink -f "$LIB")")" "$libdir/libattnrt.so.1" 2>/dev/null || true
+  LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$SELFTEST" | tail -n 1 || echo "warning: attnrt-selftest reported failures (see above)"
 fi
 
 echo "== environment"
