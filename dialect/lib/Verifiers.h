@@ -11,11 +11,7 @@ namespace mlir::attn {
 /// match the 128-byte swizzled tile `dst`.
 LogicalResult verifyTileCopy(Operation *op, Type srcType, Type batchType,
                              SmemTileType dst);
-/// Checks that a tile op's batch operand fits its tensor: an index for a
-/// dense tensor, an !attn.seq for a packed one (rank 3 [total, H, D], or
-/// with `rowVector` rank 2 [H, total]).
-LogicalResult verifyBatchOperand(Operation *op, Type batchType,
-                                 Type tensorType, bool rowVector);
+
 } // namespace mlir::attn
 
 #endif // ATTN_DIALECT_LIB_VERIFIERS_H
