@@ -53,13 +53,20 @@ def _check_inputs(q, k, v, cu_q, cu_k, max_q, max_k, causal, window_size, softca
                             f"sequence's length), got {value!r}")
         if not isinstance(value, torch.SymInt) and not 0 <= value < 2**31:
             _bad(f"{name} = {value} is out of range: it must be 0 to 2^31 - 1")
-    for name, t in zip(names + ("cu_seqlens_q", "cu_seqlens_k"), (q, k, v, cu_q, cu_k)):
-        if t.device.type != "cuda":
-            _bad(f"{name} is on {t.device}; attngen runs on CUDA devices: move the tensors "
-                 "with .cuda()")
-        if t.device != q.device:
-            _bad(f"{name} is on {t.device} but q is on {q.device}: put every tensor on one "
-                 "device")
+    # Everything that needs no GPU comes first, the devices last.
+    for name, value in (("causal", causal), ("return_lse", return_lse),
+                        ("check_seqlens", check_seqlens)):
+        if not isinstance(value, bool):
+            raise TypeError(f"attngen.attention_varlen: {name} must be a bool, got {value!r}")
+    window = tuple(window_size) if isinstance(window_size, (tuple, list)) else None
+    if window is None or len(window) != 2:
+        raise TypeError("attngen.attention_varlen: window_size must be a pair (left, right), "
+                        f"got {window_size!r}")
+    if window != (-1, -1):
+        _bad(f"window_size={window}: sliding-window attention is not supported yet; pass "
+             "(-1, -1) (the full sequence)")
+    _causal_align_code("attention_varlen", causal_align)
+    _softcap_value("attention_varlen", softcap)
     for name, t in zip(names, (q, k, v)):
         if t.dtype not in (torch.float16, torch.bfloat16):
             _bad(f"{name} has dtype {t.dtype}; attngen supports torch.float16 and "
@@ -84,19 +91,13 @@ def _check_inputs(q, k, v, cu_q, cu_k, max_q, max_k, causal, window_size, softca
             if t.shape[dim] > 1 and strides[dim] % 8 != 0:
                 _bad(f"{name} has strides {tuple(strides)}: the strides of the tokens and heads "
                      "dimensions must be multiples of 8 elements (16 bytes); call .contiguous()")
-    for name, value in (("causal", causal), ("return_lse", return_lse),
-                        ("check_seqlens", check_seqlens)):
-        if not isinstance(value, bool):
-            raise TypeError(f"attngen.attention_varlen: {name} must be a bool, got {value!r}")
-    window = tuple(window_size) if isinstance(window_size, (tuple, list)) else None
-    if window is None or len(window) != 2:
-        raise TypeError("attngen.attention_varlen: window_size must be a pair (left, right), "
-                        f"got {window_size!r}")
-    if window != (-1, -1):
-        _bad(f"window_size={window}: sliding-window attention is not supported yet; pass "
-             "(-1, -1) (the full sequence)")
-    _causal_align_code("attention_varlen", causal_align)
-    _softcap_value("attention_varlen", softcap)
+    for name, t in zip(names + ("cu_seqlens_q", "cu_seqlens_k"), (q, k, v, cu_q, cu_k)):
+        if t.device.type != "cuda":
+            _bad(f"{name} is on {t.device}; attngen runs on CUDA devices: move the tensors "
+                 "with .cuda()")
+        if t.device != q.device:
+            _bad(f"{name} is on {t.device} but q is on {q.device}: put every tensor on one "
+                 "device")
 
 
 def _check_seqlen_values(q, k, cu_q, cu_k, max_q, max_k):
@@ -120,25 +121,38 @@ def _check_seqlen_values(q, k, cu_q, cu_k, max_q, max_k):
 def _forward(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_lse, causal_align,
              softcap, check_seqlens):
     total_q, h, d = q.shape
-    total_k, hkv, _ = k.shape
-    batch = cu_q.numel() - 1
     out = torch.empty((total_q, h, d), dtype=q.dtype, device=q.device)
     lse = torch.empty((h, total_q) if return_lse else (0,), dtype=torch.float32,
                       device=q.device)
     if check_seqlens and not torch.cuda.is_current_stream_capturing():
         _check_seqlen_values(q, k, cu_q, cu_k, max_q, max_k)
+    _launch(q, k, v, cu_q, cu_k, max_q, max_k, out, lse if return_lse else None, causal,
+            scale, causal_align, softcap)
+    return out, lse
+
+
+def _launch(q, k, v, cu_q, cu_k, max_q, max_k, out, lse, causal, scale, causal_align,
+            softcap):
+    """Runs the varlen kernel into `out` (total_q, H, D) and, unless None, `lse`
+    (H, total_q) float32, both contiguous in their last dimension; the inputs
+    as _check_inputs accepts them. (gpu/varlen_check.py passes outputs of its
+    own, poisoned and guarded.)"""
+    total_q, h, d = q.shape
+    total_k, hkv, _ = k.shape
+    batch = cu_q.numel() - 1
     if batch == 0 or total_q == 0:
-        return out, lse
+        return
     if total_k == 0:
         # Every sequence is without keys: out 0 and lse -inf, no kernel to run.
         out.zero_()
-        lse.fill_(-math.inf)
-        return out, lse
+        if lse is not None:
+            lse.fill_(-math.inf)
+        return
     kernel = _kernel_for(q.device, q.dtype, d, causal, causal_align, scale, softcap,
                          varlen=True)
     args = _capi.ForwardArgs()
     args.q, args.k, args.v, args.o = q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr()
-    args.lse = lse.data_ptr() if return_lse else None
+    args.lse = lse.data_ptr() if lse is not None else None
     args.batch, args.nq, args.nk = batch, total_q, total_k
     args.num_heads, args.num_kv_heads, args.head_dim = h, hkv, d
     # Packed tensors have no batch dimension (its stride is unused).
@@ -153,7 +167,6 @@ def _forward(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_lse, causa
     status = _lib.attngen_kernel_forward(kernel, ctypes.byref(args), stream)
     if status:
         _raise(status)
-    return out, lse
 
 
 if torch is not None:
