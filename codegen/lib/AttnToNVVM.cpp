@@ -362,12 +362,22 @@ LogicalResult KernelLowering::lowerDim(memref::DimOp op) {
     return op.emitOpError("attn-to-nvvm needs a constant dimension of a "
                           "kernel tensor (q, k, v, o or lse)");
   OpBuilder &b = l->b;
+  int64_t rank = cast<MemRefType>(op.getSource().getType()).getRank();
+  Value size;
+  if (tensor->second == Tensor::Lse) {
+    // [B, H, Nq], or packed [H, total_q].
+    int64_t logical = rank == 2 ? *dim + 1 : *dim;
+    size = logical == 0 ? l->params.batch
+           : logical == 1 ? l->params.numHeads
+                          : l->params.nq;
+    l->scalars[op] = arith::IndexCastOp::create(b, op.getLoc(),
+                                                b.getIndexType(), size);
+    return success();
+  }
   // A packed [total, H, D] tensor's dimensions are [B, N, H, D]'s without
   // the batch.
-  if (cast<MemRefType>(op.getSource().getType()).getRank() == 3 &&
-      tensor->second != Tensor::Lse)
+  if (rank == 3)
     ++*dim;
-  Value size;
   switch (*dim) {
   case 0:
     size = l->params.batch;
