@@ -20,7 +20,7 @@ module attributes {attn.target = #attn.target<sm_90a>} {
   // CHECK-NEXT: %[[END:.*]] = arith.minui %[[HI]], %[[TOTAL]] : i32
   // CHECK-NEXT: arith.subi %[[END]], %[[START]] : i32
   // CHECK: llvm.getelementptr %[[CUK]]
-  // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg0, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+  // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg0, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}] {isCTAOnly = true} : !llvm.ptr<3>, !llvm.ptr
   // CHECK-NOT: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}]
   func.func @fwd(%q: memref<?x?x128xbf16>, %k: memref<?x?x128xbf16>,
                  %v: memref<?x?x128xbf16>, %o: memref<?x?x128xbf16>,
