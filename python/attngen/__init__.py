@@ -340,7 +340,10 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     causal is bottom-right aligned per sequence (query i of a sequence sees
     its keys j <= i + seqlen_k - seqlen_q, as flash_attn); causal_align=
     'top-left' aligns it as torch's is_causal. softcap and scale as in
-    attention(). window_size must be (-1, -1) (no sliding window yet).
+    attention(). window_size=(left, right) is a sliding window per sequence,
+    as flash_attn's: query i sees its sequence's keys from left before to
+    right after its diagonal (i + seqlen_k - seqlen_q bottom-right; -1: that
+    side unbounded); with causal=True right must be -1 or 0.
 
     check_seqlens=True (the default) checks the values of cu_seqlens_q/k
     against the tensors and max_seqlen_q/k before the launch: that copies

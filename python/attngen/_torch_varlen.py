@@ -9,7 +9,7 @@ import numbers
 
 from . import _capi
 from . import (_causal_align_code, _lib, _normalize_scale, _raise, _softcap_value,
-               InvalidInputError)
+               _window_sides, InvalidInputError)
 from ._torch_op import _bad, _kernel_for, _use_custom_op, torch
 
 # The runtime's names for the sizes, and what a Python caller passed them as.
@@ -58,13 +58,7 @@ def _check_inputs(q, k, v, cu_q, cu_k, max_q, max_k, causal, window_size, softca
                         ("check_seqlens", check_seqlens)):
         if not isinstance(value, bool):
             raise TypeError(f"attngen.attention_varlen: {name} must be a bool, got {value!r}")
-    window = tuple(window_size) if isinstance(window_size, (tuple, list)) else None
-    if window is None or len(window) != 2:
-        raise TypeError("attngen.attention_varlen: window_size must be a pair (left, right), "
-                        f"got {window_size!r}")
-    if window != (-1, -1):
-        _bad(f"window_size={window}: sliding-window attention is not supported yet; pass "
-             "(-1, -1) (the full sequence)")
+    _window_sides("attention_varlen", window_size)
     _causal_align_code("attention_varlen", causal_align)
     _softcap_value("attention_varlen", softcap)
     for name, t in zip(names, (q, k, v)):
@@ -119,7 +113,7 @@ def _check_seqlen_values(q, k, cu_q, cu_k, max_q, max_k):
 
 
 def _forward(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_lse, causal_align,
-             softcap, check_seqlens):
+             softcap, window_left, window_right, check_seqlens):
     total_q, h, d = q.shape
     out = torch.empty((total_q, h, d), dtype=q.dtype, device=q.device)
     lse = torch.empty((h, total_q) if return_lse else (0,), dtype=torch.float32,
@@ -127,12 +121,12 @@ def _forward(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_lse, causa
     if check_seqlens and not torch.cuda.is_current_stream_capturing():
         _check_seqlen_values(q, k, cu_q, cu_k, max_q, max_k)
     _launch(q, k, v, cu_q, cu_k, max_q, max_k, out, lse if return_lse else None, causal,
-            scale, causal_align, softcap)
+            scale, causal_align, softcap, window_left, window_right)
     return out, lse
 
 
 def _launch(q, k, v, cu_q, cu_k, max_q, max_k, out, lse, causal, scale, causal_align,
-            softcap):
+            softcap, window_left=-1, window_right=-1):
     """Runs the varlen kernel into `out` (total_q, H, D) and, unless None, `lse`
     (H, total_q) float32, both contiguous in their last dimension; the inputs
     as _check_inputs accepts them. (gpu/varlen_check.py passes outputs of its
@@ -149,7 +143,7 @@ def _launch(q, k, v, cu_q, cu_k, max_q, max_k, out, lse, causal, scale, causal_a
             lse.fill_(-math.inf)
         return
     kernel = _kernel_for(q.device, q.dtype, d, causal, causal_align, scale, softcap,
-                         varlen=True)
+                         window_left, window_right, varlen=True)
     args = _capi.ForwardArgs()
     args.q, args.k, args.v, args.o = q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr()
     args.lse = lse.data_ptr() if lse is not None else None
@@ -175,14 +169,16 @@ if torch is not None:
                              cu_seqlens_q: torch.Tensor, cu_seqlens_k: torch.Tensor,
                              max_seqlen_q: int, max_seqlen_k: int, causal: bool, scale: float,
                              return_lse: bool, causal_align: str, softcap: float,
+                             window_left: int, window_right: int,
                              check_seqlens: bool) -> tuple[torch.Tensor, torch.Tensor]:
         return _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-                        causal, scale, return_lse, causal_align, softcap, check_seqlens)
+                        causal, scale, return_lse, causal_align, softcap, window_left,
+                        window_right, check_seqlens)
 
     @_attention_varlen_op.register_fake
     def _attention_varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                                max_seqlen_k, causal, scale, return_lse, causal_align, softcap,
-                               check_seqlens):
+                               window_left, window_right, check_seqlens):
         total_q, h, d = q.shape
         out = q.new_empty((total_q, h, d))
         lse = q.new_empty((h, total_q) if return_lse else (0,), dtype=torch.float32)
@@ -208,14 +204,17 @@ def attention_varlen(q, k, v, cu_q, cu_k, max_q, max_k, causal, window_size, sof
                   return_lse, causal_align, check_seqlens)
     scale = _normalize_scale(scale)
     softcap = _softcap_value("attention_varlen", softcap)
-    # Without a mask the alignment means nothing: one kernel serves both.
-    if not causal:
+    left, right = _window_sides("attention_varlen", window_size)
+    # Without a diagonal (no causal mask, no window) the alignment means
+    # nothing: one kernel serves both.
+    if not causal and left < 0 and right < 0:
         causal_align = "top-left"
     if _use_custom_op(q, k, v, cu_q, cu_k):
         out, lse = torch.ops.attngen.attention_varlen(q, k, v, cu_q, cu_k, max_q, max_k,
                                                       causal, scale, return_lse,
-                                                      causal_align, softcap, check_seqlens)
+                                                      causal_align, softcap, left, right,
+                                                      check_seqlens)
     else:
         out, lse = _forward(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_lse,
-                            causal_align, softcap, check_seqlens)
+                            causal_align, softcap, left, right, check_seqlens)
     return (out, lse) if return_lse else out

@@ -32,6 +32,18 @@ class VarlenCompileTest(unittest.TestCase):
             self.assertIs(dense.metadata["varlen"], False)
             self.assertNotEqual(dense.cache_key, k.cache_key)
 
+    def test_compile_varlen_window(self):
+        # Per-sequence sliding windows, in a head dim of 32-byte panels too.
+        for arch in ("sm_80", "sm_90a"):
+            for head_dim in (64, 96, 40):
+                k = attngen.compile(arch=arch, head_dim=head_dim, dtype="bf16",
+                                    causal_align="bottom-right", window_size=(128, 0),
+                                    varlen=True)
+                self.assertTrue(k.kernel_name.endswith(
+                    f"_bf16_d{head_dim}_varlen_window_l128_r0_br"), k.kernel_name)
+                self.assertIs(k.metadata["varlen"], True)
+                self.assertEqual(k.metadata["window_left"], 128)
+
     def test_varlen_flag_must_be_a_bool(self):
         with self.assertRaises(TypeError):
             attngen.compile(varlen=1)
@@ -101,9 +113,12 @@ class VarlenArgumentTest(unittest.TestCase):
         bad = attngen.InvalidInputError
         self.expect(TypeError, "causal must be a bool", kwargs={"causal": 1})
         self.expect(TypeError, "check_seqlens must be a bool", kwargs={"check_seqlens": "no"})
-        self.expect(TypeError, "window_size must be a pair", kwargs={"window_size": None})
-        self.expect(bad, "sliding-window attention is not supported yet",
-                    kwargs={"window_size": (128, 0)})
+        self.expect(TypeError, "window_size must be a (left, right) pair of ints",
+                    kwargs={"window_size": None})
+        self.expect(TypeError, "window_size left must be an int",
+                    kwargs={"window_size": (1.5, 0)})
+        # A valid window passes the argument checks: the device is what is wrong.
+        self.expect(bad, "q is on cpu", kwargs={"window_size": (128, 0)})
         self.expect(bad, "causal_align 'bottom_right' is not supported",
                     kwargs={"causal": True, "causal_align": "bottom_right"})
         self.expect(TypeError, "softcap must be a number", kwargs={"softcap": "30"})
