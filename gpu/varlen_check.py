@@ -9,9 +9,10 @@ speed against the dense kernel and torch's flash varlen, in one run.
 
 * Correctness: packed batches with empty sequences (no queries, no keys),
   Nq != Nk per sequence both ways, lengths that are no tile multiple, GQA/MQA,
-  head dims 64/128/256, bf16 and f16, no mask, causal top-left and causal
-  bottom-right (flash_attn's varlen diagonal), max_seqlen_q/k larger than any
-  sequence, q/k/v as views of one packed QKV tensor and row-padded views.
+  head dims 64/96/128/256 (and 40: 16-column swizzle panels), bf16 and f16,
+  no mask, causal top-left and causal bottom-right (flash_attn's varlen
+  diagonal), sliding windows per sequence (causal windows, two-sided ones,
+  right-only ones, both alignments), max_seqlen_q/k larger than any sequence, q/k/v as views of one packed QKV tensor and row-padded views.
   Each case runs twice: through attngen.attention_varlen (its outputs get
   memory just filled with NaN: the caching allocator hands the freed block
   back, which the script checks), and through the same launch into outputs of
@@ -60,6 +61,22 @@ BATCHES = [
 #: (H, Hkv) head configurations: MHA, GQA 2:1, MQA.
 HEADS = [(2, 2), (4, 2), (4, 1)]
 
+#: mask name -> (causal, causal_align, window_size) as attention_varlen takes
+#: them. The windows are per sequence: each sequence's own diagonal (i, or
+#: i + Nk - Nq bottom-right), cut by its own lengths.
+MASKS = {
+    "none": (False, "top-left", (-1, -1)),
+    "top-left": (True, "top-left", (-1, -1)),
+    "bottom-right": (True, "bottom-right", (-1, -1)),
+    "window (96, 0) bottom-right": (False, "bottom-right", (96, 0)),
+    "causal window (200, -1) top-left": (True, "top-left", (200, -1)),
+    "window (100, 30) bottom-right": (False, "bottom-right", (100, 30)),
+    "window (-1, 40) top-left": (False, "top-left", (-1, 40)),
+}
+#: Masks every head dim and dtype runs; the windows run in bf16 over WINDOW_DIMS.
+BASE_MASKS = ("none", "top-left", "bottom-right")
+WINDOW_DIMS = (40, 64, 96, 128, 256)
+
 #: Largest rel error between the varlen kernel on 16 x 1024 packed tokens and
 #: the dense kernel on B=16 N=1024: the same tiles and arithmetic, so the
 #: results should agree to the last bits (bitwise equality is reported).
@@ -89,6 +106,19 @@ def random_batch(rng, count, longest, empty_every=4):
     return lq, lk
 
 
+def mask_combos(quick=False):
+    """(head_dim, dtype name, mask name) of every correctness kernel (--quick:
+    fewer head dims, so fewer kernels to compile)."""
+    dims = (64, 128) if quick else (64, 96, 128, 256)
+    window_dims = (96, 128) if quick else WINDOW_DIMS
+    combos = [(d, dname, mask) for d in dims for dname in ("bf16", "f16")
+              for mask in BASE_MASKS]
+    combos += [(d, "bf16", mask) for d in window_dims for mask in MASKS
+               if mask not in BASE_MASKS]
+    combos.append((40, "f16", "bottom-right"))
+    return combos
+
+
 def attention_flops(lengths_q, lengths_k, h, d, causal):
     """The FlashAttention FLOP convention summed over the sequences: 4 * H * Nq *
     Nk * D each, halved when causal (as gpu/check_and_bench.py's dense rows)."""
@@ -115,6 +145,24 @@ def self_test():
     assert attention_flops([1024] * 16, [1024] * 16, 16, 128, False) == dense
     assert attention_flops([1024] * 16, [1024] * 16, 16, 128, True) == dense / 2
     assert attention_flops([3, 0], [5, 7], 2, 8, False) == 4 * 2 * 3 * 5 * 8
+    combos = mask_combos()
+    assert len(set(combos)) == len(combos)
+    assert {m for _, _, m in combos} == set(MASKS)
+    for causal, align, (left, right) in MASKS.values():
+        assert align in ("top-left", "bottom-right") and left >= -1 and right >= -1
+        assert not (causal and right > 0), "a causal window's right side is 0 or -1"
+    cases = correctness_cases(False)
+    assert len(cases) == len(combos) * (len(BATCHES) + 1)
+    assert len(correctness_cases(True)) == len(mask_combos(True)) * 2
+    assert {m for _, _, m in mask_combos(True)} == set(MASKS)
+    for name, lq, lk, heads, d, dname, mask, layout, extra in cases:
+        assert d % 8 == 0 and 8 <= d <= 256 and mask in MASKS, name
+        assert layout != "qkv" or (heads[0] == heads[1] and lq == lk), name
+    assert any(c[7] == "qkv" for c in cases) and any(c[7] == "padded" for c in cases)
+    assert any(c[8] > 0 for c in cases)
+    assert sanitize_cases(cases) and all(c[4] == 128 and c[5] == "bf16"
+                                         for c in sanitize_cases(cases))
+    assert any(c[6] not in BASE_MASKS for c in sanitize_cases(cases))
     print("varlen_check self-test passed")
     return 0
 
@@ -149,9 +197,11 @@ def guarded(torch, shape, dtype, cb):
     return body.view(*shape), [flat[:cb.GUARD], flat[cb.GUARD + numel:]]
 
 
-def varlen_reference(torch, cb, q, k, v, lq, lk, scale, causal, bottom_right):
+def varlen_reference(torch, cb, q, k, v, lq, lk, scale, causal, bottom_right,
+                     window=(-1, -1)):
     """float32 out (total_q, h, d) and lse (h, total_q), one dense reference per
-    sequence; queries of a sequence without keys: out 0, lse -inf."""
+    sequence (its own mask and window); queries of a sequence without keys, and
+    rows the window leaves without a key: out 0, lse -inf."""
     out = torch.zeros(q.shape, dtype=torch.float32, device="cuda")
     lse = torch.full((q.shape[1], q.shape[0]), float("-inf"), device="cuda")
     cq, ck = cu_seqlens(lq), cu_seqlens(lk)
@@ -159,7 +209,8 @@ def varlen_reference(torch, cb, q, k, v, lq, lk, scale, causal, bottom_right):
         if lq[b] == 0 or lk[b] == 0:
             continue
         o, l = cb.reference(torch, q[None, cq[b]:cq[b + 1]], k[None, ck[b]:ck[b + 1]],
-                            v[None, ck[b]:ck[b + 1]], scale, causal, bottom_right)
+                            v[None, ck[b]:ck[b + 1]], scale, causal, bottom_right,
+                            window=window)
         out[cq[b]:cq[b + 1]] = o[0]
         lse[:, cq[b]:cq[b + 1]] = l[0]
     return out, lse
@@ -188,11 +239,10 @@ def run_case(torch, cb, attngen, varlen, case):
     cu_q = torch.tensor(cu_seqlens(lq), dtype=torch.int32, device="cuda")
     cu_k = torch.tensor(cu_seqlens(lk), dtype=torch.int32, device="cuda")
     max_q, max_k = max(lq) + extra, max(lk) + extra
-    causal = mask != "none"
-    align = "top-left" if mask == "top-left" else "bottom-right"
+    causal, align, window = MASKS[mask]
     scale = 1 / math.sqrt(d)
     ref, ref_lse = varlen_reference(torch, cb, q, k, v, lq, lk, scale, causal,
-                                    mask == "bottom-right")
+                                    align == "bottom-right", window)
     row = dict(batch=name, lengths_q=lq, lengths_k=lk, h=h, hkv=hkv, d=d, dtype=dname,
                mask=mask, layout=layout, max_seqlen_extra=extra)
     # 1. The public API; its output blocks were just filled with NaN.
@@ -201,7 +251,8 @@ def run_case(torch, cb, attngen, varlen, case):
     ptrs = (bait.data_ptr(), bait_lse.data_ptr())
     del bait, bait_lse
     out, lse = attngen.attention_varlen(q, k, v, cu_q, cu_k, max_q, max_k, causal=causal,
-                                        causal_align=align, return_lse=True)
+                                        causal_align=align, window_size=window,
+                                        return_lse=True)
     torch.cuda.synchronize()
     api = judge(torch, cb, out, lse, ref, ref_lse, dname)
     api["poison_reused"] = out.data_ptr() == ptrs[0] and (lse.numel() == 0 or
@@ -209,8 +260,9 @@ def run_case(torch, cb, attngen, varlen, case):
     # 2. The same launch into guarded, poisoned outputs of our own.
     out2, guards = guarded(torch, tuple(q.shape), dtype, cb)
     lse2, lse_guards = guarded(torch, (h, q.shape[0]), torch.float32, cb)
+    diagonal = causal or window != (-1, -1)
     varlen._launch(q, k, v, cu_q, cu_k, max_q, max_k, out2, lse2, causal, 0.0,
-                   align if causal else "top-left", 0.0)
+                   align if diagonal else "top-left", 0.0, window[0], window[1])
     torch.cuda.synchronize()
     own = judge(torch, cb, out2, lse2, ref, ref_lse, dname, guards + lse_guards)
     same = bool(torch.equal(out.nan_to_num(7.0), out2.nan_to_num(7.0)))
@@ -228,21 +280,28 @@ def correctness_cases(quick):
         batches = batches[:2]
     cases = []
     i = 0
-    for d in (64, 128, 256):
-        for dname in ("bf16", "f16"):
-            for mask in ("none", "top-left", "bottom-right"):
-                for name, lq, lk in batches:
-                    heads = HEADS[i % len(HEADS)]
-                    layout = ("contiguous", "padded", "qkv")[(i // len(HEADS)) % 3]
-                    if layout == "qkv":
-                        if heads[0] != heads[1]:
-                            layout = "contiguous"
-                        else:
-                            lk = lq  # self-attention: views of one QKV tensor
-                    extra = 1000 if i % 4 == 3 else 0  # max_seqlen past every sequence
-                    cases.append((name, lq, lk, heads, d, dname, mask, layout, extra))
-                    i += 1
+    for d, dname, mask in mask_combos(quick):
+        for name, lq, lk in batches:
+            heads = HEADS[i % len(HEADS)]
+            layout = ("contiguous", "padded", "qkv")[(i // len(HEADS)) % 3]
+            if layout == "qkv":
+                if heads[0] != heads[1]:
+                    layout = "contiguous"
+                else:
+                    lk = lq  # self-attention: views of one QKV tensor
+            extra = 1000 if i % 4 == 3 else 0  # max_seqlen past every sequence
+            cases.append((name, lq, lk, heads, d, dname, mask, layout, extra))
+            i += 1
     return cases
+
+
+def sanitize_cases(cases):
+    """The few small cases compute-sanitizer runs: bf16 d128, a plain and a
+    causal one and two windows."""
+    d128 = [c for c in cases if c[4] == 128 and c[5] == "bf16"]
+    plain = [c for c in d128 if c[6] in BASE_MASKS][:3]
+    windows = [c for c in d128 if c[6] not in BASE_MASKS][:2]
+    return plain + windows
 
 
 def correctness(torch, cb, attngen, quick, sanitize):
@@ -250,7 +309,7 @@ def correctness(torch, cb, attngen, quick, sanitize):
     dtypes = {"bf16": torch.bfloat16, "f16": torch.float16}
     cases = correctness_cases(quick)
     if sanitize:
-        cases = [c for c in cases if c[4] == 128 and c[5] == "bf16"][:4]
+        cases = sanitize_cases(cases)
     results = []
     for n, c in enumerate(cases):
         case = c[:5] + (dtypes[c[5]], c[5]) + c[6:]
@@ -450,7 +509,7 @@ def main():
     parser.add_argument("--quick", action="store_true", help="fewer correctness cases")
     parser.add_argument("--no-bench", action="store_true")
     parser.add_argument("--sanitize", action="store_true",
-                        help="4 small correctness cases and the argument checks, no bench "
+                        help="5 small correctness cases and the argument checks, no bench "
                              "(for compute-sanitizer)")
     parser.add_argument("--self-test", action="store_true",
                         help="check the pure-Python helpers (no torch, no GPU)")
