@@ -1,5 +1,6 @@
 """attngen.attention_varlen with PyTorch on a CUDA GPU: packed ragged batches
-(empty sequences, Nq != Nk per sequence, GQA, both causal alignments) against a
+(empty sequences, Nq != Nk per sequence, GQA, both causal alignments, sliding
+windows) against a
 float32 reference per sequence, the value checks of cu_seqlens, torch.compile,
 CUDA graphs and the custom op's schema. Needs torch and a GPU (run on the GPU
 machine by gpu/run_python.sh); without them the tests are skipped.
@@ -45,9 +46,10 @@ def _running(lengths):
         yield total
 
 
-def varlen_reference(q, k, v, cu_q, cu_k, causal, scale, bottom_right):
-    """The dense float32 reference on each sequence: out (total_q, h, d), lse
-    (h, total_q); a query without keys gets out 0 and lse -inf."""
+def varlen_reference(q, k, v, cu_q, cu_k, causal, scale, bottom_right, window=(-1, -1)):
+    """The dense float32 reference on each sequence (its own diagonal and
+    window): out (total_q, h, d), lse (h, total_q); a query without keys gets
+    out 0 and lse -inf."""
     out = torch.zeros(q.shape, dtype=torch.float32, device="cuda")
     lse = torch.full((q.shape[1], q.shape[0]), float("-inf"), device="cuda")
     cq, ck = cu_q.tolist(), cu_k.tolist()
@@ -56,7 +58,7 @@ def varlen_reference(q, k, v, cu_q, cu_k, causal, scale, bottom_right):
         if q1 == q0 or k1 == k0:
             continue
         o, l = reference(q[None, q0:q1], k[None, k0:k1], v[None, k0:k1], causal, scale,
-                         bottom_right)
+                         bottom_right, window=window)
         out[q0:q1] = o[0]
         lse[:, q0:q1] = l[0]
     return out, lse
@@ -95,6 +97,30 @@ class AttentionVarlenTest(unittest.TestCase):
                         # Rows without keys (sequence 2, and bottom-right rows
                         # before the diagonal) are exactly 0.
                         self.assertTrue(bool((out.permute(1, 0, 2)[empty] == 0).all()))
+
+    def test_sliding_windows(self):
+        # Each sequence's own band: causal windows, two-sided and right-only
+        # ones, both alignments, a head dim of 64-byte panels (d96) and one
+        # of 32-byte panels (d40).
+        torch.manual_seed(3)
+        windows = ((False, "bottom-right", (96, 0)), (True, "top-left", (200, -1)),
+                   (False, "bottom-right", (100, 30)), (False, "top-left", (-1, 40)))
+        for d in (64, 96, 40):
+            for causal, align, window in windows:
+                with self.subTest(d=d, causal=causal, align=align, window=window):
+                    q, k, v, cu_q, cu_k = packed(self.LENGTHS_Q, self.LENGTHS_K, d=d)
+                    out, lse = attngen.attention_varlen(
+                        q, k, v, cu_q, cu_k, 1000, 1000, causal=causal, causal_align=align,
+                        window_size=window, return_lse=True)
+                    ref, ref_lse = varlen_reference(q, k, v, cu_q, cu_k, causal,
+                                                    1 / math.sqrt(d), align == "bottom-right",
+                                                    window)
+                    self.assertFalse(bool(torch.isnan(out).any()))
+                    self.assertLess(rel(out, ref), 1e-2)
+                    empty = torch.isinf(ref_lse)
+                    self.assertTrue(bool((lse[empty] == float("-inf")).all()))
+                    self.assertTrue(bool((out.permute(1, 0, 2)[empty] == 0).all()))
+                    self.assertLess((lse[~empty] - ref_lse[~empty]).abs().max().item(), 2e-2)
 
     def test_longer_max_seqlen_and_strided_views(self):
         # max_seqlen_q far past every sequence (the extra CTAs exit), and
@@ -181,7 +207,7 @@ class AttentionVarlenTest(unittest.TestCase):
         q, k, v, cu_q, cu_k = packed([100, 0, 33], [77, 5, 33], d=128)
         torch.library.opcheck(torch.ops.attngen.attention_varlen.default,
                               (q, k, v, cu_q, cu_k, 100, 77, True, 0.0, True, "bottom-right",
-                               0.0, True),
+                               0.0, 64, -1, True),
                               test_utils=("test_schema", "test_faketensor"))
 
 
