@@ -65,9 +65,10 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
     sequence starts: sequence `b` is query rows `cu_seqlens_q[b] ..
     cu_seqlens_q[b+1] - 1` and key rows `cu_seqlens_k[b] ..
     cu_seqlens_k[b+1] - 1`. Each sequence is its own attention problem (its
-    own Nq and Nk, which may be 0, and its own causal diagonal); no work is
-    spent on padding. The verifier checks those ranks, that both vectors
-    are given, i32 and contiguous, and the same static sizes as above.
+    own Nq and Nk, which may be 0, and its own causal diagonal and sliding
+    window); no work is spent on padding. The verifier checks those ranks,
+    that both vectors are given, i32 and contiguous, and the same static
+    sizes as above.
 
     ```mlir
     attn.attention %q, %k, %v, %o lse %lse {causal, scale = 0.0883883 : f32}
