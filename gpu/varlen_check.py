@@ -20,6 +20,11 @@ speed against the dense kernel and torch's flash varlen, in one run.
   write past a sequence or past the tensor is seen). The reference is float32
   per sequence (gpu/check_and_bench.py's), tolerances as there; rows without
   keys must be exactly 0 with LSE -inf.
+* sm_80 varlen kernels on the same GPU (it runs sm_80 PTX; attention_varlen
+  would pick the GPU's own arch): the SM80_COMBOS kernels (plain, causal both
+  alignments, windows; d64/d96/d128/d256) from attngen.compile(arch="sm_80",
+  varlen=True), launched through the runtime (check_and_bench's ctypes
+  mirror over attngen's library) into guarded, poisoned outputs, same cases.
 * Argument checks on the GPU: wrong cu_seqlens values raise InvalidInputError
   naming the entry; with check_seqlens=False garbage cu_seqlens must not fault
   nor write outside the outputs.
@@ -73,6 +78,15 @@ MASKS = {
     "window (100, 30) bottom-right": (False, "bottom-right", (100, 30)),
     "window (-1, 40) top-left": (False, "top-left", (-1, 40)),
 }
+#: (head_dim, dtype, mask) of the sm_80 varlen kernels also run here: the GPU
+#: runs sm_80 PTX too, but attention_varlen compiles for its own arch, so these
+#: go through attngen.compile(arch="sm_80") and the runtime directly.
+SM80_COMBOS = [(64, "bf16", "none"), (128, "f16", "bottom-right"), (128, "bf16", "top-left"),
+               (256, "bf16", "bottom-right"), (96, "bf16", "window (100, 30) bottom-right"),
+               (128, "bf16", "window (96, 0) bottom-right"),
+               (128, "bf16", "window (-1, 40) top-left"),
+               (64, "bf16", "causal window (200, -1) top-left"),
+               (96, "bf16", "causal window (200, -1) top-left")]
 #: Masks every head dim and dtype runs; the windows run in bf16 over WINDOW_DIMS.
 BASE_MASKS = ("none", "top-left", "bottom-right")
 WINDOW_DIMS = (40, 64, 96, 128, 256)
@@ -163,6 +177,11 @@ def self_test():
     assert sanitize_cases(cases) and all(c[4] == 128 and c[5] == "bf16"
                                          for c in sanitize_cases(cases))
     assert any(c[6] not in BASE_MASKS for c in sanitize_cases(cases))
+    assert set(SM80_COMBOS) <= set(combos)
+    for quick in (False, True):
+        sm80 = sm80_cases(correctness_cases(quick))
+        assert sm80 and {c[6] for c in sm80} & set(BASE_MASKS)
+        assert {c[6] for c in sm80} - set(BASE_MASKS), "sm_80 windows"
     print("varlen_check self-test passed")
     return 0
 
@@ -302,6 +321,87 @@ def sanitize_cases(cases):
     plain = [c for c in d128 if c[6] in BASE_MASKS][:3]
     windows = [c for c in d128 if c[6] not in BASE_MASKS][:2]
     return plain + windows
+
+
+def sm80_cases(cases):
+    """The cases of the SM80_COMBOS kernels."""
+    return [c for c in cases if (c[4], c[5], c[6]) in SM80_COMBOS]
+
+
+def run_sm80_case(torch, cb, attngen, rt, modules, tmpdir, case):
+    """One case through an sm_80 varlen kernel, compiled by attngen.compile and
+    launched by the runtime (libattngen's attnrt_*) into guarded, NaN-poisoned
+    outputs."""
+    name, lq, lk, (h, hkv), d, dtype, dname, mask, layout, extra = case
+    causal, align, window = MASKS[mask]
+    diagonal = causal or window != (-1, -1)
+    kernel = attngen.compile(arch="sm_80", head_dim=d, dtype=dname, causal=causal,
+                             causal_align=align if diagonal else "top-left",
+                             window_size=window, varlen=True)
+    module = modules.get(kernel.kernel_name)
+    if module is None:
+        base = os.path.join(tmpdir, kernel.kernel_name)
+        with open(base + ".ptx", "w") as f:
+            f.write(kernel.ptx)
+        with open(base + ".json", "w") as f:
+            json.dump(kernel.metadata, f)
+        module = modules[kernel.kernel_name] = rt.load(base + ".ptx", base + ".json")
+    q, k, v = packed_inputs(torch, lq, lk, h, hkv, d, dtype, layout)
+    cu_q = torch.tensor(cu_seqlens(lq), dtype=torch.int32, device="cuda")
+    cu_k = torch.tensor(cu_seqlens(lk), dtype=torch.int32, device="cuda")
+    ref, ref_lse = varlen_reference(torch, cb, q, k, v, lq, lk, 1 / math.sqrt(d), causal,
+                                    align == "bottom-right", window)
+    out, guards = guarded(torch, tuple(q.shape), dtype, cb)
+    lse, lse_guards = guarded(torch, (h, q.shape[0]), torch.float32, cb)
+    a = cb.ForwardArgs()
+    a.q, a.k, a.v, a.o, a.lse = (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
+                                 lse.data_ptr())
+    a.batch, a.nq, a.nk = len(lq), q.shape[0], k.shape[0]
+    a.num_heads, a.num_kv_heads, a.head_dim = h, hkv, d
+    for field, t in (("q_strides", q), ("k_strides", k), ("v_strides", v), ("o_strides", out)):
+        getattr(a, field)[:] = (0,) + tuple(t.stride())  # packed: no batch stride
+    a.dtype = cb.ATTNRT_DTYPE_BF16 if dtype == torch.bfloat16 else cb.ATTNRT_DTYPE_F16
+    a.cu_seqlens_q, a.cu_seqlens_k = cu_q.data_ptr(), cu_k.data_ptr()
+    a.max_seqlen_q, a.max_seqlen_k = max(lq) + extra, max(lk) + extra
+    module.launch(a, torch.cuda.current_stream().cuda_stream)
+    torch.cuda.synchronize()
+    row = dict(arch="sm_80", kernel=kernel.kernel_name, batch=name, lengths_q=lq, lengths_k=lk,
+               h=h, hkv=hkv, d=d, dtype=dname, mask=mask, layout=layout,
+               max_seqlen_extra=extra)
+    row["guarded"] = judge(torch, cb, out, lse, ref, ref_lse, dname, guards + lse_guards)
+    row["passed"] = row["guarded"]["passed"]
+    return row
+
+
+def sm80_correctness(torch, cb, attngen, quick):
+    import tempfile
+    dtypes = {"bf16": torch.bfloat16, "f16": torch.float16}
+    rt = cb.Runtime(attngen._library_path)
+    modules, results = {}, []
+    cases = sm80_cases(correctness_cases(quick))
+    with tempfile.TemporaryDirectory() as tmpdir:
+        for n, c in enumerate(cases):
+            case = c[:5] + (dtypes[c[5]], c[5]) + c[6:]
+            torch.manual_seed(500 + n)
+            try:
+                row = run_sm80_case(torch, cb, attngen, rt, modules, tmpdir, case)
+            except Exception as e:  # noqa: BLE001 - reported, and fatal ones stop the run
+                row = dict(arch="sm_80", case=repr(c), error=str(e)[:400], passed=False)
+                results.append(row)
+                print(f"  FAIL {row}", flush=True)
+                if cb.is_fatal(e):
+                    print("  the CUDA context is unusable: stopping", flush=True)
+                    break
+                continue
+            results.append(row)
+            if not row["passed"]:
+                print(f"  FAIL: {row}", flush=True)
+        for module in modules.values():
+            module.unload()
+    passed = sum(r["passed"] for r in results)
+    print(f"  sm_80 correctness: {passed}/{len(cases)} passed ({len(modules)} kernels)",
+          flush=True)
+    return results, passed == len(cases)
 
 
 def correctness(torch, cb, attngen, quick, sanitize):
@@ -525,16 +625,20 @@ def main():
           flush=True)
     print("== correctness (attngen.attention_varlen vs float32 reference per sequence)")
     checks, checks_ok = correctness(torch, cb, attngen, args.quick, args.sanitize)
+    sm80, sm80_ok = [], True
+    if not args.sanitize:
+        print("== sm_80 varlen kernels on this GPU (attngen.compile(arch='sm_80'), the runtime)")
+        sm80, sm80_ok = sm80_correctness(torch, cb, attngen, args.quick)
     print("== argument checks on the GPU")
     api, api_ok = api_checks(torch, attngen)
     bench = []
     if not (args.no_bench or args.sanitize):
         print("== speed (bf16 d128, H=16, 16k tokens)")
         bench = speed(torch, cb, attngen)
-    ok = checks_ok and api_ok and all(r.get("passed", True) for r in bench)
+    ok = checks_ok and sm80_ok and api_ok and all(r.get("passed", True) for r in bench)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"checks": checks, "api": api, "bench": bench, "passed": ok,
+            json.dump({"checks": checks, "sm80": sm80, "api": api, "bench": bench, "passed": ok,
                        "tolerances": {"rel": cb.REL_TOL, "lse": cb.LSE_TOL}}, f, indent=1)
     print("\n== summary")
     worst = {}
@@ -544,6 +648,7 @@ def main():
                                     r["guarded"]["rel"])
     print(f"correctness: {sum(r['passed'] for r in checks)}/{len(checks)} passed; worst rel "
           + ", ".join(f"{k} {v:.2e}" for k, v in sorted(worst.items()))
+          + f"; sm_80 kernels: {sum(r['passed'] for r in sm80)}/{len(sm80)} passed"
           + f"; argument checks: {sum(r['passed'] for r in api)}/{len(api)} passed")
     for r in bench:
         if "ms" in r:
