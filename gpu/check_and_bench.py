@@ -89,6 +89,8 @@ class KernelInfo(ctypes.Structure):
         ("grid_tile", ctypes.c_int * 3),
         ("ctas_per_sm", ctypes.c_int),
         ("num_sms", ctypes.c_int),
+        # Variable-length batches (appended; 0 for the dense kernels here).
+        ("varlen", ctypes.c_int),
     ]
 
     def as_dict(self):
@@ -123,6 +125,11 @@ class ForwardArgs(ctypes.Structure):
         ("v_strides", ctypes.c_int64 * 4),
         ("o_strides", ctypes.c_int64 * 4),
         ("dtype", ctypes.c_int),
+        # Variable-length batches (appended; left zero: dense kernels).
+        ("cu_seqlens_q", ctypes.c_void_p),
+        ("cu_seqlens_k", ctypes.c_void_p),
+        ("max_seqlen_q", ctypes.c_int64),
+        ("max_seqlen_k", ctypes.c_int64),
     ]
 
 

@@ -11,7 +11,8 @@
 #   bash gpu/run_python.sh [.gpu-jit/prefix] [--quick]
 #
 # With $OUT set, JSON results and logs go there. Exit status: 0 when every
-# step passed.
+# step passed. Extra arguments (--quick) go to python_check.py and
+# varlen_check.py.
 set -uo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 PREFIX=$(readlink -f "${1:-.gpu-jit/prefix}")
@@ -57,6 +58,15 @@ python3 examples/python/attention_example.py || fail "python example"
 step "Python API: correctness over many shapes, speed vs SDPA"
 python3 gpu/python_check.py --json "$OUT/python_check.json" "$@" 2>&1 | tee "$OUT/python_check.log"
 [ "${PIPESTATUS[0]}" = 0 ] || fail "python_check"
+step "Python API, variable-length batches: correctness per sequence, speed vs dense and torch varlen"
+python3 gpu/varlen_check.py --json "$OUT/varlen_check.json" "$@" 2>&1 | tee "$OUT/varlen_check.log"
+[ "${PIPESTATUS[0]}" = 0 ] || fail "varlen_check"
+if command -v compute-sanitizer >/dev/null 2>&1; then
+  step "compute-sanitizer memcheck on varlen kernels (small cases)"
+  compute-sanitizer --tool memcheck --error-exitcode 1 python3 gpu/varlen_check.py --sanitize \
+    > "$OUT/varlen_memcheck.log" 2>&1 || { tail -n 30 "$OUT/varlen_memcheck.log"; fail "varlen memcheck"; }
+  tail -n 3 "$OUT/varlen_memcheck.log"
+fi
 WHEEL=$(ls "$(dirname "$PREFIX")"/wheel/attngen-*.whl 2>/dev/null | head -n 1)
 if [ -n "$WHEEL" ]; then
   step "pip install of the wheel (self-contained library inside), tests against the install"

@@ -71,6 +71,10 @@ LogicalResult checkLowerable(func::FuncOp func, TilingAttr tiling,
         (isa<BlockArgument>(v) || isa<scf::ForOp, scf::IfOp>(op) ||
          !isa_and_present<AttnDialect>(op->getDialect())))
       return refuseBufferFlow(op, v.getType());
+    if (isa<SeqType>(v.getType()) && !isa<SequenceOp>(op))
+      return op->emitOpError()
+             << "sequences (!attn.seq) come from attn.sequence only; one "
+                "cannot be loop-carried, yielded or selected";
     return success();
   };
   WalkResult result = func.walk([&](Operation *op) -> WalkResult {
@@ -92,11 +96,18 @@ LogicalResult checkLowerable(func::FuncOp func, TilingAttr tiling,
           if (op != func.getOperation() && failed(checkTile(op, arg)))
             return WalkResult::interrupt();
     if (isa<scf::YieldOp>(op))
-      for (Value v : op->getOperands())
+      for (Value v : op->getOperands()) {
         if (isa<SmemTileType, PipeType>(v.getType())) {
           (void)refuseBufferFlow(op, v.getType());
           return WalkResult::interrupt();
         }
+        if (isa<SeqType>(v.getType())) {
+          op->emitOpError("yields a sequence (!attn.seq), which is read once "
+                          "by attn.sequence and cannot flow through control "
+                          "flow");
+          return WalkResult::interrupt();
+        }
+      }
     if (op->getDialect() && isa<arith::ArithDialect>(op->getDialect()))
       for (Type t : llvm::concat<const Type>(op->getOperandTypes(),
                                              op->getResultTypes()))
@@ -145,6 +156,10 @@ LogicalResult checkLowerable(func::FuncOp func, TilingAttr tiling,
     else if (auto rows = dyn_cast<StoreRowsOp>(op))
       ok = expect(rows.getDst(), {Tensor::Lse},
                   "must write the kernel's \"lse\" argument");
+    else if (auto seq = dyn_cast<SequenceOp>(op))
+      ok = expect(seq.getCuSeqlens(), {Tensor::CuSeqlensQ, Tensor::CuSeqlensK},
+                  "must read the kernel's \"cu_seqlens_q\" or "
+                  "\"cu_seqlens_k\" argument");
     return failed(ok) ? WalkResult::interrupt() : WalkResult::advance();
   });
   return failure(result.wasInterrupted());
@@ -167,6 +182,7 @@ private:
   LogicalResult lowerIf(scf::IfOp op);
   LogicalResult lowerWarpSpecialize(WarpSpecializeOp op);
   LogicalResult lowerDim(memref::DimOp op);
+  LogicalResult lowerSequence(SequenceOp op);
   /// Appends the lowered values of `v` (a tile's scalars or one scalar).
   void flatten(Value v, SmallVectorImpl<Value> &out);
   /// Maps `v` to the next values of `flat` starting at `pos`.
@@ -340,11 +356,28 @@ LogicalResult KernelLowering::lowerWarpSpecialize(WarpSpecializeOp op) {
 LogicalResult KernelLowering::lowerDim(memref::DimOp op) {
   std::optional<int64_t> dim = op.getConstantIndex();
   auto tensor = l->tensors.find(op.getSource());
-  if (!dim || tensor == l->tensors.end())
+  if (!dim || tensor == l->tensors.end() ||
+      tensor->second == Tensor::CuSeqlensQ ||
+      tensor->second == Tensor::CuSeqlensK)
     return op.emitOpError("attn-to-nvvm needs a constant dimension of a "
-                          "kernel tensor");
+                          "kernel tensor (q, k, v, o or lse)");
   OpBuilder &b = l->b;
+  int64_t rank = cast<MemRefType>(op.getSource().getType()).getRank();
   Value size;
+  if (tensor->second == Tensor::Lse) {
+    // [B, H, Nq], or packed [H, total_q].
+    int64_t logical = rank == 2 ? *dim + 1 : *dim;
+    size = logical == 0 ? l->params.batch
+           : logical == 1 ? l->params.numHeads
+                          : l->params.nq;
+    l->scalars[op] = arith::IndexCastOp::create(b, op.getLoc(),
+                                                b.getIndexType(), size);
+    return success();
+  }
+  // A packed [total, H, D] tensor's dimensions are [B, N, H, D]'s without
+  // the batch.
+  if (rank == 3)
+    ++*dim;
   switch (*dim) {
   case 0:
     size = l->params.batch;
@@ -364,6 +397,38 @@ LogicalResult KernelLowering::lowerDim(memref::DimOp op) {
   return success();
 }
 
+/// Rows cu[b] .. cu[b+1] - 1 of a packed tensor of `total_rows` rows,
+/// clamped into [0, total_rows] (unsigned, so a negative entry clamps too):
+/// a wrong cu_seqlens can never send a copy or store outside the tensor.
+LogicalResult KernelLowering::lowerSequence(SequenceOp op) {
+  OpBuilder &b = l->b;
+  Location loc = op.getLoc();
+  Value base = l->params.ptr[static_cast<int>(l->tensors.lookup(op.getCuSeqlens()))];
+  auto globalPtr = LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
+  Value batch = l->toI64(l->toI32(l->scalar(op.getBatch())));
+  auto entry = [&](int64_t offset) -> Value {
+    Value index = arith::AddIOp::create(b, loc, batch, l->i64(offset));
+    Value addr = LLVM::GEPOp::create(b, loc, globalPtr, b.getI32Type(), base,
+                                     ValueRange{index});
+    // Volatile: a program that reads a sequence again after its key/value
+    // loop (attn-tile's epilogue does) gets a load there, which LLVM would
+    // otherwise merge with the first one into a register kept live across
+    // the loop (sm_90a d64 spilled 8 bytes more that way). One load per
+    // entry and op per CTA; cu_seqlens does not change while the kernel runs.
+    return LLVM::LoadOp::create(b, loc, b.getI32Type(), addr, /*alignment=*/4,
+                                /*isVolatile=*/true);
+  };
+  Value total = l->toI32(l->scalar(op.getTotalRows()));
+  Value start = arith::MinUIOp::create(b, loc, entry(0), total);
+  Value end = arith::MinUIOp::create(
+      b, loc, arith::MaxUIOp::create(b, loc, entry(1), start), total);
+  Value length = arith::SubIOp::create(b, loc, end, start);
+  l->seqs[op.getSeq()] = {start, length};
+  l->scalars[op.getLength()] =
+      arith::IndexCastOp::create(b, loc, b.getIndexType(), length);
+  return success();
+}
+
 LogicalResult KernelLowering::lowerOp(Operation *op) {
   OpBuilder &b = l->b;
   l->loc = op->getLoc();
@@ -376,6 +441,7 @@ LogicalResult KernelLowering::lowerOp(Operation *op) {
       .Case<scf::ForOp>([&](auto o) { return lowerFor(o); })
       .Case<scf::IfOp>([&](auto o) { return lowerIf(o); })
       .Case<memref::DimOp>([&](auto o) { return lowerDim(o); })
+      .Case<SequenceOp>([&](auto o) { return lowerSequence(o); })
       .Case<ProgramIdOp>([&](ProgramIdOp o) {
         Type i32 = b.getI32Type();
         Value id;
@@ -622,7 +688,8 @@ LogicalResult KernelLowering::run() {
   Block *entry = kernel.addEntryBlock(b);
   b.setInsertionPointToStart(entry);
   l = std::make_unique<Lowering>(b, func.getLoc(), target, tiling,
-                                 qType.getDimSize(3), qType.getElementType());
+                                 qType.getDimSize(qType.getRank() - 1),
+                                 qType.getElementType());
   l->producerWarps = producerWarps;
   // Parameters, by kind and tensor role.
   for (auto [param, value] : llvm::zip(abi->params, entry->getArguments())) {
@@ -653,6 +720,9 @@ LogicalResult KernelLowering::run() {
         break;
       case SizeKind::num_kv_heads:
         l->params.numKvHeads = value;
+        break;
+      case SizeKind::max_seqlen_q:
+        l->params.maxSeqlenQ = value;
         break;
       }
       break;
@@ -704,7 +774,7 @@ LogicalResult KernelLowering::run() {
   kernel->setAttr("attn.grid", grid);
   for (StringRef name :
        {"attn.causal", "attn.causal_align", "attn.scale", "attn.softcap",
-        "attn.window_left", "attn.window_right"})
+        "attn.window_left", "attn.window_right", "attn.varlen"})
     if (Attribute attr = func->getAttr(name))
       kernel->setAttr(name, attr);
   kernel->setAttr("attn.params", abiParamsAttr(ctx, *abi));

@@ -122,14 +122,28 @@ Value Lowering::globalAddress(Tensor tensor, Value batch, Value row,
   auto mul = [&](Value x, Value stride) {
     return arith::MulIOp::create(b, loc, toI64(x), stride);
   };
-  Value offset = arith::AddIOp::create(b, loc, mul(batch, params.stride[t][0]),
-                                       mul(row, params.stride[t][1]));
+  // A packed tensor (null batch) has no batch dimension.
+  Value offset = mul(row, params.stride[t][1]);
+  if (batch)
+    offset = arith::AddIOp::create(b, loc, mul(batch, params.stride[t][0]),
+                                   offset);
   offset = arith::AddIOp::create(b, loc, offset, mul(head, params.stride[t][2]));
   offset = arith::AddIOp::create(b, loc, offset, toI64(col));
   auto ptrType =
       LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
   return LLVM::GEPOp::create(b, loc, ptrType, b.getI16Type(), params.ptr[t],
                              ValueRange{offset});
+}
+
+TileRows Lowering::tileRows(Tensor tensor, Value batch, Value row) {
+  Value tileRow = toI32(scalar(row));
+  auto seq = seqs.find(batch);
+  if (seq == seqs.end())
+    return {toI32(scalar(batch)), tileRow, tensorRows(tensor)};
+  // Row r of sequence b is row start_b + r of the packed tensor.
+  Value start = seq->second.start;
+  return {Value(), arith::AddIOp::create(b, loc, start, tileRow),
+          arith::AddIOp::create(b, loc, start, seq->second.length)};
 }
 
 FragmentShape Lowering::fragmentShape(RegTileType type) const {
@@ -470,30 +484,30 @@ void lowerConvert(Lowering &l, ConvertOp op) {
   l.tiles[op] = result;
 }
 
-/// Each thread stores its column pairs as 32-bit words; rows >= Nq skipped,
-/// and so are the 8-column blocks past the destination's head dimension
-/// (an output computed on a V padded to whole swizzle panels).
+/// Each thread stores its column pairs as 32-bit words; rows >= Nq (or past
+/// the end of a packed batch's sequence) skipped, and so are the 8-column
+/// blocks past the destination's head dimension (an output computed on a V
+/// padded to whole swizzle panels).
 void lowerStore(Lowering &l, StoreOp op) {
   OpBuilder &b = l.b;
   auto type = cast<RegTileType>(op.getValue().getType());
   FragmentShape shape = l.fragmentShape(type);
   int64_t storedBlocks =
-      cast<MemRefType>(op.getDst().getType()).getDimSize(3) / 8;
+      cast<MemRefType>(op.getDst().getType()).getShape().back() / 8;
   const SmallVector<Value> &v = l.tiles[op.getValue()];
   Tensor tensor = l.tensors.lookup(op.getDst());
-  Value batch = l.toI32(l.scalar(op.getBatch()));
   Value head = l.toI32(l.scalar(op.getHead()));
-  Value row0 = l.toI32(l.scalar(op.getRow()));
-  Value numRows = l.tensorRows(tensor);
+  TileRows rows = l.tileRows(tensor, op.getBatch(), op.getRow());
   for (int64_t t = 0; t < shape.mTiles; ++t)
     for (int64_t h = 0; h < 2; ++h) {
-      Value row = arith::AddIOp::create(b, l.loc, row0, l.fragmentRow(t, h));
+      Value row =
+          arith::AddIOp::create(b, l.loc, rows.row, l.fragmentRow(t, h));
       Value inside = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt,
-                                           row, numRows);
+                                           row, rows.end);
       l.emitIf(inside, [&] {
         for (int64_t n = 0; n < std::min(shape.nBlocks, storedBlocks); ++n) {
           int64_t index = (t * shape.nBlocks + n) * 4 + 2 * h;
-          Value addr = l.globalAddress(tensor, batch, row, head,
+          Value addr = l.globalAddress(tensor, rows.batch, row, head,
                                        l.fragmentCol(n, 0));
           LLVM::StoreOp::create(b, l.loc, pack(l, v[index], v[index + 1]),
                                 addr, /*alignment=*/4);
@@ -502,16 +516,20 @@ void lowerStore(Lowering &l, StoreOp op) {
     }
 }
 
-/// One lane of the four that share a row writes it: lse[b, h, row].
+/// One lane of the four that share a row writes it: lse[b, h, row], or for
+/// a packed batch lse[h, start + row].
 void lowerStoreRows(Lowering &l, StoreRowsOp op) {
   OpBuilder &b = l.b;
   auto type = cast<RegTileType>(op.getValue().getType());
   FragmentShape shape = l.fragmentShape(type);
   const SmallVector<Value> &v = l.tiles[op.getValue()];
-  Value batch = l.toI64(l.toI32(l.scalar(op.getBatch())));
+  Tensor tensor = l.tensors.lookup(op.getDst());
+  // The rows are query rows: Nq (or the sequence's end) bounds them.
+  TileRows rows = l.tileRows(Tensor::Q, op.getBatch(), op.getRow());
+  Value batch = rows.batch ? l.toI64(rows.batch) : Value();
   Value head = l.toI64(l.toI32(l.scalar(op.getHead())));
-  Value row0 = l.toI32(l.scalar(op.getRow()));
-  Value base = l.params.ptr[static_cast<int>(l.tensors.lookup(op.getDst()))];
+  Value row0 = rows.row;
+  Value base = l.params.ptr[static_cast<int>(tensor)];
   auto ptrType =
       LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
   Value notNull = arith::CmpIOp::create(
@@ -521,19 +539,20 @@ void lowerStoreRows(Lowering &l, StoreRowsOp op) {
       b, l.loc, arith::CmpIPredicate::eq,
       arith::AndIOp::create(b, l.loc, l.lane, l.i32(3)), l.i32(0));
   l.emitIf(arith::AndIOp::create(b, l.loc, notNull, firstLane), [&] {
-    // (b * H + h) * Nq
-    Value rowBase = arith::MulIOp::create(
-        b, l.loc,
-        arith::AddIOp::create(
-            b, l.loc,
-            arith::MulIOp::create(b, l.loc, batch, l.toI64(l.params.numHeads)),
-            head),
-        l.toI64(l.params.nq));
+    // (b * H + h) * Nq, or h * total_q for a packed batch.
+    Value rowsPerHead = l.toI64(l.params.nq);
+    Value batchHead = head;
+    if (batch)
+      batchHead = arith::AddIOp::create(
+          b, l.loc,
+          arith::MulIOp::create(b, l.loc, batch, l.toI64(l.params.numHeads)),
+          head);
+    Value rowBase = arith::MulIOp::create(b, l.loc, batchHead, rowsPerHead);
     for (int64_t t = 0; t < shape.mTiles; ++t)
       for (int64_t h = 0; h < 2; ++h) {
         Value row = arith::AddIOp::create(b, l.loc, row0, l.fragmentRow(t, h));
         Value inside = arith::CmpIOp::create(
-            b, l.loc, arith::CmpIPredicate::slt, row, l.params.nq);
+            b, l.loc, arith::CmpIPredicate::slt, row, rows.end);
         l.emitIf(inside, [&] {
           Value offset = arith::AddIOp::create(b, l.loc, rowBase, l.toI64(row));
           Value addr = LLVM::GEPOp::create(b, l.loc, ptrType, b.getF32Type(),

@@ -29,6 +29,10 @@ StringRef mlir::attn::tensorName(Tensor tensor) {
     return "o";
   case Tensor::Lse:
     return "lse";
+  case Tensor::CuSeqlensQ:
+    return "cu_seqlens_q";
+  case Tensor::CuSeqlensK:
+    return "cu_seqlens_k";
   }
   return "";
 }
@@ -40,6 +44,8 @@ std::optional<Tensor> mlir::attn::tensorFromName(StringRef name) {
       .Case("v", Tensor::V)
       .Case("o", Tensor::O)
       .Case("lse", Tensor::Lse)
+      .Case("cu_seqlens_q", Tensor::CuSeqlensQ)
+      .Case("cu_seqlens_k", Tensor::CuSeqlensK)
       .Default(std::nullopt);
 }
 
@@ -94,8 +100,8 @@ static FailureOr<SmallVector<Tensor>> readTensorRoles(func::FuncOp kernel) {
     if (!role)
       return kernel.emitOpError()
              << "'" << kTensorsAttrName << "' entry " << name
-             << " is not a tensor role; use \"q\", \"k\", \"v\", \"o\" or "
-                "\"lse\"";
+             << " is not a tensor role; use \"q\", \"k\", \"v\", \"o\", "
+                "\"lse\", \"cu_seqlens_q\" or \"cu_seqlens_k\"";
     if (llvm::is_contained(roles, *role))
       return kernel.emitOpError() << "'" << kTensorsAttrName << "' names "
                                   << name << " twice";
@@ -107,6 +113,13 @@ static FailureOr<SmallVector<Tensor>> readTensorRoles(func::FuncOp kernel) {
              << "'" << kTensorsAttrName << "' has no \""
              << tensorName(required) << "\": a forward kernel reads q, k, v "
                                         "and writes o";
+  // A packed batch is read through both vectors of sequence starts.
+  if (llvm::is_contained(roles, Tensor::CuSeqlensQ) !=
+      llvm::is_contained(roles, Tensor::CuSeqlensK))
+    return kernel.emitOpError()
+           << "'" << kTensorsAttrName
+           << "' names one of \"cu_seqlens_q\" and \"cu_seqlens_k\": a "
+              "variable-length kernel takes both";
   return roles;
 }
 
@@ -177,18 +190,37 @@ FailureOr<KernelAbi> mlir::attn::deriveKernelAbi(func::FuncOp kernel,
     pointer.tensor = tensor;
     abi.params.push_back(pointer);
   }
-  // [B, N, H, D] tensors are addressed through strides of b, n and h; the
-  // row vectors (LSE, [B, H, N]) are contiguous.
-  for (auto [tensor, arg] : llvm::zip(abi.tensors, kernel.getArguments()))
-    if (cast<MemRefType>(arg.getType()).getRank() == 4)
-      for (int dim = 0; dim < 3; ++dim) {
-        AbiParam stride;
-        stride.kind = AbiParamKind::Stride;
-        stride.tensor = tensor;
-        stride.dim = dim;
-        abi.params.push_back(stride);
-      }
-  for (SizeKind size : kSizes) {
+  // [B, N, H, D] tensors are addressed through strides of b, n and h, a
+  // packed (varlen) batch's [total, H, D] tensors through n and h; the row
+  // vectors (LSE, [B, H, N] or [H, total]) and cu_seqlens are contiguous.
+  bool packed = llvm::is_contained(abi.tensors, Tensor::CuSeqlensQ);
+  for (auto [tensor, arg] : llvm::zip(abi.tensors, kernel.getArguments())) {
+    if (tensor == Tensor::Lse || tensor == Tensor::CuSeqlensQ ||
+        tensor == Tensor::CuSeqlensK)
+      continue;
+    int64_t rank = cast<MemRefType>(arg.getType()).getRank();
+    if (rank != (packed ? 3 : 4))
+      return kernel.emitOpError()
+             << "argument '" << tensorName(tensor) << "' has rank " << rank
+             << "; a " << (packed ? "variable-length" : "dense")
+             << " kernel's tensors are "
+             << (packed ? "[total, H, D]" : "[B, N, H, D]");
+    for (int dim = packed ? 1 : 0; dim < 3; ++dim) {
+      AbiParam stride;
+      stride.kind = AbiParamKind::Stride;
+      stride.tensor = tensor;
+      stride.dim = dim;
+      abi.params.push_back(stride);
+    }
+  }
+  // The sizes every kernel takes, then any other size the grid rule names
+  // (a varlen kernel's max_seqlen_q), so the runtime has a value for each.
+  SmallVector<SizeKind> sizes(std::begin(kSizes), std::end(kSizes));
+  if (auto grid = kernel->getAttrOfType<GridAttr>(kGridAttrName))
+    for (unsigned i = 0, e = grid.getTiles().size(); i < e; ++i)
+      if (!llvm::is_contained(sizes, grid.getTile(i).getSize()))
+        sizes.push_back(grid.getTile(i).getSize());
+  for (SizeKind size : sizes) {
     AbiParam param;
     param.kind = AbiParamKind::Size;
     param.size = size;

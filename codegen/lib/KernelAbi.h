@@ -23,12 +23,21 @@
 
 namespace mlir::attn {
 
-/// The role of a kernel tensor (the `attn.tensors` names).
-enum class Tensor { Q = 0, K = 1, V = 2, O = 3, Lse = 4 };
+/// The role of a kernel tensor (the `attn.tensors` names). A varlen
+/// kernel's cu_seqlens vectors (int32 [B + 1]) come last.
+enum class Tensor {
+  Q = 0,
+  K = 1,
+  V = 2,
+  O = 3,
+  Lse = 4,
+  CuSeqlensQ = 5,
+  CuSeqlensK = 6,
+};
 /// Number of tensor roles.
-constexpr int kNumTensors = 5;
+constexpr int kNumTensors = 7;
 
-/// "q", "k", "v", "o", "lse".
+/// "q", "k", "v", "o", "lse", "cu_seqlens_q", "cu_seqlens_k".
 llvm::StringRef tensorName(Tensor tensor);
 /// The role named `name`, if it is one.
 std::optional<Tensor> tensorFromName(llvm::StringRef name);
@@ -48,7 +57,8 @@ llvm::StringRef abiParamKindName(AbiParamKind kind);
 struct AbiParam {
   AbiParamKind kind = AbiParamKind::Size;
   Tensor tensor = Tensor::Q;       ///< TensorMap, Pointer, Stride
-  int dim = 0;                     ///< Stride: 0 = b, 1 = n, 2 = h
+  int dim = 0;                     ///< Stride: 0 = b, 1 = n, 2 = h (a packed
+                                   ///< [total, H, D] tensor has n and h)
   SizeKind size = SizeKind::batch; ///< Size
   /// TensorMap: the TMA box, one swizzle panel of the copied tile (its
   /// columns, 16, 32 or 64, give the swizzle span: 32, 64 or 128 bytes).

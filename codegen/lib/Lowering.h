@@ -54,6 +54,21 @@ struct KernelParams {
   Value ptr[kNumTensors];       ///< global pointers
   Value stride[kNumTensors][3]; ///< element strides (b, n, h), i64
   Value batch, nq, nk, numHeads, numKvHeads; ///< i32
+  Value maxSeqlenQ; ///< i32, varlen kernels only (their grid's query blocks)
+};
+
+/// A sequence of a packed batch (an `!attn.seq`): its first row in the
+/// packed tensor and its length, both i32.
+struct SeqRows {
+  Value start, length;
+};
+
+/// Where the rows of a tile op are in its tensor (all i32): the batch index
+/// (null for a packed tensor, which has no batch dimension), the tile's
+/// first row as a row of the tensor, and one past the last row that exists
+/// (N, or the end of the sequence).
+struct TileRows {
+  Value batch, row, end;
 };
 
 /// A shared-memory tile buffer.
@@ -131,6 +146,8 @@ public:
   /// and the emitted code must not depend on it).
   SmallVector<Value> bufferOrder;
   llvm::DenseMap<Value, Tensor> tensors;
+  /// The lowered `!attn.seq` values.
+  llvm::DenseMap<Value, SeqRows> seqs;
 
   int64_t numWarps() const { return tiling.getNumWarps(); }
   int64_t numThreads() const { return 32 * (numWarps() + producerWarps); }
@@ -168,9 +185,13 @@ public:
   Value swizzledOffsetSplit(const SmemBuffer &buffer, Value rowVar,
                             int64_t rowConst, Value colVar, int64_t colConst);
   /// Global address of row `row` (i32), column `col` (i32) of head `head`,
-  /// batch `batch` of a [B, N, H, D] tensor (element strides are i64).
+  /// batch `batch` of a [B, N, H, D] tensor (element strides are i64); with
+  /// a null `batch`, of a packed [total, H, D] tensor.
   Value globalAddress(Tensor tensor, Value batch, Value row, Value head,
                       Value col);
+  /// The rows a tile op with operands `batch` (an index or an `!attn.seq`)
+  /// and `row` addresses in `tensor`.
+  TileRows tileRows(Tensor tensor, Value batch, Value row);
 
   /// Whether `tensor` is indexed by query rows and heads (Q, O) rather
   /// than key/value ones (K, V).

@@ -60,6 +60,7 @@ llvm::Expected<KernelMetadata> mlir::attn::readKernelMetadata(ModuleOp module) {
   meta.usesTma = kernel->getAttrOfType<BoolAttr>("attn.uses_tma").getValue();
   auto lse = kernel->getAttrOfType<BoolAttr>("attn.lse");
   meta.writesLse = lse && lse.getValue();
+  meta.varlen = kernel->hasAttr("attn.varlen");
   for (Attribute entry : kernel->getAttrOfType<ArrayAttr>("attn.params")) {
     auto fields = cast<DictionaryAttr>(entry);
     auto text = [&](StringRef key) {
@@ -126,6 +127,7 @@ std::string mlir::attn::metadataToJson(const KernelMetadata &meta) {
       {"num_threads", meta.numThreads},
       {"smem_bytes", meta.smemBytes},
       {"uses_tma", meta.usesTma},
+      {"varlen", meta.varlen},
       {"grid", llvm::json::Object{{"tiles", std::move(tiles)},
                                   {"ctas_per_sm", meta.ctasPerSm}}},
       {"params", std::move(params)},

@@ -84,6 +84,9 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
   if (spec.stages < 0 || spec.stages > kMaxPipeStages)
     return fail(fmt::format("stages = {} is out of range; use 1 to {}",
                             spec.stages, kMaxPipeStages));
+  if (spec.varlen && spec.persistent)
+    return fail("--persistent does not support variable-length (varlen) "
+                "kernels yet; leave out one of them");
   if (sm90 && spec.intraWgOverlap && spec.warpSpecialize && spec.stages == 1)
     return fail("intra-warpgroup overlap needs 2 or more stages; use "
                 "--stages=2 or --no-intra-wg-overlap");
@@ -159,9 +162,10 @@ std::string mlir::attn::kernelName(const AttentionSpec &specAsked) {
   // Not a schedule, but an ablation of the same kind: IEEE denormals.
   if (!spec.flushDenormals)
     schedule += "_noftz";
-  return fmt::format("attn_fwd_{}_{}_d{}{}{}{}{}",
+  return fmt::format("attn_fwd_{}_{}_d{}{}{}{}{}{}",
                      spec.target == TargetKind::sm_90a ? "sm90a" : "sm80",
-                     spec.bf16 ? "bf16" : "f16", spec.headDim, causal, softcap,
+                     spec.bf16 ? "bf16" : "f16", spec.headDim,
+                     spec.varlen ? "_varlen" : "", causal, softcap,
                      spec.withLse ? "" : "_nolse", schedule);
 }
 
@@ -176,9 +180,18 @@ OwningOpRef<ModuleOp> mlir::attn::buildSpecModule(MLIRContext &ctx,
   Type element = spec.bf16 ? Type(b.getBF16Type()) : Type(b.getF16Type());
   int64_t dyn = ShapedType::kDynamic;
   auto tensorType = MemRefType::get({dyn, dyn, dyn, spec.headDim}, element);
+  auto lseType = MemRefType::get({dyn, dyn, dyn}, b.getF32Type());
+  // A packed (varlen) batch: [total, H, D] tensors, LSE [H, total_q], and
+  // where each sequence starts (int32 [B + 1]) for queries and keys.
+  if (spec.varlen) {
+    tensorType = MemRefType::get({dyn, dyn, spec.headDim}, element);
+    lseType = MemRefType::get({dyn, dyn}, b.getF32Type());
+  }
   SmallVector<Type> args(4, tensorType);
   if (spec.withLse)
-    args.push_back(MemRefType::get({dyn, dyn, dyn}, b.getF32Type()));
+    args.push_back(lseType);
+  if (spec.varlen)
+    args.append(2, MemRefType::get({dyn}, b.getI32Type()));
   b.setInsertionPointToEnd(module->getBody());
   auto func = func::FuncOp::create(b, loc, kernelName(spec),
                                    b.getFunctionType(args, {}));
@@ -188,10 +201,13 @@ OwningOpRef<ModuleOp> mlir::attn::buildSpecModule(MLIRContext &ctx,
   auto windowSide = [&](int64_t side) {
     return side >= 0 ? b.getI64IntegerAttr(side) : IntegerAttr();
   };
+  unsigned cuSeqlens = spec.withLse ? 5 : 4;
   AttentionOp::create(
       b, loc, body->getArgument(0), body->getArgument(1),
       body->getArgument(2), body->getArgument(3),
       spec.withLse ? body->getArgument(4) : Value(),
+      spec.varlen ? body->getArgument(cuSeqlens) : Value(),
+      spec.varlen ? body->getArgument(cuSeqlens + 1) : Value(),
       spec.causal ? b.getUnitAttr() : UnitAttr(),
       spec.causalAlign == CausalAlign::bottom_right
           ? CausalAlignAttr::get(&ctx, CausalAlign::bottom_right)

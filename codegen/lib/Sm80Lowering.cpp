@@ -1,9 +1,9 @@
 //===- Sm80Lowering.cpp - copies and MMAs for sm_80 (A100 class) ----------===//
 //
 //   attn.copy_async -> cp.async.cg.shared.global 16-byte chunks (zero-filled
-//                      past the end of the sequence; a tile padded past the
-//                      head dim has its padding zeroed once at entry),
-//                      cp.async.commit_group
+//                      past the end of the sequence, a packed batch's
+//                      included; a tile padded past the head dim has its
+//                      padding zeroed once at entry), cp.async.commit_group
 //   attn.wait       -> cp.async.wait_group 0; bar.sync 0
 //   attn.pipe_load  -> the same chunks into stage fill % stages, one
 //                      commit group per fill (empty when its `if` is false)
@@ -75,7 +75,7 @@ SmemBuffer stageBuffer(Lowering &l, const SmemPipe &pipe, Value fill) {
 /// The source head dim of a copy into a tile: the columns it fills (the
 /// tile may be padded past them to whole swizzle panels).
 int64_t sourceHeadDim(Value src) {
-  return cast<MemRefType>(src.getType()).getDimSize(3);
+  return cast<MemRefType>(src.getType()).getShape().back();
 }
 
 /// Runs `body(chunk)` for chunk = tid, tid + T, ... below `total` (T the
@@ -190,10 +190,12 @@ void copyChunks(Lowering &l, const SmemBuffer &buffer, Tensor tensor,
   assert(threads % chunksPerRow == 0 && "a step must cover whole rows");
   int64_t rowsPerStep = threads / chunksPerRow;
   int64_t period = kSwizzleRows / std::gcd(rowsPerStep, kSwizzleRows);
-  Value batch = l.toI32(l.scalar(batchIndex));
   Value head = l.toI32(l.scalar(headIndex));
-  Value row0 = l.toI32(l.scalar(rowIndex));
-  Value numRows = l.tensorRows(tensor);
+  // Rows past N (past the sequence's end in a packed batch) read as zero.
+  TileRows tileRows = l.tileRows(tensor, batchIndex, rowIndex);
+  Value batch = tileRows.batch;
+  Value row0 = tileRows.row;
+  Value numRows = tileRows.end;
   Value slot = arith::RemUIOp::create(b, l.loc, l.tid, l.i32(chunksPerRow));
   auto emitCopy = [&] {
     Value firstRow =

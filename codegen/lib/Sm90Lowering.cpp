@@ -3,7 +3,8 @@
 //   attn.copy_async -> one thread: mbarrier.arrive.expect_tx(bytes) and one
 //                      cp.async.bulk.tensor.4d per swizzle panel (TMA, a box
 //                      of one panel in the tile's swizzle; rows past N and
-//                      columns past D read as zero)
+//                      columns past D read as zero; .3d for a packed batch's
+//                      [total, H, D] tensors)
 //   attn.wait       -> mbarrier.try_wait.parity(fill % 2) spin; bar.sync 0
 //   attn.mma        -> wgmma.fence; wgmma.mma_async.m64nNk16 per k step and
 //                      64-row warpgroup slice; commit_group; wait_group 0
@@ -133,16 +134,21 @@ LogicalResult emitTmaLoad(Lowering &l, Operation *op, Value src,
   SwizzleGeometry g(buffer.type);
   int64_t panels = buffer.type.getNumPanels();
   int64_t bytes = buffer.type.getSizeInBytes();
-  Value batch = l.toI32(l.scalar(batchIdx));
   Value head = l.toI32(l.scalar(headIdx));
-  Value row = l.toI32(l.scalar(rowIdx));
+  // A packed tensor's descriptor is 3-D, {D, total, H}: the tile's rows
+  // past its sequence read the next sequence's (masked keys, query rows
+  // never stored), and rows past the tensor read as zero.
+  TileRows tileRows = l.tileRows(it->second, batchIdx, rowIdx);
+  Value row = tileRows.row;
   onOneThread(l, [&] {
     NVVM::MBarrierArriveExpectTxOp::create(b, l.loc, Type(), bar, l.i32(bytes),
                                            NVVM::MemScopeKind::CTA,
                                            /*relaxed=*/false, Value());
     for (int64_t p = 0; p < panels; ++p) {
       Value dst = l.smemPtr(l.bufferOffset(buffer, p * g.panelBytes));
-      SmallVector<Value> coords = {l.i32(p * g.panelCols), row, head, batch};
+      SmallVector<Value> coords = {l.i32(p * g.panelCols), row, head};
+      if (tileRows.batch)
+        coords.push_back(tileRows.batch);
       NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
           b, l.loc, dst, l.params.tma[t], coords, bar, ValueRange(), Value(),
           Value(), NVVM::TMALoadMode::TILE, /*isCTAOnly=*/true,

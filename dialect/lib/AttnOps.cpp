@@ -15,15 +15,66 @@
 using namespace mlir;
 using namespace mlir::attn;
 
+//===----------------------------------------------------------------------===//
+// The batch operand of the tile ops: an index into a [B, N, H, D] tensor or
+// the !attn.seq of a packed one. Its type follows from the tensor's rank, so
+// the custom syntax leaves it out.
+//===----------------------------------------------------------------------===//
+
+/// Rank of a packed data tensor [total, H, D] and of a packed row-vector
+/// tensor [H, total] (the dense ones have one more: the batch).
+static constexpr int64_t kPackedDataRank = 3;
+static constexpr int64_t kPackedRowsRank = 2;
+
+/// `!attn.seq` when `tensor` has the packed rank, else `index`.
+static Type batchTypeFor(Type tensor, int64_t packedRank) {
+  auto memref = dyn_cast<MemRefType>(tensor);
+  if (memref && memref.getRank() == packedRank)
+    return SeqType::get(tensor.getContext());
+  return IndexType::get(tensor.getContext());
+}
+
+/// Parses a tile op's tensor type and derives its batch operand's type.
+static ParseResult parseTensorType(OpAsmParser &parser, Type &tensorType,
+                                   Type &batchType, int64_t packedRank) {
+  if (parser.parseType(tensorType))
+    return failure();
+  batchType = batchTypeFor(tensorType, packedRank);
+  return success();
+}
+static ParseResult parseDataTensorType(OpAsmParser &parser, Type &tensorType,
+                                       Type &batchType) {
+  return parseTensorType(parser, tensorType, batchType, kPackedDataRank);
+}
+static ParseResult parseRowsTensorType(OpAsmParser &parser, Type &tensorType,
+                                       Type &batchType) {
+  return parseTensorType(parser, tensorType, batchType, kPackedRowsRank);
+}
+static void printDataTensorType(OpAsmPrinter &printer, Operation *,
+                                Type tensorType, Type) {
+  printer << tensorType;
+}
+static void printRowsTensorType(OpAsmPrinter &printer, Operation *,
+                                Type tensorType, Type) {
+  printer << tensorType;
+}
+
 #define GET_OP_CLASSES
 #include "attn/Dialect/AttnOps.cpp.inc"
 
-/// Checks that `type` is a rank-4 [B, N, H, D] memref of f16/bf16 whose head
-/// dimension is static; `name` names the operand in diagnostics.
-static LogicalResult verifyBNHDMemRef(Operation *op, Type type,
-                                      StringRef name) {
+/// Checks that `type` is a memref of f16/bf16 whose head dimension is
+/// static, of rank 4 [B, N, H, D], or with `packed` of rank 3 [total, H, D]
+/// (a variable-length batch); `name` names the operand in diagnostics.
+static LogicalResult verifyDataMemRef(Operation *op, Type type, StringRef name,
+                                      bool packed) {
   auto memref = dyn_cast<MemRefType>(type);
-  if (!memref || memref.getRank() != 4)
+  if (packed && (!memref || memref.getRank() != kPackedDataRank))
+    return op->emitOpError()
+           << "operand '" << name
+           << "' must be a rank-3 memref [total, H, D] (a packed, "
+              "variable-length batch), got "
+           << type;
+  if (!packed && (!memref || memref.getRank() != 4))
     return op->emitOpError() << "operand '" << name
                              << "' must be a rank-4 memref [B, N, H, D], got "
                              << type;
@@ -31,11 +82,12 @@ static LogicalResult verifyBNHDMemRef(Operation *op, Type type,
   if (!element.isF16() && !element.isBF16())
     return op->emitOpError() << "operand '" << name
                              << "' must hold f16 or bf16, got " << element;
-  if (memref.isDynamicDim(3))
+  if (memref.isDynamicDim(memref.getRank() - 1))
     return op->emitOpError() << "operand '" << name
                              << "' must have a static head dimension";
   return success();
 }
+
 
 /// Checks that `row` is a row vector with one entry per row of `tile`.
 static LogicalResult verifyRowVectorFor(Operation *op, Type tile, Type row,
@@ -100,7 +152,8 @@ static LogicalResult verifyMaskBounds(Operation *op, bool causal,
 //===----------------------------------------------------------------------===//
 
 int64_t AttentionOp::getHeadDim() {
-  return cast<MemRefType>(getQ().getType()).getDimSize(3);
+  auto q = cast<MemRefType>(getQ().getType());
+  return q.getDimSize(q.getRank() - 1);
 }
 
 Type AttentionOp::getElementType() {
@@ -158,11 +211,45 @@ static FailureOr<int64_t> verifySameSize(Operation *op, StringRef what,
   return size;
 }
 
+/// Checks the cu_seqlens operands of a varlen attn.attention: both given,
+/// contiguous rank-1 i32 memrefs, of the same static length when known.
+static LogicalResult verifyCuSeqlens(AttentionOp op) {
+  if (!op.getCuSeqlensQ() || !op.getCuSeqlensK())
+    return op.emitOpError("a variable-length batch needs both cu_seqlens_q "
+                          "and cu_seqlens_k");
+  for (auto [value, name] : {std::pair(op.getCuSeqlensQ(), "cu_seqlens_q"),
+                             std::pair(op.getCuSeqlensK(), "cu_seqlens_k")}) {
+    auto type = dyn_cast<MemRefType>(value.getType());
+    if (!type || type.getRank() != 1 || !type.getElementType().isInteger(32))
+      return op.emitOpError()
+             << "operand '" << name
+             << "' must be a rank-1 i32 memref [B + 1] (where each sequence "
+                "starts), got "
+             << value.getType();
+    if (!type.getLayout().isIdentity())
+      return op.emitOpError() << "operand '" << name
+                              << "' must be contiguous (the identity layout), "
+                                 "got "
+                              << type;
+  }
+  if (failed(verifySameSize(op, "number of sequences + 1",
+                            {{op.getCuSeqlensQ(), "cu_seqlens_q", 0},
+                             {op.getCuSeqlensK(), "cu_seqlens_k", 0}})))
+    return failure();
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   std::pair<Value, StringRef> tensors[] = {
       {getQ(), "q"}, {getK(), "k"}, {getV(), "v"}, {getO(), "o"}};
+  // A packed (variable-length) batch has no batch dimension: every logical
+  // dimension below is one lower.
+  bool packed = getCuSeqlensQ() || getCuSeqlensK();
+  if (packed && failed(verifyCuSeqlens(*this)))
+    return failure();
+  unsigned shift = packed ? 1 : 0;
   for (auto [value, name] : tensors)
-    if (failed(verifyBNHDMemRef(*this, value.getType(), name)))
+    if (failed(verifyDataMemRef(*this, value.getType(), name, packed)))
       return failure();
   Type element = getElementType();
   int64_t headDim = getHeadDim();
@@ -172,10 +259,10 @@ LogicalResult AttentionOp::verify() {
       return emitOpError() << "operand '" << name << "' has element type "
                            << type.getElementType() << " but 'q' has "
                            << element;
-    if (type.getDimSize(3) != headDim)
+    if (type.getDimSize(type.getRank() - 1) != headDim)
       return emitOpError() << "operand '" << name << "' has head dimension "
-                           << type.getDimSize(3) << " but 'q' has "
-                           << headDim;
+                           << type.getDimSize(type.getRank() - 1)
+                           << " but 'q' has " << headDim;
     if (failed(verifyUnitLastStride(*this, type, name)))
       return failure();
   }
@@ -184,7 +271,14 @@ LogicalResult AttentionOp::verify() {
   Value lse = getLse();
   if (lse) {
     auto type = dyn_cast<MemRefType>(lse.getType());
-    if (!type || type.getRank() != 3 || !type.getElementType().isF32())
+    if (packed && (!type || type.getRank() != 2 ||
+                   !type.getElementType().isF32()))
+      return emitOpError() << "operand 'lse' must be a rank-2 f32 memref "
+                              "[H, total_q] (a packed batch's layout, as "
+                              "flash_attn_varlen_func's), got "
+                           << lse.getType();
+    if (!packed &&
+        (!type || type.getRank() != 3 || !type.getElementType().isF32()))
       return emitOpError() << "operand 'lse' must be a rank-3 f32 memref "
                               "[B, H, Nq], got "
                            << lse.getType();
@@ -193,26 +287,32 @@ LogicalResult AttentionOp::verify() {
                               "layout), got "
                            << type;
   }
-  // Static sizes: Q, O [B, Nq, H, D]; K, V [B, Nk, Hkv, D]; LSE [B, H, Nq].
+  // Static sizes: Q, O [B, Nq, H, D]; K, V [B, Nk, Hkv, D]; LSE [B, H, Nq]
+  // (packed: Q, O [total_q, H, D]; K, V [total_k, Hkv, D]; LSE [H, total_q]).
   SmallVector<DimRef> batch = {
       {getQ(), "q", 0}, {getK(), "k", 0}, {getV(), "v", 0}, {getO(), "o", 0}};
-  SmallVector<DimRef> queries = {{getQ(), "q", 1}, {getO(), "o", 1}};
-  SmallVector<DimRef> heads = {{getQ(), "q", 2}, {getO(), "o", 2}};
+  SmallVector<DimRef> queries = {{getQ(), "q", 1 - shift},
+                                 {getO(), "o", 1 - shift}};
+  SmallVector<DimRef> heads = {{getQ(), "q", 2 - shift},
+                               {getO(), "o", 2 - shift}};
   if (lse) {
     batch.push_back({lse, "lse", 0});
-    heads.push_back({lse, "lse", 1});
-    queries.push_back({lse, "lse", 2});
+    heads.push_back({lse, "lse", 1 - shift});
+    queries.push_back({lse, "lse", 2 - shift});
   }
-  if (failed(verifySameSize(*this, "batch size", batch)) ||
-      failed(verifySameSize(*this, "query length", queries)) ||
-      failed(verifySameSize(*this, "key length",
-                            {{getK(), "k", 1}, {getV(), "v", 1}})))
+  if ((!packed && failed(verifySameSize(*this, "batch size", batch))) ||
+      failed(verifySameSize(*this, packed ? "total query rows" : "query length",
+                            queries)) ||
+      failed(verifySameSize(*this, packed ? "total key rows" : "key length",
+                            {{getK(), "k", 1 - shift},
+                             {getV(), "v", 1 - shift}})))
     return failure();
   FailureOr<int64_t> numHeads = verifySameSize(*this, "number of heads", heads);
   if (failed(numHeads))
     return failure();
-  FailureOr<int64_t> numKvHeads = verifySameSize(
-      *this, "number of key/value heads", {{getK(), "k", 2}, {getV(), "v", 2}});
+  FailureOr<int64_t> numKvHeads =
+      verifySameSize(*this, "number of key/value heads",
+                     {{getK(), "k", 2 - shift}, {getV(), "v", 2 - shift}});
   if (failed(numKvHeads))
     return failure();
   if (!ShapedType::isDynamic(*numHeads) &&
@@ -239,10 +339,12 @@ LogicalResult AttentionOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult mlir::attn::verifyTileCopy(Operation *op, Type srcType,
-                                         SmemTileType dst) {
-  if (failed(verifyBNHDMemRef(op, srcType, "src")))
+                                         Type batchType, SmemTileType dst) {
+  // The batch operand's type says whether the tensor must be packed.
+  if (failed(verifyDataMemRef(op, srcType, "src", isa<SeqType>(batchType))))
     return failure();
   auto src = cast<MemRefType>(srcType);
+  int64_t headDim = src.getDimSize(src.getRank() - 1);
   if (src.getElementType() != dst.getElementType())
     return op->emitOpError() << "source element type " << src.getElementType()
                              << " does not match the tile's "
@@ -253,7 +355,6 @@ LogicalResult mlir::attn::verifyTileCopy(Operation *op, Type srcType,
                              << dst;
   // Columns past the source's head dimension are zero-filled, up to the end
   // of the last swizzle panel (a whole TMA box on sm_90a).
-  int64_t headDim = src.getDimSize(3);
   int64_t cols = llvm::alignTo(headDim, dst.getPanelCols());
   if (dst.getCols() != cols)
     return op->emitOpError()
@@ -265,7 +366,8 @@ LogicalResult mlir::attn::verifyTileCopy(Operation *op, Type srcType,
 }
 
 LogicalResult CopyAsyncOp::verify() {
-  return verifyTileCopy(*this, getSrc().getType(), getDst().getType());
+  return verifyTileCopy(*this, getSrc().getType(), getBatch().getType(),
+                        getDst().getType());
 }
 
 //===----------------------------------------------------------------------===//
@@ -448,13 +550,14 @@ LogicalResult ConvertOp::verify() {
 
 LogicalResult StoreOp::verify() {
   if (failed(verifyAccTile(*this, getValue().getType(), "value")) ||
-      failed(verifyBNHDMemRef(*this, getDst().getType(), "dst")))
+      failed(verifyDataMemRef(*this, getDst().getType(), "dst",
+                              isa<SeqType>(getBatch().getType()))))
     return failure();
   auto value = cast<RegTileType>(getValue().getType());
   auto dst = cast<MemRefType>(getDst().getType());
   // The store writes the first D columns: a tile computed on a head
   // dimension padded to the MMA's 16-column k step may carry up to 8 more.
-  int64_t headDim = dst.getDimSize(3);
+  int64_t headDim = dst.getDimSize(dst.getRank() - 1);
   int64_t cols = value.getShape()[1];
   if (cols < headDim || cols > static_cast<int64_t>(llvm::alignTo(headDim, 16)))
     return emitOpError() << "tile has " << cols
@@ -472,7 +575,14 @@ LogicalResult StoreRowsOp::verify() {
     return emitOpError() << "'value' must be a 'row' register tile, got "
                          << value;
   auto dst = dyn_cast<MemRefType>(getDst().getType());
-  if (!dst || dst.getRank() != 3 || !dst.getElementType().isF32())
+  bool packed = isa<SeqType>(getBatch().getType());
+  if (packed && (!dst || dst.getRank() != kPackedRowsRank ||
+                 !dst.getElementType().isF32()))
+    return emitOpError() << "'dst' must be a rank-2 f32 memref [H, total] (a "
+                            "packed batch's rows), got "
+                         << getDst().getType();
+  if (!packed &&
+      (!dst || dst.getRank() != 3 || !dst.getElementType().isF32()))
     return emitOpError() << "'dst' must be a rank-3 f32 memref [B, H, N], got "
                          << getDst().getType();
   return success();

@@ -22,7 +22,8 @@ LogicalResult PipeLoadOp::verify() {
     return emitOpError("'if' commits an empty cp.async group, which exists "
                        "on sm_80 only; on sm_90a skip the fill with scf.if "
                        "around its pipe_acquire and pipe_load");
-  return verifyTileCopy(*this, getSrc().getType(), getPipe().getType().getBuffer());
+  return verifyTileCopy(*this, getSrc().getType(), getBatch().getType(),
+                        getPipe().getType().getBuffer());
 }
 
 LogicalResult PipeWaitOp::verify() {

@@ -105,6 +105,12 @@ attngen_status attngen::readSpec(const attngen_spec *spec, TargetKind arch,
     if (flag != 0 && flag != 1)
       return fail(ATTNGEN_ERROR_INVALID_SPEC,
                   "causal and with_lse must be 0 or 1, got {}", flag);
+  int varlen = 0;
+  if (hasField(offsetof(attngen_spec, varlen), sizeof(int)))
+    varlen = spec->varlen;
+  if (varlen != 0 && varlen != 1)
+    return fail(ATTNGEN_ERROR_INVALID_SPEC, "varlen must be 0 or 1, got {}",
+                varlen);
   out = AttentionSpec();
   out.target = arch;
   out.headDim = spec->head_dim;
@@ -121,6 +127,7 @@ attngen_status attngen::readSpec(const attngen_spec *spec, TargetKind arch,
   if (hasField(offsetof(attngen_spec, window_right), sizeof(int)))
     out.windowRight = spec->window_right;
   out.withLse = spec->with_lse;
+  out.varlen = varlen == 1;
   out.blockM = spec->block_m;
   out.blockN = spec->block_n;
   out.numWarps = spec->num_warps;
@@ -139,7 +146,7 @@ std::string attngen::cacheKey(const AttentionSpec &spec) {
   return fmt::format("attn_fwd arch={} dtype={} d={} causal={} "
                      "causal_align={} window_left={} window_right={} "
                      "scale={} softcap={} lse={} block_m={} "
-                     "block_n={} warps={} block_skip={} compiler={}",
+                     "block_n={} warps={} block_skip={} varlen={} compiler={}",
                      archName(spec.target), spec.bf16 ? "bf16" : "f16",
                      spec.headDim, int(spec.causal),
                      stringifyCausalAlign(spec.causalAlign), spec.windowLeft,
@@ -147,7 +154,8 @@ std::string attngen::cacheKey(const AttentionSpec &spec) {
                      fmt::format("{:a}", scale),
                      fmt::format("{:a}", spec.softcap), int(spec.withLse),
                      spec.blockM, spec.blockN, spec.numWarps,
-                     int(spec.skipMaskedBlocks), compilerId());
+                     int(spec.skipMaskedBlocks), int(spec.varlen),
+                     compilerId());
 }
 
 attngen_status attngen::compileKernel(const AttentionSpec &spec,

@@ -135,7 +135,7 @@ static DiskCache::Lookup readEntryFile(const std::string &path,
                          : fmt::format("it cannot be opened: {}", std::strerror(errno));
     return DiskCache::Lookup::Corrupt;
   }
-  auto closeFd = llvm::make_scope_exit([&] { ::close(fd); });
+  llvm::scope_exit closeFd([&] { ::close(fd); });
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     why = fmt::format("fstat failed: {}", std::strerror(errno));

@@ -463,6 +463,65 @@ void testWindow() {
   attngen_jit_destroy(jit);
 }
 
+/// varlen through the C and C++ APIs: name, metadata, parameters and key
+/// carry it; a spec that ends before the field is dense; bad values and the
+/// persistent combination are refused; varlenArgs fills the packed layout.
+void testVarlen() {
+  attngen_jit *jit = makeJit("", 0);
+  for (const char *arch : {"sm_80", "sm_90a"}) {
+    attngen_spec spec = specOf(128, 1);
+    spec.varlen = 1;
+    spec.causal_align = ATTNGEN_CAUSAL_BOTTOM_RIGHT;
+    const attngen_compiled *c = nullptr;
+    expect(attngen_jit_compile(jit, &spec, arch, &c) == ATTNGEN_OK,
+           std::string("varlen compile ") + arch + ": " + attngen_last_error());
+    if (!c)
+      continue;
+    std::string name = attngen_compiled_kernel_name(c);
+    expect(endsWith(name, "_bf16_d128_varlen_causal_br"), "varlen kernel name " + name);
+    std::string meta = attngen_compiled_metadata(c);
+    for (const char *fact : {"\"varlen\": true", "\"tensor\": \"cu_seqlens_q\"",
+                             "\"tensor\": \"cu_seqlens_k\"", "\"size\": \"max_seqlen_q\""})
+      expect(meta.find(fact) != std::string::npos,
+             std::string("the varlen metadata has ") + fact);
+    expect(meta.find("\"dim\": \"b\"") == std::string::npos,
+           "a varlen kernel has no batch strides");
+    expect(std::string(attngen_compiled_cache_key(c)).find("varlen=1") != std::string::npos,
+           std::string("the key holds varlen: ") + attngen_compiled_cache_key(c));
+    attnrt_kernel_info info;
+    expect(attnrt_metadata_parse(meta.c_str(), &info) == ATTNRT_OK && info.varlen == 1,
+           "the runtime reads a varlen kernel");
+
+    attngen_spec old = specOf(128, 1);
+    old.struct_size = offsetof(attngen_spec, varlen);
+    old.varlen = 1; // past the caller's struct: never read
+    expect(attngen_jit_compile(jit, &old, arch, &c) == ATTNGEN_OK && c &&
+               std::string(attngen_compiled_kernel_name(c)).find("varlen") == std::string::npos,
+           std::string("a spec without the varlen field is dense ") + arch);
+  }
+  attngen_spec bad = specOf(128, 0);
+  bad.varlen = 2;
+  expectError(attngen_spec_check(&bad, "sm_90a"), ATTNGEN_ERROR_INVALID_SPEC,
+              "varlen must be 0 or 1, got 2", "varlen = 2");
+  attngen::JIT cxx("", false);
+  attngen::Spec s;
+  s.varlen = true;
+  s.headDim = 64;
+  expect(endsWith(std::string(cxx.compile(s, "sm_90a").kernelName()), "_d64_varlen"),
+         "C++: varlen kernel");
+  int32_t cu[3] = {0, 5, 9};
+  attnrt_forward_args a =
+      attngen::varlenArgs(nullptr, nullptr, nullptr, nullptr, nullptr, cu, cu, 2, 9, 9, 5, 5, 4,
+                          2, s);
+  expect(a.nq == 9 && a.nk == 9 && a.batch == 2 && a.q_strides[0] == 0 &&
+             a.q_strides[1] == 4 * 64 && a.k_strides[1] == 2 * 64 && a.cu_seqlens_q == cu &&
+             a.max_seqlen_q == 5,
+         "C++: varlenArgs fills the packed layout");
+  expect(attnrt_check_cu_seqlens(&a, cu, cu) == ATTNRT_OK,
+         std::string("C++: varlenArgs' sizes fit their cu_seqlens: ") + attnrt_last_error());
+  attngen_jit_destroy(jit);
+}
+
 void testCache() {
   std::string dir = makeTempDir();
   attngen_spec spec = specOf(128, 0);
@@ -732,6 +791,7 @@ int main(int argc, char **argv) {
   testCausalAlign();
   testSoftcap();
   testWindow();
+  testVarlen();
   testCache();
   testEntryKinds();
   testFailedCompileNotCached();

@@ -257,9 +257,23 @@ struct LoopNest {
   Value base;
 };
 
+/// The block that holds the tile program: the function's body, or in a
+/// varlen kernel the body of the top-level scf.if that lets only the CTAs
+/// whose query block lies inside their sequence run it.
+Block &programBlock(func::FuncOp func) {
+  Block &body = func.getBody().front();
+  if (!func->hasAttr(kVarlenAttrName))
+    return body;
+  for (auto guard : body.getOps<scf::IfOp>())
+    if (guard.getNumResults() == 0 && guard.getElseRegion().empty() &&
+        holdsPipeOps(guard))
+      return *guard.thenBlock();
+  return body;
+}
+
 LogicalResult findLoopNest(func::FuncOp func, LoopNest &nest,
                            SmallVectorImpl<Value> &guardBounds) {
-  for (Operation &op : func.getBody().front()) {
+  for (Operation &op : programBlock(func)) {
     if (isa<PipeAcquireOp, PipeLoadOp, PipeWaitOp, PipeReleaseOp>(op)) {
       if (!nest.loops.empty())
         return op.emitOpError("follows the key/value loops; attn-multibuffer "

@@ -194,6 +194,12 @@ LogicalResult makePersistent(func::FuncOp kernel, int64_t ctasPerSm) {
   if (!grid)
     return kernel.emitOpError("has no 'attn.grid' (its tile space); run "
                               "attn-tile first");
+  // A varlen tile's work depends on its sequence (CTAs past it skip the
+  // program), which the fill counts carried across tiles do not follow yet.
+  if (kernel->hasAttr(kVarlenAttrName))
+    return kernel.emitOpError("is a variable-length (varlen) kernel, which "
+                              "attn-persistent does not support yet; leave "
+                              "out --persistent");
   FailureOr<TileProgram> program = analyze(kernel, grid);
   if (failed(program))
     return failure();

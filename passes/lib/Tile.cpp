@@ -87,28 +87,59 @@ void TileProgramBuilder::build() {
   Value qBlock = ProgramIdOp::create(b, loc, b.getIndexType(), 0);
   Value head = ProgramIdOp::create(b, loc, b.getIndexType(), 1);
   Value batch = ProgramIdOp::create(b, loc, b.getIndexType(), 2);
-  Value nk = memref::DimOp::create(b, loc, op.getK(), 1);
-  Value numHeads = memref::DimOp::create(b, loc, op.getQ(), 2);
-  Value numKvHeads = memref::DimOp::create(b, loc, op.getK(), 2);
+  // A packed (varlen) batch has no batch dimension: [total, H, D].
+  bool packed = op.isVarlen();
+  int64_t rowsDim = packed ? 0 : 1, headsDim = packed ? 1 : 2;
+  Value nq, nk;
+  if (!packed)
+    nk = memref::DimOp::create(b, loc, op.getK(), rowsDim);
+  Value numHeads = memref::DimOp::create(b, loc, op.getQ(), headsDim);
+  Value numKvHeads = memref::DimOp::create(b, loc, op.getK(), headsDim);
   Value group = arith::DivUIOp::create(b, loc, numHeads, numKvHeads);
   Value kvHead = arith::DivUIOp::create(b, loc, head, group);
   Value row = arith::MulIOp::create(b, loc, qBlock, blockM);
-  // A bottom-right mask places its diagonal with the query length.
-  Value nq = op.isBottomRight()
-                 ? memref::DimOp::create(b, loc, op.getQ(), 1).getResult()
-                 : Value();
+  // What the tile ops address the tensors by: the batch index, or the
+  // sequence of this batch entry, whose lengths then take N's place.
+  Value qBatch = batch, kBatch = batch;
+  if (packed) {
+    auto qSeq = SequenceOp::create(
+        b, loc, op.getCuSeqlensQ(), batch,
+        memref::DimOp::create(b, loc, op.getQ(), rowsDim));
+    auto kSeq = SequenceOp::create(
+        b, loc, op.getCuSeqlensK(), batch,
+        memref::DimOp::create(b, loc, op.getK(), rowsDim));
+    qBatch = qSeq.getSeq();
+    kBatch = kSeq.getSeq();
+    nq = qSeq.getLength();
+    nk = kSeq.getLength();
+  } else if (op.isBottomRight()) {
+    // A bottom-right mask places its diagonal with the query length.
+    nq = memref::DimOp::create(b, loc, op.getQ(), rowsDim);
+  }
 
   Value qTile = AllocSmemOp::create(b, loc, smemType(config.blockM));
   Value kTile = AllocSmemOp::create(b, loc, smemType(config.blockN));
   Value vTile = AllocSmemOp::create(b, loc, smemType(config.blockN));
+  if (packed) {
+    // The grid covers the longest sequence: a CTA whose query block starts
+    // past its own sequence's end has nothing to do and exits at once.
+    Value live =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, nq);
+    auto guard = scf::IfOp::create(b, loc, live, /*withElseRegion=*/false);
+    b.setInsertionPoint(guard.thenBlock()->getTerminator());
+  }
   Value numBlocks = arith::CeilDivUIOp::create(b, loc, nk, blockN);
+  // A sequence without keys still runs one (fully masked) block: its rows
+  // end with O = 0 and LSE = -inf, and the prologue's K copy is consumed.
+  if (packed)
+    numBlocks = arith::MaxUIOp::create(b, loc, numBlocks, c1);
 
   // Prologue: Q once per CTA, and the first K block. Each copy names its
   // fill (the key/value block index), which its wait names too;
   // attn-causal-blocks renumbers them when the loop no longer starts at
   // block 0.
-  CopyAsyncOp::create(b, loc, op.getQ(), batch, row, head, qTile, c0);
-  CopyAsyncOp::create(b, loc, op.getK(), batch, c0, kvHead, kTile, c0);
+  CopyAsyncOp::create(b, loc, op.getQ(), qBatch, row, head, qTile, c0);
+  CopyAsyncOp::create(b, loc, op.getK(), kBatch, c0, kvHead, kTile, c0);
   WaitOp::create(b, loc, qTile, c0);
 
   Value acc0 = splat(accType(outCols), 0.0f);
@@ -124,16 +155,17 @@ void TileProgramBuilder::build() {
         Value col = arith::MulIOp::create(b, l, j, blockN);
         // K_j landed (and everyone is done with V_{j-1}): start V_j.
         WaitOp::create(b, l, kTile, j);
-        CopyAsyncOp::create(b, l, op.getV(), batch, col, kvHead, vTile, j);
+        CopyAsyncOp::create(b, l, op.getV(), kBatch, col, kvHead, vTile, j);
         // S = Q K_j^T, masked, then one online-softmax step.
         Value scores = MmaOp::create(b, l, accType(config.blockN), qTile,
                                      kTile, Value(), /*transpose_b=*/true);
         if (capScale)
           scores = SoftcapOp::create(b, l, scores.getType(), scores, capScale);
         auto mask = MaskOp::create(
-            b, l, scores.getType(), scores, row, col, nk, nq,
-            op.getCausalAttr(), op.getCausalAlignAttr(),
-            op.getWindowLeftAttr(), op.getWindowRightAttr());
+            b, l, scores.getType(), scores, row, col, nk,
+            op.isBottomRight() ? nq : Value(), op.getCausalAttr(),
+            op.getCausalAlignAttr(), op.getWindowLeftAttr(),
+            op.getWindowRightAttr());
         Type rowTy = rowType();
         auto softmax = OnlineSoftmaxOp::create(b, l, scores.getType(), rowTy,
                                                rowTy, rowTy, mask.getResult(),
@@ -153,7 +185,7 @@ void TileProgramBuilder::build() {
                                               next, numBlocks);
         scf::IfOp::create(b, l, hasNext, [&](OpBuilder &ib, Location il) {
           Value nextCol = arith::MulIOp::create(ib, il, next, blockN);
-          CopyAsyncOp::create(ib, il, op.getK(), batch, nextCol, kvHead,
+          CopyAsyncOp::create(ib, il, op.getK(), kBatch, nextCol, kvHead,
                               kTile, next);
           scf::YieldOp::create(ib, il);
         });
@@ -166,11 +198,19 @@ void TileProgramBuilder::build() {
       });
 
   auto finalize = SoftmaxFinalizeOp::create(
-      b, loc, accType(outCols), rowType(), loop.getResult(0), loop.getResult(1),
-      loop.getResult(2), scale);
-  StoreOp::create(b, loc, finalize.getOut(), op.getO(), batch, row, head);
+      b, loc, accType(outCols), rowType(), loop.getResult(0),
+      loop.getResult(1), loop.getResult(2), scale);
+  // The epilogue reads its sequence's rows again (one load per CTA) rather
+  // than keep them in registers across the key/value loop.
+  Value outSeq = qBatch;
+  if (packed)
+    outSeq = SequenceOp::create(
+                 b, loc, op.getCuSeqlensQ(), batch,
+                 memref::DimOp::create(b, loc, op.getQ(), rowsDim))
+                 .getSeq();
+  StoreOp::create(b, loc, finalize.getOut(), op.getO(), outSeq, row, head);
   if (Value lse = op.getLse())
-    StoreRowsOp::create(b, loc, finalize.getLse(), lse, batch, head, row);
+    StoreRowsOp::create(b, loc, finalize.getLse(), lse, outSeq, head, row);
   op.erase();
 }
 
@@ -191,7 +231,8 @@ LogicalResult checkKernelShape(AttentionOp op, func::FuncOp func) {
   for (auto [i, operand] : llvm::enumerate(op->getOperands()))
     if (operand != func.getArgument(i))
       return op.emitOpError("the enclosing function's arguments must be q, "
-                            "k, v, o[, lse] in this order");
+                            "k, v, o[, lse][, cu_seqlens_q, cu_seqlens_k] "
+                            "in this order");
   if (func.getBody().front().getOperations().size() != 2)
     return op.emitOpError("must be the only operation of its function "
                           "besides the return");
@@ -204,16 +245,21 @@ ArrayAttr tensorRoles(AttentionOp op) {
   SmallVector<StringRef> roles = {"q", "k", "v", "o"};
   if (op.getLse())
     roles.push_back("lse");
+  if (op.isVarlen())
+    roles.append({"cu_seqlens_q", "cu_seqlens_k"});
   return b.getStrArrayAttr(roles);
 }
 
 /// The tile space of the program attn-tile builds: one CTA per (query
-/// block, head, batch), matching attn.program_id 0, 1 and 2.
-GridAttr forwardGrid(MLIRContext *ctx, const TileConfig &config) {
+/// block, head, batch), matching attn.program_id 0, 1 and 2. A packed batch
+/// has as many query blocks as its longest sequence.
+GridAttr forwardGrid(MLIRContext *ctx, const TileConfig &config,
+                     bool packed) {
   Builder b(ctx);
+  SizeKind queries = packed ? SizeKind::max_seqlen_q : SizeKind::nq;
   return GridAttr::get(
       ctx,
-      b.getArrayAttr({GridDimAttr::get(ctx, SizeKind::nq, config.blockM),
+      b.getArrayAttr({GridDimAttr::get(ctx, queries, config.blockM),
                       GridDimAttr::get(ctx, SizeKind::num_heads, 1),
                       GridDimAttr::get(ctx, SizeKind::batch, 1)}),
       /*ctasPerSm=*/0);
@@ -255,7 +301,10 @@ struct AttnTilePass : public mlir::attn::impl::AttnTileBase<AttnTilePass> {
                     TilingAttr::get(&getContext(), config.blockM,
                                     config.blockN, config.numWarps));
       func->setAttr(kTensorsAttrName, tensorRoles(op));
-      func->setAttr(kGridAttrName, forwardGrid(&getContext(), config));
+      func->setAttr(kGridAttrName,
+                    forwardGrid(&getContext(), config, op.isVarlen()));
+      if (op.isVarlen())
+        func->setAttr(kVarlenAttrName, UnitAttr::get(&getContext()));
       func->setAttr("attn.scale", op.getScaleAttr());
       if (FloatAttr cap = op.getSoftcapAttr())
         func->setAttr("attn.softcap", cap);

@@ -416,7 +416,8 @@ OwningOpRef<ModuleOp> buildModule(MLIRContext &ctx, const MaskCase &m,
   bool diagonal = m.causal || m.left >= 0 || m.right >= 0;
   AttentionOp::create(
       b, loc, body->getArgument(0), body->getArgument(1), body->getArgument(2),
-      body->getArgument(3), Value(), m.causal ? b.getUnitAttr() : UnitAttr(),
+      body->getArgument(3), /*lse=*/Value(), /*cu_seqlens_q=*/Value(),
+      /*cu_seqlens_k=*/Value(), m.causal ? b.getUnitAttr() : UnitAttr(),
       diagonal && m.bottomRight
           ? CausalAlignAttr::get(&ctx, CausalAlign::bottom_right)
           : CausalAlignAttr(),

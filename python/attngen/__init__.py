@@ -8,6 +8,10 @@
     k = attngen.compile(arch="sm_90a", head_dim=128, dtype="bf16")   # no GPU needed
     k.ptx, k.metadata
 
+    # Packed variable-length batches, as flash_attn_varlen_func:
+    out = attngen.attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k,
+                                   max_seqlen_q, max_seqlen_k, causal=True)
+
 Tensors are (batch, seqlen, heads, head_dim), fp16 or bf16, on a CUDA device,
 with the last dimension contiguous (other strides are free) and head_dim a
 multiple of 8 from 8 to 256. K and V may have fewer heads than Q
@@ -23,9 +27,9 @@ import threading
 
 from . import _capi
 
-__all__ = ["attention", "compile", "CompiledKernel", "AttngenError", "InvalidInputError",
-           "cache_dir", "stats", "clear_memory_cache", "device_arch", "__version__",
-           "compiler_id"]
+__all__ = ["attention", "attention_varlen", "compile", "CompiledKernel", "AttngenError",
+           "InvalidInputError", "cache_dir", "stats", "clear_memory_cache", "device_arch",
+           "__version__", "compiler_id"]
 
 
 class AttngenError(RuntimeError):
@@ -197,7 +201,7 @@ def _window_sides(function, value):
 
 def _make_spec(head_dim, dtype, causal, scale, with_lse=True, block_m=0, block_n=0,
                num_warps=0, function="compile", causal_align="top-left", softcap=0.0,
-               window_size=(-1, -1)):
+               window_size=(-1, -1), varlen=False):
     spec = _capi.Spec()
     _lib.attngen_spec_init_sized(ctypes.byref(spec), ctypes.sizeof(spec))
     spec.head_dim = _c_int("head_dim", head_dim)
@@ -211,6 +215,7 @@ def _make_spec(head_dim, dtype, causal, scale, with_lse=True, block_m=0, block_n
     spec.window_left, spec.window_right = _window_sides(function, window_size)
     spec.scale = _normalize_scale(scale)
     spec.with_lse = _flag(function, "with_lse", with_lse)
+    spec.varlen = _flag(function, "varlen", varlen)
     return spec
 
 
@@ -237,7 +242,7 @@ class CompiledKernel:
 
 def compile(arch="sm_90a", head_dim=128, dtype="bf16", causal=False, scale=None,
             with_lse=True, block_m=0, block_n=0, num_warps=0, causal_align="top-left",
-            softcap=0.0, window_size=(-1, -1)):
+            softcap=0.0, window_size=(-1, -1), varlen=False):
     """Compiles (or finds in the cache) one kernel and returns its PTX and
     metadata. Needs no GPU unless arch="auto" (the current GPU's).
 
@@ -248,9 +253,11 @@ def compile(arch="sm_90a", head_dim=128, dtype="bf16", causal=False, scale=None,
     c * tanh(scale * s / c) before the softmax (0.0: none).
     window_size=(left, right) is a sliding window as flash_attn's: query i
     sees the keys from left before to right after its diagonal (-1: that
-    side unbounded; (left, 0) is a causal window)."""
+    side unbounded; (left, 0) is a causal window). varlen=True compiles the
+    kernel for packed variable-length batches (attention_varlen's)."""
     spec = _make_spec(head_dim, dtype, causal, scale, with_lse, block_m, block_n, num_warps,
-                      causal_align=causal_align, softcap=softcap, window_size=window_size)
+                      causal_align=causal_align, softcap=softcap, window_size=window_size,
+                      varlen=varlen)
     arch_name = _c_string("arch", arch)
     handle = ctypes.c_void_p()
     status = _lib.attngen_jit_compile(_Jit.get(), ctypes.byref(spec), arch_name,
@@ -317,5 +324,40 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, *,
                                window_size)
 
 
-# Registers torch.ops.attngen.attention when PyTorch is installed.
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                     causal=False, window_size=(-1, -1), softcap=0.0, scale=None,
+                     return_lse=False, *, causal_align="bottom-right", check_seqlens=True):
+    """Attention over a packed batch of variable-length sequences, as
+    flash_attn_varlen_func: q (total_q, heads, head_dim), k and v (total_k,
+    kv_heads, head_dim), cu_seqlens_q and cu_seqlens_k int32 (batch + 1,) on
+    q's device (sequence b is rows cu_seqlens[b] .. cu_seqlens[b+1] - 1),
+    max_seqlen_q / max_seqlen_k ints at least the longest query / key length.
+    Each sequence is its own attention problem (empty ones included: a query
+    without keys gets out 0 and lse -inf). Returns out (total_q, heads,
+    head_dim), or (out, lse) with lse (heads, total_q) float32, flash_attn's
+    varlen layout.
+
+    causal is bottom-right aligned per sequence (query i of a sequence sees
+    its keys j <= i + seqlen_k - seqlen_q, as flash_attn); causal_align=
+    'top-left' aligns it as torch's is_causal. softcap and scale as in
+    attention(). window_size=(left, right) is a sliding window per sequence,
+    as flash_attn's: query i sees its sequence's keys from left before to
+    right after its diagonal (i + seqlen_k - seqlen_q bottom-right; -1: that
+    side unbounded); with causal=True right must be -1 or 0.
+
+    check_seqlens=True (the default) checks the values of cu_seqlens_q/k
+    against the tensors and max_seqlen_q/k before the launch: that copies
+    them to the host, a synchronization per call. It is skipped while a CUDA
+    graph is being captured and while tracing; pass False once the inputs
+    are known to be right (serving loops, benchmarks). The kernel never
+    reads or writes outside its tensors either way. Registered as the torch
+    op torch.ops.attngen.attention_varlen (torch.compile, CUDA graphs)."""
+    return _torch_varlen.attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                          max_seqlen_k, causal, window_size, softcap, scale,
+                                          return_lse, causal_align, check_seqlens)
+
+
+# Registers torch.ops.attngen.attention (and attention_varlen) when PyTorch
+# is installed.
 from . import _torch_op  # noqa: E402
+from . import _torch_varlen  # noqa: E402

@@ -28,6 +28,9 @@ class ForwardArgs(ctypes.Structure):
         ("q_strides", ctypes.c_int64 * 4), ("k_strides", ctypes.c_int64 * 4),
         ("v_strides", ctypes.c_int64 * 4), ("o_strides", ctypes.c_int64 * 4),
         ("dtype", ctypes.c_int),
+        # Variable-length batches (appended).
+        ("cu_seqlens_q", ctypes.c_void_p), ("cu_seqlens_k", ctypes.c_void_p),
+        ("max_seqlen_q", ctypes.c_int64), ("max_seqlen_k", ctypes.c_int64),
     ]
 
 
@@ -48,6 +51,8 @@ class KernelInfo(ctypes.Structure):
         ("grid_dims", ctypes.c_int), ("grid_size", ctypes.c_int * 3),
         ("grid_tile", ctypes.c_int * 3), ("ctas_per_sm", ctypes.c_int),
         ("num_sms", ctypes.c_int),
+        # Variable-length batches (appended).
+        ("varlen", ctypes.c_int),
     ]
 
 
@@ -60,6 +65,8 @@ class Spec(ctypes.Structure):
         ("block_m", ctypes.c_int), ("block_n", ctypes.c_int), ("num_warps", ctypes.c_int),
         ("causal_align", ctypes.c_int), ("softcap", ctypes.c_double),
         ("window_left", ctypes.c_int), ("window_right", ctypes.c_int),
+        # Variable-length batches (appended).
+        ("varlen", ctypes.c_int),
     ]
 
 
@@ -121,6 +128,9 @@ def _bind(lib):
         "attngen_kernel_compiled": (P, [P]),
         "attngen_kernel_info": (c.c_int, [P, c.POINTER(KernelInfo)]),
         "attngen_kernel_forward": (c.c_int, [P, c.POINTER(ForwardArgs), P]),
+        "attnrt_check_cu_seqlens": (c.c_int, [c.POINTER(ForwardArgs),
+                                              c.POINTER(c.c_int32), c.POINTER(c.c_int32)]),
+        "attnrt_last_error": (c.c_char_p, []),
     }
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)

@@ -15,7 +15,7 @@ except ImportError:  # compile() works without torch; attention() does not
     torch = None
 
 # (device index, dtype, head_dim, causal, causal_align, scale, softcap, window_left,
-#  window_right) -> attngen_kernel*
+#  window_right, varlen) -> attngen_kernel*
 _kernels = {}
 _kernels_lock = threading.Lock()
 
@@ -83,10 +83,10 @@ def _check_inputs(q, k, v, causal, scale, return_lse, causal_align, softcap, win
     _window_sides("attention", window_size)
 
 
-def _kernel_for(device, dtype, head_dim, causal, causal_align, scale, softcap, window_left,
-                window_right):
+def _kernel_for(device, dtype, head_dim, causal, causal_align, scale, softcap, window_left=-1,
+                window_right=-1, varlen=False):
     key = (device.index, dtype, head_dim, causal, causal_align, scale, softcap, window_left,
-           window_right)
+           window_right, varlen)
     kernel = _kernels.get(key)
     if kernel is not None:
         return kernel
@@ -95,7 +95,8 @@ def _kernel_for(device, dtype, head_dim, causal, causal_align, scale, softcap, w
         if kernel is None:
             spec = _make_spec(head_dim, str(dtype), causal, scale or None, with_lse=True,
                               function="attention", causal_align=causal_align,
-                              softcap=softcap, window_size=(window_left, window_right))
+                              softcap=softcap, window_size=(window_left, window_right),
+                              varlen=varlen)
             handle = ctypes.c_void_p()
             # The kernel is loaded into the tensor's device's context.
             with torch.cuda.device(device):
@@ -105,7 +106,8 @@ def _kernel_for(device, dtype, head_dim, causal, causal_align, scale, softcap, w
                 _raise(status, f"getting the kernel for {dtype}, head_dim {head_dim}, "
                                f"causal={causal}, causal_align={causal_align!r}, "
                                f"softcap={softcap}, "
-                               f"window_size=({window_left}, {window_right})")
+                               f"window_size=({window_left}, {window_right}), "
+                               f"varlen={varlen}")
             kernel = handle.value
             _kernels[key] = kernel
     return kernel
@@ -170,7 +172,7 @@ def _dispatch_mode_active():
     return stack_length is not None and stack_length() > 0
 
 
-def _use_custom_op(q, k, v):
+def _use_custom_op(*tensors):
     """Whether this call must go through torch.ops.attngen.attention.
 
     A plain eager call launches directly: the first call of a torch custom op
@@ -181,9 +183,9 @@ def _use_custom_op(q, k, v):
     records the call (so .backward() reaches the op's clear error)."""
     if torch.compiler.is_compiling() or _dispatch_mode_active():
         return True
-    if any(type(t) is not torch.Tensor for t in (q, k, v)):
+    if any(type(t) is not torch.Tensor for t in tensors):
         return True
-    return torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
+    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
 
 
 def attention(q, k, v, causal, scale, return_lse, causal_align, softcap, window_size):

@@ -81,6 +81,10 @@ const char *bindAll(void *library, DriverApi &api) {
 #undef ATTNRT_BIND
   // Optional: absent from pre-12.0 drivers; TMA modules check for it.
   bindSymbol(library, ATTNRT_SYMBOL_NAME(cuTensorMapEncodeTiled), api.tensorMapEncodeTiled);
+  // Optional: only the varlen checks use them, and they say so if absent.
+  bindSymbol(library, ATTNRT_SYMBOL_NAME(cuMemcpyDtoHAsync), api.memcpyDtoHAsync);
+  bindSymbol(library, ATTNRT_SYMBOL_NAME(cuStreamSynchronize), api.streamSynchronize);
+  bindSymbol(library, ATTNRT_SYMBOL_NAME(cuStreamIsCapturing), api.streamIsCapturing);
   return nullptr;
 }
 

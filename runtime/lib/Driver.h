@@ -46,6 +46,10 @@ struct DriverApi {
   decltype(&::cuPointerGetAttributes) pointerGetAttributes = nullptr;
   /// Optional: CUDA 12.0+ drivers only; needed by TMA (sm_90a) kernels.
   decltype(&::cuTensorMapEncodeTiled) tensorMapEncodeTiled = nullptr;
+  /// Optional: the varlen checks' copy of cu_seqlens (attnrt_set_seqlen_checks).
+  decltype(&::cuMemcpyDtoHAsync) memcpyDtoHAsync = nullptr;
+  decltype(&::cuStreamSynchronize) streamSynchronize = nullptr;
+  decltype(&::cuStreamIsCapturing) streamIsCapturing = nullptr;
 
   /// The driver's version as cuDriverGetVersion reports it (12080 = 12.8).
   int version = 0;

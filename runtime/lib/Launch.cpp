@@ -4,10 +4,12 @@
 // then bind each kernel parameter the metadata lists (docs/ABI.md "Kernel
 // parameters") by its kind and tensor, never by position:
 //
-//   tensor_map  128-byte CUtensorMap of q, k or v, by value (sm_90a)
-//   pointer     u64 device address of q, k, v, o or lse (lse may be 0)
+//   tensor_map  128-byte CUtensorMap of q, k or v, by value (sm_90a; rank 3
+//               over a varlen kernel's packed tensors)
+//   pointer     u64 device address of q, k, v, o, lse (lse may be 0),
+//               cu_seqlens_q or cu_seqlens_k
 //   stride      i64 element stride b, n or h of q, k, v or o
-//   size        i32 batch, nq, nk, num_heads or num_kv_heads
+//   size        i32 batch, nq, nk, num_heads, num_kv_heads or max_seqlen_q
 //
 // and cuLaunchKernel with the grid of the kernel's grid rule.
 //
@@ -19,7 +21,9 @@
 #include "Validate.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <tuple>
 #include <vector>
 #include <cinttypes>
 #include <cstdint>
@@ -30,10 +34,22 @@ namespace attnrt {
 /// Whether attnrt_forward checks each pointer with cuPointerGetAttributes.
 static std::atomic<bool> pointerChecks{true};
 
+/// Whether attnrt_forward reads back and checks a varlen call's cu_seqlens
+/// (default: ATTNRT_CHECK_SEQLENS=1 in the environment).
+static std::atomic<bool> &seqlenChecks() {
+  static std::atomic<bool> enabled{[] {
+    const char *env = std::getenv("ATTNRT_CHECK_SEQLENS");
+    return env && std::strcmp(env, "1") == 0;
+  }()};
+  return enabled;
+}
+
 namespace {
 
-/// Rank of every TMA descriptor: {D, N, H, B}.
+/// Rank of a TMA descriptor: {D, N, H, B}, or {D, total, H} for a packed
+/// (varlen) tensor.
 constexpr unsigned kTmaRank = 4;
+constexpr unsigned kPackedTmaRank = 3;
 
 /// Checks that `pointer` is device memory on the module's device.
 attnrt_status checkDevicePointer(const attnrt_module &m, const char *name, const void *pointer) {
@@ -79,12 +95,15 @@ attnrt_status checkDevicePointer(const attnrt_module &m, const char *name, const
 ///   n: 0..N-1  (stride_n)                   rows (swizzled)
 ///   h: 0..H-1  (stride_h)                   1
 ///   b: 0..B-1  (stride_b)                   1
+///
+/// A packed (varlen) tensor drops the batch: rank 3, {D, total, H}.
 attnrt_status encodeTensorMap(const attnrt_module &m, const char *name, CUtensorMap &map,
                               const void *pointer, int64_t rows, int64_t heads, int64_t batch,
                               const int64_t strides[4], int boxCols, int boxRows,
                               CUtensorMapDataType dataType) {
   const attnrt_kernel_info &info = m.info;
-  const int64_t dims[kTmaRank] = {info.head_dim, rows, heads, batch};
+  const unsigned rank = info.varlen ? kPackedTmaRank : kTmaRank;
+  const int64_t dims[kTmaRank] = {info.head_dim, rows, heads, info.varlen ? 1 : batch};
   cuuint64_t globalDim[kTmaRank];
   for (unsigned i = 0; i < kTmaRank; ++i)
     globalDim[i] = static_cast<cuuint64_t>(dims[i]);
@@ -110,7 +129,7 @@ attnrt_status encodeTensorMap(const attnrt_module &m, const char *name, CUtensor
   else if (tmaSwizzleSpanOf(boxCols) == 32)
     swizzle = CU_TENSOR_MAP_SWIZZLE_32B;
   CUresult r = m.api->tensorMapEncodeTiled(
-      &map, dataType, kTmaRank, const_cast<void *>(pointer), globalDim, globalStrides, boxDim,
+      &map, dataType, rank, const_cast<void *>(pointer), globalDim, globalStrides, boxDim,
       elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
       CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
@@ -125,6 +144,40 @@ attnrt_status encodeTensorMap(const attnrt_module &m, const char *name, CUtensor
                 static_cast<uint64_t>(globalStrides[1]), static_cast<uint64_t>(globalStrides[2]),
                 boxDim[0], boxDim[1]);
   return ATTNRT_OK;
+}
+
+/// With seqlen checks on, copies a varlen call's cu_seqlens to the host in
+/// stream order and checks them (attnrt_check_cu_seqlens). A capturing
+/// stream cannot be read back: its launches are not checked.
+attnrt_status checkDeviceCuSeqlens(const attnrt_module &m, const attnrt_forward_args &a,
+                                   CUstream stream) {
+  const DriverApi &api = *m.api;
+  if (!api.memcpyDtoHAsync || !api.streamSynchronize || !api.streamIsCapturing)
+    return fail(ATTNRT_ERROR_NO_DRIVER,
+                "the CUDA driver %s lacks cuMemcpyDtoHAsync, cuStreamSynchronize or "
+                "cuStreamIsCapturing, which the cu_seqlens checks need: update the driver or turn "
+                "the checks off (attnrt_set_seqlen_checks(0))",
+                api.path.c_str());
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (CUresult r = api.streamIsCapturing(stream, &capture); r != CUDA_SUCCESS)
+    return failCuda(api, r, "cuStreamIsCapturing", "pass a stream of the module's context");
+  if (capture != CU_STREAM_CAPTURE_STATUS_NONE)
+    return ATTNRT_OK;
+  std::vector<int32_t> cuQ(static_cast<size_t>(a.batch) + 1), cuK(cuQ.size());
+  size_t bytes = cuQ.size() * sizeof(int32_t);
+  for (auto [host, device, name] :
+       {std::tuple(cuQ.data(), a.cu_seqlens_q, "cu_seqlens_q"),
+        std::tuple(cuK.data(), a.cu_seqlens_k, "cu_seqlens_k")})
+    if (CUresult r = api.memcpyDtoHAsync(host,
+                                         static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(device)),
+                                         bytes, stream);
+        r != CUDA_SUCCESS)
+      return failCuda(api, r, format("copying args.%s (%zu bytes) to the host", name, bytes).c_str(),
+                      "pass a device vector of batch + 1 int32 values");
+  if (CUresult r = api.streamSynchronize(stream); r != CUDA_SUCCESS)
+    return failCuda(api, r, "cuStreamSynchronize after copying cu_seqlens",
+                    "an earlier kernel on the stream failed");
+  return checkCuSeqlens(a, cuQ.data(), cuK.data());
 }
 
 attnrt_status forward(attnrt_module *m, const attnrt_forward_args *a, void *stream) {
@@ -148,12 +201,21 @@ attnrt_status forward(attnrt_module *m, const attnrt_forward_args *a, void *stre
     const struct {
       const char *name;
       const void *pointer;
-    } pointers[] = {{"q", a->q}, {"k", a->k}, {"v", a->v}, {"o", a->o}, {"lse", a->lse}};
+    } pointers[] = {{"q", a->q},
+                    {"k", a->k},
+                    {"v", a->v},
+                    {"o", a->o},
+                    {"lse", a->lse},
+                    {"cu_seqlens_q", a->cu_seqlens_q},
+                    {"cu_seqlens_k", a->cu_seqlens_k}};
     for (const auto &p : pointers)
       if (p.pointer)
         if (attnrt_status s = checkDevicePointer(*m, p.name, p.pointer))
           return s;
   }
+  if (m->info.varlen && seqlenChecks().load(std::memory_order_relaxed))
+    if (attnrt_status s = checkDeviceCuSeqlens(*m, *a, static_cast<CUstream>(stream)))
+      return s;
 
   // Parameter values, one slot per parameter; `params` points at each.
   const std::vector<KernelParam> &list = m->abi.params;
@@ -162,7 +224,8 @@ attnrt_status forward(attnrt_module *m, const attnrt_forward_args *a, void *stre
   std::vector<void *> params(list.size());
   CUtensorMapDataType dataType = m->info.dtype == ATTNRT_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                                                                    : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  const void *pointers[] = {a->q, a->k, a->v, a->o, a->lse};
+  const void *pointers[kNumTensorRoles] = {a->q,   a->k,           a->v,          a->o,
+                                           a->lse, a->cu_seqlens_q, a->cu_seqlens_k};
   const int64_t *strides[] = {a->q_strides, a->k_strides, a->v_strides, a->o_strides};
   for (size_t i = 0; i < list.size(); ++i) {
     const KernelParam &p = list[i];
@@ -227,6 +290,10 @@ attnrt_status attnrt_forward(attnrt_module *module, const attnrt_forward_args *a
 
 void attnrt_set_pointer_checks(int enabled) {
   attnrt::pointerChecks.store(enabled != 0, std::memory_order_relaxed);
+}
+
+void attnrt_set_seqlen_checks(int enabled) {
+  attnrt::seqlenChecks().store(enabled != 0, std::memory_order_relaxed);
 }
 
 } // extern "C"

@@ -2,7 +2,8 @@
 //
 // The metadata JSON sits beside the PTX and tells the runtime everything it
 // needs to launch the kernel (docs/ABI.md "Metadata JSON"). Every key is
-// required; unknown keys are ignored so newer compilers can add facts.
+// required (but "varlen", false when absent, which older metadata lacks);
+// unknown keys are ignored so newer compilers can add facts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,16 +52,20 @@ unsigned KernelParam::bytes() const {
 }
 
 /// Names of the attnrt_size values, in order.
-static constexpr const char *kSizeNames[] = {"batch", "nq", "nk", "num_heads", "num_kv_heads"};
+static constexpr const char *kSizeNames[] = {"batch",     "nq",           "nk",
+                                             "num_heads", "num_kv_heads", "max_seqlen_q"};
+/// Number of attnrt_size values.
+static constexpr int kNumSizes = 6;
 /// Names of the TensorRole values, in order.
-static constexpr const char *kTensorNames[] = {"q", "k", "v", "o", "lse"};
+static constexpr const char *kTensorNames[] = {"q",   "k",           "v",          "o",
+                                               "lse", "cu_seqlens_q", "cu_seqlens_k"};
 /// Stride dimension letters.
 static constexpr const char *kStrideDims[] = {"b", "n", "h"};
 /// Most CTAs per SM a persistent kernel may ask for.
 static constexpr int kMaxCtasPerSm = 32;
 
 const char *sizeName(int size) {
-  return size >= 0 && size < 5 ? kSizeNames[size] : "invalid";
+  return size >= 0 && size < kNumSizes ? kSizeNames[size] : "invalid";
 }
 
 int tmaSwizzleSpanOf(int boxCols) {
@@ -232,10 +237,12 @@ attnrt_status readParam(const JsonValue &item, size_t index, KernelParam &param)
     return s;
   param.kind = static_cast<ParamKind>(kind);
   if (param.kind == ParamKind::Size)
-    return reader.getChoice("size", kSizeNames, 5, param.size);
+    return reader.getChoice("size", kSizeNames, kNumSizes, param.size);
   // TMA descriptors exist for the tensors the kernels copy in (q, k, v);
-  // strides for the [B, N, H, D] tensors (all but lse).
-  int tensorChoices = param.kind == ParamKind::TensorMap ? 3 : param.kind == ParamKind::Stride ? 4 : 5;
+  // strides for the [B, N, H, D] tensors (q, k, v, o); pointers for all.
+  int tensorChoices = param.kind == ParamKind::TensorMap ? 3
+                      : param.kind == ParamKind::Stride  ? 4
+                                                         : kNumTensorRoles;
   int tensor = 0;
   if (attnrt_status s = reader.getChoice("tensor", kTensorNames, tensorChoices, tensor))
     return s;
@@ -270,6 +277,45 @@ attnrt_status readParam(const JsonValue &item, size_t index, KernelParam &param)
   return ATTNRT_OK;
 }
 
+/// A varlen kernel ("varlen": true) reads both cu_seqlens pointers, and a
+/// dense one neither; packed tensors have no batch stride, and only a varlen
+/// kernel's grid or sizes may name max_seqlen_q (a dense call has none).
+attnrt_status checkVarlenParams(const attnrt_kernel_info &info, const KernelAbi &abi,
+                                const bool pointer[kNumTensorRoles]) {
+  bool cuQ = pointer[static_cast<int>(TensorRole::CuSeqlensQ)];
+  bool cuK = pointer[static_cast<int>(TensorRole::CuSeqlensK)];
+  if (cuQ != cuK || cuQ != (info.varlen != 0))
+    return fail(ATTNRT_ERROR_INVALID_METADATA,
+                "kernel metadata says \"varlen\": %s but \"params\" has %s: a variable-length "
+                "kernel reads both cu_seqlens_q and cu_seqlens_k, a dense one neither; %s",
+                info.varlen ? "true" : "false",
+                cuQ && cuK ? "both cu_seqlens pointers"
+                : cuQ      ? "a cu_seqlens_q pointer only"
+                : cuK      ? "a cu_seqlens_k pointer only"
+                           : "no cu_seqlens pointer",
+                kRegenerate);
+  for (const KernelParam &p : abi.params) {
+    if (info.varlen && p.kind == ParamKind::Stride && p.dim == 0)
+      return fail(ATTNRT_ERROR_INVALID_METADATA,
+                  "kernel metadata parameter \"%s\" is a batch stride, but a varlen kernel's "
+                  "tensors are packed [total, H, D] and have none; %s",
+                  p.name.c_str(), kRegenerate);
+    if (!info.varlen && p.kind == ParamKind::Size && p.size == ATTNRT_SIZE_MAX_SEQLEN_Q)
+      return fail(ATTNRT_ERROR_INVALID_METADATA,
+                  "kernel metadata parameter \"%s\" is max_seqlen_q, which only a varlen kernel "
+                  "(\"varlen\": true) takes; %s",
+                  p.name.c_str(), kRegenerate);
+  }
+  if (!info.varlen)
+    for (int d = 0; d < info.grid_dims; ++d)
+      if (info.grid_size[d] == ATTNRT_SIZE_MAX_SEQLEN_Q)
+        return fail(ATTNRT_ERROR_INVALID_METADATA,
+                    "kernel metadata key \"grid.tiles[%d].size\" is \"max_seqlen_q\", which only a "
+                    "varlen kernel (\"varlen\": true) has; %s",
+                    d, kRegenerate);
+  return ATTNRT_OK;
+}
+
 /// Reads "params" and checks it describes a forward kernel: pointers to q,
 /// k, v and o (lse exactly when the kernel writes it), no parameter twice,
 /// descriptors exactly when uses_tma; fills the tma_* fields of `info`.
@@ -292,7 +338,7 @@ attnrt_status readParams(const JsonValue &root, attnrt_kernel_info &info, Kernel
                     param.name.c_str(), other.name.c_str(), kRegenerate);
     abi.params.push_back(param);
   }
-  bool pointer[5] = {}, map[3] = {};
+  bool pointer[kNumTensorRoles] = {}, map[3] = {};
   for (const KernelParam &p : abi.params) {
     if (p.kind == ParamKind::Pointer)
       pointer[static_cast<int>(p.tensor)] = true;
@@ -323,7 +369,7 @@ attnrt_status readParams(const JsonValue &root, attnrt_kernel_info &info, Kernel
     return fail(ATTNRT_ERROR_INVALID_METADATA,
                 "kernel metadata says \"uses_tma\": %s but \"params\" %s TMA descriptors; %s",
                 info.uses_tma ? "true" : "false", anyMap ? "has" : "has no", kRegenerate);
-  return ATTNRT_OK;
+  return checkVarlenParams(info, abi, pointer);
 }
 
 /// Reads "grid": {"tiles": [{"size", "tile"}, ...], "ctas_per_sm"}.
@@ -349,7 +395,7 @@ attnrt_status readGrid(const JsonValue &root, attnrt_kernel_info &info) {
                   "%s; %s",
                   i, describeKind(tile.kind), kRegenerate);
     MetadataReader tileReader(tile, "grid.tiles[" + std::to_string(i) + "].");
-    if (attnrt_status s = tileReader.getChoice("size", kSizeNames, 5, info.grid_size[i]))
+    if (attnrt_status s = tileReader.getChoice("size", kSizeNames, kNumSizes, info.grid_size[i]))
       return s;
     if (attnrt_status s = tileReader.getInt("tile", 1, kMaxBlockRows, info.grid_tile[i]))
       return s;
@@ -469,6 +515,11 @@ attnrt_status readMetadata(const JsonValue &root, attnrt_kernel_info &info, Kern
                 "kernel metadata says \"uses_tma\": true with \"arch\": \"%s\", but TMA exists only "
                 "on sm_90a; %s",
                 info.arch, kRegenerate);
+  // Added with variable-length batches: metadata written before has no
+  // "varlen" key and describes a dense kernel.
+  if (root.find("varlen"))
+    if (attnrt_status s = reader.getBool("varlen", info.varlen))
+      return s;
   if (attnrt_status s = readGrid(root, info))
     return s;
   return readParams(root, info, abi);

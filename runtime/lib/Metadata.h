@@ -17,7 +17,9 @@ constexpr unsigned kTensorMapBytes = 128;
 enum class ParamKind { TensorMap, Pointer, Stride, Size };
 
 /// The tensors of a forward call the runtime can bind ("tensor").
-enum class TensorRole { Q = 0, K = 1, V = 2, O = 3, Lse = 4 };
+enum class TensorRole { Q = 0, K = 1, V = 2, O = 3, Lse = 4, CuSeqlensQ = 5, CuSeqlensK = 6 };
+/// Number of tensor roles.
+constexpr int kNumTensorRoles = 7;
 
 /// One kernel parameter as the metadata describes it (docs/ABI.md "Kernel
 /// parameters"): the runtime binds it by kind and tensor, never by position.

@@ -13,6 +13,9 @@
 //   strides           [3] == 1; [0..2] >= 0 and multiples of 8 elements
 //                     (ignored for a dimension of extent 1)
 //   TMA kernels       byte strides < 2^40
+//   varlen kernels    cu_seqlens_q/k non-NULL, 4-byte aligned; max_seqlen_q/k
+//                     >= 0 (>= 1 with queries); dense kernels: all zero.
+//                     The values: checkCuSeqlens (attnrt_check_cu_seqlens)
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,7 +39,10 @@ static constexpr int64_t kMaxI32 = INT32_MAX;
 static constexpr int64_t kMaxGridX = INT32_MAX;
 static constexpr int64_t kMaxGridYZ = 65535;
 /// What to split, per attnrt_size, when a grid dimension is too large.
-static constexpr const char *kSplitWhat[] = {"batch", "queries", "keys", "heads", "key/value heads"};
+static constexpr const char *kSplitWhat[] = {"batch", "queries", "keys",
+                                             "heads", "key/value heads", "queries"};
+/// cu_seqlens entries are int32: 4-byte aligned.
+static constexpr uint64_t kCuSeqlensAlignBytes = 4;
 /// cuTensorMapEncodeTiled: every global stride is below 2^40 bytes.
 static constexpr int64_t kMaxTmaStrideBytes = int64_t(1) << 40;
 
@@ -149,6 +155,8 @@ int64_t sizeValue(const attnrt_forward_args &a, int size) {
     return a.num_heads;
   case ATTNRT_SIZE_NUM_KV_HEADS:
     return a.num_kv_heads;
+  case ATTNRT_SIZE_MAX_SEQLEN_Q:
+    return a.max_seqlen_q;
   default:
     return 0;
   }
@@ -157,6 +165,60 @@ int64_t sizeValue(const attnrt_forward_args &a, int size) {
 int64_t gridTiles(const attnrt_kernel_info &info, const attnrt_forward_args &a, int d) {
   int64_t size = sizeValue(a, info.grid_size[d]);
   return (size + info.grid_tile[d] - 1) / info.grid_tile[d];
+}
+
+/// The scalar part of a varlen call (a dense one has none of it): cu_seqlens
+/// given exactly for a varlen kernel, 4-byte aligned; max_seqlen_q/k in
+/// range and consistent with the totals; at least one key row when there
+/// are queries. The values of cu_seqlens are attnrt_check_cu_seqlens's.
+static attnrt_status checkVarlenArgs(const attnrt_kernel_info &info, const attnrt_forward_args &a) {
+  if (!info.varlen) {
+    if (a.cu_seqlens_q || a.cu_seqlens_k || a.max_seqlen_q || a.max_seqlen_k)
+      return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                  "args.%s is set but kernel '%s' takes a dense [B, N, H, D] batch: leave the "
+                  "varlen fields (cu_seqlens_q/k, max_seqlen_q/k) zero, or load a varlen kernel "
+                  "(attngen --varlen, attngen_spec.varlen = 1) for packed sequences",
+                  a.cu_seqlens_q   ? "cu_seqlens_q"
+                  : a.cu_seqlens_k ? "cu_seqlens_k"
+                  : a.max_seqlen_q ? "max_seqlen_q"
+                                   : "max_seqlen_k",
+                  info.kernel);
+    return ATTNRT_OK;
+  }
+  const struct {
+    const char *name;
+    const int32_t *pointer;
+  } vectors[] = {{"cu_seqlens_q", a.cu_seqlens_q}, {"cu_seqlens_k", a.cu_seqlens_k}};
+  // With nothing to launch the vectors are not read.
+  for (const auto &v : vectors) {
+    if (isEmptyForward(a))
+      break;
+    if (!v.pointer)
+      return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                  "args.%s is NULL but kernel '%s' is a varlen kernel: pass the device address of "
+                  "the int32 [batch + 1] vector of sequence starts (flash_attn's %s)",
+                  v.name, info.kernel, v.name);
+    if (reinterpret_cast<uintptr_t>(v.pointer) % kCuSeqlensAlignBytes != 0)
+      return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                  "args.%s = %p is not 4-byte aligned: pass an int32 tensor's data pointer",
+                  v.name, static_cast<const void *>(v.pointer));
+  }
+  if (attnrt_status s = checkNonNegative("max_seqlen_q", a.max_seqlen_q))
+    return s;
+  if (attnrt_status s = checkNonNegative("max_seqlen_k", a.max_seqlen_k))
+    return s;
+  if (a.max_seqlen_q > kMaxI32 || a.max_seqlen_k > kMaxI32)
+    return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                "args.max_seqlen_%s = %lld exceeds the kernel's 32-bit limit of %lld rows",
+                a.max_seqlen_q > kMaxI32 ? "q" : "k",
+                static_cast<long long>(a.max_seqlen_q > kMaxI32 ? a.max_seqlen_q : a.max_seqlen_k),
+                static_cast<long long>(kMaxI32));
+  if (a.batch > 0 && a.nq > 0 && a.max_seqlen_q == 0)
+    return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                "args.max_seqlen_q = 0 but Q has args.nq = %lld rows: pass the longest query "
+                "sequence's length (the grid covers max_seqlen_q rows of every sequence)",
+                static_cast<long long>(a.nq));
+  return ATTNRT_OK;
 }
 
 attnrt_status checkForwardArgs(const attnrt_kernel_info &info, const attnrt_forward_args &a) {
@@ -189,7 +251,16 @@ attnrt_status checkForwardArgs(const attnrt_kernel_info &info, const attnrt_forw
     return s;
   if (attnrt_status s = checkNonNegative("nq", a.nq))
     return s;
-  if (attnrt_status s = checkPositive("nk", a.nk, "attention over zero keys is undefined"))
+  if (attnrt_status s = checkVarlenArgs(info, a))
+    return s;
+  // A varlen batch may hold sequences without keys, but its K must have a
+  // row for the kernel to read (and mask); with none at all every output is
+  // 0 and every LSE -inf, which the caller can write without a kernel.
+  if (attnrt_status s = checkPositive("nk", a.nk,
+                                      info.varlen ? "K and V need at least one row (total_k >= "
+                                                    "1); if every sequence has no keys, O is 0 "
+                                                    "and LSE -inf without a launch"
+                                                  : "attention over zero keys is undefined"))
     return s;
   if (attnrt_status s = checkPositive("num_heads", a.num_heads, "the number of query heads"))
     return s;
@@ -227,11 +298,14 @@ attnrt_status checkForwardArgs(const attnrt_kernel_info &info, const attnrt_forw
   if (isEmptyForward(a))
     return ATTNRT_OK;
 
+  // A packed batch's tensors are [total, H, D]: the batch dimension has
+  // extent 1 (its stride is never used).
+  const int64_t batchExtent = info.varlen ? 1 : a.batch;
   const TensorArg tensors[4] = {
-      {"q", "Q", a.q, {a.batch, a.nq, a.num_heads, a.head_dim}, a.q_strides},
-      {"k", "K", a.k, {a.batch, a.nk, a.num_kv_heads, a.head_dim}, a.k_strides},
-      {"v", "V", a.v, {a.batch, a.nk, a.num_kv_heads, a.head_dim}, a.v_strides},
-      {"o", "O", a.o, {a.batch, a.nq, a.num_heads, a.head_dim}, a.o_strides}};
+      {"q", "Q", a.q, {batchExtent, a.nq, a.num_heads, a.head_dim}, a.q_strides},
+      {"k", "K", a.k, {batchExtent, a.nk, a.num_kv_heads, a.head_dim}, a.k_strides},
+      {"v", "V", a.v, {batchExtent, a.nk, a.num_kv_heads, a.head_dim}, a.v_strides},
+      {"o", "O", a.o, {batchExtent, a.nq, a.num_heads, a.head_dim}, a.o_strides}};
   for (const TensorArg &t : tensors)
     if (attnrt_status s = checkPointer(t))
       return s;
@@ -239,8 +313,8 @@ attnrt_status checkForwardArgs(const attnrt_kernel_info &info, const attnrt_forw
   if (a.lse && reinterpret_cast<uintptr_t>(a.lse) % kTensorAlignBytes != 0)
     return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
                 "args.lse = %p is not 16-byte aligned: pass a contiguous float32 tensor of shape "
-                "[B, H, Nq] whose data pointer is 16-byte aligned, or NULL",
-                static_cast<void *>(a.lse));
+                "%s whose data pointer is 16-byte aligned, or NULL",
+                static_cast<void *>(a.lse), info.varlen ? "[H, total_q]" : "[B, H, Nq]");
   for (const TensorArg &t : tensors)
     if (attnrt_status s = checkStrides(t, info.uses_tma != 0))
       return s;
@@ -284,9 +358,71 @@ attnrt_status launchDims(const attnrt_kernel_info &info, const attnrt_forward_ar
   return ATTNRT_OK;
 }
 
+attnrt_status checkCuSeqlens(const attnrt_forward_args &a, const int32_t *cuQ, const int32_t *cuK) {
+  const struct {
+    const char *name;
+    const char *what;
+    const int32_t *values;
+    int64_t total;
+    const char *totalName;
+    int64_t longest;
+    const char *longestName;
+  } vectors[] = {{"cu_seqlens_q", "query", cuQ, a.nq, "nq", a.max_seqlen_q, "max_seqlen_q"},
+                 {"cu_seqlens_k", "key", cuK, a.nk, "nk", a.max_seqlen_k, "max_seqlen_k"}};
+  for (const auto &v : vectors) {
+    if (!v.values)
+      return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                  "the host copy of %s is NULL: pass args.batch + 1 = %lld int32 values", v.name,
+                  static_cast<long long>(a.batch + 1));
+    if (v.values[0] != 0)
+      return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                  "%s[0] = %d but the first sequence starts at row 0: %s holds the running sum "
+                  "of the %s lengths, starting with 0",
+                  v.name, v.values[0], v.name, v.what);
+    for (int64_t b = 0; b < a.batch; ++b) {
+      int64_t length = int64_t(v.values[b + 1]) - v.values[b];
+      if (length < 0)
+        return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                    "%s is not monotone: %s[%lld] = %d < %s[%lld] = %d (sequence %lld would have "
+                    "%lld %s rows); it must never decrease",
+                    v.name, v.name, static_cast<long long>(b + 1), v.values[b + 1], v.name,
+                    static_cast<long long>(b), v.values[b], static_cast<long long>(b),
+                    static_cast<long long>(length), v.what);
+      if (length > v.longest)
+        return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                    "sequence %lld has %lld %s rows, more than args.%s = %lld: pass the longest "
+                    "%s length (rows past it would not be computed)",
+                    static_cast<long long>(b), static_cast<long long>(length), v.what,
+                    v.longestName, static_cast<long long>(v.longest), v.what);
+    }
+    if (v.values[a.batch] != v.total)
+      return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                  "%s[%lld] = %d ends the last sequence, but the packed tensor has args.%s = %lld "
+                  "rows: the last entry must be the total number of %s rows",
+                  v.name, static_cast<long long>(a.batch), v.values[a.batch], v.totalName,
+                  static_cast<long long>(v.total), v.what);
+  }
+  return ATTNRT_OK;
+}
+
 } // namespace attnrt
 
 extern "C" {
+
+attnrt_status attnrt_check_cu_seqlens(const attnrt_forward_args *args, const int32_t *cu_seqlens_q,
+                                      const int32_t *cu_seqlens_k) {
+  return attnrt::guardApi("attnrt_check_cu_seqlens", [&] {
+    if (!args)
+      return attnrt::fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                          "args is NULL: pass the attnrt_forward_args of the varlen call");
+    if (args->batch < 0 || args->batch >= INT32_MAX)
+      return attnrt::fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                          "args.batch = %lld is out of range for a varlen call: it must be 0 to "
+                          "2^31 - 2 (cu_seqlens has batch + 1 int32 entries)",
+                          static_cast<long long>(args->batch));
+    return attnrt::checkCuSeqlens(*args, cu_seqlens_q, cu_seqlens_k);
+  });
+}
 
 attnrt_status attnrt_check_forward_args(const attnrt_kernel_info *info,
                                         const attnrt_forward_args *args) {

@@ -16,6 +16,10 @@ bool isEmptyForward(const attnrt_forward_args &args);
 /// list); records a message and returns ATTNRT_ERROR_INVALID_ARGUMENT.
 attnrt_status checkForwardArgs(const attnrt_kernel_info &info, const attnrt_forward_args &args);
 
+/// Checks host copies of a varlen call's cu_seqlens against `args` (see
+/// attnrt_check_cu_seqlens); `args.batch` must be in range.
+attnrt_status checkCuSeqlens(const attnrt_forward_args &args, const int32_t *cuSeqlensQ,
+                             const int32_t *cuSeqlensK);
 /// The value of an attnrt_size in `args`.
 int64_t sizeValue(const attnrt_forward_args &args, int size);
 

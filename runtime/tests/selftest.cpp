@@ -811,6 +811,206 @@ void testGridRule() {
   report(s == ATTNRT_OK && grid[0] == 132, "grid: persistent kernels take 70000 heads");
 }
 
+//===----------------------------------------------------------------------===//
+// Variable-length (packed) batches
+//===----------------------------------------------------------------------===//
+
+/// The parameter objects of a varlen kernel: [3 tensor maps,] 7 pointers
+/// (cu_seqlens last), the n and h strides of q, k, v, o, 6 sizes.
+std::vector<std::string> varlenParamObjects(bool tma) {
+  std::vector<std::string> params;
+  if (tma)
+    for (const char *t : {"q", "k", "v"})
+      params.push_back(param(std::string("tma_") + t, "tensor_map",
+                             std::string("\"tensor\": \"") + t + "\", \"box\": [64, 128]"));
+  for (const char *t : {"q", "k", "v", "o", "lse", "cu_seqlens_q", "cu_seqlens_k"})
+    params.push_back(param(t, "pointer", std::string("\"tensor\": \"") + t + "\""));
+  for (const char *t : {"q", "k", "v", "o"})
+    for (const char *d : {"n", "h"})
+      params.push_back(param(std::string(t) + "_stride_" + d, "stride",
+                             std::string("\"tensor\": \"") + t + "\", \"dim\": \"" + d + "\""));
+  for (const char *size : {"batch", "nq", "nk", "num_heads", "num_kv_heads", "max_seqlen_q"})
+    params.push_back(param(size, "size", std::string("\"size\": \"") + size + "\""));
+  return params;
+}
+
+/// A varlen kernel's grid rule: (ceil(max_seqlen_q / 128), num_heads, batch).
+const char *kVarlenGrid = "{\"tiles\": [{\"size\": \"max_seqlen_q\", \"tile\": 128}, "
+                          "{\"size\": \"num_heads\", \"tile\": 1}, {\"size\": \"batch\", "
+                          "\"tile\": 1}], \"ctas_per_sm\": 0}";
+
+/// Metadata of an sm_90a varlen kernel.
+Fields varlenFields() {
+  Fields f = with(sm90aFields(), "kernel", "\"attn_fwd_varlen\"");
+  f = with(f, "varlen", "true");
+  f = with(f, "grid", kVarlenGrid);
+  return with(f, "params", jsonArray(varlenParamObjects(true)));
+}
+
+constexpr uintptr_t kCuQ = 0x7f5000000000, kCuK = 0x7f5000001000;
+
+/// A valid varlen call: 3 sequences, total_q 300, total_k 500, H 4 / Hkv 2,
+/// contiguous packed tensors (no batch stride).
+attnrt_forward_args validVarlenArgs(const attnrt_kernel_info &info) {
+  attnrt_forward_args a = validArgs(info);
+  a.batch = 3;
+  a.nq = 300;
+  a.nk = 500;
+  contiguous(a.q_strides, a.nq, a.num_heads, a.head_dim);
+  contiguous(a.k_strides, a.nk, a.num_kv_heads, a.head_dim);
+  contiguous(a.v_strides, a.nk, a.num_kv_heads, a.head_dim);
+  contiguous(a.o_strides, a.nq, a.num_heads, a.head_dim);
+  a.q_strides[0] = a.k_strides[0] = a.v_strides[0] = a.o_strides[0] = 0;
+  a.cu_seqlens_q = reinterpret_cast<const int32_t *>(kCuQ);
+  a.cu_seqlens_k = reinterpret_cast<const int32_t *>(kCuK);
+  a.max_seqlen_q = 200;
+  a.max_seqlen_k = 250;
+  return a;
+}
+
+void testVarlen() {
+  attnrt_kernel_info info;
+  attnrt_status s = attnrt_metadata_parse(toJson(varlenFields()).c_str(), &info);
+  expectStatus("varlen: metadata parses", s, ATTNRT_OK);
+  report(s == ATTNRT_OK && info.varlen == 1 && info.grid_size[0] == ATTNRT_SIZE_MAX_SEQLEN_Q,
+         "varlen: info.varlen and the max_seqlen_q grid");
+  attnrt_kernel_info dense;
+  s = attnrt_metadata_parse(toJson(sm90aFields()).c_str(), &dense);
+  report(s == ATTNRT_OK && dense.varlen == 0,
+         "varlen: metadata without a \"varlen\" key is a dense kernel");
+
+  // Metadata that does not describe a varlen kernel consistently.
+  const struct {
+    const char *name;
+    Fields fields;
+    const char *fragment;
+  } badMetadata[] = {
+      {"\"varlen\": false with cu_seqlens pointers", with(varlenFields(), "varlen", "false"),
+       "says \"varlen\": false but \"params\" has both cu_seqlens pointers"},
+      {"\"varlen\": true without cu_seqlens pointers", with(sm90aFields(), "varlen", "true"),
+       "says \"varlen\": true but \"params\" has no cu_seqlens pointer"},
+      {"\"varlen\" not a bool", with(varlenFields(), "varlen", "1"),
+       "\"varlen\" must be true or false"},
+      {"dense kernel with a max_seqlen_q grid", with(sm90aFields(), "grid", kVarlenGrid),
+       "\"grid.tiles[0].size\" is \"max_seqlen_q\", which only a varlen kernel"},
+      {"unknown tensor", with(varlenFields(), "params",
+                              jsonArray({param("x", "pointer", "\"tensor\": \"cu_seqlens\"")})),
+       "\"params[0].tensor\" = \"cu_seqlens\" is not one of"},
+  };
+  for (const auto &bad : badMetadata)
+    expectStatus(std::string("varlen: metadata ") + bad.name,
+                 attnrt_metadata_parse(toJson(bad.fields).c_str(), &dense),
+                 ATTNRT_ERROR_INVALID_METADATA, {bad.fragment});
+  std::vector<std::string> withBatchStride = varlenParamObjects(true);
+  withBatchStride.push_back(param("q_stride_b", "stride", "\"tensor\": \"q\", \"dim\": \"b\""));
+  expectStatus("varlen: metadata with a batch stride",
+               attnrt_metadata_parse(toJson(with(varlenFields(), "params",
+                                                 jsonArray(withBatchStride)))
+                                         .c_str(),
+                                     &dense),
+               ATTNRT_ERROR_INVALID_METADATA, {"is a batch stride, but a varlen kernel's tensors"});
+  std::vector<std::string> cuQOnly = varlenParamObjects(true);
+  cuQOnly.erase(cuQOnly.begin() + 9); // cu_seqlens_k
+  expectStatus("varlen: metadata with cu_seqlens_q only",
+               attnrt_metadata_parse(toJson(with(varlenFields(), "params", jsonArray(cuQOnly))).c_str(),
+                                     &dense),
+               ATTNRT_ERROR_INVALID_METADATA, {"a cu_seqlens_q pointer only"});
+
+  // Scalar arguments.
+  const attnrt_forward_args base = validVarlenArgs(info);
+  auto check = [&](const std::string &name, attnrt_forward_args a, attnrt_status want,
+                   std::vector<std::string> fragments = {}) {
+    expectStatus("varlen: args: " + name, attnrt_check_forward_args(&info, &a), want,
+                 std::move(fragments));
+  };
+  constexpr attnrt_status kBad = ATTNRT_ERROR_INVALID_ARGUMENT;
+  check("valid call", base, ATTNRT_OK);
+  unsigned grid[3], block[3], smem;
+  s = attnrt_launch_dims(&info, &base, grid, block, &smem);
+  report(s == ATTNRT_OK && grid[0] == 2 && grid[1] == 4 && grid[2] == 3,
+         "varlen: launch dims are (ceil(max_seqlen_q / 128), H, B)", attnrt_last_error());
+  attnrt_forward_args a = base;
+  a.max_seqlen_q = 100000; // larger than any sequence: more CTAs, all exit
+  s = attnrt_launch_dims(&info, &a, grid, block, &smem);
+  report(s == ATTNRT_OK && grid[0] == 782, "varlen: max_seqlen_q beyond total_q widens the grid");
+  a = base;
+  a.cu_seqlens_q = nullptr;
+  check("NULL cu_seqlens_q", a, kBad, {"args.cu_seqlens_q is NULL but kernel 'attn_fwd_varlen' is a varlen kernel"});
+  a = base;
+  a.cu_seqlens_k = reinterpret_cast<const int32_t *>(kCuK + 2);
+  check("misaligned cu_seqlens_k", a, kBad, {"args.cu_seqlens_k = ", "is not 4-byte aligned"});
+  a = base;
+  a.max_seqlen_q = 0;
+  check("max_seqlen_q = 0 with queries", a, kBad, {"args.max_seqlen_q = 0 but Q has args.nq = 300 rows"});
+  a = base;
+  a.max_seqlen_k = -1;
+  check("negative max_seqlen_k", a, kBad, {"args.max_seqlen_k = -1 is negative"});
+  a = base;
+  a.max_seqlen_q = int64_t(1) << 31;
+  check("max_seqlen_q beyond int32", a, kBad, {"args.max_seqlen_q = 2147483648 exceeds"});
+  a = base;
+  a.nk = 0;
+  check("no key rows at all", a, kBad, {"args.nk = 0 is invalid", "total_k >= 1"});
+  a = base;
+  a.nq = 0;
+  a.cu_seqlens_q = nullptr;
+  check("total_q == 0 is a no-op", a, ATTNRT_OK);
+  a = base;
+  a.batch = 4;
+  a.q_strides[0] = 12345; // the batch stride of a packed tensor is unused
+  check("the batch stride is unused", a, ATTNRT_OK);
+  a = base;
+  a.q_strides[1] = 100;
+  check("q_stride_n = 100", a, kBad, {"q_stride_n (q_strides[1]) = 100 is not a multiple of 8"});
+
+  // A dense kernel refuses the varlen fields.
+  attnrt_forward_args d = validArgs(dense);
+  d.cu_seqlens_q = reinterpret_cast<const int32_t *>(kCuQ);
+  expectStatus("varlen: dense kernel given cu_seqlens_q", attnrt_check_forward_args(&dense, &d), kBad,
+               {"args.cu_seqlens_q is set but kernel 'attn_fwd_test' takes a dense [B, N, H, D] batch"});
+  d = validArgs(dense);
+  d.max_seqlen_k = 7;
+  expectStatus("varlen: dense kernel given max_seqlen_k", attnrt_check_forward_args(&dense, &d), kBad,
+               {"args.max_seqlen_k is set"});
+
+  // The values of cu_seqlens, on host copies.
+  const int32_t goodQ[] = {0, 100, 100, 300}; // sequence 1 is empty
+  const int32_t goodK[] = {0, 250, 250, 500};
+  expectStatus("varlen: cu_seqlens: valid, with an empty sequence",
+               attnrt_check_cu_seqlens(&base, goodQ, goodK), ATTNRT_OK);
+  const struct {
+    const char *name;
+    std::vector<int32_t> q, k;
+    const char *fragment;
+  } values[] = {
+      {"not monotone", {0, 100, 50, 300}, {0, 250, 250, 500},
+       "cu_seqlens_q is not monotone: cu_seqlens_q[2] = 50 < cu_seqlens_q[1] = 100"},
+      {"last entry != total_q", {0, 100, 100, 299}, {0, 250, 250, 500},
+       "cu_seqlens_q[3] = 299 ends the last sequence, but the packed tensor has args.nq = 300 rows"},
+      {"last entry != total_k", {0, 100, 100, 300}, {0, 250, 400, 600},
+       "cu_seqlens_k[3] = 600 ends the last sequence, but the packed tensor has args.nk = 500"},
+      {"first entry != 0", {4, 100, 100, 300}, {0, 250, 250, 500},
+       "cu_seqlens_q[0] = 4 but the first sequence starts at row 0"},
+      {"sequence longer than max_seqlen_q", {0, 10, 10, 300}, {0, 250, 250, 500},
+       "sequence 2 has 290 query rows, more than args.max_seqlen_q = 200"},
+      {"key sequence longer than max_seqlen_k", {0, 100, 100, 300}, {0, 10, 10, 500},
+       "sequence 2 has 490 key rows, more than args.max_seqlen_k = 250"},
+      {"negative entry", {0, 100, -5, 300}, {0, 250, 250, 500},
+       "cu_seqlens_q[2] = -5 < cu_seqlens_q[1] = 100"},
+  };
+  for (const auto &v : values)
+    expectStatus(std::string("varlen: cu_seqlens: ") + v.name,
+                 attnrt_check_cu_seqlens(&base, v.q.data(), v.k.data()), kBad, {v.fragment});
+  expectStatus("varlen: cu_seqlens: NULL host copy", attnrt_check_cu_seqlens(&base, goodQ, nullptr),
+               kBad, {"the host copy of cu_seqlens_k is NULL"});
+  expectStatus("varlen: cu_seqlens: NULL args", attnrt_check_cu_seqlens(nullptr, goodQ, goodK), kBad,
+               {"args is NULL"});
+  a = base;
+  a.batch = -1;
+  expectStatus("varlen: cu_seqlens: negative batch", attnrt_check_cu_seqlens(&a, goodQ, goodK), kBad,
+               {"args.batch = -1 is out of range"});
+}
+
 } // namespace
 
 int main() {
@@ -820,6 +1020,7 @@ int main() {
   testArgs();
   testNoLse();
   testGridRule();
+  testVarlen();
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

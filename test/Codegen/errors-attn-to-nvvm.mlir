@@ -138,7 +138,7 @@ module attributes {attn.target = #attn.target<sm_80>} {
 // -----
 
 module attributes {attn.target = #attn.target<sm_80>} {
-  // expected-error @+1 {{'func.func' op 'attn.tensors' entry "out" is not a tensor role; use "q", "k", "v", "o" or "lse"}}
+  // expected-error @+1 {{'func.func' op 'attn.tensors' entry "out" is not a tensor role; use "q", "k", "v", "o", "lse", "cu_seqlens_q" or "cu_seqlens_k"}}
   func.func @unknown_role(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
                           %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>)
       attributes {attn.kernel, attn.tensors = ["q", "k", "v", "out"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
@@ -203,6 +203,66 @@ module attributes {attn.target = #attn.target<sm_80>} {
     %b = attn.alloc_smem : !attn.smem<64x64xbf16, swizzle = 128>
     // expected-error @+1 {{'attn.copy_async' op copies from the kernel's q, k or v argument only}}
     attn.copy_async %o[%c0, %c0, %c0] -> %b fill %c0 : memref<?x?x?x64xbf16>, !attn.smem<64x64xbf16, swizzle = 128>
+    return
+  }
+}
+
+// -----
+
+// Variable-length kernels: both cu_seqlens roles or neither.
+module attributes {attn.target = #attn.target<sm_80>} {
+  // expected-error @+1 {{'func.func' op 'attn.tensors' names one of "cu_seqlens_q" and "cu_seqlens_k": a variable-length kernel takes both}}
+  func.func @cu_seqlens_q_only(%q: memref<?x?x64xbf16>, %k: memref<?x?x64xbf16>,
+                               %v: memref<?x?x64xbf16>, %o: memref<?x?x64xbf16>,
+                               %cq: memref<?xi32>)
+      attributes {attn.kernel, attn.varlen, attn.tensors = ["q", "k", "v", "o", "cu_seqlens_q"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = max_seqlen_q, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+    return
+  }
+}
+
+// -----
+
+// A varlen kernel's tensors are packed [total, H, D].
+module attributes {attn.target = #attn.target<sm_80>} {
+  // expected-error @+1 {{'func.func' op argument 'q' has rank 4; a variable-length kernel's tensors are [total, H, D]}}
+  func.func @varlen_rank4(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x64xbf16>,
+                          %v: memref<?x?x64xbf16>, %o: memref<?x?x64xbf16>,
+                          %cq: memref<?xi32>, %ck: memref<?xi32>)
+      attributes {attn.kernel, attn.varlen, attn.tensors = ["q", "k", "v", "o", "cu_seqlens_q", "cu_seqlens_k"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = max_seqlen_q, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+    return
+  }
+}
+
+// -----
+
+// attn.sequence reads cu_seqlens, no other tensor.
+module attributes {attn.target = #attn.target<sm_80>} {
+  func.func @sequence_of_q(%q: memref<?x?x64xbf16>, %k: memref<?x?x64xbf16>,
+                           %v: memref<?x?x64xbf16>, %o: memref<?x?x64xbf16>,
+                           %cq: memref<?xi32>, %ck: memref<?xi32>, %bad: memref<?xi32>)
+      attributes {attn.kernel, attn.varlen, attn.tensors = ["q", "k", "v", "o", "cu_seqlens_q", "cu_seqlens_k", "lse"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = max_seqlen_q, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+    %c0 = arith.constant 0 : index
+    // expected-error @+1 {{'attn.sequence' op must read the kernel's "cu_seqlens_q" or "cu_seqlens_k" argument}}
+    %s, %n = attn.sequence %bad[%c0] rows %c0 : memref<?xi32>
+    return
+  }
+}
+
+// -----
+
+// A sequence is read once; it cannot be carried through a loop.
+module attributes {attn.target = #attn.target<sm_80>} {
+  func.func @sequence_carried(%q: memref<?x?x64xbf16>, %k: memref<?x?x64xbf16>,
+                              %v: memref<?x?x64xbf16>, %o: memref<?x?x64xbf16>,
+                              %cq: memref<?xi32>, %ck: memref<?xi32>)
+      attributes {attn.kernel, attn.varlen, attn.tensors = ["q", "k", "v", "o", "cu_seqlens_q", "cu_seqlens_k"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = max_seqlen_q, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %s, %n = attn.sequence %cq[%c0] rows %c0 : memref<?xi32>
+    %r = scf.for %i = %c0 to %c1 step %c1 iter_args(%x = %s) -> (!attn.seq) {
+      // expected-error @+1 {{'scf.yield' op yields a sequence (!attn.seq), which is read once by attn.sequence and cannot flow through control flow}}
+      scf.yield %x : !attn.seq
+    }
     return
   }
 }

@@ -427,9 +427,9 @@ func.func @store_columns_wide(%x: !attn.regs<64x64xf32, acc>, %o: memref<?x?x?x4
 
 // -----
 
-func.func @store_rows_dst(%x: !attn.regs<64xf32, row>, %d: memref<?x?xf32>, %i: index) {
-  // expected-error @+1 {{'attn.store_rows' op 'dst' must be a rank-3 f32 memref [B, H, N], got 'memref<?x?xf32>'}}
-  attn.store_rows %x -> %d[%i, %i, %i] : !attn.regs<64xf32, row>, memref<?x?xf32>
+func.func @store_rows_dst(%x: !attn.regs<64xf32, row>, %d: memref<?x?x?xf16>, %i: index) {
+  // expected-error @+1 {{'attn.store_rows' op 'dst' must be a rank-3 f32 memref [B, H, N], got 'memref<?x?x?xf16>'}}
+  attn.store_rows %x -> %d[%i, %i, %i] : !attn.regs<64xf32, row>, memref<?x?x?xf16>
   return
 }
 

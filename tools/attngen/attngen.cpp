@@ -133,6 +133,12 @@ static cl::opt<bool> noFlushDenormals(
     cl::desc("Keep f32 denormals in the kernel (IEEE exp2: a range fix-up "
              "around every exponential; ablation)"),
     cl::cat(category));
+static cl::opt<bool> varlen(
+    "varlen",
+    cl::desc("Variable-length batch: packed [total, H, D] tensors with int32 "
+             "cu_seqlens_q/k [B + 1] (flash_attn_varlen_func's layout); the "
+             "grid covers max_seqlen_q, kernel names get _varlen"),
+    cl::cat(category));
 static cl::opt<int> llvmOptLevel(
     "llvm-opt-level", cl::desc("LLVM optimisation level before the NVPTX "
                                "backend: 1, 2 or 3 (default)"),
@@ -267,6 +273,7 @@ struct ModuleKernel {
   bool withLse = true;
   float scale = 0;
   float softcap = 0; ///< 0: none
+  bool varlen = false;
   std::optional<TileConfig> tiling; ///< fixed once tiled
 };
 
@@ -311,17 +318,24 @@ static ModuleKernel describeKernel(Operation *op, Stage stage) {
       kernel.windowRight = right.getInt();
     if (std::optional<APFloat> cap = attention.getSoftcap())
       kernel.softcap = cap->convertToFloat();
+    kernel.varlen = attention.isVarlen();
   } else if (auto func = dyn_cast<func::FuncOp>(op)) {
-    // A tiled kernel takes q, k, v, o[, lse]: q is [B, N, H, D].
+    // A tiled kernel takes q, k, v, o[, lse][, cu_seqlens_q, cu_seqlens_k]
+    // (attn.tensors names them): q is [B, N, H, D] or, packed, [total, H, D].
+    kernel.varlen = func->hasAttr(kVarlenAttrName);
     auto q = func.getNumArguments() ? dyn_cast<MemRefType>(
                                           func.getArgumentTypes().front())
                                     : MemRefType();
-    if (q && q.getRank() != 4)
+    if (q && q.getRank() != (kernel.varlen ? 3 : 4))
       q = MemRefType();
-    kernel.headDim = q ? q.getDimSize(3) : 0;
+    kernel.headDim = q ? q.getDimSize(q.getRank() - 1) : 0;
     kernel.bf16 = q && q.getElementType().isBF16();
     kernel.causal = func->hasAttr("attn.causal");
-    kernel.withLse = func.getNumArguments() == 5;
+    auto roles = func->getAttrOfType<ArrayAttr>(kTensorsAttrName);
+    kernel.withLse =
+        roles ? llvm::is_contained(roles, StringAttr::get(func.getContext(),
+                                                          "lse"))
+              : func.getNumArguments() == 5;
     readScale(func);
     if (auto tiling = func->getAttrOfType<TilingAttr>(kTilingAttrName))
       kernel.tiling = TileConfig{tiling.getBlockM(), tiling.getBlockN(),
@@ -337,6 +351,7 @@ static ModuleKernel describeKernel(Operation *op, Stage stage) {
     kernel.causal = op->hasAttr("attn.causal");
     auto lse = op->getAttrOfType<BoolAttr>("attn.lse");
     kernel.withLse = lse && lse.getValue();
+    kernel.varlen = op->hasAttr(kVarlenAttrName);
     readScale(op);
     kernel.tiling = TileConfig{getInt("attn.block_m"), getInt("attn.block_n"),
                                getInt("attn.num_threads") / 32};
@@ -442,6 +457,9 @@ static FailureOr<AttentionSpec> mergeSpecFlags(ModuleOp module,
   if (noLse.getNumOccurrences() && !noLse != kernel.withLse)
     return contradicts(fmt::format("--no-lse={}", noLse.getValue()),
                        kernel.withLse ? "operand" : "(none)", "lse");
+  if (varlen.getNumOccurrences() && varlen != kernel.varlen)
+    return contradicts(fmt::format("--varlen={}", varlen.getValue()),
+                       kernel.varlen ? "true" : "false", "varlen =");
   if (scale.getNumOccurrences()) {
     double asked = scale > 0 ? scale : 1.0 / std::sqrt(double(kernel.headDim));
     if (static_cast<float>(asked) != kernel.scale)
@@ -457,6 +475,7 @@ static FailureOr<AttentionSpec> mergeSpecFlags(ModuleOp module,
   spec.withLse = kernel.withLse;
   spec.scale = kernel.scale;
   spec.softcap = kernel.softcap;
+  spec.varlen = kernel.varlen;
   if (kernel.tiling) {
     std::tuple<const char *, cl::opt<int64_t> &, int64_t> overrides[] = {
         {"block-m", blockM, kernel.tiling->blockM},
@@ -577,6 +596,7 @@ int main(int argc, char **argv) {
   spec.pingpong = !noPingpong;
   spec.persistent = persistentGrid;
   spec.flushDenormals = !noFlushDenormals;
+  spec.varlen = varlen;
   spec.llvmOptLevel = llvmOptLevel;
   FailureOr<std::string> metaPath = metadataPath();
   if (failed(metaPath))

@@ -111,6 +111,11 @@ typedef struct attngen_spec {
    *  causal = 1, window_right must be -1 or 0; (L, 0) is a causal window. */
   int window_left;
   int window_right;
+  /* ---- Variable-length batches (appended) ---- */
+  int varlen;         /**< 1: packed [total, H, D] tensors with cu_seqlens_q/k
+                           (flash_attn_varlen_func's layout; the varlen
+                           fields of attnrt_forward_args); 0 (default):
+                           [B, N, H, D] */
 } attngen_spec;
 
 /** Options of a JIT. Start from attngen_jit_options_init(). */

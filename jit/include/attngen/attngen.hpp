@@ -66,6 +66,8 @@ struct Spec {
   int windowLeft = -1, windowRight = -1;
   bool withLse = true;
   int blockM = 0, blockN = 0, numWarps = 0; ///< 0: tuned defaults
+  /// Packed [total, H, D] tensors with cu_seqlens (see varlenArgs).
+  bool varlen = false;
 
   attngen_spec toC() const {
     attngen_spec spec;
@@ -82,6 +84,7 @@ struct Spec {
     spec.softcap = softcap;
     spec.window_left = windowLeft;
     spec.window_right = windowRight;
+    spec.varlen = varlen;
     return spec;
   }
 };
@@ -189,6 +192,30 @@ inline attnrt_forward_args bnhdArgs(const void *q, const void *k, const void *v,
   strides(a.o_strides, nq, heads);
   strides(a.k_strides, nk, kvHeads);
   strides(a.v_strides, nk, kvHeads);
+  return a;
+}
+
+/// Arguments for a varlen kernel (spec.varlen) on contiguous packed tensors:
+/// q, o [totalQ, H, D], k, v [totalK, Hkv, D], `lse` [H, totalQ] (may be
+/// null), and the device int32 vectors cuSeqlensQ/K [batch + 1] (sequence b
+/// is rows cu[b] .. cu[b+1] - 1), as flash_attn_varlen_func takes them.
+/// attnrt_check_cu_seqlens checks host copies of the vectors.
+inline attnrt_forward_args varlenArgs(const void *q, const void *k,
+                                      const void *v, void *o, float *lse,
+                                      const int32_t *cuSeqlensQ,
+                                      const int32_t *cuSeqlensK,
+                                      int64_t batch, int64_t totalQ,
+                                      int64_t totalK, int64_t maxSeqlenQ,
+                                      int64_t maxSeqlenK, int64_t heads,
+                                      int64_t kvHeads, const Spec &spec) {
+  attnrt_forward_args a =
+      bnhdArgs(q, k, v, o, lse, batch, totalQ, totalK, heads, kvHeads, spec);
+  // Packed: no batch dimension (its stride is unused).
+  a.q_strides[0] = a.k_strides[0] = a.v_strides[0] = a.o_strides[0] = 0;
+  a.cu_seqlens_q = cuSeqlensQ;
+  a.cu_seqlens_k = cuSeqlensK;
+  a.max_seqlen_q = maxSeqlenQ;
+  a.max_seqlen_k = maxSeqlenK;
   return a;
 }
 

@@ -97,7 +97,9 @@ typedef enum attnrt_size {
   ATTNRT_SIZE_NQ = 1,          /**< "nq": args.nq */
   ATTNRT_SIZE_NK = 2,          /**< "nk": args.nk */
   ATTNRT_SIZE_NUM_HEADS = 3,   /**< "num_heads": args.num_heads */
-  ATTNRT_SIZE_NUM_KV_HEADS = 4 /**< "num_kv_heads": args.num_kv_heads */
+  ATTNRT_SIZE_NUM_KV_HEADS = 4, /**< "num_kv_heads": args.num_kv_heads */
+  ATTNRT_SIZE_MAX_SEQLEN_Q = 5  /**< "max_seqlen_q": args.max_seqlen_q
+                                     (varlen kernels) */
 } attnrt_size;
 
 /** Capacity of attnrt_kernel_info::kernel, terminating NUL included. */
@@ -147,6 +149,10 @@ typedef struct attnrt_kernel_info {
   int ctas_per_sm;    /**< 0: one CTA per tile; > 0: persistent */
   int num_sms;        /**< multiprocessors of the device; -1 from
                            attnrt_metadata_parse */
+  /* ---- Variable-length batches (appended) ---- */
+  int varlen;         /**< 1: the kernel takes packed [total, H, D] tensors
+                           and cu_seqlens (metadata "varlen": true; see
+                           attnrt_forward_args); 0: [B, N, H, D] */
 } attnrt_kernel_info;
 
 /**
@@ -193,6 +199,28 @@ typedef struct attnrt_forward_args {
   int64_t v_strides[4];
   int64_t o_strides[4];
   int dtype;            /**< an attnrt_dtype; must equal the kernel's */
+
+  /* ---- Variable-length (packed) batches, appended ----------------------
+   * For a varlen kernel (attnrt_kernel_info::varlen, flash_attn_varlen_func's
+   * layout); all zero (NULL) for a dense one. The sequences of the batch
+   * are packed along the rows: Q and O are [total_q, H, D], K and V
+   * [total_k, Hkv, D], LSE is [H, total_q]; nq and nk hold total_q and
+   * total_k, and strides[0] (the batch stride) is unused. Sequence b is
+   * query rows cu_seqlens_q[b] .. cu_seqlens_q[b+1] - 1 and key rows
+   * cu_seqlens_k[b] .. cu_seqlens_k[b+1] - 1: each vector has batch + 1
+   * int32 entries in device memory, starts at 0, never decreases and ends
+   * at total_q (total_k). A sequence may be empty; one without keys gets
+   * O = 0 and LSE = -inf. max_seqlen_q / max_seqlen_k are at least the
+   * longest query / key length: the grid covers max_seqlen_q rows per
+   * sequence (a larger value only adds CTAs that exit at once).
+   * The kernel never reads or writes outside its tensors whatever
+   * cu_seqlens holds; its values are checked by attnrt_check_cu_seqlens,
+   * which attnrt_forward runs on a copy once attnrt_set_seqlen_checks(1)
+   * (or ATTNRT_CHECK_SEQLENS=1) asks for it. */
+  const int32_t *cu_seqlens_q; /**< [batch + 1] int32, device memory */
+  const int32_t *cu_seqlens_k; /**< [batch + 1] int32, device memory */
+  int64_t max_seqlen_q;        /**< >= every query length; the grid's rows */
+  int64_t max_seqlen_k;        /**< >= every key length */
 } attnrt_forward_args;
 
 /** Opaque loaded kernel: a CUmodule, its CUfunction and its metadata. */
@@ -235,6 +263,18 @@ ATTNRT_API attnrt_status attnrt_metadata_parse(const char *metadata_json,
 ATTNRT_API attnrt_status
 attnrt_check_forward_args(const attnrt_kernel_info *info,
                           const attnrt_forward_args *args);
+
+/**
+ * Checks the values of a varlen call's cu_seqlens on the host: given host
+ * copies of args->cu_seqlens_q and args->cu_seqlens_k (args->batch + 1
+ * entries each), each must start at 0, never decrease and end at args->nq
+ * (total_q) / args->nk (total_k), and no sequence may be longer than
+ * args->max_seqlen_q / args->max_seqlen_k. Needs no GPU. Returns
+ * ATTNRT_ERROR_INVALID_ARGUMENT naming the first bad entry and the fix.
+ */
+ATTNRT_API attnrt_status attnrt_check_cu_seqlens(const attnrt_forward_args *args,
+                                                 const int32_t *cu_seqlens_q,
+                                                 const int32_t *cu_seqlens_k);
 
 /**
  * The launch configuration attnrt_forward would use (docs/ABI.md "Launch"):
@@ -314,6 +354,17 @@ ATTNRT_API attnrt_status attnrt_forward(attnrt_module *module,
  * is known to be correct.
  */
 ATTNRT_API void attnrt_set_pointer_checks(int enabled);
+
+/**
+ * Enables or disables (default, unless the environment variable
+ * ATTNRT_CHECK_SEQLENS is 1 when the library loads), process-wide, the check
+ * of a varlen call's cu_seqlens values in attnrt_forward: it copies both
+ * vectors to the host in stream order (which waits for the stream's earlier
+ * work) and runs attnrt_check_cu_seqlens before the launch. A stream that
+ * is capturing a CUDA graph is not checked (it cannot be read back then).
+ * Off by default because the copy costs a stream synchronization per call.
+ */
+ATTNRT_API void attnrt_set_seqlen_checks(int enabled);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -51,6 +51,9 @@ struct AttentionSpec {
   /// Flush f32 denormals to zero in the kernel (ex2.approx.ftz: one MUFU op
   /// per exponential); false is the IEEE ablation.
   bool flushDenormals = true;
+  /// Variable-length batch: packed [total, H, D] tensors with cu_seqlens
+  /// (flash_attn_varlen_func's layout), one sequence per batch entry.
+  bool varlen = false;
 };
 
 /// One kernel parameter, as the metadata lists it (docs/ABI.md "Kernel
@@ -86,6 +89,7 @@ struct KernelMetadata {
   int64_t blockM = 0, blockN = 0, numThreads = 0, smemBytes = 0;
   bool usesTma = false;
   bool writesLse = false; ///< the kernel writes LSE when given a pointer
+  bool varlen = false;    ///< packed tensors + cu_seqlens (docs/ABI.md)
   std::vector<KernelParam> params;
   std::vector<GridTile> gridTiles;
   int64_t ctasPerSm = 0; ///< 0: one CTA per tile; > 0: persistent

@@ -78,10 +78,13 @@ def Attn_SizeNq : I32EnumAttrCase<"nq", 1>;
 def Attn_SizeNk : I32EnumAttrCase<"nk", 2>;
 def Attn_SizeNumHeads : I32EnumAttrCase<"num_heads", 3>;
 def Attn_SizeNumKvHeads : I32EnumAttrCase<"num_kv_heads", 4>;
+// Variable-length batches: the longest query sequence (the grid's query
+// blocks), as flash_attn_varlen_func's max_seqlen_q.
+def Attn_SizeMaxSeqlenQ : I32EnumAttrCase<"max_seqlen_q", 5>;
 def Attn_SizeKind : I32EnumAttr<"SizeKind",
     "a problem size the runtime knows at launch (a kernel parameter)",
     [Attn_SizeBatch, Attn_SizeNq, Attn_SizeNk, Attn_SizeNumHeads,
-     Attn_SizeNumKvHeads]> {
+     Attn_SizeNumKvHeads, Attn_SizeMaxSeqlenQ]> {
   let cppNamespace = "::mlir::attn";
   let genSpecializedAttr = 0;
 }
@@ -156,7 +159,8 @@ def Attn_GridDimAttr : Attn_Attr<"GridDim", "grid_dim"> {
   let description = [{
     The number of tiles along one dimension of the work, `ceil(size / tile)`,
     where `size` is a problem size the runtime passes (`batch`, `nq`, `nk`,
-    `num_heads`, `num_kv_heads`). An element of `#attn.grid`.
+    `num_heads`, `num_kv_heads`, and for a variable-length batch
+    `max_seqlen_q`, the longest query sequence). An element of `#attn.grid`.
 
     ```mlir
     #attn.grid_dim<size = nq, tile = 128>
@@ -336,5 +340,38 @@ def Attn_PipeType : Attn_Type<"Pipe", "pipe"> {
   let assemblyFormat = "`<` $stages `,` $buffer `>`";
   let genVerifyDecl = 1;
 }
+
+//===----------------------------------------------------------------------===//
+// Variable-length batches
+//===----------------------------------------------------------------------===//
+
+def Attn_SeqType : Attn_Type<"Seq", "seq"> {
+  let summary = "One sequence of a packed (variable-length) batch";
+  let description = [{
+    A packed batch stores its sequences one after the other along the rows of
+    one tensor ([total, H, D], as `flash_attn_varlen_func` takes them):
+    sequence `b` is rows `cu_seqlens[b] .. cu_seqlens[b+1] - 1`. A value of
+    this type, made by `attn.sequence`, names those rows. Tile ops that
+    address a packed tensor take it where a [B, N, H, D] tensor takes the
+    batch index, and their `row` is then a row of the sequence: row `r` is
+    row `cu_seqlens[b] + r` of the tensor, and the sequence's length plays
+    the part of N (copies read rows past it as zero on sm_80, stores leave
+    them alone).
+
+    Lowered to two 32-bit values per thread, the first row and the length;
+    it cannot flow through control flow (loop-carried, yielded).
+
+    ```mlir
+    %seq, %len = attn.sequence %cu_seqlens_q[%b] rows %total_q : memref<?xi32>
+    ```
+  }];
+}
+
+def Attn_Seq : Type<CPred<"::llvm::isa<::mlir::attn::SeqType>($_self)">,
+                    "sequence of a packed batch", "::mlir::attn::SeqType">,
+               BuildableType<"::mlir::attn::SeqType::get($_builder.getContext())">;
+/// Where a tile op takes the batch: an index into a [B, N, H, D] tensor, or
+/// the `!attn.seq` of one sequence of a packed [total, H, D] tensor.
+def Attn_BatchIndex : AnyTypeOf<[Index, Attn_Seq]>;
 
 #endif // ATTN_DIALECT_ATTNBASE_TD

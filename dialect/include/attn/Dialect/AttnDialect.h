@@ -46,6 +46,9 @@ constexpr llvm::StringLiteral kGridAttrName = "attn.grid";
 /// Name of the unit attribute marking the scf.for over a persistent
 /// kernel's tiles (attn-persistent), as opposed to a key/value loop.
 constexpr llvm::StringLiteral kTileLoopAttrName = "attn.tile_loop";
+/// Name of the unit attribute marking a kernel over a packed,
+/// variable-length batch (its tensors are [total, H, D], with cu_seqlens).
+constexpr llvm::StringLiteral kVarlenAttrName = "attn.varlen";
 
 /// Whether `op` reads or produces a register tile (consumer work, in warp
 /// specialization's terms).

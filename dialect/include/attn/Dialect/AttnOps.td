@@ -20,7 +20,7 @@ def Attn_Operand : AnyTypeOf<[Attn_AnyRegTile, Attn_AnySmemTile]>;
 // Problem level
 //===----------------------------------------------------------------------===//
 
-def Attn_AttentionOp : Attn_Op<"attention"> {
+def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
   let summary = "Forward scaled-dot-product attention on whole tensors";
   let description = [{
     `O = softmax(scale * Q K^T + mask) V` for every batch and head, with
@@ -58,6 +58,18 @@ def Attn_AttentionOp : Attn_Op<"attention"> {
     window side is between 0 and 2^31 - 1, that a causal window's right side
     is 0, and that `causal_align` comes only with `causal` or a window.
 
+    Variable-length batches (`varlen(%cu_seqlens_q, %cu_seqlens_k)`, as
+    `flash_attn_varlen_func`): the sequences are packed along the rows, Q and
+    O are [total_q, H, D], K and V [total_k, Hkv, D], LSE (optional) is
+    [H, total_q] f32, and the two int32 vectors [B + 1] hold where each
+    sequence starts: sequence `b` is query rows `cu_seqlens_q[b] ..
+    cu_seqlens_q[b+1] - 1` and key rows `cu_seqlens_k[b] ..
+    cu_seqlens_k[b+1] - 1`. Each sequence is its own attention problem (its
+    own Nq and Nk, which may be 0, and its own causal diagonal and sliding
+    window); no work is spent on padding. The verifier checks those ranks,
+    that both vectors are given, i32 and contiguous, and the same static
+    sizes as above.
+
     ```mlir
     attn.attention %q, %k, %v, %o lse %lse {causal, scale = 0.0883883 : f32}
       : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>,
@@ -73,6 +85,11 @@ def Attn_AttentionOp : Attn_Op<"attention"> {
         #attn.causal_align<bottom_right>, scale = 0.125 : f32, window_left = 256}
       : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>,
         memref<?x?x?x64xf16>
+    attn.attention %q, %k, %v, %o lse %lse
+        varlen(%cu_q, %cu_k : memref<?xi32>, memref<?xi32>)
+        {causal, causal_align = #attn.causal_align<bottom_right>, scale = 0.125 : f32}
+      : memref<?x?x128xbf16>, memref<?x?x128xbf16>, memref<?x?x128xbf16>,
+        memref<?x?x128xbf16>, memref<?x?xf32>
     ```
   }];
   let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$q,
@@ -80,14 +97,20 @@ def Attn_AttentionOp : Attn_Op<"attention"> {
                        Arg<AnyMemRef, "", [MemRead]>:$v,
                        Arg<AnyMemRef, "", [MemWrite]>:$o,
                        Arg<Optional<AnyMemRef>, "", [MemWrite]>:$lse,
+                       // Variable-length batches: both or neither.
+                       Arg<Optional<AnyMemRef>, "", [MemRead]>:$cu_seqlens_q,
+                       Arg<Optional<AnyMemRef>, "", [MemRead]>:$cu_seqlens_k,
                        UnitAttr:$causal,
                        OptionalAttr<Attn_CausalAlignAttr>:$causal_align,
                        F32Attr:$scale, OptionalAttr<F32Attr>:$softcap,
                        OptionalAttr<I64Attr>:$window_left,
                        OptionalAttr<I64Attr>:$window_right);
   let assemblyFormat = [{
-    $q `,` $k `,` $v `,` $o (`lse` $lse^)? attr-dict `:` type($q) `,` type($k)
-    `,` type($v) `,` type($o) (`,` type($lse)^)?
+    $q `,` $k `,` $v `,` $o (`lse` $lse^)?
+    (`varlen` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:` type($cu_seqlens_q) `,`
+     type($cu_seqlens_k) `)`)?
+    attr-dict `:` type($q) `,` type($k) `,` type($v) `,` type($o)
+    (`,` type($lse)^)?
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -115,6 +138,8 @@ def Attn_AttentionOp : Attn_Op<"attention"> {
         return right.getInt();
       return std::nullopt;
     }
+    /// Whether the batch is packed (variable-length sequences).
+    bool isVarlen() { return getCuSeqlensQ() != nullptr; }
   }];
 }
 
@@ -178,6 +203,14 @@ def Attn_CopyAsyncOp : Attn_Op<"copy_async"> {
     padded inside the kernel without reading a byte past D. The copy is
     asynchronous: `attn.wait` on the same buffer makes it visible.
 
+    From a packed [total, H, D] tensor (a variable-length batch) `batch` is
+    the `!attn.seq` of one sequence and `row` a row of that sequence. Rows
+    at or past the sequence's length read as zero on sm_80; on sm_90a
+    (TMA, one descriptor over the whole tensor) they read the tensor's next
+    rows, the next sequence's, and as zero only past the tensor's end:
+    programs must mask such keys (as attn-tile's do) and never store such
+    query rows.
+
     `fill` numbers the copies into `dst` (0 for the first, one more for each
     next), the number the matching `attn.wait` names: `attn-multibuffer`
     turns it into the pipe fill, so a schedule never has to infer which copy
@@ -198,15 +231,18 @@ def Attn_CopyAsyncOp : Attn_Op<"copy_async"> {
     ```mlir
     attn.copy_async %K[%b, %row, %h] -> %k_smem fill %j
       : memref<?x?x?x128xbf16>, !attn.smem<64x128xbf16, swizzle = 128>
+    attn.copy_async %Kp[%seq, %row, %h] -> %k_smem fill %j
+      : memref<?x?x128xbf16>, !attn.smem<64x128xbf16, swizzle = 128>
     ```
   }];
-  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$src, Index:$batch,
-                       Index:$row, Index:$head,
+  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$src,
+                       Attn_BatchIndex:$batch, Index:$row, Index:$head,
                        Arg<Attn_AnySmemTile, "", [MemWrite]>:$dst,
                        Optional<Index>:$fill);
   let assemblyFormat = [{
     $src `[` $batch `,` $row `,` $head `]` `->` $dst (`fill` $fill^)? attr-dict
-    `:` type($src) `,` qualified(type($dst))
+    `:` custom<DataTensorType>(type($src), type($batch)) `,`
+    qualified(type($dst))
   }];
   let hasVerifier = 1;
 }
@@ -565,19 +601,23 @@ def Attn_StoreOp : Attn_Op<"store"> {
   let description = [{
     Converts to the destination element type and writes rows
     `[row, row + rows)` of head `head` of batch `batch`; rows at or past the
-    tensor's N are not written. The tile has the destination's head
-    dimension D of columns, or up to D rounded up to 16 (an output computed
-    on a padded V): only the first D are written.
+    tensor's N are not written. Into a packed [total, H, D] tensor `batch`
+    is a sequence (`!attn.seq`), `row` a row of it, and rows at or past the
+    sequence's length are not written (they belong to the next sequence).
+    The tile has the destination's head dimension D of columns, or up to D
+    rounded up to 16 (an output computed on a padded V): only the first D
+    are written.
 
     ```mlir
     attn.store %out -> %O[%b, %row, %h] : !attn.regs<128x128xf32, acc>, memref<?x?x?x128xbf16>
+    attn.store %out -> %Op[%seq, %row, %h] : !attn.regs<128x128xf32, acc>, memref<?x?x128xbf16>
     ```
   }];
   let arguments = (ins Attn_AnyRegTile:$value, Arg<AnyMemRef, "", [MemWrite]>:$dst,
-                       Index:$batch, Index:$row, Index:$head);
+                       Attn_BatchIndex:$batch, Index:$row, Index:$head);
   let assemblyFormat = [{
     $value `->` $dst `[` $batch `,` $row `,` $head `]` attr-dict `:`
-    qualified(type($value)) `,` type($dst)
+    qualified(type($value)) `,` custom<DataTensorType>(type($dst), type($batch))
   }];
   let hasVerifier = 1;
 }
@@ -586,21 +626,26 @@ def Attn_StoreRowsOp : Attn_Op<"store_rows"> {
   let summary = "Store a per-row vector to a [B, H, N] f32 tensor";
   let description = [{
     Writes `value[r]` to `dst[batch, head, row + r]` for rows before N; used
-    for the log-sum-exp. One lane per row writes.
+    for the log-sum-exp. One lane per row writes. Into a packed [H, total]
+    tensor (a variable-length batch, flash_attn's varlen LSE layout) `batch`
+    is a sequence and `value[r]` goes to `dst[head, start + row + r]` for
+    rows before the sequence's length.
 
     ```mlir
     attn.store_rows %lse -> %LSE[%b, %h, %row] : !attn.regs<128xf32, row>, memref<?x?x?xf32>
+    attn.store_rows %lse -> %LSEp[%seq, %h, %row] : !attn.regs<128xf32, row>, memref<?x?xf32>
     ```
   }];
   let arguments = (ins Attn_AnyRegTile:$value, Arg<AnyMemRef, "", [MemWrite]>:$dst,
-                       Index:$batch, Index:$head, Index:$row);
+                       Attn_BatchIndex:$batch, Index:$head, Index:$row);
   let assemblyFormat = [{
     $value `->` $dst `[` $batch `,` $head `,` $row `]` attr-dict `:`
-    qualified(type($value)) `,` type($dst)
+    qualified(type($value)) `,` custom<RowsTensorType>(type($dst), type($batch))
   }];
   let hasVerifier = 1;
 }
 
 include "attn/Dialect/AttnScheduleOps.td"
+include "attn/Dialect/AttnVarlenOps.td"
 
 #endif // ATTN_DIALECT_ATTNOPS_TD

@@ -68,6 +68,8 @@ def Attn_PipeLoadOp : Attn_Op<"pipe_load"> {
     Copies rows `[row, row + rows)` of head `head` of batch `batch` of a
     [B, N, H, D] tensor into stage `fill % stages` (rows past N read as zero)
     and commits the fill: consumers waiting on it wake when the bytes land.
+    From a packed [total, H, D] tensor `batch` is a sequence (`!attn.seq`)
+    and rows past its length read as `attn.copy_async` says.
     sm_90a: `mbarrier.arrive.expect_tx` of the tile's bytes on the stage's
     `full` barrier, then one `cp.async.bulk.tensor.4d` per 64-column panel.
     Issued by one thread.
@@ -87,13 +89,14 @@ def Attn_PipeLoadOp : Attn_Op<"pipe_load"> {
       : memref<?x?x?x128xbf16>, !attn.pipe<2, !attn.smem<64x128xbf16, swizzle = 128>>
     ```
   }];
-  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$src, Index:$batch,
-                       Index:$row, Index:$head,
+  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$src,
+                       Attn_BatchIndex:$batch, Index:$row, Index:$head,
                        Arg<Attn_Pipe, "", [MemWrite]>:$pipe, Index:$fill,
                        Optional<I1>:$valid);
   let assemblyFormat = [{
     $src `[` $batch `,` $row `,` $head `]` `->` $pipe `[` $fill `]`
-    (`if` $valid^)? attr-dict `:` type($src) `,` qualified(type($pipe))
+    (`if` $valid^)? attr-dict `:` custom<DataTensorType>(type($src), type($batch))
+    `,` qualified(type($pipe))
   }];
   let hasVerifier = 1;
 }

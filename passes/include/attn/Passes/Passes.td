@@ -23,6 +23,18 @@ def AttnTile : Pass<"attn-tile", "ModuleOp"> {
     fill j (attn-causal-blocks renumbers them when it moves the loop's
     start).
 
+    A packed (varlen) batch, `attn.attention ... varlen(%cu_q, %cu_k)`:
+    each CTA reads its sequence's rows with `attn.sequence` (cu_seqlens[b]
+    and cu_seqlens[b+1], clamped into the tensor), whose lengths take N's
+    place everywhere (the key-block count, the mask's key and query
+    lengths, so causal and window bands are the sequence's own), and
+    addresses the packed tensors through the `!attn.seq`. The grid's
+    query dimension is `max_seqlen_q`: a CTA whose block starts past its
+    sequence's end skips the whole program (`scf.if`), and a sequence
+    without keys still runs one fully masked block (O = 0, LSE = -inf).
+    The epilogue reads the sequence again rather than keep it live across
+    the loop.
+
     Tile sizes come from head dim, causal flag and the module's
     `#attn.target` (sm_80: 128 query rows, 4 warps, key blocks of 64 for
     d64 and d96 and 48 (32 causal) for d128, 8 warps at d192, 64 x 64 for

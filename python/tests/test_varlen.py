@@ -1,0 +1,162 @@
+"""attngen.attention_varlen without a GPU: varlen kernels through compile(),
+and (with torch, on CPU tensors) the argument checks that run before any
+device is touched, the cu_seqlens value checks on host copies included.
+
+    PYTHONPATH=python ATTNGEN_CACHE_DIR=/tmp/x python3 -m unittest python/tests/test_varlen.py -v
+"""
+
+import unittest
+
+import attngen
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+
+class VarlenCompileTest(unittest.TestCase):
+    def test_compile_varlen(self):
+        for arch in ("sm_80", "sm_90a"):
+            k = attngen.compile(arch=arch, head_dim=64, dtype="f16", causal=True,
+                                causal_align="bottom-right", varlen=True)
+            self.assertTrue(k.kernel_name.endswith("_f16_d64_varlen_causal_br"), k.kernel_name)
+            self.assertIs(k.metadata["varlen"], True)
+            self.assertEqual(k.metadata["grid"]["tiles"][0]["size"], "max_seqlen_q")
+            names = [p["name"] for p in k.metadata["params"]]
+            for name in ("cu_seqlens_q", "cu_seqlens_k", "max_seqlen_q", "q_stride_n"):
+                self.assertIn(name, names)
+            self.assertNotIn("q_stride_b", names)
+            self.assertIn("varlen=1", k.cache_key)
+            dense = attngen.compile(arch=arch, head_dim=64, dtype="f16")
+            self.assertIs(dense.metadata["varlen"], False)
+            self.assertNotEqual(dense.cache_key, k.cache_key)
+
+    def test_compile_varlen_window(self):
+        # Per-sequence sliding windows, in a head dim of 32-byte panels too.
+        for arch in ("sm_80", "sm_90a"):
+            for head_dim in (64, 96, 40):
+                k = attngen.compile(arch=arch, head_dim=head_dim, dtype="bf16",
+                                    causal_align="bottom-right", window_size=(128, 0),
+                                    varlen=True)
+                self.assertTrue(k.kernel_name.endswith(
+                    f"_bf16_d{head_dim}_varlen_window_l128_r0_br"), k.kernel_name)
+                self.assertIs(k.metadata["varlen"], True)
+                self.assertEqual(k.metadata["window_left"], 128)
+
+    def test_varlen_flag_must_be_a_bool(self):
+        with self.assertRaises(TypeError):
+            attngen.compile(varlen=1)
+
+    def test_persistent_is_not_offered(self):
+        # The C API has no persistent switch: a varlen kernel is never persistent.
+        k = attngen.compile(arch="sm_90a", varlen=True)
+        self.assertEqual(k.metadata["grid"]["ctas_per_sm"], 0)
+
+
+@unittest.skipUnless(torch is not None, "needs torch (a CPU build is enough)")
+class VarlenArgumentTest(unittest.TestCase):
+    """Checks that come before the device check run on CPU tensors."""
+
+    def inputs(self, **changes):
+        args = dict(q=torch.zeros(300, 8, 64, dtype=torch.float16),
+                    k=torch.zeros(500, 2, 64, dtype=torch.float16),
+                    v=torch.zeros(500, 2, 64, dtype=torch.float16),
+                    cu_seqlens_q=torch.tensor([0, 100, 100, 300], dtype=torch.int32),
+                    cu_seqlens_k=torch.tensor([0, 250, 250, 500], dtype=torch.int32),
+                    max_seqlen_q=200, max_seqlen_k=250)
+        args.update(changes)
+        return args
+
+    def expect(self, error, fragment, kwargs=None, **changes):
+        with self.assertRaises(error) as caught:
+            attngen.attention_varlen(**self.inputs(**changes), **(kwargs or {}))
+        self.assertIn(fragment, str(caught.exception))
+
+    def test_argument_checks(self):
+        bad = attngen.InvalidInputError
+        self.expect(TypeError, "q must be a torch.Tensor", q="q")
+        self.expect(bad, "q must be 3-D (total_tokens, heads, head_dim)",
+                    q=torch.zeros(1, 300, 8, 64, dtype=torch.float16))
+        self.expect(TypeError, "cu_seqlens_k must be a torch.Tensor", cu_seqlens_k=[0, 500])
+        self.expect(bad, "cu_seqlens_q has dtype torch.int64; it must be torch.int32",
+                    cu_seqlens_q=torch.tensor([0, 100, 100, 300]))
+        self.expect(bad, "cu_seqlens_q must be 1-D with batch + 1 entries",
+                    cu_seqlens_q=torch.zeros(2, 2, dtype=torch.int32))
+        self.expect(bad, "cu_seqlens_k must be 1-D with batch + 1 entries",
+                    cu_seqlens_k=torch.zeros(0, dtype=torch.int32))
+        self.expect(bad, "cu_seqlens_q has 4 entries but cu_seqlens_k has 3",
+                    cu_seqlens_k=torch.tensor([0, 250, 500], dtype=torch.int32))
+        self.expect(bad, "must be contiguous (stride 1)",
+                    cu_seqlens_q=torch.tensor([0, 9, 100, 9, 100, 9, 300, 9],
+                                              dtype=torch.int32)[::2])
+        self.expect(TypeError, "max_seqlen_q must be an int", max_seqlen_q=200.0)
+        self.expect(TypeError, "max_seqlen_k must be an int", max_seqlen_k=True)
+        self.expect(bad, "max_seqlen_q = -1 is out of range", max_seqlen_q=-1)
+        self.expect(bad, "k has dtype torch.bfloat16 but q has torch.float16",
+                    k=torch.zeros(500, 2, 64, dtype=torch.bfloat16),
+                    v=torch.zeros(500, 2, 64, dtype=torch.bfloat16))
+        self.expect(bad, "supports torch.float16 and torch.bfloat16",
+                    q=torch.zeros(300, 8, 64))
+        self.expect(bad, "k and v must have the same shape", v=torch.zeros(499, 2, 64,
+                                                                          dtype=torch.float16))
+        self.expect(bad, "the number of q heads must be a multiple",
+                    q=torch.zeros(300, 3, 64, dtype=torch.float16))
+        self.expect(bad, "the last dimension (head_dim) must be contiguous",
+                    q=torch.zeros(300, 64, 8, dtype=torch.float16).transpose(1, 2))
+        self.expect(bad, "must be multiples of 8 elements",
+                    q=torch.zeros(300, 8, 68, dtype=torch.float16)[..., :64])
+        # Everything else is right: the device is what is wrong.
+        self.expect(bad, "q is on cpu; attngen runs on CUDA devices")
+
+    def test_flag_checks(self):
+        bad = attngen.InvalidInputError
+        self.expect(TypeError, "causal must be a bool", kwargs={"causal": 1})
+        self.expect(TypeError, "check_seqlens must be a bool", kwargs={"check_seqlens": "no"})
+        self.expect(TypeError, "window_size must be a (left, right) pair of ints",
+                    kwargs={"window_size": None})
+        self.expect(TypeError, "window_size left must be an int",
+                    kwargs={"window_size": (1.5, 0)})
+        # A valid window passes the argument checks: the device is what is wrong.
+        self.expect(bad, "q is on cpu", kwargs={"window_size": (128, 0)})
+        self.expect(bad, "causal_align 'bottom_right' is not supported",
+                    kwargs={"causal": True, "causal_align": "bottom_right"})
+        self.expect(TypeError, "softcap must be a number", kwargs={"softcap": "30"})
+
+    def test_seqlen_values(self):
+        # The runtime's attnrt_check_cu_seqlens on host copies, named as the
+        # Python caller passed the sizes.
+        from attngen import _torch_varlen
+        args = self.inputs()
+        q, k = args["q"], args["k"]
+
+        def values(cu_q, cu_k, max_q=200, max_k=250):
+            _torch_varlen._check_seqlen_values(q, k, torch.tensor(cu_q, dtype=torch.int32),
+                                               torch.tensor(cu_k, dtype=torch.int32),
+                                               max_q, max_k)
+
+        values([0, 100, 100, 300], [0, 250, 250, 500])  # an empty sequence is fine
+        cases = [
+            (([0, 100, 50, 300], [0, 250, 250, 500]),
+             "cu_seqlens_q is not monotone: cu_seqlens_q[2] = 50 < cu_seqlens_q[1] = 100"),
+            (([0, 100, 100, 299], [0, 250, 250, 500]),
+             "cu_seqlens_q[3] = 299 ends the last sequence, but the packed tensor has "
+             "q.shape[0] = 300 rows"),
+            (([0, 100, 100, 300], [0, 250, 400, 501]),
+             "cu_seqlens_k[3] = 501 ends the last sequence, but the packed tensor has "
+             "k.shape[0] = 500 rows"),
+            (([1, 100, 100, 300], [0, 250, 250, 500]),
+             "cu_seqlens_q[0] = 1 but the first sequence starts at row 0"),
+            (([0, 10, 10, 300], [0, 250, 250, 500]),
+             "sequence 2 has 290 query rows, more than max_seqlen_q = 200"),
+        ]
+        for (cu_q, cu_k), fragment in cases:
+            with self.subTest(fragment=fragment):
+                with self.assertRaises(attngen.InvalidInputError) as caught:
+                    values(cu_q, cu_k)
+                self.assertIn(fragment, str(caught.exception))
+                self.assertIn("check_seqlens=False skips this check", str(caught.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()

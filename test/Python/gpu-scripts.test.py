@@ -1,0 +1,21 @@
+"""Helper of gpu-scripts.test: check_and_bench.Runtime over both libraries,
+then a varlen kernel's re-serialized metadata through attnrt_metadata_parse."""
+import ctypes
+import json
+import os
+import sys
+
+import attngen
+import check_and_bench as cb
+
+for path in (sys.argv[1], attngen._library_path):
+    rt = cb.Runtime(path)  # raises when a mirror is out of date
+    print(f"mirror of {os.path.basename(path)}: ok")
+rt.lib.attnrt_metadata_parse.restype = ctypes.c_int
+rt.lib.attnrt_metadata_parse.argtypes = [ctypes.c_char_p, ctypes.POINTER(cb.KernelInfo)]
+k = attngen.compile(arch="sm_80", head_dim=96, causal_align="bottom-right",
+                    window_size=(100, 30), varlen=True)
+info = cb.KernelInfo()
+status = rt.lib.attnrt_metadata_parse(json.dumps(k.metadata).encode(), ctypes.byref(info))
+print(f"{info.kernel.decode()}: varlen {info.varlen}" if status == 0
+      else f"parse failed: {rt.lib.attnrt_last_error().decode()}")
