@@ -29,6 +29,13 @@ def _bad(message):
     raise InvalidInputError(message, "ATTNGEN_ERROR_INVALID_ARGUMENT")
 
 
+def _check_head_dim(head_dim):
+    spec = _make_spec(head_dim, "bf16", False, None, function="attention")
+    status = _lib.attngen_spec_check(ctypes.byref(spec), b"sm_90a")
+    if status:
+        _raise(status)
+
+
 def _check_inputs(q, k, v, causal, scale, return_lse, causal_align, softcap, window_size):
     names = ("q", "k", "v")
     for name, t in zip(names, (q, k, v)):
@@ -57,8 +64,10 @@ def _check_inputs(q, k, v, causal, scale, return_lse, causal_align, softcap, win
         _bad(f"q has batch {b} but k and v have batch {bk}")
     if dk != d:
         _bad(f"q has head_dim {d} but k and v have head_dim {dk}")
-    # Which head dims are supported is the compiler's to say: an unsupported
-    # one fails when its kernel is requested, with the compiler's message.
+    # Which head dims are supported is the compiler's to say; ask it before
+    # the stride checks, which an unsupported head dim (60) would trip first
+    # with a message about strides instead of the head dim.
+    _check_head_dim(d)
     if hkv == 0 or h % hkv != 0:
         _bad(f"q has {h} heads and k/v have {hkv}: the number of q heads must be a multiple "
              "of the number of k/v heads (grouped-query attention)")

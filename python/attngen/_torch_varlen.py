@@ -10,7 +10,7 @@ import numbers
 from . import _capi
 from . import (_causal_align_code, _lib, _normalize_scale, _raise, _softcap_value,
                _window_sides, InvalidInputError)
-from ._torch_op import _bad, _kernel_for, _use_custom_op, torch
+from ._torch_op import _bad, _check_head_dim, _kernel_for, _use_custom_op, torch
 
 # The runtime's names for the sizes, and what a Python caller passed them as.
 _RUNTIME_NAMES = (("args.nq", "q.shape[0]"), ("args.nk", "k.shape[0]"),
@@ -73,6 +73,7 @@ def _check_inputs(q, k, v, cu_q, cu_k, max_q, max_k, causal, window_size, softca
     _, hkv, dk = k.shape
     if dk != d:
         _bad(f"q has head_dim {d} but k and v have head_dim {dk}")
+    _check_head_dim(d)
     if hkv == 0 or h % hkv != 0:
         _bad(f"q has {h} heads and k/v have {hkv}: the number of q heads must be a multiple "
              "of the number of k/v heads (grouped-query attention)")
