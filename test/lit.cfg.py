@@ -14,8 +14,8 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
 
 llvm_config.use_default_substitutions()
 tool_dirs = [os.path.join(config.attngen_obj_root, "bin"), config.llvm_tools_dir]
-tools = ["attngen", "attngen-opt", "attngen-block-bounds-check", "FileCheck", "not",
-         "count"]
+tools = ["attngen", "attngen-opt", "attngen-block-bounds-check",
+         "attngen-exp2-emulation-check", "FileCheck", "not", "count"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 _selftest = os.path.join(config.attngen_obj_root, "bin", "attnrt-selftest")
 config.substitutions.append(("%attnrt_selftest", _selftest))
