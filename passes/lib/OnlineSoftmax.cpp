@@ -83,15 +83,16 @@ struct AttnOnlineSoftmaxPass
     : public mlir::attn::impl::AttnOnlineSoftmaxBase<AttnOnlineSoftmaxPass> {
   using AttnOnlineSoftmaxBase::AttnOnlineSoftmaxBase;
   void runOnOperation() override {
-    if (exp2Emulate < 0 || exp2Emulate > kExp2EmulatePeriod) {
+    int64_t eighths = exp2Emulate;
+    if (eighths < 0 || eighths > kExp2EmulatePeriod) {
       getOperation().emitError() << "attn-online-softmax: exp2-emulate="
-                                 << exp2Emulate
+                                 << eighths
                                  << " is out of range; use 0 (all on MUFU) "
                                     "to 8 (eighths of the score blocks)";
       return signalPassFailure();
     }
     RewritePatternSet patterns(&getContext());
-    patterns.add<ExpandOnlineSoftmax>(&getContext(), exp2Emulate);
+    patterns.add<ExpandOnlineSoftmax>(&getContext(), eighths);
     patterns.add<ExpandSoftmaxFinalize>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
