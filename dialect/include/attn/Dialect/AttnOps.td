@@ -526,9 +526,9 @@ def Attn_Exp2DiffOp : Attn_Op<"exp2_diff", [Pure, AllTypesMatch<["input", "resul
     2^t = bits(p) + (bits(y) << 23)  // j added to p's exponent
     ```
 
-    with c1..c3 from `scripts/exp2_poly.py` (max relative error 8.8e-5 on
-    t >= -126, exactly 0 for t <= -127 and -inf; bf16 and f16 P round far
-    coarser). The verifier requires an `acc` input for it.
+    with c1..c3 from `scripts/exp2_poly.py` (max relative error 1.01e-4 on
+    t >= -126, exactly +0 for t <= -127 and -inf; bf16 and f16 P round
+    coarser). The verifier requires an `acc` input and 1 <= k <= 8.
 
     ```mlir
     %p = attn.exp2_diff %s, %m {scale_log2e = 0.18033688 : f32}
