@@ -4,7 +4,9 @@
 # 3/8 and 1/2 of the score exponentials on the FMA pipe (--exp2-emulate; 0 is
 # the default kernel), 5/8 and 3/4 too for the soft-capped ones (two MUFU ops
 # per score), and d64 bottom-right causal at 1/2 (rows that see no key: O = 0,
-# LSE = -inf through the software path). Into DIR/exp2.
+# LSE = -inf through the software path); for correctness of the other paths
+# the same lowering takes, f16 d128 soft cap 2 and sm_80 bf16 d64 at 1/2 (with
+# their MUFU-only kernels). Into DIR/exp2.
 #   bash gpu/make_exp2_kernels.sh [ATTNGEN] [DIR]
 set -euo pipefail
 ATTNGEN=${1:-build/bin/attngen}
@@ -33,5 +35,12 @@ for variant in "${variants[@]}"; do
     "$ATTNGEN" --arch=sm_90a $flags --exp2-emulate="$f" \
       -o "$OUTDIR/sm90a_bf16_${name}${suffix}.ptx"
   done
+done
+for f in 0 1/2; do
+  suffix=""
+  [ "$f" = 1/2 ] && suffix=_exp2emu4o8
+  "$ATTNGEN" --arch=sm_90a --dtype=f16 --softcap=2 --exp2-emulate=$f \
+    -o "$OUTDIR/sm90a_f16_d128_softcap2${suffix}.ptx"
+  "$ATTNGEN" --arch=sm_80 --head-dim=64 --exp2-emulate=$f -o "$OUTDIR/sm80_bf16_d64${suffix}.ptx"
 done
 ls "$OUTDIR"/*.ptx | wc -l
