@@ -15,7 +15,12 @@ float32 Horner sequence is then evaluated with correctly rounded FMAs
 kernel gets.
 
     python3 scripts/exp2_poly.py            # prints the coefficients and errors
+    python3 scripts/exp2_poly.py --check codegen/lib/Exp2Emulation.h
+                                            # exit 1 unless the header's kC1..kC3 match
 """
+import re
+import sys
+
 import numpy as np
 
 DEGREE = 3
@@ -54,9 +59,27 @@ def horner32(f, c):
     return fma32(q, f, np.float32(1.0))
 
 
+def header_coefficients(path):
+    """kC1..kC3 of Exp2Emulation.h, as float32."""
+    text = open(path).read()
+    values = []
+    for k in range(1, DEGREE + 1):
+        match = re.search(rf"constexpr float kC{k} = ([0-9a-fA-Fx.p+-]+)f;", text)
+        if not match:
+            raise SystemExit(f"{path}: no 'constexpr float kC{k} = <hex float>f;'")
+        values.append(np.float32(float.fromhex(match.group(1))))
+    return values
+
+
 def main():
     c = minimax_coefficients()
     c32 = [np.float32(v) for v in c]
+    if len(sys.argv) == 3 and sys.argv[1] == "--check":
+        header = header_coefficients(sys.argv[2])
+        same = all(a == b for a, b in zip(header, c32))
+        print(f"{sys.argv[2]}: coefficients {'match' if same else 'DIFFER'}: "
+              f"header {[float(v) for v in header]}, derived {[float(v) for v in c32]}")
+        return 0 if same else 1
     f = np.linspace(-0.5, 0.5, SAMPLES).astype(np.float32)
     exact = np.exp2(f.astype(np.float64))
     ideal = 1.0 + f * (c[0] + f * (c[1] + f * c[2]))
@@ -71,4 +94,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
