@@ -18,7 +18,9 @@ and run on torch tensors in the ABI layout [B, N, H, D]:
   plus one bf16 GEMM 8192^3 as the compute ceiling. A sliding-window kernel counts
   only its visible FLOPs (4 * D * the keys each row sees), has no SDPA peer, and is
   set beside the plain kernel of the same target, dtype and head dim at the same
-  shape (the "window cost" table; issue 9's bar: >= 0.9x the plain kernel).
+  shape (the "window cost" table; issue 9's bar: >= 0.9x the plain kernel). A kernel
+  whose name ends in _exp2emu<k>o8 (--exp2-emulate) is set beside the same kernel
+  without emulation in the "exp2 emulation" table.
 
 Each kernel runs in its own child process (unless --inprocess), so a kernel that
 faults (which poisons its CUDA context) or hangs is reported and the others still
@@ -918,6 +920,7 @@ def print_tables(results, gemm):
                          fmt(ours / cu, ".2f") if ours and cu else "-"])
     print_table(header, rows)
     print_window_costs(results)
+    print_exp2_emulation(results)
     print("\n=== Correctness ===")
     header = ["kernel", "passed", "failed", "worst rel", "worst lse err", "status"]
     rows = []
@@ -980,6 +983,57 @@ def print_window_costs(results):
                           fmt(x, ".2f") if x else "-",
                           ("met" if x >= 0.9 else "MISSED") if x else "-"]
                          for k, c, w, p, pl, x in rows])
+
+
+#: The exp2-emulation part of a kernel name: _exp2emu<k>o8 (k eighths of the score
+#: exponentials on the FMA pipe, --exp2-emulate).
+EXP2EMU_NAME = re.compile(r"_exp2emu(\d+)o8")
+#: The soft-cap part of a kernel name: _softcap<c> ('.' spelled 'p').
+SOFTCAP_NAME = re.compile(r"_softcap[0-9pm]+")
+
+
+def exp2_emulation_costs(results):
+    """Rows (kernel, case, eighths, TFLOPS, base kernel, base TFLOPS, ratio, cuDNN)
+    pairing each _exp2emu<k>o8 kernel's bench rows with the kernel of the same name
+    less the suffix (the MUFU-only kernel) at the same (B, H, N): the gain (or loss)
+    of moving k/8 of the exponentials to the FMA pipe, measured in one run."""
+    base_tflops = {}
+    for r in results:
+        kernel = r.get("info", {}).get("kernel", "")
+        if kernel and not EXP2EMU_NAME.search(kernel):
+            for b in r.get("bench", []):
+                base_tflops[(kernel, b["B"], b["H"], b["N"])] = b.get("ours_tflops")
+    rows = []
+    for r in results:
+        kernel = r.get("info", {}).get("kernel", "")
+        match = EXP2EMU_NAME.search(kernel)
+        if not match:
+            continue
+        base = EXP2EMU_NAME.sub("", kernel)
+        for b in r.get("bench", []):
+            ours, ref = b.get("ours_tflops"), base_tflops.get((base, b["B"], b["H"], b["N"]))
+            # A soft-capped kernel also against the plain kernel (no cap, no
+            # emulation): the soft cap's bar is >= 0.9x of it.
+            plain = (base_tflops.get((SOFTCAP_NAME.sub("", base), b["B"], b["H"], b["N"]))
+                     if SOFTCAP_NAME.search(base) else None)
+            rows.append([r["name"], b["case"], int(match.group(1)), ours, base, ref,
+                         ours / ref if ours and ref else None, b.get("cudnn_tflops"),
+                         ours / plain if ours and plain else None])
+    return rows
+
+
+def print_exp2_emulation(results):
+    rows = exp2_emulation_costs(results)
+    if not rows:
+        return
+    print("\n=== exp2 emulation (k/8 of the score exponentials on the FMA pipe) ===")
+    header = ["kernel", "case", "emulated", "TFLOPS", "MUFU-only kernel", "MUFU-only",
+              "emulated/MUFU-only", "cudnn", "emulated/cudnn", "softcap/plain (bar 0.9)"]
+    print_table(header, [[k, c, f"{e}/8", fmt(t), base, fmt(ref) if ref else "(not in this run)",
+                          fmt(x, ".3f") if x else "-", fmt(cu),
+                          fmt(t / cu, ".2f") if t and cu else "-",
+                          (fmt(p, ".2f") + (" met" if p >= 0.9 else " MISSED")) if p else "-"]
+                         for k, c, e, t, base, ref, x, cu, p in rows])
 
 
 def print_table(header, rows):

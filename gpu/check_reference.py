@@ -158,6 +158,28 @@ def test_flex(torch):
         check(rel < 1e-4, f"flex window={window} causal={causal} softcap={softcap}: rel {rel:.2e}")
 
 
+def test_exp2_emulation_table():
+    """The exp2-emulation table pairs _exp2emu<k>o8 kernels with their MUFU-only kernel
+    and soft-capped ones with the plain kernel, at the same shape only."""
+    def kernel(name, tflops, n=8192):
+        return {"name": name, "info": {"kernel": "attn_fwd_" + name},
+                "bench": [{"B": 2, "H": 16, "N": n, "case": f"N={n}", "ours_tflops": tflops,
+                           "cudnn_tflops": 680.0}]}
+    results = [kernel("sm90a_bf16_d128", 674.0), kernel("sm90a_bf16_d128_softcap2", 547.0),
+               kernel("sm90a_bf16_d128_softcap2_exp2emu4o8", 620.0),
+               kernel("sm90a_bf16_d64_exp2emu2o8", 500.0),
+               kernel("sm90a_bf16_d128_exp2emu3o8", 670.0, n=1024)]
+    rows = {r[0]: r for r in cb.exp2_emulation_costs(results)}
+    check(len(rows) == 3, f"exp2 table: {len(rows)} rows, expected 3")
+    sc = rows["sm90a_bf16_d128_softcap2_exp2emu4o8"]
+    check(sc[2] == 4 and sc[4] == "attn_fwd_sm90a_bf16_d128_softcap2"
+          and abs(sc[6] - 620.0 / 547.0) < 1e-12 and abs(sc[8] - 620.0 / 674.0) < 1e-12,
+          f"exp2 table: softcap row {sc}")
+    check(rows["sm90a_bf16_d64_exp2emu2o8"][5] is None, "exp2 table: no d64 base in the run")
+    check(rows["sm90a_bf16_d128_exp2emu3o8"][5] is None, "exp2 table: base at another N")
+    check(not cb.window_costs(results), "exp2 kernels are not window kernels")
+
+
 def main():
     try:
         import torch
@@ -167,6 +189,7 @@ def main():
     test_visible(torch)
     test_reference(torch)
     test_flex(torch)
+    test_exp2_emulation_table()
     print(f"check_reference: {'all passed' if failures == 0 else f'{failures} FAILED'}")
     return 0 if failures == 0 else 1
 

@@ -14,8 +14,8 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
 
 llvm_config.use_default_substitutions()
 tool_dirs = [os.path.join(config.attngen_obj_root, "bin"), config.llvm_tools_dir]
-tools = ["attngen", "attngen-opt", "attngen-block-bounds-check", "FileCheck", "not",
-         "count"]
+tools = ["attngen", "attngen-opt", "attngen-block-bounds-check",
+         "attngen-exp2-emulation-check", "FileCheck", "not", "count"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 _selftest = os.path.join(config.attngen_obj_root, "bin", "attnrt-selftest")
 config.substitutions.append(("%attnrt_selftest", _selftest))
@@ -63,3 +63,25 @@ for _var in ("ATTNGEN_CACHE_DIR", "ATTNGEN_LOG", "ATTNGEN_DISABLE_DISK_CACHE",
              "ATTNGEN_LIBRARY"):
     config.environment.pop(_var, None)
 config.environment["HOME"] = os.path.join(config.attngen_obj_root, "test", "home")
+
+# scripts/exp2_poly.py (the software exp2's coefficients) needs numpy: the
+# first python3 on PATH that has it runs the script (%numpy_python).
+def _python_with_numpy():
+    import shutil
+    import subprocess
+    for directory in os.environ.get("PATH", "").split(os.pathsep):
+        python = shutil.which("python3", path=directory)
+        if not python:
+            continue
+        try:
+            if subprocess.run([python, "-c", "import numpy"], timeout=60,
+                              capture_output=True).returncode == 0:
+                return python
+        except Exception:
+            pass
+    return None
+
+_numpy_python = _python_with_numpy()
+if _numpy_python:
+    config.available_features.add("numpy")
+    config.substitutions.append(("%numpy_python", _numpy_python))

@@ -778,6 +778,15 @@ LogicalResult KernelLowering::run() {
     if (Attribute attr = func->getAttr(name))
       kernel->setAttr(name, attr);
   kernel->setAttr("attn.params", abiParamsAttr(ctx, *abi));
+  // The metadata's exp2_emulated_eighths: the most any score exp2 asked for.
+  int64_t emulatedEighths = 0;
+  func.walk([&](Exp2DiffOp op) {
+    emulatedEighths =
+        std::max<int64_t>(emulatedEighths, op.getEmulatedEighths().value_or(0));
+  });
+  if (emulatedEighths > 0)
+    kernel->setAttr("attn.exp2_emulated_eighths",
+                    b.getI64IntegerAttr(emulatedEighths));
   func.erase();
   return success();
 }

@@ -5,6 +5,7 @@
 // file is the same code for both targets.
 //
 //===----------------------------------------------------------------------===//
+#include "Exp2Emulation.h"
 #include "Lowering.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMTypes.h"
@@ -389,7 +390,32 @@ void lowerRowReduce(Lowering &l, RowReduceOp op) {
   l.tiles[op] = result;
 }
 
+/// 2^t on the FMA and integer pipes instead of MUFU.EX2 (Exp2Emulation.h):
+///   t = max(t, -127); y = t + 0x1.8p23; f = t - (y - 0x1.8p23)
+///   p = fma(fma(fma(c3, f, c2), f, c1), f, 1); bits(p) + (bits(y) << 23)
+/// A clamp, three adds, three FMAs, a shift and an integer add per element.
+Value exp2Emulated(Lowering &l, Value t) {
+  OpBuilder &b = l.b;
+  namespace emu = exp2emu;
+  Type i32 = b.getI32Type();
+  Value clamped = arith::MaxNumFOp::create(b, l.loc, t, l.f32(emu::kMinArg));
+  Value magic = l.f32(emu::kRoundMagic);
+  Value rounded = arith::AddFOp::create(b, l.loc, clamped, magic);
+  Value integer = arith::SubFOp::create(b, l.loc, rounded, magic);
+  Value frac = arith::SubFOp::create(b, l.loc, clamped, integer);
+  Value poly = l.f32(emu::kC3);
+  for (float c : {emu::kC2, emu::kC1, 1.0f})
+    poly = LLVM::FMAOp::create(b, l.loc, poly, frac, l.f32(c));
+  Value exponent = arith::ShLIOp::create(
+      b, l.loc, arith::BitcastOp::create(b, l.loc, i32, rounded),
+      l.i32(emu::kExponentShift));
+  Value bits = arith::AddIOp::create(
+      b, l.loc, arith::BitcastOp::create(b, l.loc, i32, poly), exponent);
+  return arith::BitcastOp::create(b, l.loc, b.getF32Type(), bits);
+}
+
 /// exp2((x - m[row]) * c) = exp2(fma(x, c, -m[row] * c)); m = -inf -> 0.
+/// With emulated_eighths, the selected fragment blocks take exp2Emulated.
 void lowerExp2Diff(Lowering &l, Exp2DiffOp op) {
   OpBuilder &b = l.b;
   auto type = cast<RegTileType>(op.getInput().getType());
@@ -405,11 +431,18 @@ void lowerExp2Diff(Lowering &l, Exp2DiffOp op) {
     negScaledMax.push_back(arith::NegFOp::create(
         b, l.loc, arith::MulFOp::create(b, l.loc, safe, c)));
   }
+  // An acc tile's scalars are (t, n, i): block n of a fragment row is
+  // values [(t * nBlocks + n) * 4, +4) (the verifier allows emulation only
+  // on acc tiles).
+  int64_t eighths = op.getEmulatedEighths().value_or(0);
+  int64_t nBlocks = type.isRow() ? 1 : l.fragmentShape(type).nBlocks;
   SmallVector<Value> result;
   for (auto [index, v] : llvm::enumerate(values)) {
     Value arg = LLVM::FMAOp::create(b, l.loc, v, c,
                                     negScaledMax[rowIndexOf(l, type, index)]);
-    result.push_back(exp2(l, arg));
+    int64_t block = int64_t(index) / 4 % nBlocks;
+    bool emulated = eighths > 0 && exp2emu::isEmulatedBlock(block, eighths);
+    result.push_back(emulated ? exp2Emulated(l, arg) : exp2(l, arg));
   }
   l.tiles[op] = result;
 }

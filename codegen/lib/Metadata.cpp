@@ -53,6 +53,7 @@ llvm::Expected<KernelMetadata> mlir::attn::readKernelMetadata(ModuleOp module) {
     if (llvm::Error error = checkSoftmaxScale(meta.softcap, "softcap", "softcap"))
       return fail("kernel " + meta.kernel + ": " +
                   llvm::toString(std::move(error)));
+  meta.exp2EmulatedEighths = getInt("attn.exp2_emulated_eighths");
   meta.blockM = getInt("attn.block_m");
   meta.blockN = getInt("attn.block_n");
   meta.numThreads = getInt("attn.num_threads");
@@ -132,6 +133,10 @@ std::string mlir::attn::metadataToJson(const KernelMetadata &meta) {
                                   {"ctas_per_sm", meta.ctasPerSm}}},
       {"params", std::move(params)},
   };
+  // Only a kernel that emulates says so: the runtime ignores the key (it
+  // changes no launch), it tells a benchmark which variant ran.
+  if (meta.exp2EmulatedEighths > 0)
+    object["exp2_emulated_eighths"] = meta.exp2EmulatedEighths;
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(object))) << "\n";

@@ -34,6 +34,8 @@ static constexpr int64_t kDefaultStages = 2;
 /// Largest window side: the kernels' index arithmetic is 32-bit (the
 /// verifier's bound on window_left / window_right).
 static constexpr int64_t kMaxWindowSide = std::numeric_limits<int32_t>::max();
+/// exp2 emulation counts eighths of the score blocks.
+static constexpr int64_t kExp2EmulationPeriod = 8;
 
 llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
   auto fail = [](const std::string &message) {
@@ -53,6 +55,12 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
     if (value < 0)
       return fail(fmt::format("{} = {} must be 0 (tuned default) or positive",
                               name, value));
+  if (spec.exp2EmulatedEighths < 0 ||
+      spec.exp2EmulatedEighths > kExp2EmulationPeriod)
+    return fail(fmt::format("exp2 emulation = {}/{} is out of range; use 0 "
+                            "(all exponentials on MUFU) to {}/{}",
+                            spec.exp2EmulatedEighths, kExp2EmulationPeriod,
+                            kExp2EmulationPeriod, kExp2EmulationPeriod));
   if (spec.llvmOptLevel < 1 || spec.llvmOptLevel > 3)
     return fail(fmt::format("llvm-opt-level = {} is not supported; "
                             "supported: 1, 2, 3",
@@ -162,6 +170,10 @@ std::string mlir::attn::kernelName(const AttentionSpec &specAsked) {
   // Not a schedule, but an ablation of the same kind: IEEE denormals.
   if (!spec.flushDenormals)
     schedule += "_noftz";
+  // Software exp2 for k eighths of the scores: _exp2emu<k>o8.
+  if (spec.exp2EmulatedEighths > 0)
+    schedule += fmt::format("_exp2emu{}o{}", spec.exp2EmulatedEighths,
+                            kExp2EmulationPeriod);
   return fmt::format("attn_fwd_{}_{}_d{}{}{}{}{}{}",
                      spec.target == TargetKind::sm_90a ? "sm90a" : "sm80",
                      spec.bf16 ? "bf16" : "f16", spec.headDim,
@@ -251,7 +263,9 @@ void mlir::attn::buildTilePipeline(OpPassManager &pm,
     blocks.peel = config.peelMaskedBlocks || !(fa3 && spec.intraWgOverlap);
     pm.addPass(createAttnCausalBlocks(blocks));
   }
-  pm.addPass(createAttnOnlineSoftmax());
+  AttnOnlineSoftmaxOptions softmax;
+  softmax.exp2Emulate = spec.exp2EmulatedEighths;
+  pm.addPass(createAttnOnlineSoftmax(softmax));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   if (sm80Stages > 1) {

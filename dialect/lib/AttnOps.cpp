@@ -515,6 +515,18 @@ LogicalResult RowReduceOp::verify() {
 }
 
 LogicalResult Exp2DiffOp::verify() {
+  if (IntegerAttr attr = getEmulatedEighthsAttr()) {
+    int64_t eighths = attr.getInt();
+    if (eighths < 1 || eighths > 8)
+      return emitOpError() << "emulated_eighths = " << eighths
+                           << " is out of range; use 1 to 8 (eighths of the "
+                              "fragment blocks), or no attribute for none";
+    auto input = cast<RegTileType>(getInput().getType());
+    if (input.getFragment() != FragmentKind::acc)
+      return emitOpError() << "emulated_eighths selects fragment blocks of an "
+                              "'acc' tile (the scores), but 'input' is "
+                           << input << "; drop the attribute";
+  }
   return verifyRowVectorFor(*this, getInput().getType(), getMax().getType(),
                             "max");
 }

@@ -24,6 +24,9 @@ using namespace mlir::attn;
 
 namespace {
 
+/// exp2-emulate counts eighths (attn.exp2_diff's emulated_eighths).
+constexpr int64_t kExp2EmulatePeriod = 8;
+
 /// exp(scale * x) == exp2(scale * log2(e) * x): one ex2.approx per element.
 FloatAttr foldLog2e(OpBuilder &b, FloatAttr scale) {
   return b.getF32FloatAttr(scale.getValueAsDouble() * llvm::numbers::log2e);
@@ -32,8 +35,12 @@ FloatAttr foldLog2e(OpBuilder &b, FloatAttr scale) {
 /// online_softmax(s, m, l) ->
 ///   m1 = max(m, rowmax(s)); p = exp2((s - m1) * c); alpha = exp2((m - m1) * c)
 ///   l1 = alpha * l + rowsum(p)
+/// With `emulatedEighths` > 0, p's exp2_diff says which eighths of its
+/// fragment blocks take the software exp2.
 struct ExpandOnlineSoftmax : public OpRewritePattern<OnlineSoftmaxOp> {
-  using OpRewritePattern::OpRewritePattern;
+  ExpandOnlineSoftmax(MLIRContext *ctx, int64_t emulatedEighths)
+      : OpRewritePattern(ctx), emulatedEighths(emulatedEighths) {}
+  int64_t emulatedEighths;
   LogicalResult matchAndRewrite(OnlineSoftmaxOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -41,10 +48,12 @@ struct ExpandOnlineSoftmax : public OpRewritePattern<OnlineSoftmaxOp> {
     Value newMax = RowReduceOp::create(rewriter, loc, op.getMax().getType(),
                                        ReduceKind::max, op.getScores(),
                                        op.getMax());
-    Value probs = Exp2DiffOp::create(rewriter, loc, op.getScores().getType(),
-                                     op.getScores(), newMax, c);
+    Value probs = Exp2DiffOp::create(
+        rewriter, loc, op.getScores().getType(), op.getScores(), newMax, c,
+        emulatedEighths > 0 ? rewriter.getI64IntegerAttr(emulatedEighths)
+                            : IntegerAttr());
     Value alpha = Exp2DiffOp::create(rewriter, loc, op.getMax().getType(),
-                                     op.getMax(), newMax, c);
+                                     op.getMax(), newMax, c, IntegerAttr());
     Value scaledSum = RescaleOp::create(rewriter, loc, op.getSum().getType(),
                                           op.getSum(), alpha);
     Value newSum = RowReduceOp::create(rewriter, loc, op.getSum().getType(),
@@ -72,9 +81,19 @@ struct ExpandSoftmaxFinalize : public OpRewritePattern<SoftmaxFinalizeOp> {
 
 struct AttnOnlineSoftmaxPass
     : public mlir::attn::impl::AttnOnlineSoftmaxBase<AttnOnlineSoftmaxPass> {
+  using AttnOnlineSoftmaxBase::AttnOnlineSoftmaxBase;
   void runOnOperation() override {
+    int64_t eighths = exp2Emulate;
+    if (eighths < 0 || eighths > kExp2EmulatePeriod) {
+      getOperation().emitError() << "attn-online-softmax: exp2-emulate="
+                                 << eighths
+                                 << " is out of range; use 0 (all on MUFU) "
+                                    "to 8 (eighths of the score blocks)";
+      return signalPassFailure();
+    }
     RewritePatternSet patterns(&getContext());
-    patterns.add<ExpandOnlineSoftmax, ExpandSoftmaxFinalize>(&getContext());
+    patterns.add<ExpandOnlineSoftmax>(&getContext(), eighths);
+    patterns.add<ExpandSoftmaxFinalize>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }

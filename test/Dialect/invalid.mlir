@@ -557,3 +557,27 @@ func.func @mask_bottom_right_window_without_q_len(%s: !attn.regs<64x64xf32, acc>
   %m = attn.mask %s, %i, %i, %i {causal_align = #attn.causal_align<bottom_right>, window_left = 8} : !attn.regs<64x64xf32, acc>
   return
 }
+
+// -----
+
+func.func @exp2_diff_emulated_eighths_out_of_range(%s: !attn.regs<64x64xf32, acc>, %m: !attn.regs<64xf32, row>) {
+  // expected-error @+1 {{'attn.exp2_diff' op emulated_eighths = 9 is out of range; use 1 to 8 (eighths of the fragment blocks), or no attribute for none}}
+  %p = attn.exp2_diff %s, %m {emulated_eighths = 9, scale_log2e = 0.18 : f32} : !attn.regs<64x64xf32, acc>, !attn.regs<64xf32, row>
+  return
+}
+
+// -----
+
+func.func @exp2_diff_emulated_eighths_zero(%s: !attn.regs<64x64xf32, acc>, %m: !attn.regs<64xf32, row>) {
+  // expected-error @+1 {{'attn.exp2_diff' op emulated_eighths = 0 is out of range; use 1 to 8 (eighths of the fragment blocks), or no attribute for none}}
+  %p = attn.exp2_diff %s, %m {emulated_eighths = 0, scale_log2e = 0.18 : f32} : !attn.regs<64x64xf32, acc>, !attn.regs<64xf32, row>
+  return
+}
+
+// -----
+
+func.func @exp2_diff_emulated_row_vector(%m: !attn.regs<64xf32, row>) {
+  // expected-error @+1 {{'attn.exp2_diff' op emulated_eighths selects fragment blocks of an 'acc' tile (the scores), but 'input' is '!attn.regs<64xf32, row>'; drop the attribute}}
+  %a = attn.exp2_diff %m, %m {emulated_eighths = 4, scale_log2e = 0.18 : f32} : !attn.regs<64xf32, row>, !attn.regs<64xf32, row>
+  return
+}

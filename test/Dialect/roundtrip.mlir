@@ -92,6 +92,7 @@ func.func @softcap_op(%s: !attn.regs<64x64xf32, acc>) -> !attn.regs<64x64xf32, a
 // CHECK: attn.online_softmax
 // CHECK: attn.row_reduce max
 // CHECK: attn.exp2_diff
+// CHECK: attn.exp2_diff %{{.*}}, %{{.*}} {emulated_eighths = 3 : i64, scale_log2e = 1.800000e-01 : f32} : !attn.regs<64x64xf32, acc>, !attn.regs<64xf32, row>
 // CHECK: attn.rescale
 // CHECK: attn.convert %{{.*}} : !attn.regs<64x64xf32, acc> -> !attn.regs<64x64xbf16, operand_a>
 // CHECK: attn.mma %{{.*}}, %{{.*}}, %{{.*}} : !attn.regs<64x64xbf16, operand_a>, !attn.smem<64x128xbf16, swizzle = 128>, !attn.regs<64x128xf32, acc> -> !attn.regs<64x128xf32, acc>
@@ -112,6 +113,7 @@ func.func @tile_ops(%q: memref<?x?x?x128xbf16>, %lse: memref<?x?x?xf32>, %i: ind
   %p, %m1, %l1, %alpha = attn.online_softmax %sm, %m, %l {scale = 0.125 : f32} : !attn.regs<64x64xf32, acc>, !attn.regs<64xf32, row>
   %mx = attn.row_reduce max %sm, %m : !attn.regs<64x64xf32, acc> -> !attn.regs<64xf32, row>
   %e = attn.exp2_diff %sm, %mx {scale_log2e = 0.18 : f32} : !attn.regs<64x64xf32, acc>, !attn.regs<64xf32, row>
+  %e3 = attn.exp2_diff %sm, %mx {emulated_eighths = 3, scale_log2e = 0.18 : f32} : !attn.regs<64x64xf32, acc>, !attn.regs<64xf32, row>
   %acc1 = attn.rescale %acc, %alpha : !attn.regs<64x128xf32, acc>, !attn.regs<64xf32, row>
   %pa = attn.convert %p : !attn.regs<64x64xf32, acc> -> !attn.regs<64x64xbf16, operand_a>
   %acc2 = attn.mma %pa, %buf, %acc1 : !attn.regs<64x64xbf16, operand_a>, !attn.smem<64x128xbf16, swizzle = 128>, !attn.regs<64x128xf32, acc> -> !attn.regs<64x128xf32, acc>

@@ -1,4 +1,16 @@
 // RUN: attngen-opt %s -attn-online-softmax | FileCheck %s
+// RUN: attngen-opt %s -attn-online-softmax=exp2-emulate=3 | FileCheck %s --check-prefix=EMU
+// RUN: not attngen-opt %s -attn-online-softmax=exp2-emulate=9 2>&1 | FileCheck %s --check-prefix=RANGE
+// RUN: not attngen-opt %s -attn-online-softmax=exp2-emulate=-1 2>&1 | FileCheck %s --check-prefix=NEG
+
+// exp2-emulate marks P's exponentials only; alpha (one per row) stays on MUFU.
+// EMU-LABEL: func.func @step
+// EMU: %[[M1:.*]] = attn.row_reduce max
+// EMU-NEXT: attn.exp2_diff %{{.*}}, %[[M1]] {emulated_eighths = 3 : i64, scale_log2e = 0.180336878 : f32} : !attn.regs<64x64xf32, acc>
+// EMU-NEXT: attn.exp2_diff %{{.*}}, %[[M1]] {scale_log2e = 0.180336878 : f32} : !attn.regs<64xf32, row>
+// EMU-NOT: emulated_eighths
+// RANGE: error: attn-online-softmax: exp2-emulate=9 is out of range; use 0 (all on MUFU) to 8 (eighths of the score blocks)
+// NEG: error: attn-online-softmax: exp2-emulate=-1 is out of range; use 0 (all on MUFU) to 8 (eighths of the score blocks)
 
 // scale 0.125 * log2(e) = 0.180336878 is folded into the exponent.
 // CHECK-LABEL: func.func @step

@@ -139,6 +139,12 @@ static cl::opt<bool> varlen(
              "cu_seqlens_q/k [B + 1] (flash_attn_varlen_func's layout); the "
              "grid covers max_seqlen_q, kernel names get _varlen"),
     cl::cat(category));
+static cl::opt<std::string> exp2Emulate(
+    "exp2-emulate",
+    cl::desc("Fraction of the score exponentials computed by a polynomial on "
+             "the FMA pipe instead of MUFU.EX2: 0 (default), k/8, 1/4, 3/8, "
+             "1/2, ... 1 (a multiple of 1/8; the name gets _exp2emu<k>o8)"),
+    cl::value_desc("F"), cl::init("0"), cl::cat(category));
 static cl::opt<int> llvmOptLevel(
     "llvm-opt-level", cl::desc("LLVM optimisation level before the NVPTX "
                                "backend: 1, 2 or 3 (default)"),
@@ -242,6 +248,22 @@ static const char *findTooDeepNesting(StringRef buffer) {
     }
   }
   return nullptr;
+}
+
+/// Reads --exp2-emulate's fraction, "0", "1" or "k/n" with 0 <= k <= n, as
+/// eighths; false unless it is a whole number of eighths.
+static bool parseExp2Emulate(StringRef text, int64_t &eighths) {
+  constexpr int64_t kEighths = 8;
+  auto [num, den] = text.trim().split('/');
+  int64_t k = 0, n = 1;
+  if (num.trim().getAsInteger(10, k) ||
+      (!den.empty() && den.trim().getAsInteger(10, n)) ||
+      (den.empty() && text.contains('/')))
+    return false;
+  if (n <= 0 || k < 0 || k > n || (k * kEighths) % n != 0)
+    return false;
+  eighths = k * kEighths / n;
+  return true;
 }
 
 /// Reads --window's "L,R" (two integers, -1 for an unbounded side); the
@@ -488,6 +510,10 @@ static FailureOr<AttentionSpec> mergeSpecFlags(ModuleOp module,
     if (noBlockSkip.getNumOccurrences())
       return op->emitError("--no-block-skip has no effect on a kernel that "
                            "is already tiled; pass it when tiling");
+    // attn-online-softmax marks the exponentials; a tiled module has them.
+    if (exp2Emulate.getNumOccurrences())
+      return op->emitError("--exp2-emulate has no effect on a kernel that "
+                           "is already tiled; pass it when tiling");
     spec.blockM = kernel.tiling->blockM;
     spec.blockN = kernel.tiling->blockN;
     spec.numWarps = kernel.tiling->numWarps;
@@ -597,6 +623,11 @@ int main(int argc, char **argv) {
   spec.persistent = persistentGrid;
   spec.flushDenormals = !noFlushDenormals;
   spec.varlen = varlen;
+  if (!parseExp2Emulate(exp2Emulate, spec.exp2EmulatedEighths))
+    return fail(fmt::format("invalid --exp2-emulate={}; give a fraction from "
+                            "0 to 1 in eighths: 0, 1/8, 1/4, 3/8, 1/2, 5/8, "
+                            "3/4, 7/8 or 1",
+                            exp2Emulate.getValue()));
   spec.llvmOptLevel = llvmOptLevel;
   FailureOr<std::string> metaPath = metadataPath();
   if (failed(metaPath))

@@ -54,6 +54,9 @@ struct AttentionSpec {
   /// Variable-length batch: packed [total, H, D] tensors with cu_seqlens
   /// (flash_attn_varlen_func's layout), one sequence per batch entry.
   bool varlen = false;
+  /// Eighths of the score exponentials computed in software on the FMA pipe
+  /// (attn-online-softmax's exp2-emulate, 0 to 8); 0: all on MUFU.EX2.
+  int64_t exp2EmulatedEighths = 0;
 };
 
 /// One kernel parameter, as the metadata lists it (docs/ABI.md "Kernel
@@ -93,6 +96,9 @@ struct KernelMetadata {
   std::vector<KernelParam> params;
   std::vector<GridTile> gridTiles;
   int64_t ctasPerSm = 0; ///< 0: one CTA per tile; > 0: persistent
+  /// Eighths of the score exponentials in software (0: none; the JSON has
+  /// "exp2_emulated_eighths" only when > 0).
+  int64_t exp2EmulatedEighths = 0;
 
   /// Whether the mask has a diagonal to align (causal or a window).
   bool hasDiagonal() const {

@@ -13,7 +13,11 @@ def AttnToNVVM : Pass<"attn-to-nvvm", "ModuleOp"> {
 
     * register tiles become per-thread scalars laid out as MMA fragments
       (shared by both targets: masks, row reductions with `shfl.sync.bfly`,
-      `ex2.approx`, rescales, the epilogue stores);
+      `ex2.approx`, rescales, the epilogue stores); an `attn.exp2_diff` with
+      `emulated_eighths = k` computes k/8 of its fragment blocks by the
+      software exp2 instead (`max`, three `add`/`sub`, three `fma`, `shl`,
+      `add.s32` per element; the kernel's metadata then says
+      `exp2_emulated_eighths`);
     * sm_80: `attn.copy_async` -> `cp.async.cg` 16-byte chunks into the tile's
       32/64/128-byte swizzle (a tile padded past the head dim has its padding
       zeroed once at entry), `attn.wait` -> `cp.async.wait_group` +

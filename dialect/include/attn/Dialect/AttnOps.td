@@ -509,13 +509,37 @@ def Attn_Exp2DiffOp : Attn_Op<"exp2_diff", [Pure, AllTypesMatch<["input", "resul
     `ex2.approx.f32` per element. A row whose `m` is -inf uses 0 instead, so a
     fully masked row gives zeros, never NaN.
 
+    `emulated_eighths = k` (1 to 8; absent: 0) computes k of every 8 of a
+    thread's 8-column fragment blocks of an `acc` tile in software on the
+    FMA pipe instead of the MUFU unit, which one `ex2.approx` per element
+    saturates when the GEMMs are short (d64) or a soft cap adds a
+    `tanh.approx` per element. Block `n` of a fragment row (columns
+    8n..8n+7) is emulated when `floor((n % 8 + 1) k / 8) > floor((n % 8) k /
+    8)`, which spreads the emulated blocks evenly between the MUFU ones
+    (k = 4: every other block). The software form, per element `t`:
+
+    ```
+    t = max(t, -127)                 // -inf and below: exactly +0 below
+    y = t + 0x1.8p23                 // round(t) in y's low mantissa bits
+    j = y - 0x1.8p23; f = t - j      // f in [-0.5, 0.5], both exact
+    p = 1 + f (c1 + f (c2 + f c3))   // 2^f, degree-3 minimax, p(0) = 1
+    2^t = bits(p) + (bits(y) << 23)  // j added to p's exponent
+    ```
+
+    with c1..c3 from `scripts/exp2_poly.py` (max relative error 1.01e-4 on
+    t >= -126, exactly +0 for t <= -127 and -inf; bf16 and f16 P round
+    coarser). The verifier requires an `acc` input and 1 <= k <= 8.
+
     ```mlir
     %p = attn.exp2_diff %s, %m {scale_log2e = 0.18033688 : f32}
+      : !attn.regs<128x64xf32, acc>, !attn.regs<128xf32, row>
+    %q = attn.exp2_diff %s, %m {emulated_eighths = 4 : i64, scale_log2e = 0.18033688 : f32}
       : !attn.regs<128x64xf32, acc>, !attn.regs<128xf32, row>
     ```
   }];
   let arguments = (ins Attn_AnyRegTile:$input, Attn_AnyRegTile:$max,
-                       F32Attr:$scale_log2e);
+                       F32Attr:$scale_log2e,
+                       OptionalAttr<I64Attr>:$emulated_eighths);
   let results = (outs Attn_AnyRegTile:$result);
   let assemblyFormat = [{
     $input `,` $max attr-dict `:` qualified(type($input)) `,` qualified(type($max))

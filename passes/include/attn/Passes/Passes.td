@@ -187,7 +187,21 @@ def AttnOnlineSoftmax : Pass<"attn-online-softmax", "ModuleOp"> {
     %ls    = attn.rescale %l, %alpha ...
     %l1    = attn.row_reduce sum %p, %ls ...
     ```
+
+    `exp2-emulate=k` (0 to 8, default 0) marks the score exponentials
+    `emulated_eighths = k`: k of every 8 fragment blocks of P are computed
+    by a polynomial on the FMA pipe instead of MUFU.EX2 (FlashAttention-4's
+    answer to a MUFU-bound softmax: d64, soft caps). The rescale factor
+    `alpha` (one per row) stays on MUFU.
+    ```mlir
+    %p     = attn.exp2_diff %s, %m1 {emulated_eighths = 4 : i64, scale_log2e = 0.180336878 : f32} ...
+    ```
   }];
+  let options = [
+    Option<"exp2Emulate", "exp2-emulate", "int64_t", "0",
+           "Eighths of the score exponentials computed in software on the "
+           "FMA pipe (0 to 8; 0: all on MUFU.EX2)">,
+  ];
 }
 
 def AttnPersistent : Pass<"attn-persistent", "ModuleOp"> {
