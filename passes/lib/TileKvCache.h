@@ -1,0 +1,40 @@
+//===- TileKvCache.h - attn-tile for KV-cache and combine kernels -*- C++ -*-===//
+//
+// attn-tile's builders for the decoding kernels (TileKvCache.cpp,
+// TileCombine.cpp); Tile.cpp dispatches to them by problem op.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTN_PASSES_LIB_TILEKVCACHE_H
+#define ATTN_PASSES_LIB_TILEKVCACHE_H
+
+#include "attn/Passes/TileConfig.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace mlir::attn {
+
+/// Checks that `op` sits alone in `func`, whose arguments are exactly its
+/// operands in order: the function becomes the kernel, its arguments the
+/// kernel's tensors.
+LogicalResult checkProblemKernelShape(Operation *op, func::FuncOp func);
+
+/// Rewrites the function of an attn.attention_kvcache into its tile program
+/// with `config`, setting the kernel's attributes (tiling, tensor roles,
+/// grid rule, scale, causal, KV-cache facts).
+void tileKvCache(AttentionKvCacheOp op, func::FuncOp func,
+                 const TileConfig &config);
+
+/// The same for an attn.combine_splits.
+void tileCombine(CombineSplitsOp op, func::FuncOp func,
+                 const TileConfig &config);
+
+/// Kernel attributes the decoding kernels carry to the metadata.
+constexpr llvm::StringLiteral kKvCacheAttrName = "attn.kv_cache";
+constexpr llvm::StringLiteral kPageSizeAttrName = "attn.page_size";
+constexpr llvm::StringLiteral kHeadPackAttrName = "attn.head_pack";
+constexpr llvm::StringLiteral kSplitKvAttrName = "attn.split_kv";
+constexpr llvm::StringLiteral kCombineAttrName = "attn.combine";
+
+} // namespace mlir::attn
+
+#endif // ATTN_PASSES_LIB_TILEKVCACHE_H
