@@ -28,13 +28,6 @@ void tileKvCache(AttentionKvCacheOp op, func::FuncOp func,
 void tileCombine(CombineSplitsOp op, func::FuncOp func,
                  const TileConfig &config);
 
-/// Kernel attributes the decoding kernels carry to the metadata.
-constexpr llvm::StringLiteral kKvCacheAttrName = "attn.kv_cache";
-constexpr llvm::StringLiteral kPageSizeAttrName = "attn.page_size";
-constexpr llvm::StringLiteral kHeadPackAttrName = "attn.head_pack";
-constexpr llvm::StringLiteral kSplitKvAttrName = "attn.split_kv";
-constexpr llvm::StringLiteral kCombineAttrName = "attn.combine";
-
 } // namespace mlir::attn
 
 #endif // ATTN_PASSES_LIB_TILEKVCACHE_H
