@@ -384,10 +384,11 @@ void testMetadata() {
        "\"params[3].tensor\" = \"x\" is not one of \"q\", \"k\", \"v\", \"o\", \"lse\""},
       {"descriptor of o", withParam(sm90aFields(), 0, param("tma_o", "tensor_map",
                                                             "\"tensor\": \"o\", \"box\": [64, 128]")),
-       "\"params[0].tensor\" = \"o\" is not one of \"q\", \"k\", \"v\";"},
+       "\"params[0].tensor\" = \"o\" cannot have a tensor_map parameter (TMA descriptors exist "
+       "for q, k and v)"},
       {"stride of lse", withParam(sm90aFields(), 8, param("lse_stride_b", "stride",
                                                           "\"tensor\": \"lse\", \"dim\": \"b\"")),
-       "\"params[8].tensor\" = \"lse\" is not one of"},
+       "\"params[8].tensor\" = \"lse\" cannot have a stride parameter"},
       {"stride of d", withParam(sm90aFields(), 8, param("q_stride_d", "stride",
                                                         "\"tensor\": \"q\", \"dim\": \"d\"")),
        "\"params[8].dim\" = \"d\" is not one of \"b\", \"n\", \"h\""},
