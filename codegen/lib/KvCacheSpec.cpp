@@ -193,3 +193,19 @@ void mlir::attn::buildKvCacheTilePipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }
+
+AttentionSpec mlir::attn::combineSpecOf(const AttentionSpec &split) {
+  AttentionSpec spec;
+  spec.target = split.target;
+  spec.headDim = split.headDim;
+  spec.bf16 = split.bf16;
+  spec.withLse = split.withLse;
+  spec.llvmOptLevel = split.llvmOptLevel;
+  spec.kvCache = true;
+  spec.splitKv = true;
+  spec.combine = true;
+  spec.headPack = split.headPack;
+  // The split kernel's tile rows, so that the head packing fits the same.
+  spec.blockM = kvCacheTileConfig(split).blockM;
+  return spec;
+}

@@ -138,6 +138,10 @@ AttentionSpec canonicalSpec(const AttentionSpec &spec);
 inline bool hasDiagonal(const AttentionSpec &spec) {
   return spec.causal || spec.windowLeft >= 0 || spec.windowRight >= 0;
 }
+/// The spec of the combine kernel that merges the partial results of the
+/// split-KV spec `split` (same target, dtype, head dim, LSE, head packing
+/// and tile rows; no mask, scale or page size of its own).
+AttentionSpec combineSpecOf(const AttentionSpec &split);
 
 /// Builds `module { func.func @<name>(q, k, v, o, lse) { attn.attention } }`.
 OwningOpRef<ModuleOp> buildSpecModule(MLIRContext &ctx,
