@@ -481,4 +481,15 @@ attngen_status attngen_kernel_plan(const attngen_kernel *k,
   return ATTNGEN_OK;
 }
 
+attngen_status attngen_kernel_check_kvcache_values(const attngen_kernel *k,
+                                                   const attnrt_forward_args *args,
+                                                   void *stream) {
+  if (!k)
+    return fail(ATTNGEN_ERROR_INVALID_ARGUMENT,
+                "the kernel is NULL: get one from attngen_jit_get_kernel");
+  if (attnrt_status s = attnrt_check_kvcache_values(k->module, args, stream))
+    return failFromRuntime(s);
+  return ATTNGEN_OK;
+}
+
 } // extern "C"

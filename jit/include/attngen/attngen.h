@@ -271,6 +271,13 @@ ATTNGEN_API attngen_status attngen_kernel_plan(const attngen_kernel *k,
                                                int64_t *num_splits,
                                                size_t *workspace_bytes);
 
+/** attnrt_check_kvcache_values on the loaded kernel: copies cache_seqlens
+ *  and the used block-table entries to the host on `stream`, waits, and
+ *  fails naming the first bad value (for debugging; not under CUDA graph
+ *  capture). */
+ATTNGEN_API attngen_status attngen_kernel_check_kvcache_values(
+    const attngen_kernel *k, const attnrt_forward_args *args, void *stream);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
