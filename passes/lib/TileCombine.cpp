@@ -76,13 +76,13 @@ void mlir::attn::tileCombine(CombineSplitsOp op, func::FuncOp func,
             ElementwiseOp::create(lb, l, rowType, ReduceKind::max, max, lse);
         Value alpha = Exp2DiffOp::create(lb, l, rowType, max, newMax, log2e);
         Value weight = Exp2DiffOp::create(lb, l, rowType, lse, newMax, log2e);
-        Value newSum = ElementwiseOp::create(
-            lb, l, rowType, ReduceKind::sum,
-            RescaleOp::create(lb, l, rowType, sum, alpha), weight);
-        Value newAcc = ElementwiseOp::create(
-            lb, l, accType, ReduceKind::sum,
-            RescaleOp::create(lb, l, accType, acc, alpha),
-            RescaleOp::create(lb, l, accType, out, weight));
+        Value keptSum = RescaleOp::create(lb, l, rowType, sum, alpha);
+        Value newSum = ElementwiseOp::create(lb, l, rowType, ReduceKind::sum,
+                                             keptSum, weight);
+        Value keptAcc = RescaleOp::create(lb, l, accType, acc, alpha);
+        Value weighted = RescaleOp::create(lb, l, accType, out, weight);
+        Value newAcc = ElementwiseOp::create(lb, l, accType, ReduceKind::sum,
+                                             keptAcc, weighted);
         scf::YieldOp::create(lb, l, ValueRange{newAcc, newMax, newSum});
       });
   Value out = NormalizeOp::create(b, loc, accType, loop.getResult(0),

@@ -55,17 +55,27 @@ int64_t chooseSplits(const attnrt_kernel_info &info, const attnrt_forward_args &
   int64_t blocks = (a.nk + info.block_n - 1) / info.block_n;
   if (tiles <= 0 || blocks <= 1 || tiles >= kFullGpuShare * slots)
     return 1;
-  int64_t most = std::min<int64_t>({ATTNRT_MAX_SPLITS, blocks});
   auto efficiency = [&](int64_t splits) {
     double waves = static_cast<double>(tiles * splits) / slots;
     return waves / std::ceil(waves);
   };
+  // Only split counts that every split uses: the kernel gives each split
+  // ceil(blocks / S) blocks, so S is worth trying only where that share
+  // shrinks (S = ceil(blocks / share) for a share of blocks).
+  std::vector<int64_t> candidates;
+  for (int64_t share = blocks; share >= 1; --share) {
+    int64_t splits = (blocks + share - 1) / share;
+    if (splits > ATTNRT_MAX_SPLITS)
+      break;
+    if (candidates.empty() || candidates.back() != splits)
+      candidates.push_back(splits);
+  }
   double best = 0;
-  for (int64_t s = 1; s <= most; ++s)
-    best = std::max(best, efficiency(s));
-  for (int64_t s = 1; s <= most; ++s)
-    if (efficiency(s) >= kEfficiencyTolerance * best)
-      return s;
+  for (int64_t splits : candidates)
+    best = std::max(best, efficiency(splits));
+  for (int64_t splits : candidates)
+    if (efficiency(splits) >= kEfficiencyTolerance * best)
+      return splits;
   return 1;
 }
 
