@@ -58,6 +58,14 @@ llvm::Error mlir::attn::validateKvCacheSpec(const AttentionSpec &spec) {
     return fail("a KV-cache kernel aligns its causal diagonal bottom-right, "
                 "to each sequence's cache_seqlens (as flash_attn_with_kvcache): "
                 "set causal_align to bottom-right (--causal-align=bottom-right)");
+  // The decoding program bounds each split's key blocks by the causal
+  // diagonal only; a window would need a lower bound per split as well.
+  if (spec.windowLeft >= 0 || spec.windowRight >= 0)
+    return fail(fmt::format(
+        "a KV-cache kernel has no sliding window (got window {},{}); use "
+        "window_size (-1, -1) (--window=-1,-1), or the dense kernel "
+        "(attngen.attention) for windowed attention",
+        spec.windowLeft, spec.windowRight));
   if (spec.combine && !spec.splitKv)
     return fail("the combine kernel merges a split-KV kernel's partial "
                 "results: set split_kv (--split-kv) with it");

@@ -7,9 +7,6 @@
 using namespace mlir;
 using namespace mlir::attn;
 
-/// Head dimensions the code generators have tile configurations for (as
-/// attn.attention's).
-static constexpr int64_t kSupportedHeadDims[] = {64, 128, 256};
 /// A page holds a whole number of 16-row MMA k steps.
 static constexpr int64_t kPageRowMultiple = 16;
 /// Rows of one 128-byte swizzle atom: a packed head's rows start on one.
@@ -138,9 +135,8 @@ LogicalResult AttentionKvCacheOp::verify() {
     if (failed(verifyUnitLastStride(*this, type, name)))
       return failure();
   }
-  if (!llvm::is_contained(kSupportedHeadDims, headDim))
-    return emitOpError() << "head dimension " << headDim
-                         << " is not supported; supported: 64, 128, 256";
+  if (llvm::Error error = checkHeadDim(headDim))
+    return emitOpError() << llvm::toString(std::move(error));
   MLIRContext *ctx = getContext();
   Type i32 = IntegerType::get(ctx, 32);
   if (failed(verifyRankAndElement(*this, getCacheSeqlens(), "cache_seqlens",

@@ -835,6 +835,15 @@ void testKvCache() {
   expectError(attngen_spec_check(&bad, "sm_90a"), ATTNGEN_ERROR_INVALID_SPEC,
               "aligns its causal diagonal bottom-right",
               "a causal KV-cache kernel aligned top-left");
+  bad = spec;
+  bad.window_left = 128;
+  expectError(attngen_spec_check(&bad, "sm_90a"), ATTNGEN_ERROR_INVALID_SPEC,
+              "a KV-cache kernel has no sliding window (got window 128,-1)",
+              "a KV-cache spec with a window");
+  bad = spec;
+  bad.head_dim = 96;
+  expect(attngen_spec_check(&bad, "sm_80") == ATTNGEN_OK,
+         std::string("a d96 KV-cache spec is valid: ") + attngen_last_error());
   bad = specOf(128, 0);
   bad.split_kv = 1;
   expectError(attngen_spec_check(&bad, "sm_90a"), ATTNGEN_ERROR_INVALID_SPEC,

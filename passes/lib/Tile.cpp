@@ -166,7 +166,7 @@ void TileProgramBuilder::build() {
             b, l, scores.getType(), scores, row, col, nk,
             op.isBottomRight() ? nq : Value(), op.getCausalAttr(),
             op.getCausalAlignAttr(), op.getWindowLeftAttr(),
-            op.getWindowRightAttr());
+            op.getWindowRightAttr(), /*head_pack=*/IntegerAttr());
         Type rowTy = rowType();
         auto softmax = OnlineSoftmaxOp::create(b, l, scores.getType(), rowTy,
                                                rowTy, rowTy, mask.getResult(),
@@ -364,7 +364,7 @@ struct AttnTilePass : public mlir::attn::impl::AttnTileBase<AttnTilePass> {
                          << llvm::toString(std::move(error));
         return failure();
       }
-      tileKvCache(kv, func, config);
+      tileKvCache(kv, func, config, *target);
     }
     return success();
   }

@@ -35,8 +35,9 @@ namespace {
 
 class KvCacheProgramBuilder {
 public:
-  KvCacheProgramBuilder(AttentionKvCacheOp op, const TileConfig &config)
-      : op(op), config(config), b(op), loc(op.getLoc()) {}
+  KvCacheProgramBuilder(AttentionKvCacheOp op, const TileConfig &config,
+                        TargetKind target)
+      : op(op), config(config), target(target), b(op), loc(op.getLoc()) {}
 
   void build();
 
@@ -52,9 +53,12 @@ private:
     return RegTileType::get(b.getContext(), {config.blockM}, b.getF32Type(),
                             FragmentKind::row);
   }
+  /// A Q/K/V tile: the head dim padded to the MMA's k step in the widest
+  /// swizzle that divides it, as the dense kernels' (TileConfig.h).
   SmemTileType smemType(int64_t rows) {
-    return SmemTileType::get(b.getContext(), {rows, op.getHeadDim()},
-                             op.getElementType(), /*swizzle=*/128);
+    int64_t cols = smemTileCols(op.getHeadDim());
+    return SmemTileType::get(b.getContext(), {rows, cols}, op.getElementType(),
+                             smemTileSwizzle(cols));
   }
   Value splat(RegTileType type, float value) {
     return SplatOp::create(b, loc, type, b.getF32FloatAttr(value));
@@ -72,13 +76,16 @@ private:
 
   AttentionKvCacheOp op;
   TileConfig config;
+  TargetKind target;
   OpBuilder b;
   Location loc;
 };
 
 void KvCacheProgramBuilder::build() {
   MLIRContext *ctx = b.getContext();
-  const int64_t headDim = op.getHeadDim();
+  // O's accumulator: the head dim, or on sm_90a the padded tile width (the
+  // stores write the first D columns).
+  const int64_t outCols = outputAccumulatorCols(target, op.getHeadDim());
   const int64_t pack = op.headPack();
   // Rows of one packed head: positions per tile.
   const int64_t positions = config.blockM / pack;
@@ -180,7 +187,7 @@ void KvCacheProgramBuilder::build() {
   copyKv(op.getKCache(), batch, base, kvHead, kTile, c0);
   WaitOp::create(b, loc, qTileBuf, c0);
 
-  Value acc0 = splat(accType(headDim), 0.0f);
+  Value acc0 = splat(accType(outCols), 0.0f);
   Value max0 = splat(rowType(), -std::numeric_limits<float>::infinity());
   Value sum0 = splat(rowType(), 0.0f);
 
@@ -208,7 +215,9 @@ void KvCacheProgramBuilder::build() {
           OpBuilder::InsertionGuard inner(b);
           b.setInsertionPointToEnd(branch.thenBlock());
           Value m = MaskOp::create(b, l, scores.getType(), scores, row, col,
-                                   kvLen, qLen, causal, align, packAttr());
+                                   kvLen, qLen, causal, align,
+                                   /*window_left=*/IntegerAttr(),
+                                   /*window_right=*/IntegerAttr(), packAttr());
           scf::YieldOp::create(b, l, m);
           b.setInsertionPointToEnd(branch.elseBlock());
           scf::YieldOp::create(b, l, scores);
@@ -238,7 +247,7 @@ void KvCacheProgramBuilder::build() {
           copyKv(op.getKCache(), batch, nextCol, kvHead, kTile, next);
           scf::YieldOp::create(b, il);
         });
-        Value newAcc = MmaOp::create(b, l, accType(headDim), probs, vTile,
+        Value newAcc = MmaOp::create(b, l, accType(outCols), probs, vTile,
                                      rescaled, /*transpose_b=*/false);
         scf::YieldOp::create(b, l,
                              SmallVector<Value>{newAcc, softmax.getNewMax(),
@@ -246,7 +255,7 @@ void KvCacheProgramBuilder::build() {
       });
 
   auto finalize = SoftmaxFinalizeOp::create(
-      b, loc, accType(headDim), rowType(), loop.getResult(0),
+      b, loc, accType(outCols), rowType(), loop.getResult(0),
       loop.getResult(1), loop.getResult(2), scale);
   auto storeTo = [&](OpBuilder &sb, Value o, Value lse, Value outBatch) {
     StoreOp::create(sb, loc, finalize.getOut(), o, outBatch, row, head,
@@ -324,7 +333,7 @@ LogicalResult mlir::attn::checkProblemKernelShape(Operation *op,
 }
 
 void mlir::attn::tileKvCache(AttentionKvCacheOp op, func::FuncOp func,
-                             const TileConfig &config) {
+                             const TileConfig &config, TargetKind target) {
   MLIRContext *ctx = op.getContext();
   Builder b(ctx);
   func->setAttr(kKernelAttrName, UnitAttr::get(ctx));
@@ -348,5 +357,5 @@ void mlir::attn::tileKvCache(AttentionKvCacheOp op, func::FuncOp func,
   func->setAttr(kHeadPackAttrName, b.getI64IntegerAttr(op.headPack()));
   if (op.isSplit())
     func->setAttr(kSplitKvAttrName, UnitAttr::get(ctx));
-  KvCacheProgramBuilder(op, config).build();
+  KvCacheProgramBuilder(op, config, target).build();
 }

@@ -19,10 +19,10 @@ namespace mlir::attn {
 LogicalResult checkProblemKernelShape(Operation *op, func::FuncOp func);
 
 /// Rewrites the function of an attn.attention_kvcache into its tile program
-/// with `config`, setting the kernel's attributes (tiling, tensor roles,
-/// grid rule, scale, causal, KV-cache facts).
+/// with `config` for `target`, setting the kernel's attributes (tiling,
+/// tensor roles, grid rule, scale, causal, KV-cache facts).
 void tileKvCache(AttentionKvCacheOp op, func::FuncOp func,
-                 const TileConfig &config);
+                 const TileConfig &config, TargetKind target);
 
 /// The same for an attn.combine_splits.
 void tileCombine(CombineSplitsOp op, func::FuncOp func,

@@ -63,6 +63,7 @@ class CompileTest(unittest.TestCase):
             (dict(kv_cache=True, head_pack=16), "head-pack = 16 does not fit block-m = 64"),
             (dict(page_size=32), "belong to KV-cache kernels"),
             (dict(kv_cache=True, causal=True), "aligns its causal diagonal bottom-right"),
+            (dict(kv_cache=True, window_size=(128, 0)), "has no sliding window"),
         ]
         for kwargs, needle in errors:
             with self.subTest(**{k: str(v) for k, v in kwargs.items()}):

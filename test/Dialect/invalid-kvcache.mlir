@@ -156,3 +156,14 @@ func.func @load_index_rank(%s: memref<?x?xi32>, %i: index) {
 func.func @times_itself() attributes {attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = num_splits, tile = 1, times = num_splits>], ctas_per_sm = 0>} {
   return
 }
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_90a>} {
+func.func @head_dim_not_multiple_of_8(%q: memref<?x?x?x36xbf16>, %kc: memref<?x?x?x36xbf16>, %o: memref<?x?x?x36xbf16>, %s: memref<?xi32>) {
+  // expected-error @+1 {{'attn.attention_kvcache' op head dimension 36 is not supported: use a multiple of 8 (the kernels copy rows in 16-byte chunks): pad q, k and v with zero columns to 40 and drop the extra output columns}}
+  attn.attention_kvcache %q, %kc, %kc, %o, %s {scale = 0.125 : f32}
+    : memref<?x?x?x36xbf16>, memref<?x?x?x36xbf16>, memref<?x?x?x36xbf16>, memref<?x?x?x36xbf16>, memref<?xi32>
+  return
+}
+}
