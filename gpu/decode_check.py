@@ -5,9 +5,15 @@ API with the JIT compiling on the GPU machine.
 
     ATTNGEN_LIBRARY=.../libattngen.so PYTHONPATH=python \\
         python3 gpu/decode_check.py [--quick] [--json OUT.json] [--no-bench]
+        [--timeout SECONDS]
+
+Every correctness case, the graph/compile check and every benchmark shape
+runs in a child process of its own under --timeout (default 300 s): a kernel
+that hangs fails its case ("timed out") instead of the run.
 
 * Correctness: contiguous and paged caches (pages of 16, 64 and 256 rows,
-  shuffled, some pages unused), GQA 32/8, 4/1 and MHA, head dims 64/128/256,
+  shuffled, some pages unused), GQA 32/8, 4/1 and MHA, head dims
+  40/64/96/128/192/256, strided views of q and of the caches,
   bf16 and f16, causal (bottom-right to each sequence's keys) or not,
   soft caps, Nq of 1, 3 and 17, cache_seqlens varying per sequence
   (including 0, 1 and the full capacity), num_splits auto, 1, 3 and more
@@ -32,6 +38,7 @@ import argparse
 import json
 import math
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -45,7 +52,9 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
 
-import attngen  # noqa: E402
+#: The package, imported by main() (the pure-Python parts, which
+#: gpu/check_reference.py checks on the CPU, need only torch).
+attngen = None
 
 #: H200 HBM3e peak (TB/s), for the share of peak the benchmark prints.
 PEAK_TBPS = 4.8
@@ -81,26 +90,38 @@ def reference(q, k_seqs, v_seqs, scale, causal, softcap):
     return torch.stack(outs), torch.stack(lses)
 
 
-def make_cache(b, capacity, hkv, d, dtype, lengths, page_size, seed):
+def strided_view(t, pad):
+    """t as a view with wider rows (`pad` spare head-dim columns, NaN) in a
+    larger buffer: the same values at strides that are not t's own."""
+    wide = torch.full((*t.shape[:-1], t.shape[-1] + pad), float("nan"), dtype=t.dtype,
+                      device=t.device)
+    wide[..., :t.shape[-1]] = t
+    return wide[..., :t.shape[-1]]
+
+
+def make_cache(b, capacity, hkv, d, dtype, lengths, page_size, seed, device="cuda",
+               strided=False):
     """(k_cache, v_cache, block_table or None, per-sequence keys and values).
     Rows past a sequence's length hold NaN; a paged cache's pages are
-    shuffled, with spare pages (NaN) between the used ones."""
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    keys = [torch.randn(n, hkv, d, device="cuda", dtype=dtype, generator=g) for n in lengths]
-    values = [torch.randn(n, hkv, d, device="cuda", dtype=dtype, generator=g) for n in lengths]
+    shuffled, with spare pages (NaN) between the used ones. strided: the
+    caches are views with 8 spare NaN columns per row."""
+    g = torch.Generator(device=device).manual_seed(seed)
+    keys = [torch.randn(n, hkv, d, device=device, dtype=dtype, generator=g) for n in lengths]
+    values = [torch.randn(n, hkv, d, device=device, dtype=dtype, generator=g) for n in lengths]
     nan = float("nan")
+    view = (lambda t: strided_view(t, 8)) if strided else (lambda t: t)
     if not page_size:
-        kc = torch.full((b, capacity, hkv, d), nan, device="cuda", dtype=dtype)
-        vc = torch.full((b, capacity, hkv, d), nan, device="cuda", dtype=dtype)
+        kc = torch.full((b, capacity, hkv, d), nan, device=device, dtype=dtype)
+        vc = torch.full((b, capacity, hkv, d), nan, device=device, dtype=dtype)
         for i, n in enumerate(lengths):
             kc[i, :n], vc[i, :n] = keys[i], values[i]
-        return kc, vc, None, keys, values
+        return view(kc), view(vc), None, keys, values
     max_blocks = capacity // page_size
     num_blocks = b * max_blocks + 7
     order = torch.randperm(num_blocks, generator=torch.Generator().manual_seed(seed))
-    table = order[:b * max_blocks].reshape(b, max_blocks).to(torch.int32).cuda()
-    kc = torch.full((num_blocks, page_size, hkv, d), nan, device="cuda", dtype=dtype)
-    vc = torch.full((num_blocks, page_size, hkv, d), nan, device="cuda", dtype=dtype)
+    table = order[:b * max_blocks].reshape(b, max_blocks).to(torch.int32).to(device)
+    kc = torch.full((num_blocks, page_size, hkv, d), nan, device=device, dtype=dtype)
+    vc = torch.full((num_blocks, page_size, hkv, d), nan, device=device, dtype=dtype)
     for i, n in enumerate(lengths):
         for j in range(math.ceil(n / page_size)):
             rows = slice(j * page_size, min(n, (j + 1) * page_size))
@@ -109,7 +130,7 @@ def make_cache(b, capacity, hkv, d, dtype, lengths, page_size, seed):
             vc[page, :rows.stop - rows.start] = values[i][rows]
         # Unused entries of the table may hold anything.
         table[i, math.ceil(n / page_size):] = -1
-    return kc, vc, table, keys, values
+    return view(kc), view(vc), table, keys, values
 
 
 def poisoned_call(q, kc, vc, lengths_t, table, kwargs, with_lse):
@@ -126,7 +147,7 @@ def poisoned_call(q, kc, vc, lengths_t, table, kwargs, with_lse):
 
 
 def cases(quick):
-    """(B, Nq, H, Hkv, D, capacity, page_size, lengths, num_splits)."""
+    """(B, Nq, H, Hkv, D, capacity, page_size, lengths, num_splits, strided)."""
     full = [
         (3, 1, 32, 8, 128, 1024, 0, [1000, 0, 1], 0),
         (3, 1, 32, 8, 128, 1024, 64, [777, 1024, 0], 0),
@@ -137,57 +158,65 @@ def cases(quick):
         (2, 1, 32, 8, 128, 256, 0, [200, 255], 64),   # more splits than key blocks
         (4, 1, 16, 2, 64, 2048, 128, [2048, 1, 0, 1500], 0),
         (1, 17, 8, 2, 128, 96, 48, [90], 0),           # pages of 48: 96-row blocks
+        (3, 1, 32, 8, 96, 1024, 64, [1000, 0, 129], 0),  # d96: 64-byte swizzle panels
+        (2, 2, 8, 2, 40, 640, 32, [639, 2], 3),        # d40: 32-byte panels, padded tiles
+        (2, 1, 16, 4, 192, 768, 0, [700, 65], 0),      # d192
+        (2, 1, 32, 8, 128, 1024, 0, [1000, 77], 0),   # strided q and caches
+        (2, 3, 8, 2, 64, 512, 64, [300, 3], 2),        # strided, paged
     ]
-    return full[:4] if quick else full
+    strided = {len(full) - 2, len(full) - 1}
+    rows = [c + (i in strided,) for i, c in enumerate(full)]
+    return rows[:4] if quick else rows
 
 
 VARIANTS = [(False, 0.0), (True, 0.0), (True, 30.0)]   # (causal, softcap)
 
 
-def correctness(quick):
+def correctness_case(ci, case):
+    """The rows of one case (every dtype and variant)."""
+    b, nq, h, hkv, d, cap, page, lengths, splits, strided = case
     results = []
-    for ci, (b, nq, h, hkv, d, cap, page, lengths, splits) in enumerate(cases(quick)):
-        for dtype, dname in ((torch.bfloat16, "bf16"), (torch.float16, "f16")):
-            for causal, softcap in VARIANTS:
-                torch.manual_seed(ci)
-                q = torch.randn(b, nq, h, d, device="cuda", dtype=dtype)
-                if softcap:
-                    q = q * 4
-                kc, vc, table, keys, values = make_cache(b, cap, hkv, d, dtype, lengths, page,
-                                                         seed=ci)
-                lengths_t = torch.tensor(lengths, dtype=torch.int32, device="cuda")
-                with_lse = (ci + int(causal)) % 2 == 0
-                kwargs = dict(causal=causal, softcap=softcap, num_splits=splits)
-                row = dict(case=ci, b=b, nq=nq, h=h, hkv=hkv, d=d, capacity=cap, page=page,
-                           lengths=lengths, num_splits=splits, dtype=dname, causal=causal,
-                           softcap=softcap, lse=with_lse)
-                try:
-                    out, lse, reused = poisoned_call(q, kc, vc, lengths_t, table, kwargs,
-                                                     with_lse)
-                    torch.cuda.synchronize()
-                except Exception as e:  # noqa: BLE001 - report and go on
-                    row.update(passed=False, error=f"{type(e).__name__}: {e}")
-                    results.append(row)
-                    print(f"  FAIL {row}", flush=True)
-                    continue
-                ref, ref_lse = reference(q, keys, values, 1 / math.sqrt(d), causal, softcap)
-                rel = cb.rel_error(torch, out, ref) if ref.abs().sum() > 0 else float(
-                    out.abs().max())
-                nan = int(torch.isnan(out).sum())
-                empty = torch.isinf(ref_lse).permute(0, 2, 1)
-                empty_zero = bool((out[empty] == 0).all())
-                ok = nan == 0 and math.isfinite(rel) and rel < cb.REL_TOL[dname] and empty_zero
-                if with_lse:
-                    err, bound = cb.lse_error(torch, lse, ref_lse)
-                    row["lse_err"] = float(err.max())
-                    ok = ok and bool((err <= bound).all())
-                row.update(rel=rel, nan=nan, empty_rows=int(empty.sum()),
-                           empty_rows_zero=empty_zero, poison_reused=reused, passed=ok)
+    for dtype, dname in ((torch.bfloat16, "bf16"), (torch.float16, "f16")):
+        for causal, softcap in VARIANTS:
+            torch.manual_seed(ci)
+            q = torch.randn(b, nq, h, d, device="cuda", dtype=dtype)
+            if softcap:
+                q = q * 4
+            if strided:
+                q = strided_view(q, 16)
+            kc, vc, table, keys, values = make_cache(b, cap, hkv, d, dtype, lengths, page,
+                                                     seed=ci, strided=strided)
+            lengths_t = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+            with_lse = (ci + int(causal)) % 2 == 0
+            kwargs = dict(causal=causal, softcap=softcap, num_splits=splits)
+            row = dict(case=ci, b=b, nq=nq, h=h, hkv=hkv, d=d, capacity=cap, page=page,
+                       lengths=lengths, num_splits=splits, dtype=dname, causal=causal,
+                       softcap=softcap, lse=with_lse, strided=strided)
+            try:
+                out, lse, reused = poisoned_call(q, kc, vc, lengths_t, table, kwargs,
+                                                 with_lse)
+                torch.cuda.synchronize()
+            except Exception as e:  # noqa: BLE001 - report and go on
+                row.update(passed=False, error=f"{type(e).__name__}: {e}")
                 results.append(row)
-                if not ok or not reused:
-                    print(f"  {'FAIL' if not ok else 'note'}: {row}", flush=True)
-    passed = sum(r["passed"] for r in results)
-    print(f"  correctness: {passed}/{len(results)} passed", flush=True)
+                print(f"  FAIL {row}", flush=True)
+                continue
+            ref, ref_lse = reference(q, keys, values, 1 / math.sqrt(d), causal, softcap)
+            rel = cb.rel_error(torch, out, ref) if ref.abs().sum() > 0 else float(
+                out.abs().max())
+            nan = int(torch.isnan(out).sum())
+            empty = torch.isinf(ref_lse).permute(0, 2, 1)
+            empty_zero = bool((out[empty] == 0).all())
+            ok = nan == 0 and math.isfinite(rel) and rel < cb.REL_TOL[dname] and empty_zero
+            if with_lse:
+                err, bound = cb.lse_error(torch, lse, ref_lse)
+                row["lse_err"] = float(err.max())
+                ok = ok and bool((err <= bound).all())
+            row.update(rel=rel, nan=nan, empty_rows=int(empty.sum()),
+                       empty_rows_zero=empty_zero, poison_reused=reused, passed=ok)
+            results.append(row)
+            if not ok or not reused:
+                print(f"  {'FAIL' if not ok else 'note'}: {row}", flush=True)
     return results
 
 
@@ -257,99 +286,172 @@ def sdpa_peer(q, k, v, backend):
         return run, "repeated heads"
 
 
-def bench(quick, warmup=10, iters=50):
-    rows = []
-    shapes = [(64, 1, 8192, 32, 8, 0), (64, 1, 8192, 32, 8, 64), (1, 1, 8192, 32, 8, 0),
-              (1, 1, 32768, 32, 8, 64)]
-    if quick:
-        shapes = shapes[:2]
+#: The decode benchmark shapes (B, Nq, Nk, H, Hkv, page_size), bf16 d128:
+#: the decode bar's row (contiguous and paged) first, then B=1 split-KV rows.
+BENCH_SHAPES = [(64, 1, 8192, 32, 8, 0), (64, 1, 8192, 32, 8, 64), (1, 1, 8192, 32, 8, 0),
+                (1, 1, 32768, 32, 8, 64)]
+
+
+def bench_shapes(quick):
+    return BENCH_SHAPES[:2] if quick else BENCH_SHAPES
+
+
+def bench_shape(shape, warmup=10, iters=50):
+    """One benchmark row: ours (auto splits and one split) against SDPA's
+    cuDNN and flash backends on contiguous K/V of the same shape."""
+    b, nq, nk, h, hkv, page = shape
     d = 128
-    for b, nq, nk, h, hkv, page in shapes:
-        torch.manual_seed(3)
-        q = torch.randn(b, nq, h, d, device="cuda", dtype=torch.bfloat16)
-        k = torch.randn(b, nk, hkv, d, device="cuda", dtype=torch.bfloat16)
-        v = torch.randn(b, nk, hkv, d, device="cuda", dtype=torch.bfloat16)
-        lengths = torch.full((b,), nk, dtype=torch.int32, device="cuda")
-        if page:
-            # The same keys in shuffled pages.
-            blocks = nk // page
-            perm = torch.randperm(b * blocks, device="cuda")
-            table = perm.reshape(b, blocks).to(torch.int32)
-            kc = torch.empty(b * blocks, page, hkv, d, device="cuda", dtype=torch.bfloat16)
-            vc = torch.empty_like(kc)
-            kc[perm.long()] = k.reshape(b * blocks, page, hkv, d)
-            vc[perm.long()] = v.reshape(b * blocks, page, hkv, d)
-        else:
-            kc, vc, table = k, v, None
-        kv_bytes = 2 * b * nk * hkv * d * 2
-        row = dict(b=b, nq=nq, nk=nk, h=h, hkv=hkv, d=d, page=page, kv_bytes=kv_bytes)
+    torch.manual_seed(3)
+    q = torch.randn(b, nq, h, d, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(b, nk, hkv, d, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(b, nk, hkv, d, device="cuda", dtype=torch.bfloat16)
+    lengths = torch.full((b,), nk, dtype=torch.int32, device="cuda")
+    if page:
+        # The same keys in shuffled pages.
+        blocks = nk // page
+        perm = torch.randperm(b * blocks, device="cuda")
+        table = perm.reshape(b, blocks).to(torch.int32)
+        kc = torch.empty(b * blocks, page, hkv, d, device="cuda", dtype=torch.bfloat16)
+        vc = torch.empty_like(kc)
+        kc[perm.long()] = k.reshape(b * blocks, page, hkv, d)
+        vc[perm.long()] = v.reshape(b * blocks, page, hkv, d)
+    else:
+        kc, vc, table = k, v, None
+    kv_bytes = 2 * b * nk * hkv * d * 2
+    row = dict(b=b, nq=nq, nk=nk, h=h, hkv=hkv, d=d, page=page, kv_bytes=kv_bytes)
 
-        def ours(splits=0):
-            return attngen.attention_with_kvcache(q, kc, vc, cache_seqlens=lengths,
-                                                  block_table=table, num_splits=splits)
+    def ours(splits=0):
+        return attngen.attention_with_kvcache(q, kc, vc, cache_seqlens=lengths,
+                                              block_table=table, num_splits=splits)
 
-        for label, splits in (("ours", 0), ("ours_nosplit", 1)):
-            ours(splits)
-            ms = cb.time_ms(torch, lambda: ours(splits), warmup, iters)
-            row[f"{label}_ms"] = ms
-        ref = None
-        for label, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION),
-                               ("flash", SDPBackend.FLASH_ATTENTION)):
-            try:
-                run, how = sdpa_peer(q, k, v, backend)
-                row[f"{label}_ms"] = cb.time_ms(torch, run, warmup, iters)
-                row[f"{label}_gqa"] = how
-                if ref is None:
-                    ref = run().transpose(1, 2)
-            except RuntimeError as e:
-                row[f"{label}_error"] = str(e).splitlines()[0][:200]
-        if ref is not None:
-            row["rel_vs_peer"] = cb.rel_error(torch, ours(), ref)
-        for key in [k_ for k_ in row if k_.endswith("_ms")]:
-            name = key[:-3]
-            row[f"{name}_tflops"] = 4.0 * b * h * nq * nk * d / (row[key] * 1e-3) / 1e12
-            row[f"{name}_gbps"] = kv_bytes / (row[key] * 1e-3) / 1e9
-        peers = [row[f"{p}_ms"] for p in ("cudnn", "flash") if f"{p}_ms" in row]
-        row["vs_best_peer"] = min(peers) / row["ours_ms"] if peers else float("nan")
-        rows.append(row)
-        print(f"  B={b} Nk={nk} page={page}: ours {row['ours_ms']:.3f} ms "
-              f"({row['ours_gbps']:.0f} GB/s, {row['ours_gbps'] / PEAK_TBPS / 10:.0f}% of peak), "
-              f"cudnn {row.get('cudnn_ms', float('nan')):.3f}, "
-              f"flash {row.get('flash_ms', float('nan')):.3f} ms; "
-              f"vs best peer {row['vs_best_peer']:.2f}x", flush=True)
-        del q, k, v, kc, vc
+    for label, splits in (("ours", 0), ("ours_nosplit", 1)):
+        ours(splits)
+        ms = cb.time_ms(torch, lambda: ours(splits), warmup, iters)
+        row[f"{label}_ms"] = ms
+    ref = None
+    for label, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION),
+                           ("flash", SDPBackend.FLASH_ATTENTION)):
+        try:
+            run, how = sdpa_peer(q, k, v, backend)
+            row[f"{label}_ms"] = cb.time_ms(torch, run, warmup, iters)
+            row[f"{label}_gqa"] = how
+            if ref is None:
+                ref = run().transpose(1, 2)
+        except RuntimeError as e:
+            row[f"{label}_error"] = str(e).splitlines()[0][:200]
+    if ref is not None:
+        row["rel_vs_peer"] = cb.rel_error(torch, ours(), ref)
+    for key in [k_ for k_ in row if k_.endswith("_ms")]:
+        name = key[:-3]
+        row[f"{name}_tflops"] = 4.0 * b * h * nq * nk * d / (row[key] * 1e-3) / 1e12
+        row[f"{name}_gbps"] = kv_bytes / (row[key] * 1e-3) / 1e9
+    peers = [row[f"{p}_ms"] for p in ("cudnn", "flash") if f"{p}_ms" in row]
+    row["vs_best_peer"] = min(peers) / row["ours_ms"] if peers else float("nan")
+    print(f"  B={b} Nk={nk} page={page}: ours {row['ours_ms']:.3f} ms "
+          f"({row['ours_gbps']:.0f} GB/s, {row['ours_gbps'] / PEAK_TBPS / 10:.0f}% of peak), "
+          f"cudnn {row.get('cudnn_ms', float('nan')):.3f}, "
+          f"flash {row.get('flash_ms', float('nan')):.3f} ms; "
+          f"vs best peer {row['vs_best_peer']:.2f}x", flush=True)
+    # The benchmarked output is checked too (against the first peer's).
+    row["passed"] = ref is None or row["rel_vs_peer"] < cb.REL_TOL["bf16"]
+    return row
+
+
+def row_line(r):
+    if "error" in r:
+        return f"bench shape {r['index']}: FAILED: {r['error']}"
+    case = f"B{r['b']} Nk{r['nk']} {'page' + str(r['page']) if r['page'] else 'contig'}"
+    return (f"{case:<26} {r['ours_ms']:8.3f} {r['ours_gbps']:6.0f} "
+            f"{r['ours_gbps'] / PEAK_TBPS / 10:5.0f}% {r['ours_tflops']:7.2f} "
+            f"{r['ours_nosplit_ms']:8.3f} {r.get('cudnn_ms', float('nan')):7.3f} "
+            f"{r.get('cudnn_gbps', float('nan')):6.0f} {r.get('flash_ms', float('nan')):7.3f} "
+            f"{r.get('flash_gbps', float('nan')):6.0f} {r['vs_best_peer']:6.2f}x")
+
+
+def run_child(args, what, index):
+    """Runs `what` (correctness case / graphs / bench shape) `index` in a
+    child process under the timeout; returns its JSON rows (a failed row when
+    it crashed or timed out)."""
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+        path = f.name
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", what, str(index), "--child-out",
+           path] + (["--quick"] if args.quick else [])
+    error = None
+    try:
+        proc = subprocess.run(cmd, timeout=args.timeout)
+        if proc.returncode not in (0, 1):
+            error = f"child exited with status {proc.returncode} (crash?)"
+    except subprocess.TimeoutExpired:
+        error = f"timed out after {args.timeout} s (kernel hang?)"
+    rows = []
+    if error is None:
+        try:
+            with open(path) as f:
+                rows = json.load(f)
+        except (OSError, ValueError) as e:
+            error = f"no result from the child ({e})"
+    os.unlink(path)
+    if error is not None:
+        rows = [dict(what=what, index=index, passed=False, error=error)]
+        print(f"  FAIL {what} {index}: {error}", flush=True)
     return rows
 
 
+def child(what, index, quick):
+    """The child's work: the rows of one correctness case, the graph/compile
+    check or one benchmark shape."""
+    if what == "case":
+        return correctness_case(index, cases(quick)[index])
+    if what == "graphs":
+        return graphs_and_compile()
+    if what == "bench":
+        return [bench_shape(bench_shapes(quick)[index])]
+    raise ValueError(f"unknown child work {what!r}")
+
+
 def main():
+    global attngen
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-bench", action="store_true")
+    parser.add_argument("--timeout", type=int, default=300,
+                        help="seconds per child (a correctness case, a benchmark shape)")
+    parser.add_argument("--child", nargs=2, metavar=("WHAT", "INDEX"), help=argparse.SUPPRESS)
+    parser.add_argument("--child-out", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    import attngen as package
+    attngen = package
+    if args.child:
+        rows = child(args.child[0], int(args.child[1]), args.quick)
+        with open(args.child_out, "w") as f:
+            json.dump(rows, f)
+        return 0 if all(r.get("passed", True) for r in rows) else 1
     print(f"attngen {attngen.__version__}, {torch.cuda.get_device_name()}, torch "
           f"{torch.__version__}, arch {attngen.device_arch()}", flush=True)
-    print("== correctness (attention_with_kvcache vs float32 reference)")
-    checks = correctness(args.quick)
-    print("== CUDA graphs and torch.compile")
-    checks += graphs_and_compile()
+    print("== correctness (attention_with_kvcache vs float32 reference)", flush=True)
+    checks = []
+    for ci in range(len(cases(args.quick))):
+        checks += run_child(args, "case", ci)
+    print(f"  correctness: {sum(r['passed'] for r in checks)}/{len(checks)} passed", flush=True)
+    print("== CUDA graphs and torch.compile", flush=True)
+    checks += run_child(args, "graphs", 0)
     rows = []
     if not args.no_bench:
-        print("== decode benchmark (bf16, d128)")
-        rows = bench(args.quick)
-    ok = all(r["passed"] for r in checks)
+        print("== decode benchmark (bf16, d128)", flush=True)
+        for i in range(len(bench_shapes(args.quick))):
+            rows += run_child(args, "bench", i)
+    ok = all(r["passed"] for r in checks + rows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"checks": checks, "bench": rows, "passed": ok}, f, indent=1)
     print("\n== summary")
     print(f"correctness: {sum(r['passed'] for r in checks)}/{len(checks)} passed")
-    print(f"{'case':<26} {'ours ms':>8} {'GB/s':>6} {'TFLOPS':>7} {'no split':>8} "
-          f"{'cudnn':>7} {'flash':>7} {'vs best':>7}")
+    print(f"{'case':<26} {'ours ms':>8} {'GB/s':>6} {'peak':>6} {'TFLOPS':>7} "
+          f"{'no split':>8} {'cudnn':>7} {'GB/s':>6} {'flash':>7} {'GB/s':>6} {'vs best':>7}")
     for r in rows:
-        case = f"B{r['b']} Nk{r['nk']} {'page' + str(r['page']) if r['page'] else 'contig'}"
-        print(f"{case:<26} {r['ours_ms']:8.3f} {r['ours_gbps']:6.0f} {r['ours_tflops']:7.2f} "
-              f"{r['ours_nosplit_ms']:8.3f} {r.get('cudnn_ms', float('nan')):7.3f} "
-              f"{r.get('flash_ms', float('nan')):7.3f} {r['vs_best_peer']:6.2f}x")
+        print(row_line(r))
+    print(f"decode_check: {'all checks passed' if ok else 'SOME CHECKS FAILED'}")
     return 0 if ok else 1
 
 

@@ -256,7 +256,8 @@ void copyChunks(Lowering &l, const SmemBuffer &buffer, Tensor tensor,
 /// The chunks of a tile that packs `headPack` heads or reads a paged cache
 /// (`pages`): each chunk's source row is computed on its own (a packed
 /// row's head and position; a paged row's page from the block table, whose
-/// pages outside [0, num_blocks) read as zeros). Rows past N read as zero.
+/// pages outside [0, num_blocks) read as zeros), except in a tile that lies
+/// in one page, whose page is looked up once. Rows past N read as zero.
 void copyChunksMapped(Lowering &l, const SmemBuffer &buffer, Tensor tensor,
                       int64_t headDim, Value batchIndex, Value rowIndex,
                       Value headIndex, Value pages, int64_t headPack) {
@@ -267,6 +268,38 @@ void copyChunksMapped(Lowering &l, const SmemBuffer &buffer, Tensor tensor,
   Value head = l.toI32(l.scalar(headIndex));
   Value row0 = l.toI32(l.scalar(rowIndex));
   Value base = l.params.ptr[static_cast<int>(tensor)];
+  if (pages && l.pageSize % rows == 0) {
+    // The tile lies in one page (the verifier: the row is a multiple of
+    // the tile's rows): one block-table lookup and one address per thread,
+    // each step a constant number of rows further, as in copyChunks. (A
+    // lookup per chunk kept 16 page indices live at d256: 52 bytes of
+    // spills on sm_80.)
+    Value page = l.loadPage(
+        batch, arith::DivUIOp::create(b, l.loc, row0, l.i32(l.pageSize)));
+    Value valid = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::ult,
+                                        page, l.params.numBlocks);
+    Value firstRow = arith::AddIOp::create(
+        b, l.loc, arith::RemUIOp::create(b, l.loc, row0, l.i32(l.pageSize)),
+        walk.firstRow);
+    Value src = l.globalAddress(tensor, page, firstRow, head, walk.col);
+    Value rowStride = l.params.stride[static_cast<int>(tensor)][1];
+    Value srcBytes = arith::SelectOp::create(b, l.loc, valid,
+                                             l.i32(kChunkBytes), l.i32(0));
+    auto globalPtr =
+        LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
+    walk.forEach(l, [&](int64_t step) {
+      Value stepSrc = LLVM::GEPOp::create(
+          b, l.loc, globalPtr, b.getI16Type(), src,
+          ValueRange{arith::MulIOp::create(b, l.loc, rowStride,
+                                           l.i64(step * walk.rowsPerStep))});
+      // A page outside the cache reads 0 bytes from the tensor's base.
+      Value safeSrc = arith::SelectOp::create(b, l.loc, valid, stepSrc, base);
+      NVVM::CpAsyncOp::create(b, l.loc, l.smemPtr(walk.dstOffset(l, step)),
+                              safeSrc, kChunkBytes,
+                              NVVM::LoadCacheModifierKind::CG, srcBytes);
+    });
+    return;
+  }
   walk.forEach(l, [&](int64_t step) {
     Value rowInTile = walk.row(l, step);
     Value srcBatch = batch, srcRow, srcHead = head, valid;
