@@ -66,6 +66,10 @@ llvm::Error mlir::attn::validateKvCacheSpec(const AttentionSpec &spec) {
         "window_size (-1, -1) (--window=-1,-1), or the dense kernel "
         "(attngen.attention) for windowed attention",
         spec.windowLeft, spec.windowRight));
+  if (spec.varlen)
+    return fail("a KV-cache kernel takes a padded batch of caches with "
+                "cache_seqlens, not a packed variable-length one: drop varlen "
+                "(--varlen)");
   if (spec.combine && !spec.splitKv)
     return fail("the combine kernel merges a split-KV kernel's partial "
                 "results: set split_kv (--split-kv) with it");

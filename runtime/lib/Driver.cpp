@@ -78,8 +78,6 @@ const char *bindAll(void *library, DriverApi &api) {
   ATTNRT_BIND(funcSetAttribute, cuFuncSetAttribute)
   ATTNRT_BIND(launchKernel, cuLaunchKernel)
   ATTNRT_BIND(pointerGetAttributes, cuPointerGetAttributes)
-  ATTNRT_BIND(memcpyDtoHAsync, cuMemcpyDtoHAsync)
-  ATTNRT_BIND(streamSynchronize, cuStreamSynchronize)
 #undef ATTNRT_BIND
   // Optional: absent from pre-12.0 drivers; TMA modules check for it.
   bindSymbol(library, ATTNRT_SYMBOL_NAME(cuTensorMapEncodeTiled), api.tensorMapEncodeTiled);

@@ -1010,6 +1010,7 @@ void testVarlen() {
   a.batch = -1;
   expectStatus("varlen: cu_seqlens: negative batch", attnrt_check_cu_seqlens(&a, goodQ, goodK), kBad,
                {"args.batch = -1 is out of range"});
+}
 
 //===----------------------------------------------------------------------===//
 // KV cache and split-KV (docs/ABI.md "KV cache and split-KV")
