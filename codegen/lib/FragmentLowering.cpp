@@ -741,6 +741,8 @@ void lowerStoreRows(Lowering &l, StoreRowsOp op) {
   TileRows rows = l.tileRows(Tensor::Q, op.getBatch(), op.getRow());
   Value batch = rows.batch ? l.toI64(rows.batch) : Value();
   Value head0 = l.toI32(l.scalar(op.getHead()));
+  // One head for the whole tile unless it packs heads (then per row).
+  Value head = op.headPack() == 1 ? l.toI64(head0) : Value();
   Value row0 = rows.row;
   Value base = l.params.ptr[static_cast<int>(tensor)];
   auto ptrType =
@@ -754,16 +756,17 @@ void lowerStoreRows(Lowering &l, StoreRowsOp op) {
   l.emitIf(arith::AndIOp::create(b, l.loc, notNull, firstLane), [&] {
     // (b * H + h) * Nq, or h * total_q for a packed batch: once, unless
     // the tile packs heads (then per row, with the row's head).
-    auto rowBaseOf = [&](Value head) -> Value {
-      Value batchHead = l.toI64(head);
+    Value rowsPerHead = l.toI64(l.params.nq);
+    auto rowBaseOf = [&](Value head64) -> Value {
+      Value batchHead = head64;
       if (batch)
         batchHead = arith::AddIOp::create(
             b, l.loc,
             arith::MulIOp::create(b, l.loc, batch, l.toI64(l.params.numHeads)),
-            batchHead);
-      return arith::MulIOp::create(b, l.loc, batchHead, l.toI64(l.params.nq));
+            head64);
+      return arith::MulIOp::create(b, l.loc, batchHead, rowsPerHead);
     };
-    Value rowBase = op.headPack() == 1 ? rowBaseOf(head0) : Value();
+    Value rowBase = head ? rowBaseOf(head) : Value();
     for (int64_t t = 0; t < shape.mTiles; ++t)
       for (int64_t h = 0; h < 2; ++h) {
         auto [headOffset, position] =
@@ -774,8 +777,8 @@ void lowerStoreRows(Lowering &l, StoreRowsOp op) {
         l.emitIf(inside, [&] {
           Value first =
               rowBase ? rowBase
-                      : rowBaseOf(arith::AddIOp::create(b, l.loc, head0,
-                                                        headOffset));
+                      : rowBaseOf(l.toI64(
+                            arith::AddIOp::create(b, l.loc, head0, headOffset)));
           Value offset = arith::AddIOp::create(b, l.loc, first, l.toI64(row));
           Value addr = LLVM::GEPOp::create(b, l.loc, ptrType, b.getF32Type(),
                                            base, ValueRange{offset});
