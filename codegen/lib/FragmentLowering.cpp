@@ -739,10 +739,12 @@ void lowerStoreRows(Lowering &l, StoreRowsOp op) {
   Tensor tensor = l.tensors.lookup(op.getDst());
   // The rows are query rows: Nq (or the sequence's end) bounds them.
   TileRows rows = l.tileRows(Tensor::Q, op.getBatch(), op.getRow());
-  Value batch = rows.batch ? l.toI64(rows.batch) : Value();
+  // A tile that packs heads computes each row's offset on its own (its
+  // head varies by row); any other one row offset for the whole tile.
+  bool packedHeads = op.headPack() > 1;
+  Value batch = rows.batch && !packedHeads ? l.toI64(rows.batch) : Value();
   Value head0 = l.toI32(l.scalar(op.getHead()));
-  // One head for the whole tile unless it packs heads (then per row).
-  Value head = op.headPack() == 1 ? l.toI64(head0) : Value();
+  Value head = packedHeads ? Value() : l.toI64(head0);
   Value row0 = rows.row;
   Value base = l.params.ptr[static_cast<int>(tensor)];
   auto ptrType =
@@ -754,32 +756,41 @@ void lowerStoreRows(Lowering &l, StoreRowsOp op) {
       b, l.loc, arith::CmpIPredicate::eq,
       arith::AndIOp::create(b, l.loc, l.lane, l.i32(3)), l.i32(0));
   l.emitIf(arith::AndIOp::create(b, l.loc, notNull, firstLane), [&] {
-    // (b * H + h) * Nq, or h * total_q for a packed batch: once, unless
-    // the tile packs heads (then per row, with the row's head).
+    if (packedHeads) {
+      for (int64_t t = 0; t < shape.mTiles; ++t)
+        for (int64_t h = 0; h < 2; ++h) {
+          auto [headOffset, position] =
+              l.packedRow(l.fragmentRow(t, h), type.getRows(), op.headPack());
+          Value row = arith::AddIOp::create(b, l.loc, row0, position);
+          Value rowHead = arith::AddIOp::create(b, l.loc, head0, headOffset);
+          Value inside = arith::CmpIOp::create(
+              b, l.loc, arith::CmpIPredicate::slt, row, rows.end);
+          l.emitIf(inside, [&] {
+            Value addr = LLVM::GEPOp::create(
+                b, l.loc, ptrType, b.getF32Type(), base,
+                ValueRange{rowsOffset(l, rows.batch, rowHead, row)});
+            LLVM::StoreOp::create(b, l.loc, v[t * 2 + h], addr,
+                                  /*alignment=*/4);
+          });
+        }
+      return;
+    }
+    // (b * H + h) * Nq, or h * total_q for a packed batch.
     Value rowsPerHead = l.toI64(l.params.nq);
-    auto rowBaseOf = [&](Value head64) -> Value {
-      Value batchHead = head64;
-      if (batch)
-        batchHead = arith::AddIOp::create(
-            b, l.loc,
-            arith::MulIOp::create(b, l.loc, batch, l.toI64(l.params.numHeads)),
-            head64);
-      return arith::MulIOp::create(b, l.loc, batchHead, rowsPerHead);
-    };
-    Value rowBase = head ? rowBaseOf(head) : Value();
+    Value batchHead = head;
+    if (batch)
+      batchHead = arith::AddIOp::create(
+          b, l.loc,
+          arith::MulIOp::create(b, l.loc, batch, l.toI64(l.params.numHeads)),
+          head);
+    Value rowBase = arith::MulIOp::create(b, l.loc, batchHead, rowsPerHead);
     for (int64_t t = 0; t < shape.mTiles; ++t)
       for (int64_t h = 0; h < 2; ++h) {
-        auto [headOffset, position] =
-            l.packedRow(l.fragmentRow(t, h), type.getRows(), op.headPack());
-        Value row = arith::AddIOp::create(b, l.loc, row0, position);
+        Value row = arith::AddIOp::create(b, l.loc, row0, l.fragmentRow(t, h));
         Value inside = arith::CmpIOp::create(
             b, l.loc, arith::CmpIPredicate::slt, row, rows.end);
         l.emitIf(inside, [&] {
-          Value first =
-              rowBase ? rowBase
-                      : rowBaseOf(l.toI64(
-                            arith::AddIOp::create(b, l.loc, head0, headOffset)));
-          Value offset = arith::AddIOp::create(b, l.loc, first, l.toI64(row));
+          Value offset = arith::AddIOp::create(b, l.loc, rowBase, l.toI64(row));
           Value addr = LLVM::GEPOp::create(b, l.loc, ptrType, b.getF32Type(),
                                            base, ValueRange{offset});
           LLVM::StoreOp::create(b, l.loc, v[t * 2 + h], addr, /*alignment=*/4);

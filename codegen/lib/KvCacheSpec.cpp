@@ -66,6 +66,9 @@ llvm::Error mlir::attn::validateKvCacheSpec(const AttentionSpec &spec) {
         "window_size (-1, -1) (--window=-1,-1), or the dense kernel "
         "(attngen.attention) for windowed attention",
         spec.windowLeft, spec.windowRight));
+  if (spec.exp2EmulatedEighths != 0)
+    return fail("a KV-cache kernel computes every exponential on MUFU.EX2: drop "
+                "exp2 emulation (--exp2-emulate=0)");
   if (spec.varlen)
     return fail("a KV-cache kernel takes a padded batch of caches with "
                 "cache_seqlens, not a packed variable-length one: drop varlen "

@@ -74,8 +74,10 @@ void mlir::attn::tileCombine(CombineSplitsOp op, func::FuncOp func,
                                    partialBatch, row, head, packAttr);
         Value newMax =
             ElementwiseOp::create(lb, l, rowType, ReduceKind::max, max, lse);
-        Value alpha = Exp2DiffOp::create(lb, l, rowType, max, newMax, log2e);
-        Value weight = Exp2DiffOp::create(lb, l, rowType, lse, newMax, log2e);
+        Value alpha = Exp2DiffOp::create(lb, l, rowType, max, newMax, log2e,
+                                         /*emulated_eighths=*/IntegerAttr());
+        Value weight = Exp2DiffOp::create(lb, l, rowType, lse, newMax, log2e,
+                                          /*emulated_eighths=*/IntegerAttr());
         Value keptSum = RescaleOp::create(lb, l, rowType, sum, alpha);
         Value newSum = ElementwiseOp::create(lb, l, rowType, ReduceKind::sum,
                                              keptSum, weight);
