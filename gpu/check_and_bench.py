@@ -93,6 +93,13 @@ class KernelInfo(ctypes.Structure):
         ("num_sms", ctypes.c_int),
         # Variable-length batches (appended; 0 for the dense kernels here).
         ("varlen", ctypes.c_int),
+        # KV cache and split-KV (appended after varlen; forward, 0 here).
+        ("kind", ctypes.c_int),
+        ("kv_cache", ctypes.c_int),
+        ("page_size", ctypes.c_int),
+        ("head_pack", ctypes.c_int),
+        ("split_kv", ctypes.c_int),
+        ("grid_times", ctypes.c_int * 3),
     ]
 
     def as_dict(self):
@@ -132,6 +139,17 @@ class ForwardArgs(ctypes.Structure):
         ("cu_seqlens_k", ctypes.c_void_p),
         ("max_seqlen_q", ctypes.c_int64),
         ("max_seqlen_k", ctypes.c_int64),
+        # KV cache and split-KV (appended after varlen; left zero: the dense
+        # kernels here read none of it).
+        ("cache_seqlens", ctypes.c_void_p),
+        ("block_table", ctypes.c_void_p),
+        ("block_table_stride", ctypes.c_int64),
+        ("max_blocks", ctypes.c_int64),
+        ("num_blocks", ctypes.c_int64),
+        ("page_size", ctypes.c_int64),
+        ("num_splits", ctypes.c_int64),
+        ("workspace", ctypes.c_void_p),
+        ("workspace_bytes", ctypes.c_size_t),
     ]
 
 

@@ -4,7 +4,11 @@ the visibility rule (`check_and_bench.visible`: causal masks of both alignments,
 sliding windows), the visible-key count the window TFLOPS use, the float32
 reference (O = 0 and LSE = -inf on rows that see no key) and, where
 torch.nn.attention.flex_attention exists, that python_check.py's block masks
-and soft-cap score_mod compute what attngen computes.
+and soft-cap score_mod compute what attngen computes; and decode_check.py's
+parts: its per-sequence float32 reference (bottom-right causal to each
+sequence's length, lengths 0 and 1, GQA, soft caps) against brute force, the
+paged and strided caches it builds (every sequence's keys found again through
+the block table, NaN past the lengths), its case list and benchmark shapes.
 
     python3 gpu/check_reference.py        # needs torch (the CPU build is enough)
 
@@ -180,6 +184,75 @@ def test_exp2_emulation_table():
     check(not cb.window_costs(results), "exp2 kernels are not window kernels")
 
 
+def test_decode(torch):
+    import decode_check as dc
+    # The reference against brute force: B = 2 sequences of lengths 0..9,
+    # GQA 4/2, Nq 1 and 3, causal (bottom-right to each length) or not.
+    for nq, lengths, causal, softcap in ((1, [5, 0], False, 0.0), (3, [1, 9], True, 0.0),
+                                          (3, [2, 7], True, 5.0), (1, [1, 4], True, 0.0)):
+        h, hkv, d = 4, 2, 8
+        q = torch.randn(len(lengths), nq, h, d, dtype=torch.float64)
+        keys = [torch.randn(n, hkv, d, dtype=torch.float64) for n in lengths]
+        values = [torch.randn(n, hkv, d, dtype=torch.float64) for n in lengths]
+        out, lse = dc.reference(q, keys, values, 0.3, causal, softcap)
+        for b, n in enumerate(lengths):
+            for head in range(h):
+                kv = head // (h // hkv)
+                want, want_lse = brute_reference(
+                    q[b, :, head].tolist(), keys[b][:, kv].tolist(), values[b][:, kv].tolist(),
+                    0.3, causal, True, softcap, (-1, -1))
+                got = out[b, :, head].tolist()
+                for i in range(nq):
+                    close = all(abs(x - y) < 1e-4 for x, y in zip(got[i], want[i]))
+                    lse_ok = (lse[b, head, i].item() == want_lse[i] if math.isinf(want_lse[i])
+                              else abs(lse[b, head, i].item() - want_lse[i]) < 1e-4)
+                    check(close and lse_ok, f"decode reference nq={nq} length={n} causal={causal} "
+                                            f"softcap={softcap} head={head} row={i}")
+    # The caches: contiguous / paged, plain / strided.
+    for page, strided in ((0, False), (16, False), (64, True), (0, True)):
+        b, cap, hkv, d, lengths = 3, 128, 2, 16, [100, 0, 128]
+        kc, vc, table, keys, values = dc.make_cache(b, cap, hkv, d, torch.float32, lengths, page,
+                                                    seed=1, device="cpu", strided=strided)
+        what = f"decode cache page={page} strided={strided}"
+        check(kc.stride(-1) == 1 and all(x % 8 == 0 for x in kc.stride()[:3]),
+              f"{what}: strides {kc.stride()} (last 1, others multiples of 8)")
+        check(kc.is_contiguous() != strided, f"{what}: contiguous iff not strided")
+        for i, n in enumerate(lengths):
+            if page:
+                used = (n + page - 1) // page
+                rows = torch.cat([kc[int(table[i, j])] for j in range(used)]) if used else \
+                    kc[:0].reshape(0, hkv, d)
+                vrows = torch.cat([vc[int(table[i, j])] for j in range(used)]) if used else \
+                    vc[:0].reshape(0, hkv, d)
+                check(bool((table[i, used:] == -1).all()), f"{what}: unused entries -1")
+                tail = rows[n:]
+            else:
+                rows, vrows, tail = kc[i], vc[i], kc[i, n:]
+            check(torch.equal(rows[:n], keys[i]) and torch.equal(vrows[:n], values[i]),
+                  f"{what}: sequence {i}'s keys and values")
+            check(bool(torch.isnan(tail).all()), f"{what}: NaN past length {n}")
+        if page:
+            used = table[table >= 0]
+            check(len(set(used.tolist())) == len(used) and int(used.max()) < kc.shape[0],
+                  f"{what}: distinct pages inside the cache")
+    # The case list: valid shapes, and the cases the brief asks for.
+    rows = dc.cases(quick=False)
+    for c in rows:
+        b, nq, h, hkv, d, cap, page, lengths, splits, strided = c
+        check(h % hkv == 0 and len(lengths) == b and max(lengths) <= cap and
+              (page == 0 or (page % 16 == 0 and cap % page == 0)) and d % 8 == 0 and
+              8 <= d <= 256, f"decode case {c} is well formed")
+    lengths = [n for c in rows for n in c[7]]
+    check(0 in lengths and 1 in lengths, "decode cases have lengths 0 and 1")
+    check(any(c[6] for c in rows) and any(not c[6] for c in rows), "paged and contiguous cases")
+    check(any(c[9] for c in rows), "strided cases")
+    check({64, 128, 256, 96, 40} <= {c[4] for c in rows}, "head dims 40, 64, 96, 128, 256")
+    check(any(c[8] > math.ceil(max(c[7]) / 64) for c in rows), "a case with splits that get "
+                                                               "no key")
+    check(dc.bench_shapes(quick=True) == [(64, 1, 8192, 32, 8, 0), (64, 1, 8192, 32, 8, 64)],
+          "the decode bar's rows (contiguous, paged) lead the benchmark")
+
+
 def main():
     try:
         import torch
@@ -190,6 +263,7 @@ def main():
     test_reference(torch)
     test_flex(torch)
     test_exp2_emulation_table()
+    test_decode(torch)
     print(f"check_reference: {'all passed' if failures == 0 else f'{failures} FAILED'}")
     return 0 if failures == 0 else 1
 

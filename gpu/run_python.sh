@@ -67,6 +67,9 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
     > "$OUT/varlen_memcheck.log" 2>&1 || { tail -n 30 "$OUT/varlen_memcheck.log"; fail "varlen memcheck"; }
   tail -n 3 "$OUT/varlen_memcheck.log"
 fi
+step "KV-cache decoding: correctness (paged, split-KV, GQA), CUDA graphs, torch.compile, decode speed vs SDPA"
+python3 gpu/decode_check.py --json "$OUT/decode_check.json" "$@" 2>&1 | tee "$OUT/decode_check.log"
+[ "${PIPESTATUS[0]}" = 0 ] || fail "decode_check"
 WHEEL=$(ls "$(dirname "$PREFIX")"/wheel/attngen-*.whl 2>/dev/null | head -n 1)
 if [ -n "$WHEEL" ]; then
   step "pip install of the wheel (self-contained library inside), tests against the install"

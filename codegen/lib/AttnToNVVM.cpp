@@ -142,24 +142,51 @@ LogicalResult checkLowerable(func::FuncOp func, TilingAttr tiling,
         return success();
       return op->emitOpError() << what;
     };
+    // A paged copy reads the block table; only key/value tiles are paged.
+    auto expectPages = [&](Value src, Value pages) -> LogicalResult {
+      if (!pages)
+        return success();
+      if (failed(expect(src, {Tensor::K, Tensor::V},
+                        "reads pages of the kernel's k or v argument only")))
+        return failure();
+      return expect(pages, {Tensor::BlockTable},
+                    "reads its pages from the kernel's \"block_table\" "
+                    "argument only");
+    };
     LogicalResult ok = success();
     if (auto copy = dyn_cast<CopyAsyncOp>(op))
-      ok = expect(copy.getSrc(), {Tensor::Q, Tensor::K, Tensor::V},
-                  "copies from the kernel's q, k or v argument only");
+      ok = succeeded(expect(copy.getSrc(), {Tensor::Q, Tensor::K, Tensor::V},
+                            "copies from the kernel's q, k or v argument "
+                            "only"))
+               ? expectPages(copy.getSrc(), copy.getPages())
+               : failure();
     else if (auto load = dyn_cast<PipeLoadOp>(op))
-      ok = expect(load.getSrc(), {Tensor::Q, Tensor::K, Tensor::V},
-                  "loads from the kernel's q, k or v argument only");
+      ok = succeeded(expect(load.getSrc(), {Tensor::Q, Tensor::K, Tensor::V},
+                            "loads from the kernel's q, k or v argument only"))
+               ? expectPages(load.getSrc(), load.getPages())
+               : failure();
     else if (auto store = dyn_cast<StoreOp>(op))
-      ok = expect(store.getDst(), {Tensor::O},
-                  "must write the kernel's \"o\" argument: the kernel ABI "
-                  "has one output tensor");
+      ok = expect(store.getDst(), {Tensor::O, Tensor::OPartial},
+                  "must write the kernel's \"o\" argument (or a split "
+                  "kernel's \"o_partial\"): the kernel ABI has one output "
+                  "tensor");
     else if (auto rows = dyn_cast<StoreRowsOp>(op))
-      ok = expect(rows.getDst(), {Tensor::Lse},
-                  "must write the kernel's \"lse\" argument");
+      ok = expect(rows.getDst(), {Tensor::Lse, Tensor::LsePartial},
+                  "must write the kernel's \"lse\" (or \"lse_partial\") "
+                  "argument");
     else if (auto seq = dyn_cast<SequenceOp>(op))
       ok = expect(seq.getCuSeqlens(), {Tensor::CuSeqlensQ, Tensor::CuSeqlensK},
                   "must read the kernel's \"cu_seqlens_q\" or "
                   "\"cu_seqlens_k\" argument");
+    else if (auto load = dyn_cast<LoadOp>(op))
+      ok = expect(load.getSrc(), {Tensor::OPartial},
+                  "must read the kernel's \"o_partial\" argument");
+    else if (auto load = dyn_cast<LoadRowsOp>(op))
+      ok = expect(load.getSrc(), {Tensor::LsePartial},
+                  "must read the kernel's \"lse_partial\" argument");
+    else if (auto load = dyn_cast<LoadIndexOp>(op))
+      ok = expect(load.getSrc(), {Tensor::CacheSeqlens},
+                  "must read the kernel's \"cache_seqlens\" argument");
     return failed(ok) ? WalkResult::interrupt() : WalkResult::advance();
   });
   return failure(result.wasInterrupted());
@@ -352,7 +379,33 @@ LogicalResult KernelLowering::lowerWarpSpecialize(WarpSpecializeOp op) {
   return status;
 }
 
-/// memref.dim of a kernel tensor reads the kernel's size parameters.
+/// The size parameter `kind` of the kernel (null if it takes none).
+Value sizeParam(const KernelParams &params, SizeKind kind) {
+  switch (kind) {
+  case SizeKind::batch:
+    return params.batch;
+  case SizeKind::nq:
+    return params.nq;
+  case SizeKind::nk:
+    return params.nk;
+  case SizeKind::num_heads:
+    return params.numHeads;
+  case SizeKind::num_kv_heads:
+    return params.numKvHeads;
+  case SizeKind::num_splits:
+    return params.numSplits;
+  case SizeKind::max_blocks:
+    return params.maxBlocks;
+  case SizeKind::num_blocks:
+    return params.numBlocks;
+  case SizeKind::max_seqlen_q:
+    return params.maxSeqlenQ;
+  }
+  return Value();
+}
+
+/// memref.dim of a kernel tensor reads the kernel's size parameters; a
+/// static dimension (the head dimension, a page size) is its constant.
 LogicalResult KernelLowering::lowerDim(memref::DimOp op) {
   std::optional<int64_t> dim = op.getConstantIndex();
   auto tensor = l->tensors.find(op.getSource());
@@ -362,36 +415,36 @@ LogicalResult KernelLowering::lowerDim(memref::DimOp op) {
     return op.emitOpError("attn-to-nvvm needs a constant dimension of a "
                           "kernel tensor (q, k, v, o or lse)");
   OpBuilder &b = l->b;
-  int64_t rank = cast<MemRefType>(op.getSource().getType()).getRank();
+  auto type = cast<MemRefType>(op.getSource().getType());
+  int64_t rank = type.getRank();
   Value size;
-  if (tensor->second == Tensor::Lse) {
-    // [B, H, Nq], or packed [H, total_q].
-    int64_t logical = rank == 2 ? *dim + 1 : *dim;
-    size = logical == 0 ? l->params.batch
-           : logical == 1 ? l->params.numHeads
-                          : l->params.nq;
-    l->scalars[op] = arith::IndexCastOp::create(b, op.getLoc(),
-                                                b.getIndexType(), size);
-    return success();
+  // A varlen kernel's packed tensors: LSE [H, total_q], data [total, H, D].
+  if (tensor->second == Tensor::Lse && rank == 2) {
+    size = *dim == 0 ? l->params.numHeads : l->params.nq;
+  } else if (tensor->second <= Tensor::O && rank == 3) {
+    // A packed [total, H, D] tensor's dimensions are [B, N, H, D]'s without
+    // the batch.
+    switch (*dim + 1) {
+    case 1:
+      size = l->tensorRows(tensor->second);
+      break;
+    case 2:
+      size = Lowering::isQueryTensor(tensor->second) ? l->params.numHeads
+                                                     : l->params.numKvHeads;
+      break;
+    default:
+      size = l->i32(l->headDim);
+    }
+  } else if (*dim < rank && !type.isDynamicDim(*dim)) {
+    size = l->i32(type.getDimSize(*dim));
+  } else if (std::optional<SizeKind> kind =
+                 tensorDimSize(tensor->second, *dim, l->pageSize > 0)) {
+    size = sizeParam(l->params, *kind);
   }
-  // A packed [total, H, D] tensor's dimensions are [B, N, H, D]'s without
-  // the batch.
-  if (rank == 3)
-    ++*dim;
-  switch (*dim) {
-  case 0:
-    size = l->params.batch;
-    break;
-  case 1:
-    size = l->tensorRows(tensor->second);
-    break;
-  case 2:
-    size = Lowering::isQueryTensor(tensor->second) ? l->params.numHeads
-                                                   : l->params.numKvHeads;
-    break;
-  default:
-    size = l->i32(l->headDim);
-  }
+  if (!size)
+    return op.emitOpError() << "reads dimension " << *dim << " of the "
+                            << tensorName(tensor->second)
+                            << " tensor, which no kernel parameter holds";
   l->scalars[op] = arith::IndexCastOp::create(b, op.getLoc(),
                                               b.getIndexType(), size);
   return success();
@@ -466,6 +519,46 @@ LogicalResult KernelLowering::lowerOp(Operation *op) {
           n = NVVM::GridDimZOp::create(b, o.getLoc(), i32);
         l->scalars[o] =
             arith::IndexCastOp::create(b, o.getLoc(), b.getIndexType(), n);
+        return success();
+      })
+      .Case<ProblemSizeOp>([&](ProblemSizeOp o) -> LogicalResult {
+        Value size = sizeParam(l->params, o.getSize());
+        if (!size)
+          return o.emitOpError() << "reads the size "
+                                 << stringifySizeKind(o.getSize())
+                                 << ", which the kernel takes no parameter for";
+        l->scalars[o] = arith::IndexCastOp::create(b, o.getLoc(),
+                                                   b.getIndexType(), size);
+        return success();
+      })
+      .Case<LoadIndexOp>([&](LoadIndexOp o) {
+        // The tensor may be absent (a null pointer): then the fallback.
+        Value base = l->params.ptr[static_cast<int>(
+            l->tensors.lookup(o.getSrc()))];
+        Value isNull = arith::CmpIOp::create(
+            b, o.getLoc(), arith::CmpIPredicate::eq,
+            LLVM::PtrToIntOp::create(b, o.getLoc(), b.getI64Type(), base),
+            l->i64(0));
+        Value fallback = l->toI32(l->scalar(o.getFallback()));
+        auto branch = scf::IfOp::create(b, o.getLoc(), TypeRange{b.getI32Type()},
+                                        isNull, /*withElseRegion=*/true);
+        {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(branch.thenBlock());
+          scf::YieldOp::create(b, o.getLoc(), fallback);
+          b.setInsertionPointToStart(branch.elseBlock());
+          auto ptrType = LLVM::LLVMPointerType::get(b.getContext(),
+                                                    kGlobalAddressSpace);
+          Value addr = LLVM::GEPOp::create(
+              b, o.getLoc(), ptrType, b.getI32Type(), base,
+              ValueRange{l->toI64(l->toI32(l->scalar(o.getIndex())))});
+          auto load = LLVM::LoadOp::create(b, o.getLoc(), b.getI32Type(), addr,
+                                           /*alignment=*/4);
+          load.setInvariant(true);
+          scf::YieldOp::create(b, o.getLoc(), load.getResult());
+        }
+        l->scalars[o] = arith::IndexCastOp::create(
+            b, o.getLoc(), b.getIndexType(), branch.getResult(0));
         return success();
       })
       .Case<WarpSpecializeOp>([&](auto o) { return lowerWarpSpecialize(o); })
@@ -607,8 +700,9 @@ LogicalResult KernelLowering::run() {
     return failure();
   if (failed(checkLowerable(func, tiling, abi->tensors)))
     return failure();
+  // Every kernel writes O, whose head dimension and element type are Q's.
   auto qType = cast<MemRefType>(
-      func.getArgument(llvm::find(abi->tensors, Tensor::Q) -
+      func.getArgument(llvm::find(abi->tensors, Tensor::O) -
                        abi->tensors.begin())
           .getType());
   ModuleOp module = func->getParentOfType<ModuleOp>();
@@ -724,12 +818,26 @@ LogicalResult KernelLowering::run() {
       case SizeKind::max_seqlen_q:
         l->params.maxSeqlenQ = value;
         break;
+      case SizeKind::num_splits:
+        l->params.numSplits = value;
+        break;
+      case SizeKind::max_blocks:
+        l->params.maxBlocks = value;
+        break;
+      case SizeKind::num_blocks:
+        l->params.numBlocks = value;
+        break;
       }
       break;
     }
   }
-  for (auto [arg, role] : llvm::zip(func.getArguments(), abi->tensors))
+  for (auto [arg, role] : llvm::zip(func.getArguments(), abi->tensors)) {
     l->tensors[arg] = role;
+    l->tensorElement[static_cast<int>(role)] =
+        cast<MemRefType>(arg.getType()).getElementType();
+  }
+  if (auto pageSize = func->getAttrOfType<IntegerAttr>(kPageSizeAttrName))
+    l->pageSize = pageSize.getInt();
 
   // Thread coordinates and the 1024-byte aligned shared-memory base.
   l->tid = NVVM::ThreadIdXOp::create(b, func.getLoc(), i32);
@@ -775,6 +883,11 @@ LogicalResult KernelLowering::run() {
   for (StringRef name :
        {"attn.causal", "attn.causal_align", "attn.scale", "attn.softcap",
         "attn.window_left", "attn.window_right", "attn.varlen"})
+    if (Attribute attr = func->getAttr(name))
+      kernel->setAttr(name, attr);
+  // The decoding kernels' facts (docs/ABI.md "KV cache and split-KV").
+  for (StringRef name : {kKvCacheAttrName, kPageSizeAttrName, kHeadPackAttrName,
+                         kSplitKvAttrName, kCombineAttrName})
     if (Attribute attr = func->getAttr(name))
       kernel->setAttr(name, attr);
   kernel->setAttr("attn.params", abiParamsAttr(ctx, *abi));

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -49,6 +50,78 @@ Value Lowering::smemPtr(Value byteOffset) {
   auto ptrType = LLVM::LLVMPointerType::get(b.getContext(), kSharedAddressSpace);
   return LLVM::GEPOp::create(b, loc, ptrType, b.getI8Type(), smemBase,
                              ValueRange{byteOffset});
+}
+
+/// Rows after which the 128-byte swizzle's XOR pattern repeats.
+static constexpr int64_t kSwizzleRows = 8;
+/// 16-bit elements of one 16-byte chunk.
+static constexpr int64_t kChunkElements = 8;
+
+ChunkWalk Lowering::chunkWalk(const SmemBuffer &buffer, Value thread,
+                              int64_t threads, int64_t filledCols) {
+  ChunkWalk walk;
+  SwizzleGeometry g(buffer.type);
+  if (filledCols == 0)
+    filledCols = buffer.type.getCols();
+  int64_t usedSlots = filledCols / kChunkElements;
+  int64_t chunksPerRow = llvm::PowerOf2Ceil(usedSlots);
+  // Warps hold 32 threads and rows at most 32 chunk slots: R is whole.
+  assert(threads % chunksPerRow == 0 && "a step must cover whole rows");
+  walk.thread = thread;
+  walk.threads = threads;
+  walk.total = buffer.type.getRows() * chunksPerRow;
+  walk.rowsPerStep = threads / chunksPerRow;
+  walk.rowBytes = g.rowBytes;
+  walk.period = kSwizzleRows / std::gcd(walk.rowsPerStep, kSwizzleRows);
+  Value slot = arith::RemUIOp::create(b, loc, thread, i32(chunksPerRow));
+  if (usedSlots != chunksPerRow)
+    walk.slotUsed = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                          slot, i32(usedSlots));
+  walk.firstRow = arith::DivUIOp::create(b, loc, thread, i32(chunksPerRow));
+  walk.col = arith::MulIOp::create(b, loc, slot, i32(kChunkElements));
+  for (int64_t p = 0; p < walk.period; ++p)
+    walk.dstBases.push_back(swizzledOffset(
+        buffer,
+        arith::AddIOp::create(b, loc, walk.firstRow,
+                              i32(p * walk.rowsPerStep)),
+        walk.col));
+  return walk;
+}
+
+Value ChunkWalk::row(Lowering &l, int64_t step) const {
+  return arith::AddIOp::create(l.b, l.loc, firstRow,
+                               l.i32(step * rowsPerStep));
+}
+
+Value ChunkWalk::dstOffset(Lowering &l, int64_t step) const {
+  int64_t rowOffset = (step / period) * period * rowsPerStep;
+  return arith::AddIOp::create(l.b, l.loc, dstBases[step % period],
+                               l.i32(rowOffset * rowBytes));
+}
+
+void ChunkWalk::forEach(Lowering &l,
+                        llvm::function_ref<void(int64_t)> body) const {
+  auto steps = [&] {
+    for (int64_t step = 0; step * threads < total; ++step) {
+      int64_t first = step * threads;
+      if (first + threads <= total) {
+        body(step);
+        continue;
+      }
+      Value inRange = arith::CmpIOp::create(
+          l.b, l.loc, arith::CmpIPredicate::ult, thread, l.i32(total - first));
+      l.emitIf(inRange, [&] { body(step); });
+    }
+  };
+  if (slotUsed)
+    return l.emitIf(slotUsed, steps);
+  steps();
+}
+
+void Lowering::zeroSharedChunk(Value byteOffset) {
+  auto vecType = VectorType::get({4}, b.getI32Type());
+  Value zero = LLVM::ZeroOp::create(b, loc, vecType);
+  LLVM::StoreOp::create(b, loc, zero, smemPtr(byteOffset), /*alignment=*/16);
 }
 
 Value Lowering::smemAddress(Value byteOffset) {
@@ -132,7 +205,9 @@ Value Lowering::globalAddress(Tensor tensor, Value batch, Value row,
   offset = arith::AddIOp::create(b, loc, offset, toI64(col));
   auto ptrType =
       LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
-  return LLVM::GEPOp::create(b, loc, ptrType, b.getI16Type(), params.ptr[t],
+  Type element = elementBytes(tensor) == 4 ? Type(b.getF32Type())
+                                           : Type(b.getI16Type());
+  return LLVM::GEPOp::create(b, loc, ptrType, element, params.ptr[t],
                              ValueRange{offset});
 }
 
@@ -145,6 +220,33 @@ TileRows Lowering::tileRows(Tensor tensor, Value batch, Value row) {
   Value start = seq->second.start;
   return {Value(), arith::AddIOp::create(b, loc, start, tileRow),
           arith::AddIOp::create(b, loc, start, seq->second.length)};
+}
+
+Value Lowering::loadPage(Value batch, Value slot) {
+  int t = static_cast<int>(Tensor::BlockTable);
+  Value last = arith::SubIOp::create(b, loc, params.maxBlocks, i32(1));
+  Value clamped = arith::MinUIOp::create(b, loc, slot, last);
+  Value offset = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, toI64(batch), params.stride[t][0]),
+      toI64(clamped));
+  auto ptrType =
+      LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
+  Value addr = LLVM::GEPOp::create(b, loc, ptrType, b.getI32Type(),
+                                   params.ptr[t], ValueRange{offset});
+  // The block table is read-only during the kernel.
+  auto load = LLVM::LoadOp::create(b, loc, b.getI32Type(), addr,
+                                   /*alignment=*/4);
+  load.setInvariant(true);
+  return load;
+}
+
+std::pair<Value, Value> Lowering::packedRow(Value row, int64_t rows,
+                                            int64_t headPack) {
+  if (headPack == 1)
+    return {i32(0), row};
+  int64_t positions = rows / headPack;
+  return {arith::DivUIOp::create(b, loc, row, i32(positions)),
+          arith::RemUIOp::create(b, loc, row, i32(positions))};
 }
 
 FragmentShape Lowering::fragmentShape(RegTileType type) const {
@@ -283,8 +385,13 @@ void lowerMask(Lowering &l, MaskOp op) {
       // are masked for this row.
       Value limit = kvLen;
       Value row;
-      if (right || left)
-        row = arith::AddIOp::create(b, l.loc, row0, l.fragmentRow(t, h));
+      if (right || left) {
+        // A packed tile's rows are (head, position): the position counts.
+        Value position =
+            l.packedRow(l.fragmentRow(t, h), type.getRows(), op.headPack())
+                .second;
+        row = arith::AddIOp::create(b, l.loc, row0, position);
+      }
       if (right) {
         Value rowEnd = arith::AddIOp::create(b, l.loc, row, l.i32(1));
         if (rightSide)
@@ -517,10 +624,20 @@ void lowerConvert(Lowering &l, ConvertOp op) {
   l.tiles[op] = result;
 }
 
-/// Each thread stores its column pairs as 32-bit words; rows >= Nq (or past
+/// Two f32 as one vector<2xf32> (an 8-byte store).
+Value pairOf(Lowering &l, Value a, Value c) {
+  auto vecType = VectorType::get({2}, l.b.getF32Type());
+  Value vec = LLVM::PoisonOp::create(l.b, l.loc, vecType);
+  vec = LLVM::InsertElementOp::create(l.b, l.loc, vec, a, l.i32(0));
+  return LLVM::InsertElementOp::create(l.b, l.loc, vec, c, l.i32(1));
+}
+
+/// Each thread stores its column pairs as 32-bit words (16-bit elements) or
+/// 64-bit words (f32, a split kernel's partial output); rows >= Nq (or past
 /// the end of a packed batch's sequence) skipped, and so are the 8-column
 /// blocks past the destination's head dimension (an output computed on a V
-/// padded to whole swizzle panels).
+/// padded to whole swizzle panels). A packed tile's rows go to their head
+/// and position.
 void lowerStore(Lowering &l, StoreOp op) {
   OpBuilder &b = l.b;
   auto type = cast<RegTileType>(op.getValue().getType());
@@ -529,12 +646,15 @@ void lowerStore(Lowering &l, StoreOp op) {
       cast<MemRefType>(op.getDst().getType()).getShape().back() / 8;
   const SmallVector<Value> &v = l.tiles[op.getValue()];
   Tensor tensor = l.tensors.lookup(op.getDst());
-  Value head = l.toI32(l.scalar(op.getHead()));
+  bool f32 = l.elementBytes(tensor) == 4;
+  Value head0 = l.toI32(l.scalar(op.getHead()));
   TileRows rows = l.tileRows(tensor, op.getBatch(), op.getRow());
   for (int64_t t = 0; t < shape.mTiles; ++t)
     for (int64_t h = 0; h < 2; ++h) {
-      Value row =
-          arith::AddIOp::create(b, l.loc, rows.row, l.fragmentRow(t, h));
+      auto [headOffset, position] =
+          l.packedRow(l.fragmentRow(t, h), type.getRows(), op.headPack());
+      Value row = arith::AddIOp::create(b, l.loc, rows.row, position);
+      Value head = arith::AddIOp::create(b, l.loc, head0, headOffset);
       Value inside = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt,
                                            row, rows.end);
       l.emitIf(inside, [&] {
@@ -542,15 +662,75 @@ void lowerStore(Lowering &l, StoreOp op) {
           int64_t index = (t * shape.nBlocks + n) * 4 + 2 * h;
           Value addr = l.globalAddress(tensor, rows.batch, row, head,
                                        l.fragmentCol(n, 0));
-          LLVM::StoreOp::create(b, l.loc, pack(l, v[index], v[index + 1]),
-                                addr, /*alignment=*/4);
+          if (f32)
+            LLVM::StoreOp::create(b, l.loc, pairOf(l, v[index], v[index + 1]),
+                                  addr, /*alignment=*/8);
+          else
+            LLVM::StoreOp::create(b, l.loc, pack(l, v[index], v[index + 1]),
+                                  addr, /*alignment=*/4);
         }
       });
     }
 }
 
+/// attn.load: each thread loads its column pairs of an f32 tensor as 8-byte
+/// words; rows at or past N read 0 (their address is the tensor's base).
+void lowerLoad(Lowering &l, LoadOp op) {
+  OpBuilder &b = l.b;
+  auto type = cast<RegTileType>(op.getType());
+  FragmentShape shape = l.fragmentShape(type);
+  Tensor tensor = l.tensors.lookup(op.getSrc());
+  Value batch = l.toI32(l.scalar(op.getBatch()));
+  Value head0 = l.toI32(l.scalar(op.getHead()));
+  Value row0 = l.toI32(l.scalar(op.getRow()));
+  Value numRows = l.tensorRows(tensor);
+  Value base = l.params.ptr[static_cast<int>(tensor)];
+  auto vecType = VectorType::get({2}, b.getF32Type());
+  Value zero = l.f32(0.0f);
+  SmallVector<Value> values(valueCount(l, type));
+  for (int64_t t = 0; t < shape.mTiles; ++t)
+    for (int64_t h = 0; h < 2; ++h) {
+      auto [headOffset, position] =
+          l.packedRow(l.fragmentRow(t, h), type.getRows(), op.headPack());
+      Value row = arith::AddIOp::create(b, l.loc, row0, position);
+      Value head = arith::AddIOp::create(b, l.loc, head0, headOffset);
+      Value inside = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt,
+                                           row, numRows);
+      for (int64_t n = 0; n < shape.nBlocks; ++n) {
+        Value addr = arith::SelectOp::create(
+            b, l.loc, inside,
+            l.globalAddress(tensor, batch, row, head, l.fragmentCol(n, 0)),
+            base);
+        auto load = LLVM::LoadOp::create(b, l.loc, vecType, addr,
+                                         /*alignment=*/8);
+        load.setInvariant(true);
+        int64_t index = (t * shape.nBlocks + n) * 4 + 2 * h;
+        for (int64_t e = 0; e < 2; ++e)
+          values[index + e] = arith::SelectOp::create(
+              b, l.loc, inside,
+              LLVM::ExtractElementOp::create(b, l.loc, load, l.i32(e)), zero);
+      }
+    }
+  l.tiles[op] = values;
+}
+
+/// The offset of element (batch, head, row) of a contiguous [B, H, Nq]
+/// f32 tensor (LSE and the partial LSEs): (b * H + h) * Nq + row, in i64.
+Value rowsOffset(Lowering &l, Value batch, Value head, Value row) {
+  OpBuilder &b = l.b;
+  Value bh = arith::AddIOp::create(
+      b, l.loc,
+      arith::MulIOp::create(b, l.loc, l.toI64(batch),
+                            l.toI64(l.params.numHeads)),
+      l.toI64(head));
+  return arith::AddIOp::create(
+      b, l.loc, arith::MulIOp::create(b, l.loc, bh, l.toI64(l.params.nq)),
+      l.toI64(row));
+}
+
 /// One lane of the four that share a row writes it: lse[b, h, row], or for
-/// a packed batch lse[h, start + row].
+/// a packed batch lse[h, start + row] (a packed tile's rows: their head and
+/// position).
 void lowerStoreRows(Lowering &l, StoreRowsOp op) {
   OpBuilder &b = l.b;
   auto type = cast<RegTileType>(op.getValue().getType());
@@ -559,8 +739,12 @@ void lowerStoreRows(Lowering &l, StoreRowsOp op) {
   Tensor tensor = l.tensors.lookup(op.getDst());
   // The rows are query rows: Nq (or the sequence's end) bounds them.
   TileRows rows = l.tileRows(Tensor::Q, op.getBatch(), op.getRow());
-  Value batch = rows.batch ? l.toI64(rows.batch) : Value();
-  Value head = l.toI64(l.toI32(l.scalar(op.getHead())));
+  // A tile that packs heads computes each row's offset on its own (its
+  // head varies by row); any other one row offset for the whole tile.
+  bool packedHeads = op.headPack() > 1;
+  Value batch = rows.batch && !packedHeads ? l.toI64(rows.batch) : Value();
+  Value head0 = l.toI32(l.scalar(op.getHead()));
+  Value head = packedHeads ? Value() : l.toI64(head0);
   Value row0 = rows.row;
   Value base = l.params.ptr[static_cast<int>(tensor)];
   auto ptrType =
@@ -572,6 +756,25 @@ void lowerStoreRows(Lowering &l, StoreRowsOp op) {
       b, l.loc, arith::CmpIPredicate::eq,
       arith::AndIOp::create(b, l.loc, l.lane, l.i32(3)), l.i32(0));
   l.emitIf(arith::AndIOp::create(b, l.loc, notNull, firstLane), [&] {
+    if (packedHeads) {
+      for (int64_t t = 0; t < shape.mTiles; ++t)
+        for (int64_t h = 0; h < 2; ++h) {
+          auto [headOffset, position] =
+              l.packedRow(l.fragmentRow(t, h), type.getRows(), op.headPack());
+          Value row = arith::AddIOp::create(b, l.loc, row0, position);
+          Value rowHead = arith::AddIOp::create(b, l.loc, head0, headOffset);
+          Value inside = arith::CmpIOp::create(
+              b, l.loc, arith::CmpIPredicate::slt, row, rows.end);
+          l.emitIf(inside, [&] {
+            Value addr = LLVM::GEPOp::create(
+                b, l.loc, ptrType, b.getF32Type(), base,
+                ValueRange{rowsOffset(l, rows.batch, rowHead, row)});
+            LLVM::StoreOp::create(b, l.loc, v[t * 2 + h], addr,
+                                  /*alignment=*/4);
+          });
+        }
+      return;
+    }
     // (b * H + h) * Nq, or h * total_q for a packed batch.
     Value rowsPerHead = l.toI64(l.params.nq);
     Value batchHead = head;
@@ -596,6 +799,53 @@ void lowerStoreRows(Lowering &l, StoreRowsOp op) {
   });
 }
 
+/// attn.load_rows: every lane of a row loads it (rows past Nq: -inf, their
+/// address the tensor's base).
+void lowerLoadRows(Lowering &l, LoadRowsOp op) {
+  OpBuilder &b = l.b;
+  auto type = cast<RegTileType>(op.getType());
+  FragmentShape shape = l.fragmentShape(type);
+  Value batch = l.toI32(l.scalar(op.getBatch()));
+  Value head0 = l.toI32(l.scalar(op.getHead()));
+  Value row0 = l.toI32(l.scalar(op.getRow()));
+  Value base = l.params.ptr[static_cast<int>(l.tensors.lookup(op.getSrc()))];
+  auto ptrType =
+      LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
+  Value negInf = l.f32(-std::numeric_limits<float>::infinity());
+  SmallVector<Value> values;
+  for (int64_t t = 0; t < shape.mTiles; ++t)
+    for (int64_t h = 0; h < 2; ++h) {
+      auto [headOffset, position] =
+          l.packedRow(l.fragmentRow(t, h), type.getRows(), op.headPack());
+      Value row = arith::AddIOp::create(b, l.loc, row0, position);
+      Value head = arith::AddIOp::create(b, l.loc, head0, headOffset);
+      Value inside = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt,
+                                           row, l.params.nq);
+      Value addr = arith::SelectOp::create(
+          b, l.loc, inside,
+          LLVM::GEPOp::create(b, l.loc, ptrType, b.getF32Type(), base,
+                              ValueRange{rowsOffset(l, batch, head, row)}),
+          base);
+      auto load = LLVM::LoadOp::create(b, l.loc, b.getF32Type(), addr,
+                                       /*alignment=*/4);
+      load.setInvariant(true);
+      values.push_back(
+          arith::SelectOp::create(b, l.loc, inside, load, negInf));
+    }
+  l.tiles[op] = values;
+}
+
+/// attn.elementwise: each thread combines its own elements.
+void lowerElementwise(Lowering &l, ElementwiseOp op) {
+  SmallVector<Value> result;
+  for (auto [x, y] : llvm::zip(l.tiles[op.getLhs()], l.tiles[op.getRhs()]))
+    result.push_back(op.getKind() == ReduceKind::max
+                         ? arith::MaxNumFOp::create(l.b, l.loc, x, y)
+                               .getResult()
+                         : arith::AddFOp::create(l.b, l.loc, x, y).getResult());
+  l.tiles[op] = result;
+}
+
 } // namespace
 
 LogicalResult mlir::attn::lowerFragmentOp(Lowering &l, Operation *op,
@@ -613,6 +863,9 @@ LogicalResult mlir::attn::lowerFragmentOp(Lowering &l, Operation *op,
       .Case<ConvertOp>([&](auto o) { lowerConvert(l, o); })
       .Case<StoreOp>([&](auto o) { lowerStore(l, o); })
       .Case<StoreRowsOp>([&](auto o) { lowerStoreRows(l, o); })
+      .Case<LoadOp>([&](auto o) { lowerLoad(l, o); })
+      .Case<LoadRowsOp>([&](auto o) { lowerLoadRows(l, o); })
+      .Case<ElementwiseOp>([&](auto o) { lowerElementwise(l, o); })
       .Default([&](Operation *) { handled = false; });
   return success();
 }

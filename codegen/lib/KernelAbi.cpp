@@ -33,6 +33,14 @@ StringRef mlir::attn::tensorName(Tensor tensor) {
     return "cu_seqlens_q";
   case Tensor::CuSeqlensK:
     return "cu_seqlens_k";
+  case Tensor::CacheSeqlens:
+    return "cache_seqlens";
+  case Tensor::BlockTable:
+    return "block_table";
+  case Tensor::OPartial:
+    return "o_partial";
+  case Tensor::LsePartial:
+    return "lse_partial";
   }
   return "";
 }
@@ -46,7 +54,53 @@ std::optional<Tensor> mlir::attn::tensorFromName(StringRef name) {
       .Case("lse", Tensor::Lse)
       .Case("cu_seqlens_q", Tensor::CuSeqlensQ)
       .Case("cu_seqlens_k", Tensor::CuSeqlensK)
+      .Case("cache_seqlens", Tensor::CacheSeqlens)
+      .Case("block_table", Tensor::BlockTable)
+      .Case("o_partial", Tensor::OPartial)
+      .Case("lse_partial", Tensor::LsePartial)
       .Default(std::nullopt);
+}
+
+std::optional<SizeKind> mlir::attn::tensorDimSize(Tensor tensor, unsigned dim,
+                                                  bool pagedCache) {
+  switch (tensor) {
+  case Tensor::Q:
+  case Tensor::O:
+    return dim == 0   ? std::optional(SizeKind::batch)
+           : dim == 1 ? std::optional(SizeKind::nq)
+           : dim == 2 ? std::optional(SizeKind::num_heads)
+                      : std::nullopt;
+  case Tensor::K:
+  case Tensor::V:
+    if (dim == 0)
+      return pagedCache ? SizeKind::num_blocks : SizeKind::batch;
+    if (dim == 1)
+      return pagedCache ? std::nullopt : std::optional(SizeKind::nk);
+    return dim == 2 ? std::optional(SizeKind::num_kv_heads) : std::nullopt;
+  case Tensor::Lse:
+    return dim == 0   ? std::optional(SizeKind::batch)
+           : dim == 1 ? std::optional(SizeKind::num_heads)
+           : dim == 2 ? std::optional(SizeKind::nq)
+                      : std::nullopt;
+  case Tensor::CuSeqlensQ:
+  case Tensor::CuSeqlensK:
+    return std::nullopt; // B + 1 entries: no size parameter holds that
+  case Tensor::CacheSeqlens:
+    return dim == 0 ? std::optional(SizeKind::batch) : std::nullopt;
+  case Tensor::BlockTable:
+    return dim == 0   ? std::optional(SizeKind::batch)
+           : dim == 1 ? std::optional(SizeKind::max_blocks)
+                      : std::nullopt;
+  case Tensor::OPartial:
+    return dim == 1   ? std::optional(SizeKind::nq)
+           : dim == 2 ? std::optional(SizeKind::num_heads)
+                      : std::nullopt;
+  case Tensor::LsePartial:
+    return dim == 1   ? std::optional(SizeKind::num_heads)
+           : dim == 2 ? std::optional(SizeKind::nq)
+                      : std::nullopt;
+  }
+  return std::nullopt;
 }
 
 StringRef mlir::attn::abiParamKindName(AbiParamKind kind) {
@@ -79,7 +133,7 @@ std::string AbiParam::name() const {
 }
 
 /// Reads `attn.tensors`: one distinct role per argument, q, k, v and o
-/// present.
+/// present (a combine kernel: o_partial, lse_partial and o).
 static FailureOr<SmallVector<Tensor>> readTensorRoles(func::FuncOp kernel) {
   auto names = kernel->getAttrOfType<ArrayAttr>(kTensorsAttrName);
   if (!names)
@@ -101,11 +155,25 @@ static FailureOr<SmallVector<Tensor>> readTensorRoles(func::FuncOp kernel) {
       return kernel.emitOpError()
              << "'" << kTensorsAttrName << "' entry " << name
              << " is not a tensor role; use \"q\", \"k\", \"v\", \"o\", "
-                "\"lse\", \"cu_seqlens_q\" or \"cu_seqlens_k\"";
+                "\"lse\", \"cu_seqlens_q\", \"cu_seqlens_k\", "
+                "\"cache_seqlens\", \"block_table\", \"o_partial\" or "
+                "\"lse_partial\"";
     if (llvm::is_contained(roles, *role))
       return kernel.emitOpError() << "'" << kTensorsAttrName << "' names "
                                   << name << " twice";
     roles.push_back(*role);
+  }
+  // A split-KV combine kernel merges partial results into o; every other
+  // kernel reads q, k, v and writes o.
+  if (kernel->hasAttr(kCombineAttrName)) {
+    for (Tensor required : {Tensor::OPartial, Tensor::LsePartial, Tensor::O})
+      if (!llvm::is_contained(roles, required))
+        return kernel.emitOpError()
+               << "'" << kTensorsAttrName << "' has no \""
+               << tensorName(required)
+               << "\": a combine kernel reads o_partial and lse_partial and "
+                  "writes o";
+    return roles;
   }
   for (Tensor required : {Tensor::Q, Tensor::K, Tensor::V, Tensor::O})
     if (!llvm::is_contained(roles, required))
@@ -143,21 +211,32 @@ FailureOr<KernelAbi> mlir::attn::deriveKernelAbi(func::FuncOp kernel,
   llvm::SmallDenseMap<int, std::pair<int64_t, int64_t>> boxes; // cols, rows
   if (target == TargetKind::sm_90a) {
     WalkResult walk = kernel.walk([&](Operation *op) {
-      Value src;
+      Value src, pages;
       SmemTileType tile;
+      int64_t headPack = 1;
       if (auto copy = dyn_cast<CopyAsyncOp>(op)) {
         src = copy.getSrc();
         tile = copy.getDst().getType();
+        pages = copy.getPages();
+        headPack = copy.headPack();
       } else if (auto load = dyn_cast<PipeLoadOp>(op)) {
         src = load.getSrc();
         tile = load.getPipe().getType().getBuffer();
+        pages = load.getPages();
+        headPack = load.headPack();
       } else {
         return WalkResult::advance();
       }
+      // A packed tile loads one box per head, a paged one one per page
+      // when it covers several.
+      int64_t rows = tile.getRows() / headPack;
+      if (pages)
+        rows = std::min(
+            rows, cast<MemRefType>(src.getType()).getDimSize(1));
       std::optional<Tensor> role = roleOf(src);
       if (!role)
         return WalkResult::advance(); // checkLowerable reports it
-      std::pair<int64_t, int64_t> box = {tile.getPanelCols(), tile.getRows()};
+      std::pair<int64_t, int64_t> box = {tile.getPanelCols(), rows};
       auto [it, inserted] = boxes.try_emplace(static_cast<int>(*role), box);
       if (!inserted && it->second != box) {
         op->emitOpError() << "copies " << tensorName(*role) << " in a "
@@ -190,22 +269,27 @@ FailureOr<KernelAbi> mlir::attn::deriveKernelAbi(func::FuncOp kernel,
     pointer.tensor = tensor;
     abi.params.push_back(pointer);
   }
-  // [B, N, H, D] tensors are addressed through strides of b, n and h, a
-  // packed (varlen) batch's [total, H, D] tensors through n and h; the row
-  // vectors (LSE, [B, H, N] or [H, total]) and cu_seqlens are contiguous.
+  // [B, N, H, D] tensors (the partial outputs too) are addressed through
+  // strides of b, n and h, a packed (varlen) batch's [total, H, D] tensors
+  // through n and h; a block table [B, max_blocks] has a row stride; the row
+  // vectors (LSE, [B, H, N] or [H, total], the partial LSEs), cu_seqlens and
+  // cache_seqlens are contiguous.
   bool packed = llvm::is_contained(abi.tensors, Tensor::CuSeqlensQ);
   for (auto [tensor, arg] : llvm::zip(abi.tensors, kernel.getArguments())) {
     if (tensor == Tensor::Lse || tensor == Tensor::CuSeqlensQ ||
-        tensor == Tensor::CuSeqlensK)
+        tensor == Tensor::CuSeqlensK || tensor == Tensor::CacheSeqlens ||
+        tensor == Tensor::LsePartial)
       continue;
     int64_t rank = cast<MemRefType>(arg.getType()).getRank();
-    if (rank != (packed ? 3 : 4))
+    if (tensor != Tensor::BlockTable && rank != (packed ? 3 : 4))
       return kernel.emitOpError()
              << "argument '" << tensorName(tensor) << "' has rank " << rank
              << "; a " << (packed ? "variable-length" : "dense")
              << " kernel's tensors are "
              << (packed ? "[total, H, D]" : "[B, N, H, D]");
-    for (int dim = packed ? 1 : 0; dim < 3; ++dim) {
+    int firstDim = packed ? 1 : 0;
+    int endDim = tensor == Tensor::BlockTable ? 1 : 3;
+    for (int dim = firstDim; dim < endDim; ++dim) {
       AbiParam stride;
       stride.kind = AbiParamKind::Stride;
       stride.tensor = tensor;
@@ -214,12 +298,22 @@ FailureOr<KernelAbi> mlir::attn::deriveKernelAbi(func::FuncOp kernel,
     }
   }
   // The sizes every kernel takes, then any other size the grid rule names
-  // (a varlen kernel's max_seqlen_q), so the runtime has a value for each.
+  // (a varlen kernel's max_seqlen_q), then the ones a decoding kernel reads
+  // (the number of splits, a paged cache's extents), so the runtime has a
+  // value for each.
   SmallVector<SizeKind> sizes(std::begin(kSizes), std::end(kSizes));
   if (auto grid = kernel->getAttrOfType<GridAttr>(kGridAttrName))
     for (unsigned i = 0, e = grid.getTiles().size(); i < e; ++i)
       if (!llvm::is_contained(sizes, grid.getTile(i).getSize()))
         sizes.push_back(grid.getTile(i).getSize());
+  kernel.walk([&](ProblemSizeOp op) {
+    if (!llvm::is_contained(sizes, op.getSize()))
+      sizes.push_back(op.getSize());
+  });
+  if (llvm::is_contained(abi.tensors, Tensor::BlockTable))
+    for (SizeKind size : {SizeKind::max_blocks, SizeKind::num_blocks})
+      if (!llvm::is_contained(sizes, size))
+        sizes.push_back(size);
   for (SizeKind size : sizes) {
     AbiParam param;
     param.kind = AbiParamKind::Size;

@@ -24,7 +24,9 @@
 namespace mlir::attn {
 
 /// The role of a kernel tensor (the `attn.tensors` names). A varlen
-/// kernel's cu_seqlens vectors (int32 [B + 1]) come last.
+/// kernel's cu_seqlens vectors (int32 [B + 1]) come next; the decoding
+/// kernels add the per-sequence key counts and the block table of a KV
+/// cache, and the split-KV workspace (partial outputs and log-sum-exps).
 enum class Tensor {
   Q = 0,
   K = 1,
@@ -33,11 +35,17 @@ enum class Tensor {
   Lse = 4,
   CuSeqlensQ = 5,
   CuSeqlensK = 6,
+  // KV cache and split-KV (attn.attention_kvcache, attn.combine_splits).
+  CacheSeqlens = 7,
+  BlockTable = 8,
+  OPartial = 9,
+  LsePartial = 10,
 };
 /// Number of tensor roles.
-constexpr int kNumTensors = 7;
+constexpr int kNumTensors = 11;
 
-/// "q", "k", "v", "o", "lse", "cu_seqlens_q", "cu_seqlens_k".
+/// "q", "k", "v", "o", "lse", "cu_seqlens_q", "cu_seqlens_k",
+/// "cache_seqlens", "block_table", "o_partial", "lse_partial".
 llvm::StringRef tensorName(Tensor tensor);
 /// The role named `name`, if it is one.
 std::optional<Tensor> tensorFromName(llvm::StringRef name);
@@ -58,7 +66,8 @@ struct AbiParam {
   AbiParamKind kind = AbiParamKind::Size;
   Tensor tensor = Tensor::Q;       ///< TensorMap, Pointer, Stride
   int dim = 0;                     ///< Stride: 0 = b, 1 = n, 2 = h (a packed
-                                   ///< [total, H, D] tensor has n and h)
+                                   ///< [total, H, D] tensor has n and h, a
+                                   ///< block table b only: its row stride)
   SizeKind size = SizeKind::batch; ///< Size
   /// TensorMap: the TMA box, one swizzle panel of the copied tile (its
   /// columns, 16, 32 or 64, give the swizzle span: 32, 64 or 128 bytes).
@@ -74,6 +83,12 @@ struct KernelAbi {
   llvm::SmallVector<AbiParam> params;
 };
 
+/// The problem size dimension `dim` of a kernel tensor of role `tensor`
+/// spans (the kernel's size parameter memref.dim reads), or none for a
+/// dimension no size parameter describes: the head dimension, a paged
+/// cache's static page size, a workspace's splits x batch rows.
+std::optional<SizeKind> tensorDimSize(Tensor tensor, unsigned dim,
+                                      bool pagedCache);
 /// Derives the ABI of a tile-program kernel for `target`. Fails with a
 /// located error when `attn.tensors` is missing or does not name each
 /// argument by a distinct known role, or when a tensor is copied with

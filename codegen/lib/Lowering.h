@@ -55,6 +55,9 @@ struct KernelParams {
   Value stride[kNumTensors][3]; ///< element strides (b, n, h), i64
   Value batch, nq, nk, numHeads, numKvHeads; ///< i32
   Value maxSeqlenQ; ///< i32, varlen kernels only (their grid's query blocks)
+  /// Decoding kernels: the key splits, a paged cache's block-table columns
+  /// and pages (i32; null where the kernel takes no such size).
+  Value numSplits, maxBlocks, numBlocks;
 };
 
 /// A sequence of a packed batch (an `!attn.seq`): its first row in the
@@ -112,6 +115,36 @@ struct FragmentShape {
 };
 
 class TargetLowering;
+class Lowering;
+
+/// How `threads` threads cover the first F columns of a [rows x cols]
+/// swizzled tile in 16-byte chunks, in the order the KV-cache copies and
+/// zeroings use: C = the next power of two of F / 8 chunk slots a row
+/// (slots past F / 8 idle), chunk c = thread + step * threads is row c / C,
+/// column (c % C) * 8, i.e. rows firstRow + step * R with R = threads / C.
+/// Every swizzle's XOR term depends on the row only through row % 8, which
+/// repeats every P = 8 / gcd(R, 8) steps, so each chunk's shared-memory
+/// offset is one of P per-thread bases plus an immediate. (F = D and F =
+/// cols, D rounded up to 16, give the same C: a walk over the whole tile
+/// has each thread on the chunks it copied.)
+struct ChunkWalk {
+  Value thread;             ///< i32, 0 .. threads - 1
+  Value firstRow, col;      ///< i32: this thread's first row and its column
+  int64_t threads = 0, rowsPerStep = 0, total = 0, period = 1;
+  int64_t rowBytes = 0;        ///< the tile's swizzle span (bytes per row)
+  SmallVector<Value> dstBases; ///< byte offsets of the first P steps' chunks
+  /// i1: this thread's chunk slot is one of the filled columns' (null when
+  /// every slot is).
+  Value slotUsed;
+
+  /// This thread's row (within the tile) at `step`.
+  Value row(Lowering &l, int64_t step) const;
+  /// The byte offset of this thread's chunk at `step`.
+  Value dstOffset(Lowering &l, int64_t step) const;
+  /// Runs `body(step)` for every step; the last one only on the threads
+  /// that have a chunk there.
+  void forEach(Lowering &l, llvm::function_ref<void(int64_t)> body) const;
+};
 
 /// State shared by the target-independent and the target lowerings.
 class Lowering {
@@ -148,6 +181,10 @@ public:
   llvm::DenseMap<Value, Tensor> tensors;
   /// The lowered `!attn.seq` values.
   llvm::DenseMap<Value, SeqRows> seqs;
+  /// Element type of each kernel tensor (null where the kernel has none).
+  Type tensorElement[kNumTensors] = {};
+  /// Rows per page of a paged KV cache (0: contiguous K and V).
+  int64_t pageSize = 0;
 
   int64_t numWarps() const { return tiling.getNumWarps(); }
   int64_t numThreads() const { return 32 * (numWarps() + producerWarps); }
@@ -165,6 +202,12 @@ public:
   Value bufferOffset(const SmemBuffer &buffer, int64_t extra);
   /// Pointer `smemBase + offset` (i32 byte offset).
   Value smemPtr(Value byteOffset);
+  /// Stores 16 zero bytes at shared-memory byte offset `byteOffset`.
+  void zeroSharedChunk(Value byteOffset);
+  /// The chunk walk of `threads` threads (this one is `thread`) over the
+  /// first `filledCols` columns of `buffer` (0: all of them).
+  ChunkWalk chunkWalk(const SmemBuffer &buffer, Value thread, int64_t threads,
+                      int64_t filledCols = 0);
   /// Shared-memory address as a 32-bit integer (for descriptors).
   Value smemAddress(Value byteOffset);
   /// Byte offset of element (row, col) of a swizzled tile whose buffer
@@ -185,23 +228,38 @@ public:
   Value swizzledOffsetSplit(const SmemBuffer &buffer, Value rowVar,
                             int64_t rowConst, Value colVar, int64_t colConst);
   /// Global address of row `row` (i32), column `col` (i32) of head `head`,
-  /// batch `batch` of a [B, N, H, D] tensor (element strides are i64); with
-  /// a null `batch`, of a packed [total, H, D] tensor.
+  /// batch `batch` of a [B, N, H, D] tensor (element strides are i64; the
+  /// element type is the tensor's); with a null `batch`, of a packed
+  /// [total, H, D] tensor.
   Value globalAddress(Tensor tensor, Value batch, Value row, Value head,
                       Value col);
   /// The rows a tile op with operands `batch` (an index or an `!attn.seq`)
   /// and `row` addresses in `tensor`.
   TileRows tileRows(Tensor tensor, Value batch, Value row);
 
-  /// Whether `tensor` is indexed by query rows and heads (Q, O) rather
-  /// than key/value ones (K, V).
+  /// Whether `tensor` is indexed by query rows and heads (Q, O and the
+  /// partial outputs) rather than key/value ones (K, V).
   static bool isQueryTensor(Tensor tensor) {
-    return tensor == Tensor::Q || tensor == Tensor::O;
+    return tensor == Tensor::Q || tensor == Tensor::O ||
+           tensor == Tensor::OPartial;
   }
   /// Sequence length of a kernel tensor: Nq for Q and O, Nk for K and V.
   Value tensorRows(Tensor tensor) const {
     return isQueryTensor(tensor) ? params.nq : params.nk;
   }
+  /// Bytes of one element of a kernel tensor (2 for f16/bf16, 4 for f32).
+  int64_t elementBytes(Tensor tensor) const {
+    Type t = tensorElement[static_cast<int>(tensor)];
+    return t ? t.getIntOrFloatBitWidth() / 8 : 2;
+  }
+  /// The i32 entry `slot` (clamped to max_blocks - 1) of row `batch` of the
+  /// block table: the page holding a paged cache's logical rows
+  /// [slot * page_size, (slot + 1) * page_size).
+  Value loadPage(Value batch, Value slot);
+  /// A fragment row (i32, within the tile) of a tile packing `headPack`
+  /// heads: its head offset `row / P` and its position `row % P`, with
+  /// P = tile rows / headPack (1 head: 0 and the row).
+  std::pair<Value, Value> packedRow(Value row, int64_t rows, int64_t headPack);
 
   FragmentShape fragmentShape(RegTileType type) const;
   /// The row (within the tile) lane holds for m-tile t, half h (0/1), as i32.

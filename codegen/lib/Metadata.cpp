@@ -84,10 +84,21 @@ llvm::Expected<KernelMetadata> mlir::attn::readKernelMetadata(ModuleOp module) {
   if (!grid)
     return fail("kernel " + meta.kernel + " has no attn.grid (run "
                 "attn-to-nvvm on a tiled kernel)");
-  for (unsigned i = 0, e = grid.getTiles().size(); i < e; ++i)
-    meta.gridTiles.push_back({stringifySizeKind(grid.getTile(i).getSize()).str(),
-                              grid.getTile(i).getTile()});
+  for (unsigned i = 0, e = grid.getTiles().size(); i < e; ++i) {
+    GridDimAttr dim = grid.getTile(i);
+    meta.gridTiles.push_back(
+        {stringifySizeKind(dim.getSize()).str(), dim.getTile(),
+         dim.getTimes() ? stringifySizeKind(*dim.getTimes()).str() : ""});
+  }
   meta.ctasPerSm = grid.getCtasPerSm();
+  if (kernel->hasAttr(kCombineAttrName))
+    meta.kind = "combine";
+  meta.kvCache = kernel->hasAttr(kKvCacheAttrName);
+  meta.splitKv = kernel->hasAttr(kSplitKvAttrName);
+  if (auto pageSize = kernel->getAttrOfType<IntegerAttr>(kPageSizeAttrName))
+    meta.pageSize = pageSize.getInt();
+  if (auto pack = kernel->getAttrOfType<IntegerAttr>(kHeadPackAttrName))
+    meta.headPack = pack.getInt();
   return meta;
 }
 
@@ -106,8 +117,12 @@ std::string mlir::attn::metadataToJson(const KernelMetadata &meta) {
     params.push_back(std::move(param));
   }
   llvm::json::Array tiles;
-  for (const GridTile &t : meta.gridTiles)
-    tiles.push_back(llvm::json::Object{{"size", t.size}, {"tile", t.tile}});
+  for (const GridTile &t : meta.gridTiles) {
+    llvm::json::Object tile{{"size", t.size}, {"tile", t.tile}};
+    if (!t.times.empty())
+      tile["times"] = t.times;
+    tiles.push_back(std::move(tile));
+  }
   llvm::json::Object object{
       {"format", "attngen-kernel-v2"},
       {"kernel", meta.kernel},
@@ -132,6 +147,12 @@ std::string mlir::attn::metadataToJson(const KernelMetadata &meta) {
       {"grid", llvm::json::Object{{"tiles", std::move(tiles)},
                                   {"ctas_per_sm", meta.ctasPerSm}}},
       {"params", std::move(params)},
+      // Decoding kernels (docs/ABI.md "KV cache and split-KV").
+      {"kind", meta.kind},
+      {"kv_cache", meta.kvCache},
+      {"page_size", meta.pageSize},
+      {"head_pack", meta.headPack},
+      {"split_kv", meta.splitKv},
   };
   // Only a kernel that emulates says so: the runtime ignores the key (it
   // changes no launch), it tells a benchmark which variant ran.

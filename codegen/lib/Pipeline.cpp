@@ -1,4 +1,5 @@
 //===- Pipeline.cpp - spec -> module -> pass pipelines --------------------===//
+#include "KvCacheSpec.h"
 #include "attn/Codegen/Codegen.h"
 #include "attn/Passes/Passes.h"
 #include "attn/Passes/TileConfig.h"
@@ -98,6 +99,10 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
   if (sm90 && spec.intraWgOverlap && spec.warpSpecialize && spec.stages == 1)
     return fail("intra-warpgroup overlap needs 2 or more stages; use "
                 "--stages=2 or --no-intra-wg-overlap");
+  // Decoding kernels have tiles of their own (KvCacheSpec.cpp).
+  if (spec.kvCache || spec.pageSize != 0 || spec.splitKv ||
+      spec.headPack != 1 || spec.combine)
+    return validateKvCacheSpec(spec);
   TileConfig config = resolveTileConfig(
       spec.target, spec.headDim, hasDiagonal(spec), spec.blockM, spec.blockN,
       spec.numWarps, sm90 && spec.warpSpecialize, spec.stages);
@@ -174,9 +179,20 @@ std::string mlir::attn::kernelName(const AttentionSpec &specAsked) {
   if (spec.exp2EmulatedEighths > 0)
     schedule += fmt::format("_exp2emu{}o{}", spec.exp2EmulatedEighths,
                             kExp2EmulationPeriod);
-  return fmt::format("attn_fwd_{}_{}_d{}{}{}{}{}{}",
-                     spec.target == TargetKind::sm_90a ? "sm90a" : "sm80",
-                     spec.bf16 ? "bf16" : "f16", spec.headDim,
+  std::string arch = spec.target == TargetKind::sm_90a ? "sm90a" : "sm80";
+  std::string dtype = spec.bf16 ? "bf16" : "f16";
+  // Decoding kernels: attn_kvcache_... with _pack<G>, _page<P>, _split; the
+  // split-KV combine kernel depends on the dtype, head dim, LSE and packing
+  // only, so split kernels of any mask share it.
+  if (spec.combine)
+    return fmt::format("attn_combine_{}_{}_d{}{}{}", arch, dtype, spec.headDim,
+                       spec.withLse ? "" : "_nolse", kvCacheNameSuffix(spec));
+  if (spec.kvCache)
+    return fmt::format("attn_kvcache_{}_{}_d{}{}{}{}{}{}", arch, dtype,
+                       spec.headDim, causal, softcap,
+                       spec.withLse ? "" : "_nolse", kvCacheNameSuffix(spec),
+                       schedule);
+  return fmt::format("attn_fwd_{}_{}_d{}{}{}{}{}{}", arch, dtype, spec.headDim,
                      spec.varlen ? "_varlen" : "", causal, softcap,
                      spec.withLse ? "" : "_nolse", schedule);
 }
@@ -184,6 +200,8 @@ std::string mlir::attn::kernelName(const AttentionSpec &specAsked) {
 OwningOpRef<ModuleOp> mlir::attn::buildSpecModule(MLIRContext &ctx,
                                                   const AttentionSpec &asked) {
   AttentionSpec spec = canonicalSpec(asked);
+  if (spec.kvCache)
+    return buildKvCacheSpecModule(ctx, spec, kernelName(spec));
   ctx.loadDialect<AttnDialect, func::FuncDialect, memref::MemRefDialect>();
   OpBuilder b(&ctx);
   Location loc = b.getUnknownLoc();
@@ -233,6 +251,8 @@ OwningOpRef<ModuleOp> mlir::attn::buildSpecModule(MLIRContext &ctx,
 
 void mlir::attn::buildTilePipeline(OpPassManager &pm,
                                    const AttentionSpec &spec) {
+  if (spec.kvCache)
+    return buildKvCacheTilePipeline(pm, spec);
   bool fa3 = spec.target == TargetKind::sm_90a && spec.warpSpecialize;
   bool sm80 = spec.target == TargetKind::sm_80;
   // sm_80: cp.async rings of this many stages (1: attn-tile's single

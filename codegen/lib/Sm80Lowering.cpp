@@ -253,10 +253,112 @@ void copyChunks(Lowering &l, const SmemBuffer &buffer, Tensor tensor,
            emitCopy);
 }
 
+/// The chunks of a tile that packs `headPack` heads or reads a paged cache
+/// (`pages`): each chunk's source row is computed on its own (a packed
+/// row's head and position; a paged row's page from the block table, whose
+/// pages outside [0, num_blocks) read as zeros), except in a tile that lies
+/// in one page, whose page is looked up once. Rows past N read as zero.
+void copyChunksMapped(Lowering &l, const SmemBuffer &buffer, Tensor tensor,
+                      int64_t headDim, Value batchIndex, Value rowIndex,
+                      Value headIndex, Value pages, int64_t headPack) {
+  OpBuilder &b = l.b;
+  int64_t rows = buffer.type.getRows();
+  ChunkWalk walk = l.chunkWalk(buffer, l.tid, l.numThreads(), headDim);
+  Value batch = l.toI32(l.scalar(batchIndex));
+  Value head = l.toI32(l.scalar(headIndex));
+  Value row0 = l.toI32(l.scalar(rowIndex));
+  Value base = l.params.ptr[static_cast<int>(tensor)];
+  if (pages && l.pageSize % rows == 0) {
+    // The tile lies in one page (the verifier: the row is a multiple of
+    // the tile's rows): one block-table lookup and one address per thread,
+    // each step a constant number of rows further, as in copyChunks. (A
+    // lookup per chunk kept 16 page indices live at d256: 52 bytes of
+    // spills on sm_80.)
+    Value page = l.loadPage(
+        batch, arith::DivUIOp::create(b, l.loc, row0, l.i32(l.pageSize)));
+    Value valid = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::ult,
+                                        page, l.params.numBlocks);
+    Value firstRow = arith::AddIOp::create(
+        b, l.loc, arith::RemUIOp::create(b, l.loc, row0, l.i32(l.pageSize)),
+        walk.firstRow);
+    Value src = l.globalAddress(tensor, page, firstRow, head, walk.col);
+    Value rowStride = l.params.stride[static_cast<int>(tensor)][1];
+    Value srcBytes = arith::SelectOp::create(b, l.loc, valid,
+                                             l.i32(kChunkBytes), l.i32(0));
+    auto globalPtr =
+        LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
+    walk.forEach(l, [&](int64_t step) {
+      Value stepSrc = LLVM::GEPOp::create(
+          b, l.loc, globalPtr, b.getI16Type(), src,
+          ValueRange{arith::MulIOp::create(b, l.loc, rowStride,
+                                           l.i64(step * walk.rowsPerStep))});
+      // A page outside the cache reads 0 bytes from the tensor's base.
+      Value safeSrc = arith::SelectOp::create(b, l.loc, valid, stepSrc, base);
+      NVVM::CpAsyncOp::create(b, l.loc, l.smemPtr(walk.dstOffset(l, step)),
+                              safeSrc, kChunkBytes,
+                              NVVM::LoadCacheModifierKind::CG, srcBytes);
+    });
+    return;
+  }
+  walk.forEach(l, [&](int64_t step) {
+    Value rowInTile = walk.row(l, step);
+    Value srcBatch = batch, srcRow, srcHead = head, valid;
+    if (pages) {
+      Value logical = arith::AddIOp::create(b, l.loc, row0, rowInTile);
+      Value slot = arith::DivUIOp::create(b, l.loc, logical, l.i32(l.pageSize));
+      srcRow = arith::RemUIOp::create(b, l.loc, logical, l.i32(l.pageSize));
+      srcBatch = l.loadPage(batch, slot);
+      valid = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::ult,
+                                    srcBatch, l.params.numBlocks);
+    } else {
+      auto [headOffset, position] = l.packedRow(rowInTile, rows, headPack);
+      srcRow = arith::AddIOp::create(b, l.loc, row0, position);
+      srcHead = arith::AddIOp::create(b, l.loc, head, headOffset);
+      valid = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt,
+                                    srcRow, l.tensorRows(tensor));
+    }
+    Value src = l.globalAddress(tensor, srcBatch, srcRow, srcHead, walk.col);
+    Value safeSrc = arith::SelectOp::create(b, l.loc, valid, src, base);
+    Value srcBytes = arith::SelectOp::create(b, l.loc, valid,
+                                             l.i32(kChunkBytes), l.i32(0));
+    NVVM::CpAsyncOp::create(b, l.loc, l.smemPtr(walk.dstOffset(l, step)),
+                            safeSrc, kChunkBytes,
+                            NVVM::LoadCacheModifierKind::CG, srcBytes);
+  });
+}
+
+/// The copy of one tile (plain, packed or paged), without the commit.
+void copyTile(Lowering &l, const SmemBuffer &buffer, Tensor tensor,
+              int64_t headDim, Value batch, Value row, Value head, Value pages,
+              int64_t headPack) {
+  if (pages || headPack > 1)
+    copyChunksMapped(l, buffer, tensor, headDim, batch, row, head, pages,
+                     headPack);
+  else
+    copyChunks(l, buffer, tensor, headDim, batch, row, head);
+}
+
+/// Zeroes the chunks of rows [from, rows) that this thread copied, once its
+/// cp.async groups landed and before the barrier that makes them visible:
+/// no other thread writes those chunks, so no further barrier is needed.
+void zeroOwnChunksFrom(Lowering &l, const SmemBuffer &buffer, Value from) {
+  OpBuilder &b = l.b;
+  Value pending = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt,
+                                        from, l.i32(buffer.type.getRows()));
+  l.emitIf(pending, [&] {
+    ChunkWalk walk = l.chunkWalk(buffer, l.tid, l.numThreads());
+    walk.forEach(l, [&](int64_t step) {
+      Value zero = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::sge,
+                                         walk.row(l, step), from);
+      l.emitIf(zero, [&] { l.zeroSharedChunk(walk.dstOffset(l, step)); });
+    });
+  });
+}
+
 LogicalResult Sm80Lowering::lowerCopy(Lowering &l, CopyAsyncOp op) {
-  copyChunks(l, l.buffers[op.getDst()], l.tensors.lookup(op.getSrc()),
-             sourceHeadDim(op.getSrc()), op.getBatch(), op.getRow(),
-             op.getHead());
+  copyTile(l, l.buffers[op.getDst()], l.tensors.lookup(op.getSrc()),
+           sourceHeadDim(op.getSrc()), op.getBatch(), op.getRow(),
+           op.getHead(), op.getPages(), op.headPack());
   NVVM::CpAsyncCommitGroupOp::create(l.b, l.loc);
   return success();
 }
@@ -269,8 +371,9 @@ LogicalResult Sm80Lowering::lowerPipeLoad(Lowering &l, PipeLoadOp op) {
     return op.emitOpError("loads from a value that is not a kernel tensor");
   SmemBuffer buffer = stageBuffer(l, l.pipes[op.getPipe()], op.getFill());
   auto copy = [&] {
-    copyChunks(l, buffer, tensor->second, sourceHeadDim(op.getSrc()),
-               op.getBatch(), op.getRow(), op.getHead());
+    copyTile(l, buffer, tensor->second, sourceHeadDim(op.getSrc()),
+             op.getBatch(), op.getRow(), op.getHead(), op.getPages(),
+             op.headPack());
   };
   if (Value valid = op.getValid())
     l.emitIf(l.scalar(valid), copy);
@@ -286,12 +389,17 @@ LogicalResult Sm80Lowering::lowerPipeWait(Lowering &l, PipeWaitOp op) {
     return op.emitOpError("has no 'pending' group count; run "
                           "attn-multibuffer to schedule sm_80 pipes");
   NVVM::CpAsyncWaitGroupOp::create(l.b, l.loc, *pending);
-  l.buffers[op.getBuffer()] = stageBuffer(l, l.pipes[op.getPipe()], op.getFill());
+  SmemBuffer buffer = stageBuffer(l, l.pipes[op.getPipe()], op.getFill());
+  if (Value from = op.getZeroFrom())
+    zeroOwnChunksFrom(l, buffer, l.toI32(l.scalar(from)));
+  l.buffers[op.getBuffer()] = buffer;
   return success();
 }
 
 LogicalResult Sm80Lowering::lowerWait(Lowering &l, WaitOp op) {
   NVVM::CpAsyncWaitGroupOp::create(l.b, l.loc, 0);
+  if (Value from = op.getZeroFrom())
+    zeroOwnChunksFrom(l, l.buffers[op.getBuffer()], l.toI32(l.scalar(from)));
   NVVM::Barrier0Op::create(l.b, l.loc);
   return success();
 }

@@ -30,6 +30,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Lowering.h"
+#include "attn/Passes/NamedBarriers.h"
 #include "attn/Passes/TileConfig.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMTypes.h"
@@ -52,6 +53,8 @@ constexpr int64_t kKStep = 16;
 constexpr int64_t kTryWaitTicks = 0x989680;
 /// Rows of one wgmma.
 constexpr int64_t kWgmmaRows = 64;
+/// Threads of a warpgroup.
+constexpr int64_t kWarpgroupThreads = 128;
 
 class Sm90Lowering : public TargetLowering {
 public:
@@ -114,16 +117,21 @@ LogicalResult Sm90Lowering::lowerPrologue(Lowering &l) {
 }
 
 /// Arms `bar` with the tile's byte count and issues one TMA per swizzle
-/// panel of `buffer` (run by one thread). TMA counts a box's out-of-bounds
-/// elements (rows past N, columns past D) as transferred bytes too, so the
-/// count is the whole tile's. The destination is a CTA shared address
-/// (`.shared::cta`, PTX 8.6, which the sm_90a kernels target): the
-/// `.shared::cluster` form needs a generic round trip (two cvta, 64-bit
-/// registers) per panel, which spilled 8-20 bytes in the persistent
-/// kernels with three or more panels.
+/// panel of `buffer` (run by one thread). A tile packing `headPack` heads
+/// takes one box of rows / headPack rows per head and panel (rows of head g
+/// from row g * rows / headPack on); a tile of a paged cache (`pages`) one
+/// box per page it covers and panel, the page read from the block table and
+/// given as the outermost (batch) coordinate. TMA counts a box's
+/// out-of-bounds elements (rows past N, columns past D, pages past the
+/// cache) as transferred bytes too, so the count is the whole tile's. The
+/// destination is a CTA shared address (`.shared::cta`, PTX 8.6, which the
+/// sm_90a kernels target): the `.shared::cluster` form needs a generic
+/// round trip (two cvta, 64-bit registers) per panel, which spilled 8-20
+/// bytes in the persistent kernels with three or more panels.
 LogicalResult emitTmaLoad(Lowering &l, Operation *op, Value src,
                           const SmemBuffer &buffer, Value bar, Value batchIdx,
-                          Value rowIdx, Value headIdx) {
+                          Value rowIdx, Value headIdx, Value pages,
+                          int64_t headPack) {
   OpBuilder &b = l.b;
   auto it = l.tensors.find(src);
   int t = it == l.tensors.end() ? -1 : static_cast<int>(it->second);
@@ -134,6 +142,15 @@ LogicalResult emitTmaLoad(Lowering &l, Operation *op, Value src,
   SwizzleGeometry g(buffer.type);
   int64_t panels = buffer.type.getNumPanels();
   int64_t bytes = buffer.type.getSizeInBytes();
+  int64_t rows = buffer.type.getRows();
+  int64_t boxes = 1, boxRows = rows;
+  if (headPack > 1) {
+    boxes = headPack;
+    boxRows = rows / headPack;
+  } else if (pages && l.pageSize < rows) {
+    boxes = rows / l.pageSize;
+    boxRows = l.pageSize;
+  }
   Value head = l.toI32(l.scalar(headIdx));
   // A packed tensor's descriptor is 3-D, {D, total, H}: the tile's rows
   // past its sequence read the next sequence's (masked keys, query rows
@@ -144,24 +161,85 @@ LogicalResult emitTmaLoad(Lowering &l, Operation *op, Value src,
     NVVM::MBarrierArriveExpectTxOp::create(b, l.loc, Type(), bar, l.i32(bytes),
                                            NVVM::MemScopeKind::CTA,
                                            /*relaxed=*/false, Value());
-    for (int64_t p = 0; p < panels; ++p) {
-      Value dst = l.smemPtr(l.bufferOffset(buffer, p * g.panelBytes));
-      SmallVector<Value> coords = {l.i32(p * g.panelCols), row, head};
-      if (tileRows.batch)
-        coords.push_back(tileRows.batch);
-      NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-          b, l.loc, dst, l.params.tma[t], coords, bar, ValueRange(), Value(),
-          Value(), NVVM::TMALoadMode::TILE, /*isCTAOnly=*/true,
-          NVVM::CTAGroupKindAttr(), Value());
+    for (int64_t box = 0; box < boxes; ++box) {
+      // Coordinates {row, head[, batch]} of this box (a packed varlen
+      // tensor has no batch coordinate).
+      Value boxRow = row, boxHead = head, boxBatch = tileRows.batch;
+      if (headPack > 1) {
+        boxHead = arith::AddIOp::create(b, l.loc, head, l.i32(box));
+      } else if (pages) {
+        Value logical = arith::AddIOp::create(b, l.loc, row,
+                                              l.i32(box * boxRows));
+        Value slot =
+            arith::DivUIOp::create(b, l.loc, logical, l.i32(l.pageSize));
+        boxRow = arith::RemUIOp::create(b, l.loc, logical, l.i32(l.pageSize));
+        boxBatch = l.loadPage(tileRows.batch, slot);
+      }
+      for (int64_t p = 0; p < panels; ++p) {
+        Value dst = l.smemPtr(l.bufferOffset(
+            buffer, p * g.panelBytes + box * boxRows * g.rowBytes));
+        SmallVector<Value> coords = {l.i32(p * g.panelCols), boxRow, boxHead};
+        if (boxBatch)
+          coords.push_back(boxBatch);
+        NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+            b, l.loc, dst, l.params.tma[t], coords, bar, ValueRange(), Value(),
+            Value(), NVVM::TMALoadMode::TILE, /*isCTAOnly=*/true,
+            NVVM::CTAGroupKindAttr(), Value());
+      }
     }
   });
   return success();
 }
 
+/// Zeroes rows [from, rows) of `buffer` when `from` (i32, signed) is below
+/// its rows, then makes the zeros visible to wgmma (fence.proxy.async) and
+/// orders them before every reader: inside warp specialization each
+/// consumer warpgroup zeroes the whole tail itself and syncs its own 128
+/// threads (the warpgroups run out of phase under pingpong; writing the
+/// same zeros twice is harmless), outside it every thread takes a share and
+/// the caller's bar.sync 0 follows. The chunks follow Lowering.h's
+/// ChunkWalk, so each costs a compare and a store at a constant offset
+/// from a per-thread base.
+void zeroRowsFrom(Lowering &l, const SmemBuffer &buffer, Value from,
+                  bool warpgroupBarrier) {
+  OpBuilder &b = l.b;
+  int64_t rows = buffer.type.getRows();
+  Value pending = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt,
+                                        from, l.i32(rows));
+  l.emitIf(pending, [&] {
+    Value thread =
+        warpgroupBarrier
+            ? arith::AndIOp::create(b, l.loc, l.tid,
+                                    l.i32(kWarpgroupThreads - 1))
+                  .getResult()
+            : l.tid;
+    ChunkWalk walk = l.chunkWalk(
+        buffer, thread, warpgroupBarrier ? kWarpgroupThreads : l.numThreads());
+    walk.forEach(l, [&](int64_t step) {
+      Value zero = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::sge,
+                                         walk.row(l, step), from);
+      l.emitIf(zero, [&] { l.zeroSharedChunk(walk.dstOffset(l, step)); });
+    });
+    NVVM::FenceProxyOp::create(
+        b, l.loc, NVVM::ProxyKindAttr::get(b.getContext(),
+                                           NVVM::ProxyKind::async_shared),
+        NVVM::SharedSpaceAttr::get(b.getContext(),
+                                   NVVM::SharedSpace::shared_cta));
+    if (warpgroupBarrier) {
+      Value id = arith::AddIOp::create(
+          b, l.loc, arith::ShRUIOp::create(b, l.loc, l.warp, l.i32(2)),
+          l.i32(kFirstZeroRowsBarrier));
+      NVVM::BarrierOp::create(b, l.loc, TypeRange{}, id,
+                              l.i32(kWarpgroupThreads), {}, Value());
+    }
+  });
+}
+
 LogicalResult Sm90Lowering::lowerCopy(Lowering &l, CopyAsyncOp op) {
   const SmemBuffer &buffer = l.buffers[op.getDst()];
   return emitTmaLoad(l, op, op.getSrc(), buffer, barrierPtr(l, buffer),
-                     op.getBatch(), op.getRow(), op.getHead());
+                     op.getBatch(), op.getRow(), op.getHead(), op.getPages(),
+                     op.headPack());
 }
 
 /// The stage of a fill: fill % stages.
@@ -215,7 +293,8 @@ LogicalResult Sm90Lowering::lowerPipeLoad(Lowering &l, PipeLoadOp op) {
   Value stage = stageOf(l, pipe, op.getFill());
   return emitTmaLoad(l, op, op.getSrc(), stageBuffer(l, pipe, stage),
                      stageBarrier(l, pipe.fullBarrierOffset, stage),
-                     op.getBatch(), op.getRow(), op.getHead());
+                     op.getBatch(), op.getRow(), op.getHead(), op.getPages(),
+                     op.headPack());
 }
 
 LogicalResult Sm90Lowering::lowerPipeWait(Lowering &l, PipeWaitOp op) {
@@ -225,7 +304,15 @@ LogicalResult Sm90Lowering::lowerPipeWait(Lowering &l, PipeWaitOp op) {
   NVVM::MBarrierTryWaitParityOp::create(
       l.b, l.loc, stageBarrier(l, pipe.fullBarrierOffset, stage), phase,
       l.i32(kTryWaitTicks));
-  l.buffers[op.getBuffer()] = stageBuffer(l, pipe, stage);
+  SmemBuffer buffer = stageBuffer(l, pipe, stage);
+  if (Value from = op.getZeroFrom()) {
+    if (l.producerWarps == 0)
+      return op.emitOpError("zeroes rows outside warp specialization, where "
+                            "no barrier follows it; use attn.wait");
+    zeroRowsFrom(l, buffer, l.toI32(l.scalar(from)),
+                 /*warpgroupBarrier=*/true);
+  }
+  l.buffers[op.getBuffer()] = buffer;
   return success();
 }
 
@@ -294,6 +381,9 @@ LogicalResult Sm90Lowering::lowerWait(Lowering &l, WaitOp op) {
   Value parity = arith::AndIOp::create(l.b, l.loc, fill, l.i32(1));
   NVVM::MBarrierTryWaitParityOp::create(l.b, l.loc, barrierPtr(l, buffer),
                                         parity, l.i32(kTryWaitTicks));
+  if (Value from = op.getZeroFrom())
+    zeroRowsFrom(l, buffer, l.toI32(l.scalar(from)),
+                 /*warpgroupBarrier=*/false);
   NVVM::Barrier0Op::create(l.b, l.loc);
   return success();
 }

@@ -72,10 +72,15 @@ llvm::Error mlir::attn::checkSoftmaxScale(double scale, llvm::StringRef what,
 
 LogicalResult
 GridDimAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                    SizeKind size, int64_t tile) {
+                    SizeKind size, int64_t tile,
+                    std::optional<SizeKind> times) {
   if (tile < 1)
     return emitError() << "grid_dim of " << stringifySizeKind(size)
                        << " needs a positive tile, got " << tile;
+  if (times && *times == size)
+    return emitError() << "grid_dim of " << stringifySizeKind(size)
+                       << " cannot be multiplied by itself (times = "
+                       << stringifySizeKind(*times) << ")";
   return success();
 }
 

@@ -88,6 +88,11 @@ static LogicalResult verifyDataMemRef(Operation *op, Type type, StringRef name,
   return success();
 }
 
+LogicalResult mlir::attn::verifyBNHDMemRef(Operation *op, Type type,
+                                           StringRef name) {
+  return verifyDataMemRef(op, type, name, /*packed=*/false);
+}
+
 
 /// Checks that `row` is a row vector with one entry per row of `tile`.
 static LogicalResult verifyRowVectorFor(Operation *op, Type tile, Type row,
@@ -160,10 +165,8 @@ Type AttentionOp::getElementType() {
   return cast<MemRefType>(getQ().getType()).getElementType();
 }
 
-/// Checks that `type`'s innermost dimension is contiguous (stride 1): the
-/// kernels copy rows in 16-byte chunks and take no stride for it.
-static LogicalResult verifyUnitLastStride(Operation *op, MemRefType type,
-                                          StringRef name) {
+LogicalResult mlir::attn::verifyUnitLastStride(Operation *op, MemRefType type,
+                                               StringRef name) {
   SmallVector<int64_t> strides;
   int64_t offset;
   if (failed(type.getStridesAndOffset(strides, offset)))
@@ -366,8 +369,11 @@ LogicalResult mlir::attn::verifyTileCopy(Operation *op, Type srcType,
 }
 
 LogicalResult CopyAsyncOp::verify() {
-  return verifyTileCopy(*this, getSrc().getType(), getBatch().getType(),
-                        getDst().getType());
+  if (failed(verifyTileCopy(*this, getSrc().getType(), getBatch().getType(),
+                            getDst().getType())))
+    return failure();
+  return verifyKvCacheCopy(*this, getSrc().getType(), getDst().getType(),
+                           getPages(), headPack());
 }
 
 //===----------------------------------------------------------------------===//
@@ -477,7 +483,8 @@ LogicalResult MaskOp::verify() {
     return emitOpError("'q_len' is only used by a bottom-right mask (causal "
                        "or windowed); drop it or set causal_align = "
                        "#attn.causal_align<bottom_right>");
-  return success();
+  return verifyHeadPackRows(*this, headPack(),
+                            cast<RegTileType>(getInput().getType()).getRows());
 }
 
 LogicalResult SoftcapOp::verify() {
@@ -561,12 +568,24 @@ LogicalResult ConvertOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult StoreOp::verify() {
-  if (failed(verifyAccTile(*this, getValue().getType(), "value")) ||
-      failed(verifyDataMemRef(*this, getDst().getType(), "dst",
-                              isa<SeqType>(getBatch().getType()))))
+  if (failed(verifyAccTile(*this, getValue().getType(), "value")))
     return failure();
+  // A split-KV kernel stores its partial outputs in f32, [B, N, H, D].
+  auto dst = dyn_cast<MemRefType>(getDst().getType());
+  if (!dst || !dst.getElementType().isF32()) {
+    if (failed(verifyDataMemRef(*this, getDst().getType(), "dst",
+                                isa<SeqType>(getBatch().getType()))))
+      return failure();
+  } else if (dst.getRank() != 4 || dst.isDynamicDim(3) ||
+             isa<SeqType>(getBatch().getType())) {
+    return emitOpError() << "an f32 'dst' (partial outputs) must be a rank-4 "
+                            "memref [B, N, H, D] with a static head "
+                            "dimension, indexed by a batch, got "
+                         << dst;
+  }
   auto value = cast<RegTileType>(getValue().getType());
-  auto dst = cast<MemRefType>(getDst().getType());
+  if (failed(verifyHeadPackRows(*this, headPack(), value.getRows())))
+    return failure();
   // The store writes the first D columns: a tile computed on a head
   // dimension padded to the MMA's 16-column k step may carry up to 8 more.
   int64_t headDim = dst.getDimSize(dst.getRank() - 1);
@@ -597,5 +616,5 @@ LogicalResult StoreRowsOp::verify() {
       (!dst || dst.getRank() != 3 || !dst.getElementType().isF32()))
     return emitOpError() << "'dst' must be a rank-3 f32 memref [B, H, N], got "
                          << getDst().getType();
-  return success();
+  return verifyHeadPackRows(*this, headPack(), value.getRows());
 }

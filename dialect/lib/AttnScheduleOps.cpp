@@ -22,8 +22,12 @@ LogicalResult PipeLoadOp::verify() {
     return emitOpError("'if' commits an empty cp.async group, which exists "
                        "on sm_80 only; on sm_90a skip the fill with scf.if "
                        "around its pipe_acquire and pipe_load");
-  return verifyTileCopy(*this, getSrc().getType(), getBatch().getType(),
-                        getPipe().getType().getBuffer());
+  SmemTileType buffer = getPipe().getType().getBuffer();
+  if (failed(verifyTileCopy(*this, getSrc().getType(), getBatch().getType(),
+                            buffer)))
+    return failure();
+  return verifyKvCacheCopy(*this, getSrc().getType(), buffer, getPages(),
+                           headPack());
 }
 
 LogicalResult PipeWaitOp::verify() {

@@ -5,6 +5,15 @@
 #include "attn/Dialect/AttnDialect.h"
 
 namespace mlir::attn {
+/// Checks that `type` is a rank-4 [B, N, H, D] memref of f16/bf16 whose head
+/// dimension is static; `name` names the operand in diagnostics.
+LogicalResult verifyBNHDMemRef(Operation *op, Type type, StringRef name);
+
+/// Checks that `type`'s innermost dimension is contiguous (stride 1): the
+/// kernels copy rows in 16-byte chunks and take no stride for it.
+LogicalResult verifyUnitLastStride(Operation *op, MemRefType type,
+                                   StringRef name);
+
 /// Checks a global -> shared tile copy (attn.copy_async, attn.pipe_load): a
 /// [B, N, H, D] f16/bf16 source (or a packed [total, H, D] one addressed by
 /// a sequence, `batchType` !attn.seq) whose element type and head dimension
@@ -12,6 +21,17 @@ namespace mlir::attn {
 LogicalResult verifyTileCopy(Operation *op, Type srcType, Type batchType,
                              SmemTileType dst);
 
+/// Checks what a KV-cache copy adds to verifyTileCopy: `headPack` query
+/// heads packed into `dst` (dividing its rows into whole 8-row groups) and a
+/// paged source (`pages`, the block table) whose static page size is a
+/// multiple of 16 and fits the tile (one page holds it or it holds whole
+/// pages). Shared by attn.copy_async and attn.pipe_load.
+LogicalResult verifyKvCacheCopy(Operation *op, Type srcType, SmemTileType dst,
+                                Value pages, int64_t headPack);
+
+/// Checks that `headPack` heads divide the `rows` of a register tile.
+LogicalResult verifyHeadPackRows(Operation *op, int64_t headPack,
+                                 int64_t rows);
 } // namespace mlir::attn
 
 #endif // ATTN_DIALECT_LIB_VERIFIERS_H

@@ -131,6 +131,22 @@ attngen_status attngen::readSpec(const attngen_spec *spec, TargetKind arch,
   out.blockM = spec->block_m;
   out.blockN = spec->block_n;
   out.numWarps = spec->num_warps;
+  // The KV-cache fields, each read only where the caller's struct has it.
+  int kvCache = 0, splitKv = 0;
+  if (hasField(offsetof(attngen_spec, kv_cache), sizeof(int)))
+    kvCache = spec->kv_cache;
+  if (hasField(offsetof(attngen_spec, page_size), sizeof(int)))
+    out.pageSize = spec->page_size;
+  if (hasField(offsetof(attngen_spec, split_kv), sizeof(int)))
+    splitKv = spec->split_kv;
+  if (hasField(offsetof(attngen_spec, head_pack), sizeof(int)))
+    out.headPack = spec->head_pack;
+  for (int flag : {kvCache, splitKv})
+    if (flag != 0 && flag != 1)
+      return fail(ATTNGEN_ERROR_INVALID_SPEC,
+                  "kv_cache and split_kv must be 0 or 1, got {}", flag);
+  out.kvCache = kvCache;
+  out.splitKv = splitKv;
   if (llvm::Error error = validateSpec(out))
     return fail(ATTNGEN_ERROR_INVALID_SPEC, "{} (arch {})",
                 llvm::toString(std::move(error)), archName(arch));
@@ -143,10 +159,17 @@ std::string attngen::cacheKey(const AttentionSpec &spec) {
   // The default scale is spelled out so that scale=0 and an explicit
   // 1/sqrt(d) share a kernel; %a keeps every bit of the double.
   double scale = spec.scale > 0 ? spec.scale : 1.0 / std::sqrt(double(spec.headDim));
+  // Decoding kernels append their fields (a dense kernel's key is as it
+  // was); a combine kernel depends on none of the mask's.
+  std::string decoding;
+  if (spec.kvCache)
+    decoding = fmt::format(" kv_cache=1 page={} split={} pack={} combine={}",
+                           spec.pageSize, int(spec.splitKv), spec.headPack,
+                           int(spec.combine));
   return fmt::format("attn_fwd arch={} dtype={} d={} causal={} "
                      "causal_align={} window_left={} window_right={} "
                      "scale={} softcap={} lse={} block_m={} "
-                     "block_n={} warps={} block_skip={} varlen={} compiler={}",
+                     "block_n={} warps={} block_skip={} varlen={}{} compiler={}",
                      archName(spec.target), spec.bf16 ? "bf16" : "f16",
                      spec.headDim, int(spec.causal),
                      stringifyCausalAlign(spec.causalAlign), spec.windowLeft,
@@ -154,7 +177,7 @@ std::string attngen::cacheKey(const AttentionSpec &spec) {
                      fmt::format("{:a}", scale),
                      fmt::format("{:a}", spec.softcap), int(spec.withLse),
                      spec.blockM, spec.blockN, spec.numWarps,
-                     int(spec.skipMaskedBlocks), int(spec.varlen),
+                     int(spec.skipMaskedBlocks), int(spec.varlen), decoding,
                      compilerId());
 }
 

@@ -27,11 +27,19 @@ using mlir::attn::TargetKind;
 
 struct attngen_compiled {
   CompiledKernel kernel;
+  /// A split-KV kernel's combine kernel (owned by its own slot), or null.
+  const attngen_compiled *combine = nullptr;
 };
 
 struct attngen_kernel {
   const attngen_compiled *compiled = nullptr;
   attnrt_module *module = nullptr;
+  /// A split-KV kernel's combine kernel loaded in the same context (owned
+  /// by the combine's slot), or null.
+  const attngen_kernel *combine = nullptr;
+  /// A KV-cache kernel (metadata "kv_cache"): launched with
+  /// attnrt_forward_kvcache.
+  bool kvCache = false;
   ~attngen_kernel() { attnrt_module_unload(module); }
 };
 
@@ -159,9 +167,12 @@ struct attngen_jit {
   }
 
   /// The slot of `cspec` on `arch`, its kernel compiled (or read back) and
-  /// its mutex held by `lock`.
+  /// its mutex held by `lock`. A split-KV kernel's combine kernel is filled
+  /// with it (its own slot, locked after this one: combine slots have no
+  /// combine of their own, so locks are always taken in that order).
   attngen_status filledSlot(const attngen_spec *cspec, TargetKind arch,
-                            Slot *&slot, std::unique_lock<std::mutex> &lock) {
+                            Slot *&slot, std::unique_lock<std::mutex> &lock,
+                            Slot **combineSlot = nullptr) {
     ++counters.requests;
     AttentionSpec spec;
     if (attngen_status s = readSpec(cspec, arch, spec))
@@ -169,7 +180,50 @@ struct attngen_jit {
     std::string key = cacheKey(spec);
     slot = &slotFor(key);
     lock = std::unique_lock<std::mutex>(slot->mutex);
-    return fill(*slot, spec, key);
+    if (attngen_status s = fill(*slot, spec, key))
+      return s;
+    if (!spec.splitKv || spec.combine)
+      return ATTNGEN_OK;
+    AttentionSpec combine = combineSpecOf(spec);
+    std::string combineKey = cacheKey(combine);
+    Slot &other = slotFor(combineKey);
+    std::lock_guard<std::mutex> combineLock(other.mutex);
+    if (attngen_status s = fill(other, combine, combineKey))
+      return s;
+    slot->compiled->combine = other.compiled.get();
+    if (combineSlot)
+      *combineSlot = &other;
+    return ATTNGEN_OK;
+  }
+
+  /// The kernel of `slot` loaded in `context` (the slot's mutex held).
+  attngen_status loaded(Slot &slot, void *context, attngen_kernel *&out) {
+    std::unique_ptr<attngen_kernel> &kernel = slot.kernels[context];
+    if (!kernel) {
+      auto loaded = std::make_unique<attngen_kernel>();
+      loaded->compiled = slot.compiled.get();
+      Stopwatch clock;
+      const CompiledKernel &k = slot.compiled->kernel;
+      if (attnrt_status s = attnrt_module_load(k.ptx.c_str(), k.metadata.c_str(),
+                                               &loaded->module)) {
+        slot.kernels.erase(context);
+        return failFromRuntime(s);
+      }
+      ++counters.moduleLoads;
+      attnrt_kernel_info info;
+      loaded->kvCache = attnrt_module_info(loaded->module, &info) == ATTNRT_OK &&
+                        info.kv_cache;
+      // The driver compiles PTX to machine code on a first load (then keeps
+      // it in its own cache): say so when that is slow.
+      double seconds = clock.seconds();
+      if (reportSlow(seconds, kSlowLoadSeconds))
+        logLine(fmt::format("{}: loaded on the GPU in {:.3f} s (the driver's "
+                            "PTX compile included)",
+                            k.kernelName, seconds));
+      kernel = std::move(loaded);
+    }
+    out = kernel.get();
+    return ATTNGEN_OK;
   }
 
   attngen_status compile(const attngen_spec *cspec, TargetKind arch,
@@ -188,32 +242,21 @@ struct attngen_jit {
     TargetKind arch;
     if (attngen_status s = currentDevice(&context, arch))
       return s;
-    Slot *slot = nullptr;
+    Slot *slot = nullptr, *combineSlot = nullptr;
     std::unique_lock<std::mutex> lock;
-    if (attngen_status s = filledSlot(cspec, arch, slot, lock))
+    if (attngen_status s = filledSlot(cspec, arch, slot, lock, &combineSlot))
       return s;
-    std::unique_ptr<attngen_kernel> &kernel = slot->kernels[context];
-    if (!kernel) {
-      auto loaded = std::make_unique<attngen_kernel>();
-      loaded->compiled = slot->compiled.get();
-      Stopwatch clock;
-      const CompiledKernel &k = slot->compiled->kernel;
-      if (attnrt_status s = attnrt_module_load(k.ptx.c_str(), k.metadata.c_str(),
-                                               &loaded->module)) {
-        slot->kernels.erase(context);
-        return failFromRuntime(s);
-      }
-      ++counters.moduleLoads;
-      // The driver compiles PTX to machine code on a first load (then keeps
-      // it in its own cache): say so when that is slow.
-      double seconds = clock.seconds();
-      if (reportSlow(seconds, kSlowLoadSeconds))
-        logLine(fmt::format("{}: loaded on the GPU in {:.3f} s (the driver's "
-                            "PTX compile included)",
-                            k.kernelName, seconds));
-      kernel = std::move(loaded);
+    attngen_kernel *kernel = nullptr;
+    if (attngen_status s = loaded(*slot, context, kernel))
+      return s;
+    if (combineSlot && !kernel->combine) {
+      std::lock_guard<std::mutex> combineLock(combineSlot->mutex);
+      attngen_kernel *combine = nullptr;
+      if (attngen_status s = loaded(*combineSlot, context, combine))
+        return s;
+      kernel->combine = combine;
     }
-    *out = kernel.get();
+    *out = kernel;
     return ATTNGEN_OK;
   }
 
@@ -238,6 +281,7 @@ void attngen_spec_init_sized(attngen_spec *spec, size_t size) {
   defaults.head_dim = 128;
   defaults.with_lse = 1;
   defaults.window_left = defaults.window_right = -1;
+  defaults.head_pack = 1;
   size = std::min(size, sizeof(attngen_spec));
   defaults.struct_size = size;
   std::memcpy(spec, &defaults, size);
@@ -386,6 +430,9 @@ const char *attngen_compiled_arch(const attngen_compiled *c) {
 const char *attngen_compiled_cache_key(const attngen_compiled *c) {
   return c ? c->kernel.key.c_str() : "";
 }
+const attngen_compiled *attngen_compiled_combine(const attngen_compiled *c) {
+  return c ? c->combine : nullptr;
+}
 
 const attngen_compiled *attngen_kernel_compiled(const attngen_kernel *k) {
   return k ? k->compiled : nullptr;
@@ -407,7 +454,40 @@ attngen_status attngen_kernel_forward(const attngen_kernel *k,
   if (!k)
     return fail(ATTNGEN_ERROR_INVALID_ARGUMENT,
                 "the kernel is NULL: get one from attngen_jit_get_kernel");
-  if (attnrt_status s = attnrt_forward(k->module, args, stream))
+  // A KV-cache kernel's call may split and then needs its combine kernel.
+  attnrt_status s = k->kvCache
+                        ? attnrt_forward_kvcache(
+                              k->module, k->combine ? k->combine->module : nullptr,
+                              args, stream)
+                        : attnrt_forward(k->module, args, stream);
+  if (s)
+    return failFromRuntime(s);
+  return ATTNGEN_OK;
+}
+
+attngen_status attngen_kernel_plan(const attngen_kernel *k,
+                                   const attnrt_forward_args *args,
+                                   int64_t *num_splits,
+                                   size_t *workspace_bytes) {
+  if (!k)
+    return fail(ATTNGEN_ERROR_INVALID_ARGUMENT,
+                "the kernel is NULL: get one from attngen_jit_get_kernel");
+  attnrt_kernel_info info;
+  if (attnrt_status s = attnrt_module_info(k->module, &info))
+    return failFromRuntime(s);
+  if (attnrt_status s = attnrt_kvcache_plan(&info, args, num_splits,
+                                            workspace_bytes))
+    return failFromRuntime(s);
+  return ATTNGEN_OK;
+}
+
+attngen_status attngen_kernel_check_kvcache_values(const attngen_kernel *k,
+                                                   const attnrt_forward_args *args,
+                                                   void *stream) {
+  if (!k)
+    return fail(ATTNGEN_ERROR_INVALID_ARGUMENT,
+                "the kernel is NULL: get one from attngen_jit_get_kernel");
+  if (attnrt_status s = attnrt_check_kvcache_values(k->module, args, stream))
     return failFromRuntime(s);
   return ATTNGEN_OK;
 }

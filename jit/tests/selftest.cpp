@@ -783,6 +783,86 @@ void testSpecInitSizes() {
 }
 #define attngen_spec_init(spec) attngen_spec_init_sized((spec), sizeof(*(spec)))
 
+/// KV-cache specs: a split-KV kernel carries its combine kernel; the spec's
+/// decoding fields are checked; a spec sized before them reads defaults.
+void testKvCache() {
+  attngen_jit *jit = makeJit("", 0);
+  attngen_spec spec = specOf(128, 1);
+  spec.kv_cache = 1;
+  spec.split_kv = 1;
+  spec.head_pack = 4;
+  spec.page_size = 64;
+  spec.causal_align = ATTNGEN_CAUSAL_BOTTOM_RIGHT;
+  for (const char *arch : {"sm_80", "sm_90a"}) {
+    const attngen_compiled *out = nullptr;
+    attngen_status s = attngen_jit_compile(jit, &spec, arch, &out);
+    expect(s == ATTNGEN_OK && out, std::string("kv-cache split kernel compiles for ") + arch +
+                                       ": " + attngen_last_error());
+    if (!out)
+      continue;
+    const attngen_compiled *combine = attngen_compiled_combine(out);
+    expect(combine && std::string(attngen_compiled_kernel_name(combine)).rfind("attn_combine_", 0) == 0,
+           std::string("the split kernel carries its combine kernel on ") + arch);
+    expect(std::string(attngen_compiled_metadata(out)).find("\"split_kv\": true") != std::string::npos,
+           "the split kernel's metadata says split_kv");
+    expect(combine && std::string(attngen_compiled_metadata(combine)).find("\"kind\": \"combine\"") !=
+                          std::string::npos,
+           "the combine kernel's metadata says kind combine");
+  }
+  attngen_spec plain = specOf(128, 0);
+  plain.kv_cache = 1;
+  const attngen_compiled *out = nullptr;
+  expect(attngen_jit_compile(jit, &plain, "sm_90a", &out) == ATTNGEN_OK && out &&
+             !attngen_compiled_combine(out),
+         "a kernel that does not split has no combine kernel");
+  attngen_spec bad = spec;
+  bad.page_size = 24;
+  expectError(attngen_spec_check(&bad, "sm_90a"), ATTNGEN_ERROR_INVALID_SPEC,
+              "page size 24 is not supported",
+              "a page size that is not a multiple of 16");
+  bad = spec;
+  bad.head_pack = 3;
+  expectError(attngen_spec_check(&bad, "sm_90a"), ATTNGEN_ERROR_INVALID_SPEC,
+              "head-pack = 3 does not fit block-m = 64",
+              "a head pack that does not divide the query block");
+  bad = spec;
+  bad.split_kv = 2;
+  expectError(attngen_spec_check(&bad, "sm_90a"), ATTNGEN_ERROR_INVALID_SPEC,
+              "kv_cache and split_kv must be 0 or 1, got 2",
+              "split_kv outside 0/1");
+  bad = spec;
+  bad.causal_align = ATTNGEN_CAUSAL_TOP_LEFT;
+  expectError(attngen_spec_check(&bad, "sm_90a"), ATTNGEN_ERROR_INVALID_SPEC,
+              "aligns its causal diagonal bottom-right",
+              "a causal KV-cache kernel aligned top-left");
+  bad = spec;
+  bad.window_left = 128;
+  expectError(attngen_spec_check(&bad, "sm_90a"), ATTNGEN_ERROR_INVALID_SPEC,
+              "a KV-cache kernel has no sliding window (got window 128,-1)",
+              "a KV-cache spec with a window");
+  bad = spec;
+  bad.head_dim = 96;
+  expect(attngen_spec_check(&bad, "sm_80") == ATTNGEN_OK,
+         std::string("a d96 KV-cache spec is valid: ") + attngen_last_error());
+  bad = specOf(128, 0);
+  bad.split_kv = 1;
+  expectError(attngen_spec_check(&bad, "sm_90a"), ATTNGEN_ERROR_INVALID_SPEC,
+              "belong to KV-cache kernels",
+              "split_kv without kv_cache");
+  // A spec whose struct ends before the decoding fields is a dense kernel
+  // even when the bytes after it say otherwise.
+  attngen_spec old = spec;
+  old.struct_size = offsetof(attngen_spec, kv_cache);
+  expect(attngen_jit_compile(jit, &old, "sm_80", &out) == ATTNGEN_OK && out &&
+             std::string(attngen_compiled_kernel_name(out)).rfind("attn_fwd_", 0) == 0,
+         std::string("a spec sized before kv_cache compiles a dense kernel: ") +
+             attngen_last_error());
+  expectError(attngen_kernel_plan(nullptr, nullptr, nullptr, nullptr),
+              ATTNGEN_ERROR_INVALID_ARGUMENT, "the kernel is NULL",
+              "attngen_kernel_plan on a NULL kernel");
+  attngen_jit_destroy(jit);
+}
+
 int main(int argc, char **argv) {
   if (argc >= 3 && std::string(argv[1]) == "compile")
     return compileOnce(argv[2], argc >= 4 && std::string(argv[3]) == "causal");
@@ -798,6 +878,7 @@ int main(int argc, char **argv) {
   testEmptyArch();
   testScaleRange();
   testSpecInitSizes();
+  testKvCache();
   std::printf("%d checks, %d failed\n", checks, failures);
   return failures ? 1 : 0;
 }

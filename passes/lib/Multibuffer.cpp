@@ -102,7 +102,8 @@ LogicalResult convertBuffer(AllocSmemOp alloc, int64_t stages) {
     PipeAcquireOp::create(b, copy.getLoc(), pipe, fill);
     PipeLoadOp::create(b, copy.getLoc(), copy.getSrc(), copy.getBatch(),
                        copy.getRow(), copy.getHead(), pipe, fill,
-                       /*valid=*/Value());
+                       /*valid=*/Value(), copy.getPages(),
+                       copy.getHeadPackAttr());
     copy.erase();
   }
 
@@ -110,7 +111,7 @@ LogicalResult convertBuffer(AllocSmemOp alloc, int64_t stages) {
     b.setInsertionPoint(wait);
     Value buffer =
         PipeWaitOp::create(b, wait.getLoc(), type, pipe, wait.getFill(),
-                           /*pending=*/IntegerAttr());
+                           /*pending=*/IntegerAttr(), wait.getZeroFrom());
     // Until the next wait on this tile, its readers use this fill's stage.
     Operation *last = nullptr;
     for (Operation *op = wait->getNextNode(); op; op = op->getNextNode()) {

@@ -111,13 +111,13 @@ FailureOr<PipeAcquireOp> acquireOf(PipeLoadOp load) {
   return acquire;
 }
 
-/// Whether the copy reads rows `block * rows` (what moving it by whole
-/// blocks assumes).
-bool rowIsBlockTimesRows(PipeLoadOp load, Value block) {
+/// Whether `row` is `block * rows` for this load's pipe (a constant product
+/// when the block is a constant).
+bool isBlockTimesRows(PipeLoadOp load, Value block, Value row) {
   int64_t rows = rowsOf(load.getPipe());
   if (std::optional<int64_t> constant = getConstantIntValue(block))
-    return getConstantIntValue(load.getRow()) == *constant * rows;
-  auto mul = load.getRow().getDefiningOp<arith::MulIOp>();
+    return getConstantIntValue(row) == *constant * rows;
+  auto mul = row.getDefiningOp<arith::MulIOp>();
   if (!mul)
     return false;
   for (auto [x, c] : {std::pair(mul.getLhs(), mul.getRhs()),
@@ -125,6 +125,34 @@ bool rowIsBlockTimesRows(PipeLoadOp load, Value block) {
     if (x == block && getConstantIntValue(c) == rows)
       return true;
   return false;
+}
+
+/// The first row of the copied range when the copy of `block` reads rows
+/// `block * rows + base` (a KV-cache split starts its rows at `base`):
+/// `base`, or a null value for `block * rows`. Fails when the row has
+/// neither form. A copy of block 0 reads `base` itself, which only the
+/// loop's loads can tell apart from any other row: `knownBase` is theirs.
+FailureOr<Value> rowBase(PipeLoadOp load, Value block,
+                         Value knownBase = Value()) {
+  Value row = load.getRow();
+  if (isBlockTimesRows(load, block, row))
+    return Value();
+  if (knownBase && row == knownBase &&
+      getConstantIntValue(block) == std::optional<int64_t>(0))
+    return knownBase;
+  if (auto add = row.getDefiningOp<arith::AddIOp>())
+    for (auto [x, base] : {std::pair(add.getLhs(), add.getRhs()),
+                           std::pair(add.getRhs(), add.getLhs())})
+      if (isBlockTimesRows(load, block, x) && (!knownBase || base == knownBase))
+        return base;
+  return failure();
+}
+
+/// Whether the copy reads rows `block * rows [+ base]` (what moving it by
+/// whole blocks assumes).
+bool rowIsBlockTimesRows(PipeLoadOp load, Value block,
+                         Value knownBase = Value()) {
+  return succeeded(rowBase(load, block, knownBase));
 }
 
 /// The block a fill names, and its offset from the loop's block `iv`: the
@@ -179,7 +207,8 @@ LogicalResult collectEvents(scf::ForOp loop, SmallVectorImpl<PipeEvent> &events,
       return load.emitOpError("fills a block before the loop's own; "
                               "attn-multibuffer moves fills ahead only");
     if (!rowIsBlockTimesRows(load, block->second))
-      return load.emitOpError("copies rows that are not block * block rows; "
+      return load.emitOpError("copies rows that are not block * block rows "
+                              "(plus a loop-invariant first row); "
                               "attn-multibuffer moves fills by whole blocks");
     PipeEvent event{PipeEvent::load, load.getPipe(), block->first, load};
     event.acquire = *acquire;
@@ -352,16 +381,19 @@ LogicalResult checkLoopPipes(LoopNest &nest,
   return success();
 }
 
-/// Emits `pipe_acquire; pipe_load` of `block` as `fill` like `like`,
-/// predicated on `valid` when given.
+/// Emits `pipe_acquire; pipe_load` of `block` as `fill` like `like` (rows
+/// from `rowStart` on, when given), predicated on `valid` when given.
 void emitFill(OpBuilder &b, PipeLoadOp like, Value block, Value fill,
-              Value valid) {
+              Value valid, Value rowStart) {
   Location loc = like.getLoc();
   Value row = arith::MulIOp::create(
       b, loc, block, arith::ConstantIndexOp::create(b, loc, rowsOf(like.getPipe())));
+  if (rowStart)
+    row = arith::AddIOp::create(b, loc, row, rowStart);
   PipeAcquireOp::create(b, loc, like.getPipe(), fill);
   PipeLoadOp::create(b, loc, like.getSrc(), like.getBatch(), row,
-                     like.getHead(), like.getPipe(), fill, valid);
+                     like.getHead(), like.getPipe(), fill, valid,
+                     like.getPages(), like.getHeadPackAttr());
 }
 
 /// Moves every fill of the loops `stages - 1` blocks ahead (predicated on
@@ -370,6 +402,13 @@ LogicalResult movePipeFills(func::FuncOp func, LoopNest &nest,
                             const llvm::MapVector<Value, int64_t> &fillOffset,
                             int64_t stages) {
   const int64_t shift = stages - 1;
+  // Where each loop pipe's rows start (a KV-cache split's first block).
+  llvm::DenseMap<Value, Value> bases;
+  for (const PipeEvent &event : nest.events)
+    if (event.kind == PipeEvent::load) {
+      auto load = cast<PipeLoadOp>(event.op);
+      bases[load.getPipe()] = *rowBase(load, event.block);
+    }
   // The prologue's fills of the loop pipes: blocks 0 .. offset - 1.
   llvm::MapVector<Value, SmallVector<PipeLoadOp>> prologueFills;
   for (Operation *op : nest.prologue)
@@ -386,7 +425,10 @@ LogicalResult movePipeFills(func::FuncOp func, LoopNest &nest,
       if (nest.base && i == 0)
         block = nest.base;
       if (getConstantIntValue(load.getFill()) != std::optional<int64_t>(i) ||
-          (nest.base && i > 0) || !rowIsBlockTimesRows(load, block) ||
+          (nest.base && i > 0) ||
+          !rowIsBlockTimesRows(load, block, bases.lookup(pipe)) ||
+          rowBase(load, block, bases.lookup(pipe)).value_or(Value()) !=
+              bases.lookup(pipe) ||
           load.getValid())
         return load.emitOpError("is not the prologue's fill of block ")
                << i << "; attn-multibuffer (sm_80) needs blocks 0, 1, ... "
@@ -418,6 +460,8 @@ LogicalResult movePipeFills(func::FuncOp func, LoopNest &nest,
     if (event.kind == PipeEvent::load) {
       auto load = cast<PipeLoadOp>(event.op);
       needed.append({load.getBatch(), load.getHead()});
+      if (Value base = bases.lookup(load.getPipe()))
+        needed.push_back(base);
     }
   if (failed(moveValueDefinitions(rewriter, needed, insertionPoint)))
     return nest.loops.front().emitOpError(
@@ -451,7 +495,8 @@ LogicalResult movePipeFills(func::FuncOp func, LoopNest &nest,
                     : arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                             block, nest.numBlocks)
                           .getResult();
-      emitFill(b, cast<PipeLoadOp>(event.op), block, fillValue, valid);
+      auto like = cast<PipeLoadOp>(event.op);
+      emitFill(b, like, block, fillValue, valid, bases.lookup(like.getPipe()));
     }
   for (auto &[pipe, loads] : prologueFills)
     for (PipeLoadOp load : loads) {
@@ -483,7 +528,7 @@ LogicalResult movePipeFills(func::FuncOp func, LoopNest &nest,
                              : block;
       Value valid = arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult,
                                           block, nest.numBlocks);
-      emitFill(lb, load, block, fill, valid);
+      emitFill(lb, load, block, fill, valid, bases.lookup(load.getPipe()));
       if (event.guard) {
         event.guard.erase();
       } else {

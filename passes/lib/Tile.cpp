@@ -5,6 +5,7 @@
 // copies overlapped with the two GEMMs as in FlashAttention-2.
 //
 //===----------------------------------------------------------------------===//
+#include "TileKvCache.h"
 #include "attn/Passes/Passes.h"
 #include "attn/Passes/TileConfig.h"
 
@@ -165,7 +166,7 @@ void TileProgramBuilder::build() {
             b, l, scores.getType(), scores, row, col, nk,
             op.isBottomRight() ? nq : Value(), op.getCausalAttr(),
             op.getCausalAlignAttr(), op.getWindowLeftAttr(),
-            op.getWindowRightAttr());
+            op.getWindowRightAttr(), /*head_pack=*/IntegerAttr());
         Type rowTy = rowType();
         auto softmax = OnlineSoftmaxOp::create(b, l, scores.getType(), rowTy,
                                                rowTy, rowTy, mask.getResult(),
@@ -319,6 +320,53 @@ struct AttnTilePass : public mlir::attn::impl::AttnTileBase<AttnTilePass> {
         func->setAttr("attn.window_right", right);
       TileProgramBuilder(op, config, *target).build();
     }
+    // The decoding kernels (TileKvCache.cpp, TileCombine.cpp).
+    if (failed(tileDecodingKernels(module, target)))
+      return signalPassFailure();
+  }
+
+  /// Tiles every attn.attention_kvcache and attn.combine_splits of `module`.
+  LogicalResult tileDecodingKernels(ModuleOp module,
+                                    std::optional<TargetKind> target) {
+    SmallVector<Operation *> ops;
+    module.walk([&](Operation *op) {
+      if (isa<AttentionKvCacheOp, CombineSplitsOp>(op))
+        ops.push_back(op);
+    });
+    if (!ops.empty() && !target)
+      return module.emitError("attn-tile needs the module attribute "
+                              "'attn.target' (#attn.target<sm_80> or "
+                              "#attn.target<sm_90a>)");
+    for (Operation *op : ops) {
+      auto func = op->getParentOfType<func::FuncOp>();
+      if (failed(checkProblemKernelShape(op, func)))
+        return failure();
+      if (auto combine = dyn_cast<CombineSplitsOp>(op)) {
+        TileConfig config = combineTileConfig(blockM > 0 ? blockM : 64);
+        int64_t pack = combine.headPack();
+        if (config.blockM % (16 * config.numWarps) != 0 ||
+            config.blockM % pack != 0 || (config.blockM / pack) % 8 != 0)
+          return combine.emitOpError()
+                 << "invalid tile configuration: block-m = " << config.blockM
+                 << " must be a multiple of " << 16 * config.numWarps
+                 << " with 8 rows or more per packed head";
+        tileCombine(combine, func, config);
+        continue;
+      }
+      auto kv = cast<AttentionKvCacheOp>(op);
+      TileConfig config = resolveKvCacheTileConfig(
+          *target, kv.getHeadDim(), kv.getPageSize(), blockM, blockN,
+          numWarps, stages);
+      if (llvm::Error error =
+              checkKvCacheTileConfig(config, *target, kv.getHeadDim(),
+                                     kv.getPageSize(), kv.headPack())) {
+        kv.emitOpError() << "invalid tile configuration: "
+                         << llvm::toString(std::move(error));
+        return failure();
+      }
+      tileKvCache(kv, func, config, *target);
+    }
+    return success();
   }
 };
 

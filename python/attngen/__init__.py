@@ -27,7 +27,8 @@ import threading
 
 from . import _capi
 
-__all__ = ["attention", "attention_varlen", "compile", "CompiledKernel", "AttngenError",
+__all__ = ["attention", "attention_varlen", "attention_with_kvcache", "compile",
+           "CompiledKernel", "AttngenError",
            "InvalidInputError", "cache_dir", "stats", "clear_memory_cache", "device_arch",
            "__version__", "compiler_id"]
 
@@ -201,7 +202,8 @@ def _window_sides(function, value):
 
 def _make_spec(head_dim, dtype, causal, scale, with_lse=True, block_m=0, block_n=0,
                num_warps=0, function="compile", causal_align="top-left", softcap=0.0,
-               window_size=(-1, -1), varlen=False):
+               window_size=(-1, -1), varlen=False, kv_cache=False, page_size=0,
+               split_kv=False, head_pack=1):
     spec = _capi.Spec()
     _lib.attngen_spec_init_sized(ctypes.byref(spec), ctypes.sizeof(spec))
     spec.head_dim = _c_int("head_dim", head_dim)
@@ -216,6 +218,10 @@ def _make_spec(head_dim, dtype, causal, scale, with_lse=True, block_m=0, block_n
     spec.scale = _normalize_scale(scale)
     spec.with_lse = _flag(function, "with_lse", with_lse)
     spec.varlen = _flag(function, "varlen", varlen)
+    spec.kv_cache = _flag(function, "kv_cache", kv_cache)
+    spec.split_kv = _flag(function, "split_kv", split_kv)
+    spec.page_size = _c_int("page_size", page_size)
+    spec.head_pack = _c_int("head_pack", head_pack)
     return spec
 
 
@@ -235,6 +241,9 @@ class CompiledKernel:
                 "ATTNGEN_ERROR_COMPILE") from None
         self.arch = _lib.attngen_compiled_arch(handle).decode()
         self.cache_key = _lib.attngen_compiled_cache_key(handle).decode()
+        # A split-KV kernel's combine kernel, compiled with it.
+        combine = _lib.attngen_compiled_combine(handle)
+        self.combine = CompiledKernel(combine) if combine else None
 
     def __repr__(self):
         return f"CompiledKernel({self.kernel_name}, arch={self.arch}, {len(self.ptx)} bytes of PTX)"
@@ -242,7 +251,8 @@ class CompiledKernel:
 
 def compile(arch="sm_90a", head_dim=128, dtype="bf16", causal=False, scale=None,
             with_lse=True, block_m=0, block_n=0, num_warps=0, causal_align="top-left",
-            softcap=0.0, window_size=(-1, -1), varlen=False):
+            softcap=0.0, window_size=(-1, -1), varlen=False, *, kv_cache=False,
+            page_size=0, split_kv=False, head_pack=1):
     """Compiles (or finds in the cache) one kernel and returns its PTX and
     metadata. Needs no GPU unless arch="auto" (the current GPU's).
 
@@ -254,10 +264,16 @@ def compile(arch="sm_90a", head_dim=128, dtype="bf16", causal=False, scale=None,
     window_size=(left, right) is a sliding window as flash_attn's: query i
     sees the keys from left before to right after its diagonal (-1: that
     side unbounded; (left, 0) is a causal window). varlen=True compiles the
-    kernel for packed variable-length batches (attention_varlen's)."""
+    kernel for packed variable-length batches (attention_varlen's).
+
+    kv_cache=True compiles a KV-cache (decoding) kernel, as
+    attention_with_kvcache uses: page_size > 0 for a paged cache, split_kv
+    to split the keys over CTAs (its combine kernel is .combine), head_pack
+    query heads per tile; a causal one needs causal_align='bottom-right'."""
     spec = _make_spec(head_dim, dtype, causal, scale, with_lse, block_m, block_n, num_warps,
                       causal_align=causal_align, softcap=softcap, window_size=window_size,
-                      varlen=varlen)
+                      varlen=varlen, kv_cache=kv_cache, page_size=page_size,
+                      split_kv=split_kv, head_pack=head_pack)
     arch_name = _c_string("arch", arch)
     handle = ctypes.c_void_p()
     status = _lib.attngen_jit_compile(_Jit.get(), ctypes.byref(spec), arch_name,
@@ -295,6 +311,7 @@ def clear_memory_cache():
     """Forgets compiled and loaded kernels (the disk cache stays). Only call it
     while no other thread uses attngen."""
     _torch_op.forget_kernels()
+    _torch_kvcache.forget_kernels()
     status = _lib.attngen_jit_clear_memory_cache(_Jit.get())
     if status:
         _raise(status)
@@ -357,7 +374,38 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
                                           return_lse, causal_align, check_seqlens)
 
 
-# Registers torch.ops.attngen.attention (and attention_varlen) when PyTorch
-# is installed.
+def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None, *,
+                           causal=False, window_size=(-1, -1), softcap=0.0, scale=None,
+                           return_lse=False, num_splits=0, check_cache_values=False):
+    """Attention of q over a KV cache, as flash_attn_with_kvcache (without
+    appending new keys): sequence b attends to the first cache_seqlens[b] keys
+    of its cache. Returns out (batch, seqlen_q, heads, head_dim), or (out,
+    lse) with lse (batch, heads, seqlen_q) float32.
+
+    k_cache / v_cache are (batch, seqlen_cache, kv_heads, head_dim), or with
+    block_table (batch, max_blocks) int32 a paged cache (num_blocks,
+    page_size, kv_heads, head_dim), key n of sequence b in page
+    block_table[b, n // page_size] (page_size a multiple of 16).
+    cache_seqlens is an int, a (batch,) int32 CUDA tensor or None (the whole
+    cache). causal is bottom-right to each sequence's keys (query i sees keys
+    j <= i + cache_seqlens[b] - seqlen_q); a query that sees no key gets out
+    0 and lse -inf (flash_attn reports +inf). num_splits: 0 lets attngen
+    split each sequence's keys over CTAs when that fills the GPU better
+    (flash-decoding), 1 never splits, n > 1 forces n. window_size must be
+    (-1, -1) (sliding windows are not supported here yet). The kernels never
+    read outside the caches whatever cache_seqlens and block_table hold;
+    check_cache_values=True also checks their values on the host (a device
+    sync; not under CUDA graph capture) and raises for bad ones.
+    Registered as torch.ops.attngen.attention_with_kvcache (torch.compile,
+    CUDA graphs)."""
+    return _torch_kvcache.attention_with_kvcache(q, k_cache, v_cache, cache_seqlens,
+                                                 block_table, causal, window_size, softcap,
+                                                 scale, return_lse, num_splits,
+                                                 check_cache_values)
+
+
+# Registers torch.ops.attngen.attention (and attention_varlen,
+# attention_with_kvcache) when PyTorch is installed.
 from . import _torch_op  # noqa: E402
 from . import _torch_varlen  # noqa: E402
+from . import _torch_kvcache  # noqa: E402

@@ -12,6 +12,9 @@ DTYPE_BF16 = 2
 # Values of attngen_causal_align, by their Python spelling.
 CAUSAL_ALIGN = {"top-left": 0, "bottom-right": 1}
 
+# Most splits a split-KV call may use (attnrt.h's ATTNRT_MAX_SPLITS).
+MAX_SPLITS = 256
+
 # attngen_status values whose cause is the caller's input.
 STATUS_INVALID_ARGUMENT = 1
 STATUS_INVALID_SPEC = 10
@@ -31,6 +34,12 @@ class ForwardArgs(ctypes.Structure):
         # Variable-length batches (appended).
         ("cu_seqlens_q", ctypes.c_void_p), ("cu_seqlens_k", ctypes.c_void_p),
         ("max_seqlen_q", ctypes.c_int64), ("max_seqlen_k", ctypes.c_int64),
+        # KV cache and split-KV (appended after the varlen block).
+        ("cache_seqlens", ctypes.c_void_p), ("block_table", ctypes.c_void_p),
+        ("block_table_stride", ctypes.c_int64), ("max_blocks", ctypes.c_int64),
+        ("num_blocks", ctypes.c_int64), ("page_size", ctypes.c_int64),
+        ("num_splits", ctypes.c_int64), ("workspace", ctypes.c_void_p),
+        ("workspace_bytes", ctypes.c_size_t),
     ]
 
 
@@ -53,6 +62,10 @@ class KernelInfo(ctypes.Structure):
         ("num_sms", ctypes.c_int),
         # Variable-length batches (appended).
         ("varlen", ctypes.c_int),
+        # KV cache and split-KV (appended after varlen).
+        ("kind", ctypes.c_int), ("kv_cache", ctypes.c_int), ("page_size", ctypes.c_int),
+        ("head_pack", ctypes.c_int), ("split_kv", ctypes.c_int),
+        ("grid_times", ctypes.c_int * 3),
     ]
 
 
@@ -67,6 +80,9 @@ class Spec(ctypes.Structure):
         ("window_left", ctypes.c_int), ("window_right", ctypes.c_int),
         # Variable-length batches (appended).
         ("varlen", ctypes.c_int),
+        # Decoding with a KV cache (appended after varlen).
+        ("kv_cache", ctypes.c_int), ("page_size", ctypes.c_int), ("split_kv", ctypes.c_int),
+        ("head_pack", ctypes.c_int),
     ]
 
 
@@ -131,6 +147,10 @@ def _bind(lib):
         "attnrt_check_cu_seqlens": (c.c_int, [c.POINTER(ForwardArgs),
                                               c.POINTER(c.c_int32), c.POINTER(c.c_int32)]),
         "attnrt_last_error": (c.c_char_p, []),
+        "attngen_kernel_plan": (c.c_int, [P, c.POINTER(ForwardArgs), c.POINTER(c.c_int64),
+                                          c.POINTER(c.c_size_t)]),
+        "attngen_compiled_combine": (P, [P]),
+        "attngen_kernel_check_kvcache_values": (c.c_int, [P, c.POINTER(ForwardArgs), P]),
     }
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)

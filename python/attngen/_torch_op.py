@@ -190,6 +190,12 @@ def _use_custom_op(*tensors):
     export: torch.compiler.is_compiling(), a dispatch mode, or tensor
     subclasses such as FakeTensor and FunctionalTensor) and when autograd
     records the call (so .backward() reaches the op's clear error)."""
+    return use_custom_op((q, k, v))
+
+
+def use_custom_op(tensors):
+    """_use_custom_op's rule for any op of the package and its tensor
+    arguments."""
     if torch.compiler.is_compiling() or _dispatch_mode_active():
         return True
     if any(type(t) is not torch.Tensor for t in tensors):

@@ -42,6 +42,37 @@ class CompileTest(unittest.TestCase):
                     self.assertEqual(boxes, [box_cols] * 3 if arch == "sm_90a" else [])
                     self.assertTrue(k.kernel_name.endswith(f"_d{head_dim}"))
 
+    def test_kv_cache(self):
+        # Decoding kernels: the split kernel carries its combine kernel, the
+        # metadata says what the runtime must bind.
+        for arch in ("sm_80", "sm_90a"):
+            k = attngen.compile(arch=arch, kv_cache=True, split_kv=True, head_pack=4,
+                                causal=True, causal_align="bottom-right", page_size=64)
+            self.assertEqual(k.kernel_name,
+                             f"attn_kvcache_{arch.replace('_', '')}_bf16_d128_causal_br_pack4"
+                             "_page64_split")
+            self.assertTrue(k.metadata["kv_cache"])
+            self.assertEqual((k.metadata["page_size"], k.metadata["head_pack"]), (64, 4))
+            self.assertEqual(k.metadata["grid"]["tiles"][0]["times"], "num_splits")
+            self.assertIsNotNone(k.combine)
+            self.assertEqual(k.combine.metadata["kind"], "combine")
+            self.assertIn(f".entry {k.combine.kernel_name}", k.combine.ptx)
+        self.assertIsNone(attngen.compile(kv_cache=True).combine)
+        errors = [
+            (dict(kv_cache=True, page_size=24), "page size 24 is not supported"),
+            (dict(kv_cache=True, head_pack=16), "head-pack = 16 does not fit block-m = 64"),
+            (dict(page_size=32), "belong to KV-cache kernels"),
+            (dict(kv_cache=True, causal=True), "aligns its causal diagonal bottom-right"),
+            (dict(kv_cache=True, window_size=(128, 0)), "has no sliding window"),
+        ]
+        for kwargs, needle in errors:
+            with self.subTest(**{k: str(v) for k, v in kwargs.items()}):
+                with self.assertRaises(attngen.InvalidInputError) as caught:
+                    attngen.compile(**kwargs)
+                self.assertIn(needle, str(caught.exception))
+        with self.assertRaises(TypeError):
+            attngen.compile(kv_cache=1)
+
     def test_scale_and_overrides(self):
         k = attngen.compile(arch="sm_80", head_dim=64, dtype="f16", scale=0.5)
         self.assertEqual(k.metadata["scale"], 0.5)

@@ -46,7 +46,8 @@ struct DriverApi {
   decltype(&::cuPointerGetAttributes) pointerGetAttributes = nullptr;
   /// Optional: CUDA 12.0+ drivers only; needed by TMA (sm_90a) kernels.
   decltype(&::cuTensorMapEncodeTiled) tensorMapEncodeTiled = nullptr;
-  /// Optional: the varlen checks' copy of cu_seqlens (attnrt_set_seqlen_checks).
+  /// Optional: the varlen checks' copy of cu_seqlens (attnrt_set_seqlen_checks)
+  /// and attnrt_check_kvcache_values' copy of the lengths and block table.
   decltype(&::cuMemcpyDtoHAsync) memcpyDtoHAsync = nullptr;
   decltype(&::cuStreamSynchronize) streamSynchronize = nullptr;
   decltype(&::cuStreamIsCapturing) streamIsCapturing = nullptr;

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Error.h"
+#include "KvCache.h"
 #include "Metadata.h"
 #include "Module.h"
 #include "Validate.h"
@@ -180,13 +181,19 @@ attnrt_status checkDeviceCuSeqlens(const attnrt_module &m, const attnrt_forward_
   return checkCuSeqlens(a, cuQ.data(), cuK.data());
 }
 
-attnrt_status forward(attnrt_module *m, const attnrt_forward_args *a, void *stream) {
+attnrt_status forward(attnrt_module *m, const attnrt_forward_args *given, void *stream) {
   if (!m)
     return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
                 "attnrt_forward got module = NULL: load a kernel with attnrt_module_load first");
-  if (!a)
+  if (!given)
     return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
                 "attnrt_forward got args = NULL: pass the address of a filled attnrt_forward_args");
+  // A split-KV kernel's num_splits = 0 is the runtime's choice, made here
+  // exactly as attnrt_kvcache_plan makes it.
+  attnrt_forward_args resolved;
+  if (attnrt_status s = resolveSplits(m->info, *given, resolved))
+    return s;
+  const attnrt_forward_args *a = &resolved;
   if (attnrt_status s = checkForwardArgs(m->info, *a))
     return s;
   if (isEmptyForward(*a))
@@ -207,7 +214,10 @@ attnrt_status forward(attnrt_module *m, const attnrt_forward_args *a, void *stre
                     {"o", a->o},
                     {"lse", a->lse},
                     {"cu_seqlens_q", a->cu_seqlens_q},
-                    {"cu_seqlens_k", a->cu_seqlens_k}};
+                    {"cu_seqlens_k", a->cu_seqlens_k},
+                    {"cache_seqlens", a->cache_seqlens},
+                    {"block_table", a->block_table},
+                    {"workspace", a->workspace}};
     for (const auto &p : pointers)
       if (p.pointer)
         if (attnrt_status s = checkDevicePointer(*m, p.name, p.pointer))
@@ -217,6 +227,19 @@ attnrt_status forward(attnrt_module *m, const attnrt_forward_args *a, void *stre
     if (attnrt_status s = checkDeviceCuSeqlens(*m, *a, static_cast<CUstream>(stream)))
       return s;
 
+  // The split-KV workspace: partial outputs, then partial log-sum-exps
+  // (docs/ABI.md "KV cache and split-KV"), addressed as contiguous
+  // [S * B, Nq, H, D] and [S * B, H, Nq] f32 tensors.
+  WorkspaceLayout workspace;
+  if (attnrt_status s = workspaceLayout(*a, a->num_splits, workspace))
+    return s;
+  void *oPartial = workspace.bytes ? a->workspace : nullptr;
+  void *lsePartial =
+      workspace.bytes ? static_cast<char *>(a->workspace) + workspace.lseOffset : nullptr;
+  const int64_t oPartialStrides[4] = {a->nq * a->num_heads * a->head_dim, a->num_heads * a->head_dim,
+                                      a->head_dim, 1};
+  const int64_t blockTableStrides[4] = {a->block_table_stride, 0, 0, 0};
+
   // Parameter values, one slot per parameter; `params` points at each.
   const std::vector<KernelParam> &list = m->abi.params;
   std::vector<CUtensorMap> maps(list.size());
@@ -224,9 +247,16 @@ attnrt_status forward(attnrt_module *m, const attnrt_forward_args *a, void *stre
   std::vector<void *> params(list.size());
   CUtensorMapDataType dataType = m->info.dtype == ATTNRT_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                                                                    : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  const void *pointers[kNumTensorRoles] = {a->q,   a->k,           a->v,          a->o,
-                                           a->lse, a->cu_seqlens_q, a->cu_seqlens_k};
-  const int64_t *strides[] = {a->q_strides, a->k_strides, a->v_strides, a->o_strides};
+  const void *pointers[kNumTensorRoles] = {a->q,           a->k,           a->v,
+                                           a->o,           a->lse,         a->cu_seqlens_q,
+                                           a->cu_seqlens_k, a->cache_seqlens, a->block_table,
+                                           oPartial,       lsePartial};
+  const int64_t *strides[kNumTensorRoles] = {a->q_strides, a->k_strides, a->v_strides,
+                                             a->o_strides, nullptr,      nullptr,
+                                             nullptr,      nullptr,      blockTableStrides,
+                                             oPartialStrides, nullptr};
+  // A paged cache's K and V are [num_blocks, page_size, Hkv, D].
+  bool paged = m->info.page_size > 0;
   for (size_t i = 0; i < list.size(); ++i) {
     const KernelParam &p = list[i];
     int t = static_cast<int>(p.tensor);
@@ -234,8 +264,10 @@ attnrt_status forward(attnrt_module *m, const attnrt_forward_args *a, void *stre
     case ParamKind::TensorMap: {
       bool query = p.tensor == TensorRole::Q;
       const char *names[] = {"Q", "K", "V"};
-      if (attnrt_status s = encodeTensorMap(*m, names[t], maps[i], pointers[t], query ? a->nq : a->nk,
-                                            query ? a->num_heads : a->num_kv_heads, a->batch,
+      int64_t rows = query ? a->nq : paged ? a->page_size : a->nk;
+      int64_t batch = query || !paged ? a->batch : a->num_blocks;
+      if (attnrt_status s = encodeTensorMap(*m, names[t], maps[i], pointers[t], rows,
+                                            query ? a->num_heads : a->num_kv_heads, batch,
                                             strides[t], p.boxCols, p.boxRows, dataType))
         return s;
       params[i] = &maps[i];

@@ -52,13 +52,25 @@ unsigned KernelParam::bytes() const {
 }
 
 /// Names of the attnrt_size values, in order.
-static constexpr const char *kSizeNames[] = {"batch",     "nq",           "nk",
-                                             "num_heads", "num_kv_heads", "max_seqlen_q"};
+static constexpr const char *kSizeNames[] = {"batch",        "nq",         "nk",
+                                             "num_heads",    "num_kv_heads", "max_seqlen_q",
+                                             "num_splits",   "max_blocks", "num_blocks"};
 /// Number of attnrt_size values.
-static constexpr int kNumSizes = 6;
+static constexpr int kNumSizes = sizeof(kSizeNames) / sizeof(kSizeNames[0]);
 /// Names of the TensorRole values, in order.
-static constexpr const char *kTensorNames[] = {"q",   "k",           "v",          "o",
-                                               "lse", "cu_seqlens_q", "cu_seqlens_k"};
+static constexpr const char *kTensorNames[] = {
+    "q",           "k",           "v",         "o",          "lse",        "cu_seqlens_q",
+    "cu_seqlens_k", "cache_seqlens", "block_table", "o_partial", "lse_partial"};
+static_assert(sizeof(kTensorNames) / sizeof(kTensorNames[0]) == kNumTensorRoles,
+              "a name per TensorRole");
+/// Names of the attnrt_kernel_kind values, in order.
+static constexpr const char *kKindNames[] = {"forward", "combine"};
+/// Largest page a paged kernel may declare (a multiple of 16).
+static constexpr int kMaxPageSize = 1 << 16;
+/// Rows per page step: pages are whole 16-row MMA k steps.
+static constexpr int kPageRowMultiple = 16;
+/// Most query heads one tile may pack.
+static constexpr int kMaxHeadPack = 64;
 /// Stride dimension letters.
 static constexpr const char *kStrideDims[] = {"b", "n", "h"};
 /// Most CTAs per SM a persistent kernel may ask for.
@@ -66,6 +78,11 @@ static constexpr int kMaxCtasPerSm = 32;
 
 const char *sizeName(int size) {
   return size >= 0 && size < kNumSizes ? kSizeNames[size] : "invalid";
+}
+
+const char *tensorRoleName(TensorRole role) {
+  int t = static_cast<int>(role);
+  return t >= 0 && t < kNumTensorRoles ? kTensorNames[t] : "invalid";
 }
 
 int tmaSwizzleSpanOf(int boxCols) {
@@ -238,17 +255,34 @@ attnrt_status readParam(const JsonValue &item, size_t index, KernelParam &param)
   param.kind = static_cast<ParamKind>(kind);
   if (param.kind == ParamKind::Size)
     return reader.getChoice("size", kSizeNames, kNumSizes, param.size);
-  // TMA descriptors exist for the tensors the kernels copy in (q, k, v);
-  // strides for the [B, N, H, D] tensors (q, k, v, o); pointers for all.
-  int tensorChoices = param.kind == ParamKind::TensorMap ? 3
-                      : param.kind == ParamKind::Stride  ? 4
-                                                         : kNumTensorRoles;
   int tensor = 0;
-  if (attnrt_status s = reader.getChoice("tensor", kTensorNames, tensorChoices, tensor))
+  if (attnrt_status s = reader.getChoice("tensor", kTensorNames, kNumTensorRoles, tensor))
     return s;
   param.tensor = static_cast<TensorRole>(tensor);
-  if (param.kind == ParamKind::Stride)
-    return reader.getChoice("dim", kStrideDims, 3, param.dim);
+  // TMA descriptors exist for the tensors the kernels copy in (q, k, v);
+  // strides for the [B, N, H, D] tensors (q, k, v, o, o_partial: b, n, h)
+  // and the block table's rows (b); the row vectors are contiguous.
+  bool mapped = param.tensor <= TensorRole::V;
+  bool strided = param.tensor <= TensorRole::O || param.tensor == TensorRole::OPartial ||
+                 param.tensor == TensorRole::BlockTable;
+  if ((param.kind == ParamKind::TensorMap && !mapped) ||
+      (param.kind == ParamKind::Stride && !strided))
+    return fail(ATTNRT_ERROR_INVALID_METADATA,
+                "kernel metadata key \"%stensor\" = \"%s\" cannot have a %s parameter (%s); %s",
+                prefix.c_str(), kTensorNames[tensor], kinds[kind],
+                param.kind == ParamKind::TensorMap
+                    ? "TMA descriptors exist for q, k and v"
+                    : "strides exist for q, k, v, o, o_partial and block_table",
+                kRegenerate);
+  if (param.kind == ParamKind::Stride) {
+    if (attnrt_status s = reader.getChoice("dim", kStrideDims, 3, param.dim))
+      return s;
+    if (param.tensor == TensorRole::BlockTable && param.dim != 0)
+      return fail(ATTNRT_ERROR_INVALID_METADATA,
+                  "kernel metadata key \"%sdim\" of block_table must be \"b\" (its row stride); %s",
+                  prefix.c_str(), kRegenerate);
+    return ATTNRT_OK;
+  }
   if (param.kind != ParamKind::TensorMap)
     return ATTNRT_OK;
   const JsonValue *box;
@@ -338,10 +372,12 @@ attnrt_status readParams(const JsonValue &root, attnrt_kernel_info &info, Kernel
                     param.name.c_str(), other.name.c_str(), kRegenerate);
     abi.params.push_back(param);
   }
-  bool pointer[kNumTensorRoles] = {}, map[3] = {};
+  bool pointer[kNumTensorRoles] = {}, map[3] = {}, size[kNumSizes] = {};
   for (const KernelParam &p : abi.params) {
     if (p.kind == ParamKind::Pointer)
       pointer[static_cast<int>(p.tensor)] = true;
+    if (p.kind == ParamKind::Size)
+      size[p.size] = true;
     if (p.kind == ParamKind::TensorMap) {
       map[static_cast<int>(p.tensor)] = true;
       int *rows[] = {&info.tma_box_rows_q, &info.tma_box_rows_k, &info.tma_box_rows_v};
@@ -354,12 +390,44 @@ attnrt_status readParams(const JsonValue &root, attnrt_kernel_info &info, Kernel
       info.tma_box_cols = p.boxCols;
     }
   }
-  for (int t = 0; t < 4; ++t)
-    if (!pointer[t])
-      return fail(ATTNRT_ERROR_INVALID_METADATA,
-                  "kernel metadata \"params\" has no pointer to %s: a forward kernel reads q, k, v "
-                  "and writes o; %s",
-                  kTensorNames[t], kRegenerate);
+  // What each kind of kernel must take (docs/ABI.md "Kernel parameters",
+  // "KV cache and split-KV").
+  struct Need {
+    bool present;
+    const char *what;
+    const char *why;
+  };
+  bool combine = info.kind == ATTNRT_KERNEL_COMBINE;
+  bool paged = info.page_size > 0;
+  auto role = [](TensorRole r) { return static_cast<int>(r); };
+  const Need needs[] = {
+      {combine || pointer[0], "pointer to q", "a forward kernel reads q, k, v and writes o"},
+      {combine || pointer[1], "pointer to k", "a forward kernel reads q, k, v and writes o"},
+      {combine || pointer[2], "pointer to v", "a forward kernel reads q, k, v and writes o"},
+      {pointer[3], "pointer to o", "a forward kernel reads q, k, v and writes o"},
+      {!info.kv_cache || pointer[role(TensorRole::CacheSeqlens)], "pointer to cache_seqlens",
+       "a KV-cache kernel reads each sequence's key count"},
+      {!paged || (pointer[role(TensorRole::BlockTable)] && size[ATTNRT_SIZE_MAX_BLOCKS] &&
+                   size[ATTNRT_SIZE_NUM_BLOCKS]),
+       "the block_table pointer and the max_blocks and num_blocks sizes",
+       "a paged kernel looks its pages up in the block table"},
+      {!(info.split_kv || combine) ||
+           (pointer[role(TensorRole::OPartial)] && pointer[role(TensorRole::LsePartial)] &&
+            size[ATTNRT_SIZE_NUM_SPLITS]),
+       "the o_partial and lse_partial pointers and the num_splits size",
+       "split-KV and combine kernels exchange partial results through the workspace"},
+  };
+  for (const Need &need : needs)
+    if (!need.present)
+      return fail(ATTNRT_ERROR_INVALID_METADATA, "kernel metadata \"params\" has no %s: %s; %s",
+                  need.what, need.why, kRegenerate);
+  if (!info.kv_cache && !combine &&
+      (pointer[role(TensorRole::CacheSeqlens)] || pointer[role(TensorRole::BlockTable)] ||
+       pointer[role(TensorRole::OPartial)] || pointer[role(TensorRole::LsePartial)]))
+    return fail(ATTNRT_ERROR_INVALID_METADATA,
+                "kernel metadata \"params\" binds a KV-cache or split-KV tensor but the kernel is "
+                "neither (\"kv_cache\": false, \"kind\": \"forward\"); %s",
+                kRegenerate);
   if (pointer[4] != (info.lse != 0))
     return fail(ATTNRT_ERROR_INVALID_METADATA,
                 "kernel metadata says \"lse\": %s but \"params\" %s; %s", info.lse ? "true" : "false",
@@ -399,8 +467,53 @@ attnrt_status readGrid(const JsonValue &root, attnrt_kernel_info &info) {
       return s;
     if (attnrt_status s = tileReader.getInt("tile", 1, kMaxBlockRows, info.grid_tile[i]))
       return s;
+    // Optional: a size multiplying the tiles (split-KV's num_splits).
+    info.grid_times[i] = -1;
+    if (tile.find("times"))
+      if (attnrt_status s = tileReader.getChoice("times", kSizeNames, kNumSizes, info.grid_times[i]))
+        return s;
   }
   return gridReader.getInt("ctas_per_sm", 0, kMaxCtasPerSm, info.ctas_per_sm);
+}
+
+/// Reads the decoding kernels' keys ("kind", "kv_cache", "page_size",
+/// "head_pack", "split_kv"). attngen writes all of them; a file without
+/// them (an older compiler's) describes a dense forward kernel.
+attnrt_status readKvCacheKeys(const JsonValue &root, attnrt_kernel_info &info) {
+  MetadataReader reader(root);
+  info.kind = ATTNRT_KERNEL_FORWARD;
+  info.head_pack = 1;
+  if (root.find("kind"))
+    if (attnrt_status s = reader.getChoice("kind", kKindNames, 2, info.kind))
+      return s;
+  if (root.find("kv_cache"))
+    if (attnrt_status s = reader.getBool("kv_cache", info.kv_cache))
+      return s;
+  if (root.find("split_kv"))
+    if (attnrt_status s = reader.getBool("split_kv", info.split_kv))
+      return s;
+  if (root.find("page_size"))
+    if (attnrt_status s = reader.getInt("page_size", 0, kMaxPageSize, info.page_size))
+      return s;
+  if (root.find("head_pack"))
+    if (attnrt_status s = reader.getInt("head_pack", 1, kMaxHeadPack, info.head_pack))
+      return s;
+  if (info.page_size % kPageRowMultiple != 0)
+    return fail(ATTNRT_ERROR_INVALID_METADATA,
+                "kernel metadata key \"page_size\" = %d is not a multiple of 16; %s",
+                info.page_size, kRegenerate);
+  bool combine = info.kind == ATTNRT_KERNEL_COMBINE;
+  if (!info.kv_cache && !combine && (info.page_size || info.split_kv || info.head_pack != 1))
+    return fail(ATTNRT_ERROR_INVALID_METADATA,
+                "kernel metadata has \"page_size\", \"split_kv\" or \"head_pack\" of a KV-cache "
+                "kernel but \"kv_cache\": false; %s",
+                kRegenerate);
+  if (combine && (info.kv_cache || info.page_size))
+    return fail(ATTNRT_ERROR_INVALID_METADATA,
+                "kernel metadata says \"kind\": \"combine\" with \"kv_cache\": true or a page "
+                "size: a combine kernel reads only the split-KV workspace; %s",
+                kRegenerate);
+  return ATTNRT_OK;
 }
 
 /// Reads every key of the metadata object into `info` and `abi`.
@@ -520,6 +633,8 @@ attnrt_status readMetadata(const JsonValue &root, attnrt_kernel_info &info, Kern
   if (root.find("varlen"))
     if (attnrt_status s = reader.getBool("varlen", info.varlen))
       return s;
+  if (attnrt_status s = readKvCacheKeys(root, info))
+    return s;
   if (attnrt_status s = readGrid(root, info))
     return s;
   return readParams(root, info, abi);

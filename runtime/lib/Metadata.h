@@ -16,10 +16,25 @@ constexpr unsigned kTensorMapBytes = 128;
 /// What a kernel parameter carries (metadata "params"[i]."kind").
 enum class ParamKind { TensorMap, Pointer, Stride, Size };
 
-/// The tensors of a forward call the runtime can bind ("tensor").
-enum class TensorRole { Q = 0, K = 1, V = 2, O = 3, Lse = 4, CuSeqlensQ = 5, CuSeqlensK = 6 };
+/// The tensors of a forward call the runtime can bind ("tensor"): a varlen
+/// kernel's cu_seqlens; the decoding kernels' KV-cache per-sequence lengths
+/// and block table and the split-KV workspace's partial outputs and
+/// log-sum-exps.
+enum class TensorRole {
+  Q = 0,
+  K = 1,
+  V = 2,
+  O = 3,
+  Lse = 4,
+  CuSeqlensQ = 5,
+  CuSeqlensK = 6,
+  CacheSeqlens = 7,
+  BlockTable = 8,
+  OPartial = 9,
+  LsePartial = 10,
+};
 /// Number of tensor roles.
-constexpr int kNumTensorRoles = 7;
+constexpr int kNumTensorRoles = 11;
 
 /// One kernel parameter as the metadata describes it (docs/ABI.md "Kernel
 /// parameters"): the runtime binds it by kind and tensor, never by position.
@@ -58,6 +73,9 @@ attnrt_status parseMetadata(const char *json, attnrt_kernel_info &out, KernelAbi
 
 /// "batch", "nq", ... for an attnrt_size.
 const char *sizeName(int size);
+
+/// "q", "k", ..., "lse_partial" for a TensorRole.
+const char *tensorRoleName(TensorRole role);
 
 } // namespace attnrt
 

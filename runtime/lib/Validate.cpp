@@ -22,6 +22,7 @@
 #include "Validate.h"
 
 #include "Error.h"
+#include "KvCache.h"
 #include "Metadata.h"
 
 #include <cstdint>
@@ -157,6 +158,12 @@ int64_t sizeValue(const attnrt_forward_args &a, int size) {
     return a.num_kv_heads;
   case ATTNRT_SIZE_MAX_SEQLEN_Q:
     return a.max_seqlen_q;
+  case ATTNRT_SIZE_NUM_SPLITS:
+    return a.num_splits > 0 ? a.num_splits : 1;
+  case ATTNRT_SIZE_MAX_BLOCKS:
+    return a.max_blocks;
+  case ATTNRT_SIZE_NUM_BLOCKS:
+    return a.num_blocks;
   default:
     return 0;
   }
@@ -164,7 +171,11 @@ int64_t sizeValue(const attnrt_forward_args &a, int size) {
 
 int64_t gridTiles(const attnrt_kernel_info &info, const attnrt_forward_args &a, int d) {
   int64_t size = sizeValue(a, info.grid_size[d]);
-  return (size + info.grid_tile[d] - 1) / info.grid_tile[d];
+  int64_t tiles = (size + info.grid_tile[d] - 1) / info.grid_tile[d];
+  // A split-KV kernel folds its splits into a dimension (grid "times").
+  if (info.grid_times[d] >= 0 && __builtin_mul_overflow(tiles, sizeValue(a, info.grid_times[d]), &tiles))
+    return INT64_MAX;
+  return tiles;
 }
 
 /// The scalar part of a varlen call (a dense one has none of it): cu_seqlens
@@ -294,20 +305,33 @@ attnrt_status checkForwardArgs(const attnrt_kernel_info &info, const attnrt_forw
                     "xyz"[d], static_cast<long long>(limit), kSplitWhat[info.grid_size[d]]);
     }
 
+  // KV cache and split-KV: the page size, block table, splits, workspace.
+  if (usesKvCacheArgs(info))
+    if (attnrt_status s = checkKvCacheArgs(info, a))
+      return s;
+
   // Nothing to launch: the tensors may be empty (NULL data pointers).
   if (isEmptyForward(a))
     return ATTNRT_OK;
 
   // A packed batch's tensors are [total, H, D]: the batch dimension has
-  // extent 1 (its stride is never used).
+  // extent 1 (its stride is never used). A paged cache's K and V are
+  // [num_blocks, page_size, Hkv, D].
   const int64_t batchExtent = info.varlen ? 1 : a.batch;
-  const TensorArg tensors[4] = {
+  bool paged = info.page_size > 0;
+  int64_t kvBatch = paged ? a.num_blocks : batchExtent;
+  int64_t kvRows = paged ? a.page_size : a.nk;
+  const TensorArg all[4] = {
       {"q", "Q", a.q, {batchExtent, a.nq, a.num_heads, a.head_dim}, a.q_strides},
-      {"k", "K", a.k, {batchExtent, a.nk, a.num_kv_heads, a.head_dim}, a.k_strides},
-      {"v", "V", a.v, {batchExtent, a.nk, a.num_kv_heads, a.head_dim}, a.v_strides},
+      {"k", "K", a.k, {kvBatch, kvRows, a.num_kv_heads, a.head_dim}, a.k_strides},
+      {"v", "V", a.v, {kvBatch, kvRows, a.num_kv_heads, a.head_dim}, a.v_strides},
       {"o", "O", a.o, {batchExtent, a.nq, a.num_heads, a.head_dim}, a.o_strides}};
-  for (const TensorArg &t : tensors)
-    if (attnrt_status s = checkPointer(t))
+  // A combine kernel reads the workspace, not q, k and v.
+  bool combine = info.kind == ATTNRT_KERNEL_COMBINE;
+  const TensorArg *tensors = combine ? all + 3 : all;
+  const int numTensors = combine ? 1 : 4;
+  for (int i = 0; i < numTensors; ++i)
+    if (attnrt_status s = checkPointer(tensors[i]))
       return s;
   // ABI.md: every base pointer is 16-byte aligned, LSE's included.
   if (a.lse && reinterpret_cast<uintptr_t>(a.lse) % kTensorAlignBytes != 0)
@@ -315,12 +339,12 @@ attnrt_status checkForwardArgs(const attnrt_kernel_info &info, const attnrt_forw
                 "args.lse = %p is not 16-byte aligned: pass a contiguous float32 tensor of shape "
                 "%s whose data pointer is 16-byte aligned, or NULL",
                 static_cast<void *>(a.lse), info.varlen ? "[H, total_q]" : "[B, H, Nq]");
-  for (const TensorArg &t : tensors)
-    if (attnrt_status s = checkStrides(t, info.uses_tma != 0))
+  for (int i = 0; i < numTensors; ++i)
+    if (attnrt_status s = checkStrides(tensors[i], info.uses_tma != 0))
       return s;
 
   // O must not alias K or V: other CTAs still read them while O is written.
-  if (a.o == a.k || a.o == a.v)
+  if (!combine && (a.o == a.k || a.o == a.v))
     return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
                 "args.o is the same address as args.%s: the kernel would overwrite keys/values other "
                 "blocks still read; pass a separate output tensor",
@@ -434,7 +458,10 @@ attnrt_status attnrt_check_forward_args(const attnrt_kernel_info *info,
     if (!args)
       return attnrt::fail(ATTNRT_ERROR_INVALID_ARGUMENT,
                           "args is NULL: pass the address of a filled attnrt_forward_args");
-    return attnrt::checkForwardArgs(*info, *args);
+    attnrt_forward_args resolved;
+    if (attnrt_status s = attnrt::resolveSplits(*info, *args, resolved))
+      return s;
+    return attnrt::checkForwardArgs(*info, resolved);
   });
 }
 
@@ -446,7 +473,10 @@ attnrt_status attnrt_launch_dims(const attnrt_kernel_info *info, const attnrt_fo
                           "attnrt_launch_dims needs non-NULL grid, block and smem_bytes outputs");
     if (attnrt_status s = attnrt_check_forward_args(info, args))
       return s;
-    return attnrt::launchDims(*info, *args, grid, block, *smem_bytes);
+    attnrt_forward_args resolved;
+    if (attnrt_status s = attnrt::resolveSplits(*info, *args, resolved))
+      return s;
+    return attnrt::launchDims(*info, resolved, grid, block, *smem_bytes);
   });
 }
 

@@ -384,10 +384,11 @@ void testMetadata() {
        "\"params[3].tensor\" = \"x\" is not one of \"q\", \"k\", \"v\", \"o\", \"lse\""},
       {"descriptor of o", withParam(sm90aFields(), 0, param("tma_o", "tensor_map",
                                                             "\"tensor\": \"o\", \"box\": [64, 128]")),
-       "\"params[0].tensor\" = \"o\" is not one of \"q\", \"k\", \"v\";"},
+       "\"params[0].tensor\" = \"o\" cannot have a tensor_map parameter (TMA descriptors exist "
+       "for q, k and v)"},
       {"stride of lse", withParam(sm90aFields(), 8, param("lse_stride_b", "stride",
                                                           "\"tensor\": \"lse\", \"dim\": \"b\"")),
-       "\"params[8].tensor\" = \"lse\" is not one of"},
+       "\"params[8].tensor\" = \"lse\" cannot have a stride parameter"},
       {"stride of d", withParam(sm90aFields(), 8, param("q_stride_d", "stride",
                                                         "\"tensor\": \"q\", \"dim\": \"d\"")),
        "\"params[8].dim\" = \"d\" is not one of \"b\", \"n\", \"h\""},
@@ -1011,6 +1012,215 @@ void testVarlen() {
                {"args.batch = -1 is out of range"});
 }
 
+//===----------------------------------------------------------------------===//
+// KV cache and split-KV (docs/ABI.md "KV cache and split-KV")
+//===----------------------------------------------------------------------===//
+
+/// Metadata of an sm_90a split-KV GQA kernel over 64-row pages, as attngen
+/// writes it: 64-row tiles of 4 packed heads, the splits in the grid.
+Fields kvCacheFields() {
+  std::vector<std::string> params;
+  for (const char *t : {"q", "k", "v"})
+    params.push_back(param(std::string("tma_") + t, "tensor_map",
+                           std::string("\"tensor\": \"") + t + "\", \"box\": [64, " +
+                               (std::string(t) == "q" ? "16" : "64") + "]"));
+  for (const char *t : {"q", "k", "v", "o", "cache_seqlens", "block_table", "lse", "o_partial",
+                        "lse_partial"})
+    params.push_back(param(t, "pointer", std::string("\"tensor\": \"") + t + "\""));
+  for (const char *t : {"q", "k", "v", "o"})
+    for (const char *d : {"b", "n", "h"})
+      params.push_back(param(std::string(t) + "_stride_" + d, "stride",
+                             std::string("\"tensor\": \"") + t + "\", \"dim\": \"" + d + "\""));
+  params.push_back(param("block_table_stride_b", "stride", "\"tensor\": \"block_table\", \"dim\": \"b\""));
+  for (const char *d : {"b", "n", "h"})
+    params.push_back(param(std::string("o_partial_stride_") + d, "stride",
+                           std::string("\"tensor\": \"o_partial\", \"dim\": \"") + d + "\""));
+  for (const char *size : {"batch", "nq", "nk", "num_heads", "num_kv_heads", "num_splits",
+                           "max_blocks", "num_blocks"})
+    params.push_back(param(size, "size", std::string("\"size\": \"") + size + "\""));
+  Fields f = sm90aFields();
+  f = with(f, "kernel", "\"attn_kvcache_test\"");
+  f = with(f, "causal_align", "\"bottom_right\"");
+  f = with(f, "block_m", "64");
+  f = with(f, "num_threads", "256");
+  f = with(f, "smem_bytes", "214128");
+  f = with(f, "grid", "{\"tiles\": [{\"size\": \"nq\", \"tile\": 16, \"times\": \"num_splits\"}, "
+                      "{\"size\": \"num_heads\", \"tile\": 4}, {\"size\": \"batch\", \"tile\": 1}], "
+                      "\"ctas_per_sm\": 0}");
+  f = with(f, "params", jsonArray(params));
+  f = with(f, "kind", "\"forward\"");
+  f = with(f, "kv_cache", "true");
+  f = with(f, "page_size", "64");
+  f = with(f, "head_pack", "4");
+  return with(f, "split_kv", "true");
+}
+
+/// Device-looking int32 and workspace addresses for the checks.
+constexpr uintptr_t kSeqlens = 0x7f0000600000, kBlockTable = 0x7f0000700000,
+                    kWorkspace = 0x7f0000800000;
+
+/// A valid decoding call for the kvCacheFields kernel: B=3, Nq=1, H=32,
+/// Hkv=8, pages of 64 rows, 16 pages per sequence in a cache of 40.
+attnrt_forward_args kvCacheArgs(const attnrt_kernel_info &info) {
+  attnrt_forward_args a = validArgs(info);
+  a.batch = 3;
+  a.nq = 1;
+  a.num_heads = 32;
+  a.num_kv_heads = 8;
+  a.page_size = 64;
+  a.max_blocks = 16;
+  a.num_blocks = 40;
+  a.nk = a.max_blocks * a.page_size;
+  a.block_table_stride = 16;
+  a.cache_seqlens = reinterpret_cast<const int32_t *>(kSeqlens);
+  a.block_table = reinterpret_cast<const int32_t *>(kBlockTable);
+  contiguous(a.q_strides, a.nq, a.num_heads, a.head_dim);
+  contiguous(a.o_strides, a.nq, a.num_heads, a.head_dim);
+  contiguous(a.k_strides, a.page_size, a.num_kv_heads, a.head_dim);
+  contiguous(a.v_strides, a.page_size, a.num_kv_heads, a.head_dim);
+  a.num_splits = 1;
+  return a;
+}
+
+void testKvCache() {
+  attnrt_kernel_info info;
+  attnrt_status s = attnrt_metadata_parse(toJson(kvCacheFields()).c_str(), &info);
+  expectStatus("kvcache: metadata parses", s, ATTNRT_OK);
+  report(s == ATTNRT_OK && info.kind == ATTNRT_KERNEL_FORWARD && info.kv_cache == 1 &&
+             info.page_size == 64 && info.head_pack == 4 && info.split_kv == 1 &&
+             info.grid_times[0] == ATTNRT_SIZE_NUM_SPLITS && info.grid_times[1] == -1 &&
+             info.tma_box_rows_q == 16 && info.tma_box_rows_k == 64,
+         "kvcache: kind, kv_cache, page_size, head_pack, split_kv, grid times, boxes");
+  // A dense kernel's metadata without the new keys still parses as one.
+  attnrt_kernel_info dense;
+  s = attnrt_metadata_parse(toJson(sm90aFields()).c_str(), &dense);
+  report(s == ATTNRT_OK && dense.kind == ATTNRT_KERNEL_FORWARD && dense.kv_cache == 0 &&
+             dense.head_pack == 1 && dense.grid_times[0] == -1,
+         "kvcache: metadata without the decoding keys is a dense forward kernel");
+  struct {
+    const char *name;
+    Fields fields;
+    const char *fragment;
+  } badMetadata[] = {
+      {"page size 24", with(kvCacheFields(), "page_size", "24"), "\"page_size\" = 24 is not a multiple of 16"},
+      {"no block table", with(kvCacheFields(), "params", jsonArray({})), "has no pointer to q"},
+      {"pages without kv_cache", with(kvCacheFields(), "kv_cache", "false"),
+       "of a KV-cache kernel but \"kv_cache\": false"},
+      {"unknown kind", with(kvCacheFields(), "kind", "\"backward\""), "\"kind\" = \"backward\" is not one of"},
+      {"unknown times", with(kvCacheFields(), "grid", "{\"tiles\": [{\"size\": \"nq\", \"tile\": 16, \"times\": \"rows\"}], \"ctas_per_sm\": 0}"),
+       "\"grid.tiles[0].times\" = \"rows\" is not one of"},
+  };
+  for (const auto &bad : badMetadata)
+    expectStatus(std::string("kvcache: metadata: ") + bad.name,
+                 attnrt_metadata_parse(toJson(bad.fields).c_str(), &dense),
+                 ATTNRT_ERROR_INVALID_METADATA, {bad.fragment});
+  // A paged kernel needs its block table, a split one its workspace.
+  Fields noTable = kvCacheFields();
+  {
+    std::string params = noTable.back().second;
+    for (auto &field : noTable)
+      if (field.first == "params") {
+        std::string &text = field.second;
+        size_t at = text.find("{\"name\": \"block_table\", \"kind\": \"pointer\"");
+        size_t end = text.find('}', at);
+        text.erase(at, end - at + 3);
+      }
+  }
+  expectStatus("kvcache: metadata: a paged kernel without the block-table pointer",
+               attnrt_metadata_parse(toJson(noTable).c_str(), &dense), ATTNRT_ERROR_INVALID_METADATA,
+               {"has no the block_table pointer and the max_blocks and num_blocks sizes"});
+
+  const attnrt_forward_args base = kvCacheArgs(info);
+  auto check = [&](const std::string &name, attnrt_forward_args a, attnrt_status want,
+                   std::vector<std::string> fragments = {}) {
+    expectStatus("kvcache: args: " + name, attnrt_check_forward_args(&info, &a), want,
+                 std::move(fragments));
+  };
+  constexpr attnrt_status kBad = ATTNRT_ERROR_INVALID_ARGUMENT;
+  check("a valid paged decoding call", base, ATTNRT_OK);
+  attnrt_forward_args a = base;
+  a.cache_seqlens = nullptr;
+  check("no cache_seqlens (every sequence holds nk keys)", a, ATTNRT_OK);
+  a = base;
+  a.page_size = 32;
+  check("another page size", a, kBad, {"args.page_size = 32", "reads pages of a different size"});
+  a = base;
+  a.block_table = nullptr;
+  check("no block table", a, kBad, {"args.block_table is NULL", "paged KV cache"});
+  a = base;
+  a.block_table = reinterpret_cast<const int32_t *>(kBlockTable + 2);
+  check("misaligned block table", a, kBad, {"args.block_table", "4-byte aligned"});
+  a = base;
+  a.cache_seqlens = reinterpret_cast<const int32_t *>(kSeqlens + 1);
+  check("misaligned cache_seqlens", a, kBad, {"args.cache_seqlens", "4-byte aligned"});
+  a = base;
+  a.max_blocks = 0;
+  check("no block-table columns", a, kBad, {"args.max_blocks = 0 is out of range"});
+  a = base;
+  a.num_blocks = 0;
+  check("no pages", a, kBad, {"args.num_blocks = 0 is out of range"});
+  a = base;
+  a.block_table_stride = 8;
+  check("overlapping block-table rows", a, kBad, {"args.block_table_stride = 8", "stride >= max_blocks"});
+  a = base;
+  a.nk = 1000;
+  check("nk not max_blocks * page_size", a, kBad, {"args.nk = 1000", "set nk = max_blocks * page_size"});
+  a = base;
+  a.num_kv_heads = 16;
+  a.num_heads = 32;
+  check("a head pack that does not divide the group", a, kBad,
+        {"packs 4 query heads per tile, which must divide the 2 query heads"});
+  a = base;
+  a.num_splits = 300;
+  check("too many splits", a, kBad, {"args.num_splits = 300 is out of range"});
+  a = base;
+  a.num_splits = 4;
+  check("splits without a workspace", a, kBad, {"args.workspace is NULL", "attnrt_kvcache_plan"});
+  a.workspace = reinterpret_cast<void *>(kWorkspace);
+  a.workspace_bytes = 100;
+  check("a workspace too small", a, kBad, {"args.workspace_bytes = 100 is too small"});
+  int64_t splits = -1;
+  size_t bytes = 0;
+  s = attnrt_kvcache_plan(&info, &a, &splits, &bytes);
+  // 4 splits x 3 sequences x 1 query x 32 heads: outputs of 128 f32, LSEs.
+  size_t outputs = 4 * 3 * 1 * 32 * 128 * 4, lses = 4 * 3 * 32 * 4;
+  report(s == ATTNRT_OK && splits == 4 && bytes == outputs + (lses + 15) / 16 * 16,
+         "kvcache: plan of 4 splits: outputs then 16-byte aligned LSEs");
+  a.workspace_bytes = bytes;
+  check("a workspace of the plan's size", a, ATTNRT_OK);
+  a.workspace = reinterpret_cast<void *>(kWorkspace + 8);
+  check("a misaligned workspace", a, kBad, {"args.workspace", "16-byte aligned"});
+
+  // The runtime's choice: none with tiles enough, several with few tiles.
+  a = base;
+  a.num_splits = 0;
+  expectStatus("kvcache: choosing splits needs the device's SM count",
+               attnrt_kvcache_plan(&info, &a, &splits, &bytes), kBad,
+               {"chooses its splits from the device's SM count"});
+  attnrt_kernel_info device = info;
+  device.num_sms = 132;
+  a.batch = 64; // 64 x 8 head groups = 512 tiles: the GPU is full
+  s = attnrt_kvcache_plan(&device, &a, &splits, &bytes);
+  report(s == ATTNRT_OK && splits == 1 && bytes == 0, "kvcache: plan: 512 tiles on 132 SMs do not split");
+  a.batch = 1; // 8 tiles, 1024 keys in 8 blocks of 128: one block per split
+  s = attnrt_kvcache_plan(&device, &a, &splits, &bytes);
+  report(s == ATTNRT_OK && splits == 8 && bytes > 0,
+         "kvcache: plan: 8 tiles of 8 key blocks split 8 ways");
+  a.max_blocks = 128; // 8k keys, 64 blocks of 128 rows
+  a.nk = a.max_blocks * a.page_size;
+  s = attnrt_kvcache_plan(&device, &a, &splits, &bytes);
+  // 64 blocks: 13 splits (of 5 blocks) fill 79% of 132 slots, 16 (of 4) 97%.
+  report(s == ATTNRT_OK && splits == 16, "kvcache: plan: 8 tiles of 8k keys split 16 ways of 4 blocks");
+  // The grid: (ceil(nq / 16) x splits, heads / 4, batch).
+  a.num_splits = 15;
+  a.workspace = reinterpret_cast<void *>(kWorkspace);
+  a.workspace_bytes = SIZE_MAX;
+  unsigned grid[3], block[3], smem;
+  s = attnrt_launch_dims(&device, &a, grid, block, &smem);
+  report(s == ATTNRT_OK && grid[0] == 15 && grid[1] == 8 && grid[2] == 1 && block[0] == 256,
+         "kvcache: grid (ceil(nq / 16) x num_splits, num_heads / 4, batch)");
+}
+
 } // namespace
 
 int main() {
@@ -1021,6 +1231,7 @@ int main() {
   testNoLse();
   testGridRule();
   testVarlen();
+  testKvCache();
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

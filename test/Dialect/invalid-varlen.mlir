@@ -91,7 +91,7 @@ func.func @sequence_f32(%cu: memref<?xf32>, %i: index) {
 
 func.func @copy_packed_by_index(%t: memref<?x?x128xbf16>, %d: !attn.smem<64x128xbf16, swizzle = 128>, %i: index) {
   // expected-error @+1 {{'attn.copy_async' op operand 'src' must be a rank-4 memref [B, N, H, D], got 'memref<?x?x128xbf16>'}}
-  "attn.copy_async"(%t, %i, %i, %i, %d) : (memref<?x?x128xbf16>, index, index, index, !attn.smem<64x128xbf16, swizzle = 128>) -> ()
+  "attn.copy_async"(%t, %i, %i, %i, %d) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0>}> : (memref<?x?x128xbf16>, index, index, index, !attn.smem<64x128xbf16, swizzle = 128>) -> ()
   return
 }
 
@@ -100,7 +100,7 @@ func.func @copy_packed_by_index(%t: memref<?x?x128xbf16>, %d: !attn.smem<64x128x
 func.func @copy_dense_by_sequence(%t: memref<?x?x?x128xbf16>, %cu: memref<?xi32>, %d: !attn.smem<64x128xbf16, swizzle = 128>, %i: index) {
   %s, %n = attn.sequence %cu[%i] rows %i : memref<?xi32>
   // expected-error @+1 {{'attn.copy_async' op operand 'src' must be a rank-3 memref [total, H, D] (a packed, variable-length batch), got 'memref<?x?x?x128xbf16>'}}
-  "attn.copy_async"(%t, %s, %i, %i, %d) : (memref<?x?x?x128xbf16>, !attn.seq, index, index, !attn.smem<64x128xbf16, swizzle = 128>) -> ()
+  "attn.copy_async"(%t, %s, %i, %i, %d) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0>}> : (memref<?x?x?x128xbf16>, !attn.seq, index, index, !attn.smem<64x128xbf16, swizzle = 128>) -> ()
   return
 }
 

@@ -145,6 +145,36 @@ static cl::opt<std::string> exp2Emulate(
              "the FMA pipe instead of MUFU.EX2: 0 (default), k/8, 1/4, 3/8, "
              "1/2, ... 1 (a multiple of 1/8; the name gets _exp2emu<k>o8)"),
     cl::value_desc("F"), cl::init("0"), cl::cat(category));
+// Decoding with a KV cache (attn.attention_kvcache; docs/DESIGN.md
+// "Decoding").
+static cl::opt<bool> kvCache(
+    "kv-cache",
+    cl::desc("A KV-cache kernel (flash_attn_with_kvcache): each sequence "
+             "attends to the first cache_seqlens[b] keys of its cache; "
+             "--causal is bottom-right to them"),
+    cl::cat(category));
+static cl::opt<int64_t> pagedKv(
+    "paged-kv",
+    cl::desc("KV cache in pages of this many rows (a multiple of 16): "
+             "k/v [num_blocks, page_size, Hkv, D] and a block table "
+             "(implies --kv-cache)"),
+    cl::value_desc("page-size"), cl::init(0), cl::cat(category));
+static cl::opt<bool> splitKv(
+    "split-kv",
+    cl::desc("Split each sequence's keys over CTAs (flash-decoding): "
+             "partial results go to a workspace that the --combine kernel "
+             "merges (implies --kv-cache)"),
+    cl::cat(category));
+static cl::opt<int64_t> headPack(
+    "head-pack",
+    cl::desc("Query heads sharing a key/value head packed into one tile "
+             "(GQA decoding; default 1)"),
+    cl::init(1), cl::cat(category));
+static cl::opt<bool> combineKernel(
+    "combine",
+    cl::desc("The combine kernel of a --split-kv spec (merges the splits' "
+             "partial outputs and LSEs)"),
+    cl::cat(category));
 static cl::opt<int> llvmOptLevel(
     "llvm-opt-level", cl::desc("LLVM optimisation level before the NVPTX "
                                "backend: 1, 2 or 3 (default)"),
@@ -629,6 +659,14 @@ int main(int argc, char **argv) {
                             "3/4, 7/8 or 1",
                             exp2Emulate.getValue()));
   spec.llvmOptLevel = llvmOptLevel;
+  spec.kvCache = kvCache || pagedKv != 0 || splitKv || combineKernel;
+  spec.pageSize = pagedKv;
+  spec.splitKv = splitKv;
+  spec.headPack = headPack;
+  spec.combine = combineKernel;
+  // A KV cache's causal diagonal is bottom-right (flash_attn_with_kvcache).
+  if (spec.kvCache && spec.causal && !causalAlign.getNumOccurrences())
+    spec.causalAlign = CausalAlign::bottom_right;
   FailureOr<std::string> metaPath = metadataPath();
   if (failed(metaPath))
     return 1;

@@ -116,6 +116,19 @@ typedef struct attngen_spec {
                            (flash_attn_varlen_func's layout; the varlen
                            fields of attnrt_forward_args); 0 (default):
                            [B, N, H, D] */
+  /* ---- Decoding with a KV cache (appended after varlen; docs/JIT.md
+   * "KV cache (decoding)"). A struct_size that ends before them reads them
+   * as 0, 0, 0, 1. */
+  int kv_cache;       /**< 1: a KV-cache kernel (flash_attn_with_kvcache):
+                           sequence b attends to its first cache_seqlens[b]
+                           keys; causal needs causal_align bottom-right */
+  int page_size;      /**< > 0: a paged cache of pages of this many rows (a
+                           multiple of 16); 0 (default): contiguous */
+  int split_kv;       /**< 1: split each sequence's keys over CTAs
+                           (flash-decoding); the JIT compiles the combine
+                           kernel with it and launches both */
+  int head_pack;      /**< query heads sharing a key/value head packed into
+                           one tile (GQA decoding); 1 (default): none */
 } attngen_spec;
 
 /** Options of a JIT. Start from attngen_jit_options_init(). */
@@ -232,6 +245,9 @@ ATTNGEN_API const char *attngen_compiled_kernel_name(const attngen_compiled *c);
 ATTNGEN_API const char *attngen_compiled_arch(const attngen_compiled *c);
 /** The full cache key (spec, arch, compiler id). */
 ATTNGEN_API const char *attngen_compiled_cache_key(const attngen_compiled *c);
+/** A split-KV kernel's combine kernel (compiled with it); NULL for any
+ *  other kernel. */
+ATTNGEN_API const attngen_compiled *attngen_compiled_combine(const attngen_compiled *c);
 
 /* ---- Kernels ------------------------------------------------------------ */
 
@@ -240,10 +256,27 @@ ATTNGEN_API const attngen_compiled *attngen_kernel_compiled(const attngen_kernel
 ATTNGEN_API attngen_status attngen_kernel_info(const attngen_kernel *k,
                                                attnrt_kernel_info *out);
 /** Launches on `stream` (a CUstream / cudaStream_t; NULL: default stream);
- *  the arguments are checked as attnrt_forward does (attnrt.h). */
+ *  the arguments are checked as attnrt_forward does (attnrt.h). A split-KV
+ *  kernel launches its combine kernel after it when the call splits
+ *  (attnrt_forward_kvcache): args->workspace must then hold
+ *  attngen_kernel_plan's bytes. */
 ATTNGEN_API attngen_status attngen_kernel_forward(const attngen_kernel *k,
                                                   const attnrt_forward_args *args,
                                                   void *stream);
+
+/** The splits and workspace bytes a call of a KV-cache kernel needs
+ *  (attnrt_kvcache_plan on the loaded kernel); either output may be NULL. */
+ATTNGEN_API attngen_status attngen_kernel_plan(const attngen_kernel *k,
+                                               const attnrt_forward_args *args,
+                                               int64_t *num_splits,
+                                               size_t *workspace_bytes);
+
+/** attnrt_check_kvcache_values on the loaded kernel: copies cache_seqlens
+ *  and the used block-table entries to the host on `stream`, waits, and
+ *  fails naming the first bad value (for debugging; not under CUDA graph
+ *  capture). */
+ATTNGEN_API attngen_status attngen_kernel_check_kvcache_values(
+    const attngen_kernel *k, const attnrt_forward_args *args, void *stream);
 
 #ifdef __cplusplus
 } /* extern "C" */

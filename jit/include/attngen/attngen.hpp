@@ -24,6 +24,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace attngen {
 
@@ -68,6 +69,12 @@ struct Spec {
   int blockM = 0, blockN = 0, numWarps = 0; ///< 0: tuned defaults
   /// Packed [total, H, D] tensors with cu_seqlens (see varlenArgs).
   bool varlen = false;
+  // Decoding with a KV cache (see attngen_spec): causal needs
+  // causalAlign = bottomRight.
+  bool kvCache = false; ///< flash_attn_with_kvcache's problem
+  int pageSize = 0;     ///< > 0: paged K/V (pages of this many rows)
+  bool splitKv = false; ///< split the keys over CTAs (+ the combine kernel)
+  int headPack = 1;     ///< query heads per tile (GQA decoding)
 
   attngen_spec toC() const {
     attngen_spec spec;
@@ -85,6 +92,10 @@ struct Spec {
     spec.window_left = windowLeft;
     spec.window_right = windowRight;
     spec.varlen = varlen;
+    spec.kv_cache = kvCache;
+    spec.page_size = pageSize;
+    spec.split_kv = splitKv;
+    spec.head_pack = headPack;
     return spec;
   }
 };
@@ -98,6 +109,9 @@ public:
   std::string_view kernelName() const { return attngen_compiled_kernel_name(handle); }
   std::string_view arch() const { return attngen_compiled_arch(handle); }
   std::string_view cacheKey() const { return attngen_compiled_cache_key(handle); }
+  /// A split-KV kernel's combine kernel (null handle() otherwise).
+  Compiled combine() const { return Compiled(attngen_compiled_combine(handle)); }
+  const attngen_compiled *get() const { return handle; }
 
 private:
   const attngen_compiled *handle;
@@ -117,6 +131,14 @@ public:
     return out;
   }
   Compiled compiled() const { return Compiled(attngen_kernel_compiled(handle)); }
+  /// The splits and workspace bytes a KV-cache call needs (allocate the
+  /// workspace, set args.workspace / workspace_bytes, then forward()).
+  std::pair<int64_t, size_t> plan(const attnrt_forward_args &args) const {
+    int64_t splits = 0;
+    size_t bytes = 0;
+    check(attngen_kernel_plan(handle, &args, &splits, &bytes));
+    return {splits, bytes};
+  }
 
 private:
   const attngen_kernel *handle;

@@ -98,9 +98,22 @@ typedef enum attnrt_size {
   ATTNRT_SIZE_NK = 2,          /**< "nk": args.nk */
   ATTNRT_SIZE_NUM_HEADS = 3,   /**< "num_heads": args.num_heads */
   ATTNRT_SIZE_NUM_KV_HEADS = 4, /**< "num_kv_heads": args.num_kv_heads */
-  ATTNRT_SIZE_MAX_SEQLEN_Q = 5  /**< "max_seqlen_q": args.max_seqlen_q
+  ATTNRT_SIZE_MAX_SEQLEN_Q = 5, /**< "max_seqlen_q": args.max_seqlen_q
                                      (varlen kernels) */
+  /* KV cache and split-KV kernels. */
+  ATTNRT_SIZE_NUM_SPLITS = 6,  /**< "num_splits": the splits of the call
+                                    (args.num_splits, or the runtime's choice
+                                    when it is 0) */
+  ATTNRT_SIZE_MAX_BLOCKS = 7,  /**< "max_blocks": args.max_blocks */
+  ATTNRT_SIZE_NUM_BLOCKS = 8   /**< "num_blocks": args.num_blocks */
 } attnrt_size;
+
+/** What a kernel computes (attnrt_kernel_info::kind; metadata "kind"). */
+typedef enum attnrt_kernel_kind {
+  ATTNRT_KERNEL_FORWARD = 0, /**< "forward": attention (dense or KV cache) */
+  ATTNRT_KERNEL_COMBINE = 1  /**< "combine": merges a split-KV kernel's
+                                  partial results into O and LSE */
+} attnrt_kernel_kind;
 
 /** Capacity of attnrt_kernel_info::kernel, terminating NUL included. */
 #define ATTNRT_MAX_KERNEL_NAME 256
@@ -153,6 +166,18 @@ typedef struct attnrt_kernel_info {
   int varlen;         /**< 1: the kernel takes packed [total, H, D] tensors
                            and cu_seqlens (metadata "varlen": true; see
                            attnrt_forward_args); 0: [B, N, H, D] */
+  /* KV cache and split-KV (docs/ABI.md "KV cache and split-KV"; metadata
+   * "kind", "kv_cache", "page_size", "head_pack", "split_kv" and the grid
+   * tiles' "times"). */
+  int kind;           /**< an attnrt_kernel_kind */
+  int kv_cache;       /**< 1: reads K/V as a KV cache (the KV-cache fields of
+                           attnrt_forward_args) */
+  int page_size;      /**< > 0: a paged cache of pages of this many rows */
+  int head_pack;      /**< query heads per tile (GQA packing); 1: none */
+  int split_kv;       /**< 1: splits each sequence's keys over num_splits
+                           CTAs (with a combine kernel when > 1) */
+  int grid_times[3];  /**< an attnrt_size multiplying dimension i's tiles,
+                           or -1 */
 } attnrt_kernel_info;
 
 /**
@@ -221,7 +246,41 @@ typedef struct attnrt_forward_args {
   const int32_t *cu_seqlens_k; /**< [batch + 1] int32, device memory */
   int64_t max_seqlen_q;        /**< >= every query length; the grid's rows */
   int64_t max_seqlen_k;        /**< >= every key length */
+  /* ---- KV cache and split-KV, appended after the varlen block. Read only
+   * by kernels whose
+   * metadata says "kv_cache": true and by their combine kernels; zeroed,
+   * they mean: every sequence holds nk keys, no block table, the runtime
+   * chooses the splits, no workspace. (docs/ABI.md "KV cache and
+   * split-KV".)
+   *
+   * Contiguous cache: k and v are [batch, nk, Hkv, D] (nk: a sequence's
+   * capacity). Paged cache: k and v are [num_blocks, page_size, Hkv, D]
+   * (k_strides/v_strides over those dims), key n of sequence b is row
+   * n % page_size of page block_table[b * block_table_stride +
+   * n / page_size], and nk must be max_blocks * page_size. */
+  const int32_t *cache_seqlens; /**< [batch] int32 device array: sequence b
+                                     attends to its first cache_seqlens[b]
+                                     keys (clamped to [0, nk] in the kernel);
+                                     NULL: all nk */
+  const int32_t *block_table;   /**< [batch, max_blocks] int32 device array
+                                     (paged kernels only, else NULL) */
+  int64_t block_table_stride;   /**< elements between rows of block_table */
+  int64_t max_blocks;           /**< block_table columns */
+  int64_t num_blocks;           /**< pages in k and v (their dim 0) */
+  int64_t page_size;            /**< rows per page: the kernel's page_size
+                                     (0 for a contiguous cache) */
+  int64_t num_splits;           /**< split-KV kernels: 0 lets the runtime
+                                     choose (attnrt_kvcache_plan), 1 none,
+                                     2..ATTNRT_MAX_SPLITS splits */
+  void *workspace;              /**< device memory for the partial results
+                                     of num_splits > 1 (16-byte aligned);
+                                     NULL otherwise */
+  size_t workspace_bytes;       /**< its size: at least what
+                                     attnrt_kvcache_plan returns */
 } attnrt_forward_args;
+
+/** Most splits a split-KV call may use. */
+#define ATTNRT_MAX_SPLITS 256
 
 /** Opaque loaded kernel: a CUmodule, its CUfunction and its metadata. */
 typedef struct attnrt_module attnrt_module;
@@ -346,6 +405,53 @@ ATTNRT_API attnrt_status attnrt_current_device(void **context, int *device,
 ATTNRT_API attnrt_status attnrt_forward(attnrt_module *module,
                                         const attnrt_forward_args *args,
                                         void *stream);
+
+/* ---- KV cache and split-KV (flash-decoding) -------------------------- */
+
+/**
+ * The splits and the workspace a call of a KV-cache kernel needs. With
+ * args->num_splits == 0 the runtime chooses the splits from the tile count
+ * (ceil(nq / (block_m / head_pack)) x num_heads / head_pack x batch) against
+ * the device's SMs and the key blocks of a sequence (nk): none when the
+ * tiles already fill the GPU, else the fewest that fill its waves well (at
+ * most ATTNRT_MAX_SPLITS, at most one per key block). Needs a loaded
+ * module's info for that (num_sms); a given num_splits is checked and
+ * returned. *workspace_bytes is 0 for one split; else the bytes of the
+ * partial outputs [S * B, Nq, H, D] f32 and log-sum-exps [S * B, H, Nq]
+ * f32 (16-byte aligned, in that order). Deterministic: the same info and
+ * args give the same plan, which attnrt_forward uses. Either output may be
+ * NULL.
+ */
+ATTNRT_API attnrt_status attnrt_kvcache_plan(const attnrt_kernel_info *info,
+                                             const attnrt_forward_args *args,
+                                             int64_t *num_splits,
+                                             size_t *workspace_bytes);
+
+/**
+ * A whole split-KV call on `stream`: the KV-cache kernel, then (when the
+ * plan has more than one split) the combine kernel, both reading the same
+ * args (args->workspace must then hold attnrt_kvcache_plan's bytes; the
+ * runtime never allocates, so the call can be captured in a CUDA graph).
+ * `combine` may be NULL for a kernel that does not split.
+ */
+ATTNRT_API attnrt_status attnrt_forward_kvcache(attnrt_module *kernel,
+                                                attnrt_module *combine,
+                                                const attnrt_forward_args *args,
+                                                void *stream);
+
+/**
+ * Checks the device-resident KV-cache arguments a kernel would read:
+ * every cache_seqlens[b] in [0, nk] and every block-table entry a sequence
+ * uses (the first ceil(cache_seqlens[b] / page_size) of row b) in
+ * [0, num_blocks). Copies them to the host on `stream` and waits for it:
+ * for debugging and tests, not for every call (nor inside a CUDA graph
+ * capture). The kernels never read outside the cache whatever the values
+ * (lengths are clamped; a page outside the cache reads zeros), but their
+ * results are meaningless for bad ones.
+ */
+ATTNRT_API attnrt_status attnrt_check_kvcache_values(const attnrt_module *module,
+                                                     const attnrt_forward_args *args,
+                                                     void *stream);
 
 /**
  * Enables (default) or disables, process-wide, the per-launch

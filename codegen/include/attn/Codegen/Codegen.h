@@ -57,6 +57,17 @@ struct AttentionSpec {
   /// Eighths of the score exponentials computed in software on the FMA pipe
   /// (attn-online-softmax's exp2-emulate, 0 to 8); 0: all on MUFU.EX2.
   int64_t exp2EmulatedEighths = 0;
+
+  // ---- Decoding with a KV cache (attn.attention_kvcache), docs/DESIGN.md
+  // "Decoding". A KV-cache kernel reads cache_seqlens; causal means
+  // bottom-right to each sequence's keys.
+  bool kvCache = false;  ///< an attn.attention_kvcache kernel
+  int64_t pageSize = 0;  ///< > 0: paged K/V, pages of this many rows
+  bool splitKv = false;  ///< split the keys over CTAs (needs the combine)
+  int64_t headPack = 1;  ///< query heads packed per tile (GQA decoding)
+  /// The split-KV combine kernel (attn.combine_splits) of this spec rather
+  /// than the split kernel itself.
+  bool combine = false;
 };
 
 /// One kernel parameter, as the metadata lists it (docs/ABI.md "Kernel
@@ -70,11 +81,12 @@ struct KernelParam {
   int64_t boxCols = 0, boxRows = 0; ///< tensor_map: the TMA box
 };
 
-/// One dimension of the tile space: ceil(size / tile) (docs/ABI.md
+/// One dimension of the tile space: ceil(size / tile) [* times] (docs/ABI.md
 /// "Launch").
 struct GridTile {
   std::string size;
   int64_t tile = 1;
+  std::string times; ///< a size multiplying the tiles ("num_splits"), or ""
 };
 
 /// Everything the runtime needs to launch a kernel (see docs/ABI.md).
@@ -104,6 +116,12 @@ struct KernelMetadata {
   bool hasDiagonal() const {
     return causal || windowLeft >= 0 || windowRight >= 0;
   }
+  // Decoding kernels (docs/ABI.md "KV cache and split-KV").
+  std::string kind = "forward"; ///< "forward" or "combine"
+  bool kvCache = false;
+  int64_t pageSize = 0;
+  int64_t headPack = 1;
+  bool splitKv = false;
 };
 
 /// Checks a spec (head dim, scale, window, tile overrides, LLVM optimisation
@@ -120,6 +138,10 @@ AttentionSpec canonicalSpec(const AttentionSpec &spec);
 inline bool hasDiagonal(const AttentionSpec &spec) {
   return spec.causal || spec.windowLeft >= 0 || spec.windowRight >= 0;
 }
+/// The spec of the combine kernel that merges the partial results of the
+/// split-KV spec `split` (same target, dtype, head dim, LSE, head packing
+/// and tile rows; no mask, scale or page size of its own).
+AttentionSpec combineSpecOf(const AttentionSpec &split);
 
 /// Builds `module { func.func @<name>(q, k, v, o, lse) { attn.attention } }`.
 OwningOpRef<ModuleOp> buildSpecModule(MLIRContext &ctx,

@@ -81,15 +81,23 @@ def Attn_SizeNumKvHeads : I32EnumAttrCase<"num_kv_heads", 4>;
 // Variable-length batches: the longest query sequence (the grid's query
 // blocks), as flash_attn_varlen_func's max_seqlen_q.
 def Attn_SizeMaxSeqlenQ : I32EnumAttrCase<"max_seqlen_q", 5>;
+// KV cache and split-KV kernels (attn.attention_kvcache, attn.combine_splits).
+def Attn_SizeNumSplits : I32EnumAttrCase<"num_splits", 6>;
+def Attn_SizeMaxBlocks : I32EnumAttrCase<"max_blocks", 7>;
+def Attn_SizeNumBlocks : I32EnumAttrCase<"num_blocks", 8>;
 def Attn_SizeKind : I32EnumAttr<"SizeKind",
     "a problem size the runtime knows at launch (a kernel parameter)",
     [Attn_SizeBatch, Attn_SizeNq, Attn_SizeNk, Attn_SizeNumHeads,
-     Attn_SizeNumKvHeads, Attn_SizeMaxSeqlenQ]> {
+     Attn_SizeNumKvHeads, Attn_SizeMaxSeqlenQ, Attn_SizeNumSplits,
+     Attn_SizeMaxBlocks, Attn_SizeNumBlocks]> {
   let cppNamespace = "::mlir::attn";
   let genSpecializedAttr = 0;
 }
 
 def Attn_ReduceKindAttrParam : EnumAttr<Attn_Dialect, Attn_ReduceKind, "reduce"> {
+  let assemblyFormat = "$value";
+}
+def Attn_SizeKindAttrParam : EnumAttr<Attn_Dialect, Attn_SizeKind, "size"> {
   let assemblyFormat = "$value";
 }
 
@@ -162,11 +170,23 @@ def Attn_GridDimAttr : Attn_Attr<"GridDim", "grid_dim"> {
     `num_heads`, `num_kv_heads`, and for a variable-length batch
     `max_seqlen_q`, the longest query sequence). An element of `#attn.grid`.
 
+    With `times = S` the dimension holds `ceil(size / tile) * S` tiles: a
+    split-KV kernel folds its key splits into the query-block dimension
+    (`times = num_splits`), since CUDA grids have three dimensions and the
+    tile space four (query block, split, head, batch).
+
     ```mlir
     #attn.grid_dim<size = nq, tile = 128>
+    #attn.grid_dim<size = nq, tile = 16, times = num_splits>
     ```
   }];
-  let parameters = (ins EnumParameter<Attn_SizeKind>:$size, "int64_t":$tile);
+  let parameters = (ins EnumParameter<Attn_SizeKind>:$size, "int64_t":$tile,
+                        OptionalParameter<"std::optional<::mlir::attn::SizeKind>">:$times);
+  let builders = [
+    AttrBuilder<(ins "SizeKind":$size, "int64_t":$tile), [{
+      return $_get($_ctxt, size, tile, std::nullopt);
+    }]>
+  ];
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

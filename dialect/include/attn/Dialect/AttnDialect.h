@@ -50,6 +50,17 @@ constexpr llvm::StringLiteral kTileLoopAttrName = "attn.tile_loop";
 /// variable-length batch (its tensors are [total, H, D], with cu_seqlens).
 constexpr llvm::StringLiteral kVarlenAttrName = "attn.varlen";
 
+/// Kernel attributes of the decoding kernels (attn-tile sets them, attn-to-nvvm
+/// carries them to the lowered kernel, the metadata reports them):
+/// a KV-cache kernel (attn.attention_kvcache), its page size (0: contiguous
+/// cache), the query heads packed per tile, whether it splits the keys, and
+/// the split-KV combine kernel (attn.combine_splits).
+constexpr llvm::StringLiteral kKvCacheAttrName = "attn.kv_cache";
+constexpr llvm::StringLiteral kPageSizeAttrName = "attn.page_size";
+constexpr llvm::StringLiteral kHeadPackAttrName = "attn.head_pack";
+constexpr llvm::StringLiteral kSplitKvAttrName = "attn.split_kv";
+constexpr llvm::StringLiteral kCombineAttrName = "attn.combine";
+
 /// Whether `op` reads or produces a register tile (consumer work, in warp
 /// specialization's terms).
 bool touchesRegisterTiles(Operation *op);

@@ -192,7 +192,7 @@ def Attn_AllocSmemOp : Attn_Op<"alloc_smem"> {
   let assemblyFormat = "attr-dict `:` qualified(type($result))";
 }
 
-def Attn_CopyAsyncOp : Attn_Op<"copy_async"> {
+def Attn_CopyAsyncOp : Attn_Op<"copy_async", [AttrSizedOperandSegments]> {
   let summary = "Start an asynchronous copy of a tile from global to shared memory";
   let description = [{
     Copies rows `[row, row + rows)` of head `head` of batch `batch` of a
@@ -220,31 +220,71 @@ def Attn_CopyAsyncOp : Attn_Op<"copy_async"> {
     sets it; without it `attn-multibuffer` takes the block index
     `row / rows`.
 
+    With `head_pack = G` the tile packs G query heads (GQA decoding): tile
+    row `r` is head `head + r / P`, position `row + r % P`, where
+    `P = rows / G` must be a multiple of 8 (each head's rows start on a
+    1024-byte swizzle atom). The verifier checks that G divides the rows.
+
+    With `pages %block_table` the source is a paged KV cache
+    `[num_blocks, page_size, H, D]` (page_size static, a multiple of 16) and
+    `batch` indexes the rank-2 i32 block table: logical row `n` of sequence
+    `batch` is row `n % page_size` of page `block_table[batch, n /
+    page_size]`. The tile must lie in one page (`page_size % rows == 0`) or
+    cover whole pages (`rows % page_size == 0`), and `row` must be a multiple
+    of the smaller of the two.
+
     sm_80: every thread issues `cp.async.cg.shared.global` 16-byte chunks into
     the swizzled layout (zero-filled, reading nothing, past N or D), then
     `cp.async.commit_group`.
     sm_90a: one elected thread arms the buffer's mbarrier with
     `mbarrier.arrive.expect_tx` and issues `cp.async.bulk.tensor.4d` per
     swizzle panel (TMA, a box of one panel with the tile's swizzle; out of
-    bounds elements read as zero).
+    bounds elements read as zero); a packed tile issues one per head and
+    panel (a box of P rows), a paged tile one per page and panel, the page
+    index read from the block table as the outermost coordinate
+    (block-table entries past `max_blocks` are clamped to the last column;
+    a page index outside the cache reads zeros, as TMA does out of bounds).
+    sm_80: each chunk's row is looked up in the block table (a page index
+    outside `[0, num_blocks)` reads zeros).
 
     ```mlir
     attn.copy_async %K[%b, %row, %h] -> %k_smem fill %j
       : memref<?x?x?x128xbf16>, !attn.smem<64x128xbf16, swizzle = 128>
     attn.copy_async %Kp[%seq, %row, %h] -> %k_smem fill %j
       : memref<?x?x128xbf16>, !attn.smem<64x128xbf16, swizzle = 128>
+    attn.copy_async %Q[%b, %row, %h0] -> %q_smem fill %c0 {head_pack = 4 : i64}
+      : memref<?x?x?x128xbf16>, !attn.smem<64x128xbf16, swizzle = 128>
+    attn.copy_async %Kc[%b, %row, %kh] -> %k_smem fill %f pages %bt
+      : memref<?x64x?x128xbf16>, !attn.smem<128x128xbf16, swizzle = 128>,
+        memref<?x?xi32>
     ```
   }];
   let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$src,
                        Attn_BatchIndex:$batch, Index:$row, Index:$head,
                        Arg<Attn_AnySmemTile, "", [MemWrite]>:$dst,
-                       Optional<Index>:$fill);
+                       Optional<Index>:$fill,
+                       // KV cache and GQA packing (attn.attention_kvcache).
+                       Arg<Optional<AnyMemRef>, "", [MemRead]>:$pages,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$head_pack);
   let assemblyFormat = [{
-    $src `[` $batch `,` $row `,` $head `]` `->` $dst (`fill` $fill^)? attr-dict
-    `:` custom<DataTensorType>(type($src), type($batch)) `,`
-    qualified(type($dst))
+    $src `[` $batch `,` $row `,` $head `]` `->` $dst (`fill` $fill^)?
+    (`pages` $pages^)? attr-dict `:`
+    custom<DataTensorType>(type($src), type($batch)) `,` qualified(type($dst))
+    (`,` type($pages)^)?
   }];
+  let builders = [
+    // The form of the copies before KV caches: no pages, no packing.
+    OpBuilder<(ins "Value":$src, "Value":$batch, "Value":$row, "Value":$head,
+                   "Value":$dst, "Value":$fill), [{
+      build($_builder, $_state, src, batch, row, head, dst, fill, Value(),
+            IntegerAttr());
+    }]>
+  ];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Query heads the tile packs (1: a tile of one head's rows).
+    int64_t headPack() { return getHeadPack().value_or(1); }
+  }];
 }
 
 def Attn_WaitOp : Attn_Op<"wait"> {
@@ -260,13 +300,30 @@ def Attn_WaitOp : Attn_Op<"wait"> {
     sm_80: `cp.async.wait_group 0` then `bar.sync 0`.
     sm_90a: `mbarrier.try_wait.parity` on `fill % 2` then `bar.sync 0`.
 
+    With `zero_from %n` the rows at or past `%n` of the landed tile read as
+    zero afterwards (when `%n` is below the tile's rows): a KV cache's rows
+    past a sequence's length hold whatever the cache held, and a value row
+    that is NaN would poison `P V` even where P is 0. sm_80: each thread
+    zeroes the chunks it copied, before the barrier; sm_90a: every thread
+    zeroes its share, then `fence.proxy.async` so wgmma sees the zeros,
+    before the barrier.
+
     ```mlir
     attn.wait %k_smem, %j : !attn.smem<64x128xbf16, swizzle = 128>
+    attn.wait %v_smem, %j zero_from %rows : !attn.smem<64x128xbf16, swizzle = 128>
     ```
   }];
   let arguments = (ins Arg<Attn_AnySmemTile, "", [MemRead, MemWrite]>:$buffer,
-                       Index:$fill);
-  let assemblyFormat = "$buffer `,` $fill attr-dict `:` qualified(type($buffer))";
+                       Index:$fill, Optional<Index>:$zero_from);
+  let assemblyFormat = [{
+    $buffer `,` $fill (`zero_from` $zero_from^)? attr-dict `:`
+    qualified(type($buffer))
+  }];
+  let builders = [
+    OpBuilder<(ins "Value":$buffer, "Value":$fill), [{
+      build($_builder, $_state, buffer, fill, Value());
+    }]>
+  ];
 }
 
 //===----------------------------------------------------------------------===//
@@ -347,9 +404,14 @@ def Attn_MaskOp : Attn_Op<"mask", [Pure, AllTypesMatch<["input", "result"]>]> {
     their scores are left unspecified past `kv_len`.
     `attn-causal-blocks` leaves this op only on the blocks that need it.
 
+    With `head_pack = G` the tile packs G heads (see `attn.copy_async`):
+    tile row `r` is query position `row + r % (rows / G)`, which is what the
+    causal and window limits use.
+
     The verifier enforces what `attn.attention` does of `causal_align` and
-    the window (each side 0 to 2^31 - 1, a causal window's right side 0), and
-    that `q_len` is given exactly for a bottom-right mask.
+    the window (each side 0 to 2^31 - 1, a causal window's right side 0),
+    that `q_len` is given exactly for a bottom-right mask and that
+    `head_pack` divides the tile's rows.
 
     Lowering (shared by both targets): per fragment row one limit,
     `min(kv_len, d + 1)` (top-left causal), `d + 1` (bottom-right causal) or
@@ -375,12 +437,21 @@ def Attn_MaskOp : Attn_Op<"mask", [Pure, AllTypesMatch<["input", "result"]>]> {
                        Index:$kv_len, Optional<Index>:$q_len, UnitAttr:$causal,
                        OptionalAttr<Attn_CausalAlignAttr>:$causal_align,
                        OptionalAttr<I64Attr>:$window_left,
-                       OptionalAttr<I64Attr>:$window_right);
+                       OptionalAttr<I64Attr>:$window_right,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$head_pack);
   let results = (outs Attn_AnyRegTile:$result);
   let assemblyFormat = [{
     $input `,` $row `,` $col `,` $kv_len (`q_len` $q_len^)? attr-dict `:`
     qualified(type($input))
   }];
+  let builders = [
+    OpBuilder<(ins "Type":$result, "Value":$input, "Value":$row, "Value":$col,
+                   "Value":$kv_len, "Value":$q_len, "UnitAttr":$causal,
+                   "CausalAlignAttr":$causal_align), [{
+      build($_builder, $_state, result, input, row, col, kv_len, q_len, causal,
+            causal_align, IntegerAttr(), IntegerAttr(), IntegerAttr());
+    }]>
+  ];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// Whether the mask has a diagonal to place: causal or a window side.
@@ -405,6 +476,8 @@ def Attn_MaskOp : Attn_Op<"mask", [Pure, AllTypesMatch<["input", "result"]>]> {
         return right.getInt();
       return std::nullopt;
     }
+    /// Query heads the tile packs (1: a tile of one head's rows).
+    int64_t headPack() { return getHeadPack().value_or(1); }
   }];
 }
 
@@ -630,7 +703,9 @@ def Attn_StoreOp : Attn_Op<"store"> {
     sequence's length are not written (they belong to the next sequence).
     The tile has the destination's head dimension D of columns, or up to D
     rounded up to 16 (an output computed on a padded V): only the first D
-    are written.
+    are written. The destination holds f16, bf16 or f32 (a split-KV
+    kernel's partial outputs, [B, N, H, D] only). With `head_pack = G` tile
+    row `r` goes to head `head + r / P`, row `row + r % P` (`P = rows / G`).
 
     ```mlir
     attn.store %out -> %O[%b, %row, %h] : !attn.regs<128x128xf32, acc>, memref<?x?x?x128xbf16>
@@ -638,12 +713,23 @@ def Attn_StoreOp : Attn_Op<"store"> {
     ```
   }];
   let arguments = (ins Attn_AnyRegTile:$value, Arg<AnyMemRef, "", [MemWrite]>:$dst,
-                       Attn_BatchIndex:$batch, Index:$row, Index:$head);
+                       Attn_BatchIndex:$batch, Index:$row, Index:$head,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$head_pack);
   let assemblyFormat = [{
     $value `->` $dst `[` $batch `,` $row `,` $head `]` attr-dict `:`
     qualified(type($value)) `,` custom<DataTensorType>(type($dst), type($batch))
   }];
+  let builders = [
+    OpBuilder<(ins "Value":$value, "Value":$dst, "Value":$batch, "Value":$row,
+                   "Value":$head), [{
+      build($_builder, $_state, value, dst, batch, row, head, IntegerAttr());
+    }]>
+  ];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Query heads the tile packs (1: a tile of one head's rows).
+    int64_t headPack() { return getHeadPack().value_or(1); }
+  }];
 }
 
 def Attn_StoreRowsOp : Attn_Op<"store_rows"> {
@@ -653,7 +739,8 @@ def Attn_StoreRowsOp : Attn_Op<"store_rows"> {
     for the log-sum-exp. One lane per row writes. Into a packed [H, total]
     tensor (a variable-length batch, flash_attn's varlen LSE layout) `batch`
     is a sequence and `value[r]` goes to `dst[head, start + row + r]` for
-    rows before the sequence's length.
+    rows before the sequence's length. With `head_pack = G` vector row `r`
+    goes to `dst[batch, head + r / P, row + r % P]` (`P = rows / G`).
 
     ```mlir
     attn.store_rows %lse -> %LSE[%b, %h, %row] : !attn.regs<128xf32, row>, memref<?x?x?xf32>
@@ -661,15 +748,27 @@ def Attn_StoreRowsOp : Attn_Op<"store_rows"> {
     ```
   }];
   let arguments = (ins Attn_AnyRegTile:$value, Arg<AnyMemRef, "", [MemWrite]>:$dst,
-                       Attn_BatchIndex:$batch, Index:$head, Index:$row);
+                       Attn_BatchIndex:$batch, Index:$head, Index:$row,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$head_pack);
   let assemblyFormat = [{
     $value `->` $dst `[` $batch `,` $head `,` $row `]` attr-dict `:`
     qualified(type($value)) `,` custom<RowsTensorType>(type($dst), type($batch))
   }];
+  let builders = [
+    OpBuilder<(ins "Value":$value, "Value":$dst, "Value":$batch, "Value":$head,
+                   "Value":$row), [{
+      build($_builder, $_state, value, dst, batch, head, row, IntegerAttr());
+    }]>
+  ];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Query heads the tile packs (1: a tile of one head's rows).
+    int64_t headPack() { return getHeadPack().value_or(1); }
+  }];
 }
 
 include "attn/Dialect/AttnScheduleOps.td"
 include "attn/Dialect/AttnVarlenOps.td"
+include "attn/Dialect/AttnKvCacheOps.td"
 
 #endif // ATTN_DIALECT_ATTNOPS_TD

@@ -62,7 +62,7 @@ def Attn_PipeAcquireOp : Attn_Op<"pipe_acquire"> {
   let assemblyFormat = "$pipe `[` $fill `]` attr-dict `:` qualified(type($pipe))";
 }
 
-def Attn_PipeLoadOp : Attn_Op<"pipe_load"> {
+def Attn_PipeLoadOp : Attn_Op<"pipe_load", [AttrSizedOperandSegments]> {
   let summary = "Producer: start the copy of one tile into the stage of fill `fill`";
   let description = [{
     Copies rows `[row, row + rows)` of head `head` of batch `batch` of a
@@ -82,6 +82,9 @@ def Attn_PipeLoadOp : Attn_Op<"pipe_load"> {
     false but still commits its (empty) group, so the group count between a
     fill and its wait is the same on every path, the last blocks included.
 
+    `pages` and `head_pack` read a paged KV cache and pack query heads into
+    the tile exactly as `attn.copy_async`'s do.
+
     ```mlir
     attn.pipe_load %K[%b, %row, %h] -> %kp[%j]
       : memref<?x?x?x128xbf16>, !attn.pipe<2, !attn.smem<128x128xbf16, swizzle = 128>>
@@ -92,13 +95,28 @@ def Attn_PipeLoadOp : Attn_Op<"pipe_load"> {
   let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$src,
                        Attn_BatchIndex:$batch, Index:$row, Index:$head,
                        Arg<Attn_Pipe, "", [MemWrite]>:$pipe, Index:$fill,
-                       Optional<I1>:$valid);
+                       Optional<I1>:$valid,
+                       // As attn.copy_async's: a paged source, packed heads.
+                       Arg<Optional<AnyMemRef>, "", [MemRead]>:$pages,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$head_pack);
   let assemblyFormat = [{
     $src `[` $batch `,` $row `,` $head `]` `->` $pipe `[` $fill `]`
-    (`if` $valid^)? attr-dict `:` custom<DataTensorType>(type($src), type($batch))
-    `,` qualified(type($pipe))
+    (`if` $valid^)? (`pages` $pages^)? attr-dict `:`
+    custom<DataTensorType>(type($src), type($batch)) `,` qualified(type($pipe))
+    (`,` type($pages)^)?
   }];
+  let builders = [
+    OpBuilder<(ins "Value":$src, "Value":$batch, "Value":$row, "Value":$head,
+                   "Value":$pipe, "Value":$fill, "Value":$valid), [{
+      build($_builder, $_state, src, batch, row, head, pipe, fill, valid,
+            Value(), IntegerAttr());
+    }]>
+  ];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Query heads the tile packs (1: a tile of one head's rows).
+    int64_t headPack() { return getHeadPack().value_or(1); }
+  }];
 }
 
 def Attn_PipeWaitOp : Attn_Op<"pipe_wait"> {
@@ -114,6 +132,14 @@ def Attn_PipeWaitOp : Attn_Op<"pipe_wait"> {
     this thread's chunks land; other threads' chunks are visible after the
     `attn.barrier` that must follow before the buffer is read.
 
+    `zero_from %n` zeroes the buffer's rows at or past `%n` once the fill
+    landed, as `attn.wait`'s does: on sm_90a every consumer thread of the
+    warpgroup stores its share of zeros, `fence.proxy.async` makes them
+    visible to wgmma and a named barrier of the warpgroup's 128 threads
+    (or `bar.sync 0` outside warp specialization) orders them before any
+    read; on sm_80 each thread zeroes the chunks it copied, before the
+    `attn.barrier` that follows.
+
     ```mlir
     %k = attn.pipe_wait %kp[%j] : !attn.pipe<2, !attn.smem<128x128xbf16, swizzle = 128>>
            -> !attn.smem<128x128xbf16, swizzle = 128>
@@ -125,12 +151,19 @@ def Attn_PipeWaitOp : Attn_Op<"pipe_wait"> {
   }];
   let arguments = (ins Arg<Attn_Pipe, "", [MemRead, MemWrite]>:$pipe,
                        Index:$fill,
-                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<0>]>>:$pending);
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<0>]>>:$pending,
+                       Optional<Index>:$zero_from);
   let results = (outs Attn_AnySmemTile:$buffer);
   let assemblyFormat = [{
-    $pipe `[` $fill `]` attr-dict `:` qualified(type($pipe)) `->`
-    qualified(type($buffer))
+    $pipe `[` $fill `]` (`zero_from` $zero_from^)? attr-dict `:`
+    qualified(type($pipe)) `->` qualified(type($buffer))
   }];
+  let builders = [
+    OpBuilder<(ins "Type":$buffer, "Value":$pipe, "Value":$fill,
+                   "IntegerAttr":$pending), [{
+      build($_builder, $_state, buffer, pipe, fill, pending, Value());
+    }]>
+  ];
   let hasVerifier = 1;
 }
 

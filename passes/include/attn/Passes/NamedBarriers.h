@@ -6,6 +6,8 @@
 //
 //   id 0        the CTA barrier (bar.sync 0: attn.wait, kernel prologue)
 //   ids 1..3    attn-pingpong: one per consumer warpgroup
+//   ids 4..6    zeroed value rows (attn.pipe_wait zero_from, KV caches):
+//               one per consumer warpgroup
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTN_PASSES_NAMEDBARRIERS_H
@@ -20,7 +22,13 @@ constexpr int64_t kCtaBarrier = 0;
 /// kFirstPingpongBarrier + w.
 constexpr int64_t kFirstPingpongBarrier = 1;
 constexpr int64_t kMaxPingpongBarriers = 3;
-static_assert(kFirstPingpongBarrier + kMaxPingpongBarriers <=
+/// First of the barriers that order a warpgroup's zeroing of a value
+/// tile's rows before its wgmma reads them: warpgroup w uses
+/// kFirstZeroRowsBarrier + w.
+constexpr int64_t kFirstZeroRowsBarrier =
+    kFirstPingpongBarrier + kMaxPingpongBarriers;
+constexpr int64_t kMaxZeroRowsBarriers = 3;
+static_assert(kFirstZeroRowsBarrier + kMaxZeroRowsBarriers <=
                   kNumHardwareBarriers,
               "barrier ids overflow the hardware's 16");
 } // namespace mlir::attn

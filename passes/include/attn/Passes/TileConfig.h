@@ -107,6 +107,34 @@ int64_t sharedMemoryBytes(const TileConfig &config, int64_t headDim);
 /// The most dynamic shared memory one CTA may use on the target.
 int64_t maxSharedMemoryBytes(TargetKind target);
 
+//===--- KV-cache (decoding) kernels: KvCacheTileConfig.cpp ----------------===//
+
+/// The default configuration of an attn.attention_kvcache kernel: 64 query
+/// rows (one wgmma slice, or one 16-row slice per warp on sm_80) so that a
+/// decoding step's few rows are not mostly padding, and key blocks as long
+/// as the shared memory allows for a deep K/V pipe (the kernel streams the
+/// cache from memory). A paged cache's `pageSize` (0: contiguous) narrows
+/// the key block to one that lies in a page or covers whole pages.
+TileConfig chooseKvCacheTileConfig(TargetKind target, int64_t headDim,
+                                   int64_t pageSize);
+
+/// chooseKvCacheTileConfig with every positive override applied; a key block
+/// override must still fit the pages.
+TileConfig resolveKvCacheTileConfig(TargetKind target, int64_t headDim,
+                                    int64_t pageSize, int64_t blockM,
+                                    int64_t blockN, int64_t numWarps,
+                                    int64_t stages);
+
+/// checkTileConfig plus what a KV-cache kernel needs: `headPack` heads of
+/// whole 8-row groups in block_m, and key blocks that fit `pageSize`.
+llvm::Error checkKvCacheTileConfig(const TileConfig &config, TargetKind target,
+                                   int64_t headDim, int64_t pageSize,
+                                   int64_t headPack);
+
+/// The tile of a split-KV combine kernel: the split kernel's rows (so its
+/// head packing tiles them the same way) over 4 warps.
+TileConfig combineTileConfig(int64_t blockM);
+
 } // namespace mlir::attn
 
 #endif // ATTN_PASSES_TILECONFIG_H

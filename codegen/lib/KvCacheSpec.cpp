@@ -1,0 +1,226 @@
+//===- KvCacheSpec.cpp - specs of the decoding kernels --------------------===//
+#include "KvCacheSpec.h"
+
+#include "attn/Passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Transforms/Passes.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::attn;
+
+/// Pages are whole 16-row MMA k steps; this many rows at most (a sanity
+/// bound: real caches use 16 to 512).
+static constexpr int64_t kPageRowMultiple = 16;
+static constexpr int64_t kMaxPageSize = 1 << 16;
+/// Most query heads one tile may pack.
+static constexpr int64_t kMaxHeadPack = 64;
+/// K/V pipe depth of the sm_90a KV-cache kernels without a tile config's
+/// say (attn-multibuffer's default).
+static constexpr int64_t kDefaultStages = 2;
+
+static llvm::Error fail(const std::string &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+TileConfig mlir::attn::kvCacheTileConfig(const AttentionSpec &spec) {
+  if (spec.combine)
+    return combineTileConfig(spec.blockM > 0 ? spec.blockM : 64);
+  return resolveKvCacheTileConfig(spec.target, spec.headDim, spec.pageSize,
+                                  spec.blockM, spec.blockN, spec.numWarps,
+                                  spec.stages);
+}
+
+llvm::Error mlir::attn::validateKvCacheSpec(const AttentionSpec &spec) {
+  if (!spec.kvCache) {
+    if (spec.pageSize != 0 || spec.splitKv || spec.headPack != 1 ||
+        spec.combine)
+      return fail("paged K/V, split-KV, head packing and the combine kernel "
+                  "belong to KV-cache kernels: set kv_cache (--kv-cache)");
+    return llvm::Error::success();
+  }
+  if (spec.pageSize < 0 || spec.pageSize > kMaxPageSize ||
+      spec.pageSize % kPageRowMultiple != 0)
+    return fail(fmt::format("page size {} is not supported; use 0 (a "
+                            "contiguous cache) or a multiple of 16 up to {}",
+                            spec.pageSize, kMaxPageSize));
+  if (spec.headPack < 1 || spec.headPack > kMaxHeadPack)
+    return fail(fmt::format("head pack {} is out of range; use 1 to {} (the "
+                            "query heads sharing a key/value head that one "
+                            "tile packs)",
+                            spec.headPack, kMaxHeadPack));
+  if (spec.causal && spec.causalAlign != CausalAlign::bottom_right)
+    return fail("a KV-cache kernel aligns its causal diagonal bottom-right, "
+                "to each sequence's cache_seqlens (as flash_attn_with_kvcache): "
+                "set causal_align to bottom-right (--causal-align=bottom-right)");
+  // The decoding program bounds each split's key blocks by the causal
+  // diagonal only; a window would need a lower bound per split as well.
+  if (spec.windowLeft >= 0 || spec.windowRight >= 0)
+    return fail(fmt::format(
+        "a KV-cache kernel has no sliding window (got window {},{}); use "
+        "window_size (-1, -1) (--window=-1,-1), or the dense kernel "
+        "(attngen.attention) for windowed attention",
+        spec.windowLeft, spec.windowRight));
+  if (spec.exp2EmulatedEighths != 0)
+    return fail("a KV-cache kernel computes every exponential on MUFU.EX2: drop "
+                "exp2 emulation (--exp2-emulate=0)");
+  if (spec.varlen)
+    return fail("a KV-cache kernel takes a padded batch of caches with "
+                "cache_seqlens, not a packed variable-length one: drop varlen "
+                "(--varlen)");
+  if (spec.combine && !spec.splitKv)
+    return fail("the combine kernel merges a split-KV kernel's partial "
+                "results: set split_kv (--split-kv) with it");
+  if (spec.persistent)
+    return fail("KV-cache kernels are not persistent; drop --persistent");
+  TileConfig config = kvCacheTileConfig(spec);
+  if (spec.combine) {
+    if (config.blockM % (16 * config.numWarps) != 0 ||
+        config.blockM % spec.headPack != 0 ||
+        (config.blockM / spec.headPack) % 8 != 0)
+      return fail(fmt::format(
+          "block-m = {} does not suit the combine kernel: a multiple of 64 "
+          "with 8 rows or more per packed head (head pack {})",
+          config.blockM, spec.headPack));
+    return llvm::Error::success();
+  }
+  return checkKvCacheTileConfig(config, spec.target, spec.headDim,
+                                spec.pageSize, spec.headPack);
+}
+
+std::string mlir::attn::kvCacheNameSuffix(const AttentionSpec &spec) {
+  std::string suffix;
+  if (spec.headPack > 1)
+    suffix += fmt::format("_pack{}", spec.headPack);
+  if (spec.pageSize > 0)
+    suffix += fmt::format("_page{}", spec.pageSize);
+  if (spec.splitKv && !spec.combine)
+    suffix += "_split";
+  return suffix;
+}
+
+OwningOpRef<ModuleOp> mlir::attn::buildKvCacheSpecModule(MLIRContext &ctx,
+                                                         const AttentionSpec &spec,
+                                                         StringRef name) {
+  ctx.loadDialect<AttnDialect, func::FuncDialect, memref::MemRefDialect>();
+  OpBuilder b(&ctx);
+  Location loc = b.getUnknownLoc();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  (*module)->setAttr(kTargetAttrName, TargetAttr::get(&ctx, spec.target));
+  Type element = spec.bf16 ? Type(b.getBF16Type()) : Type(b.getF16Type());
+  int64_t dyn = ShapedType::kDynamic;
+  auto tensorType = MemRefType::get({dyn, dyn, dyn, spec.headDim}, element);
+  auto rowsType = MemRefType::get({dyn, dyn, dyn}, b.getF32Type());
+  auto partialType =
+      MemRefType::get({dyn, dyn, dyn, spec.headDim}, b.getF32Type());
+  IntegerAttr pack =
+      spec.headPack > 1 ? b.getI64IntegerAttr(spec.headPack) : IntegerAttr();
+  SmallVector<Type> args;
+  if (spec.combine) {
+    args = {partialType, rowsType, tensorType};
+    if (spec.withLse)
+      args.push_back(rowsType);
+  } else {
+    // A paged cache [num_blocks, page_size, Hkv, D] has a static page size.
+    auto cacheType =
+        spec.pageSize > 0
+            ? MemRefType::get({dyn, spec.pageSize, dyn, spec.headDim}, element)
+            : tensorType;
+    Type i32 = b.getI32Type();
+    args = {tensorType, cacheType, cacheType, tensorType,
+            MemRefType::get({dyn}, i32)};
+    if (spec.pageSize > 0)
+      args.push_back(MemRefType::get({dyn, dyn}, i32));
+    if (spec.withLse)
+      args.push_back(rowsType);
+    if (spec.splitKv)
+      args.append({partialType, rowsType});
+  }
+  b.setInsertionPointToEnd(module->getBody());
+  auto func = func::FuncOp::create(b, loc, name, b.getFunctionType(args, {}));
+  Block *body = func.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  auto arg = [&](unsigned i) { return body->getArgument(i); };
+  if (spec.combine) {
+    CombineSplitsOp::create(b, loc, arg(0), arg(1), arg(2),
+                            spec.withLse ? arg(3) : Value(), pack);
+  } else {
+    unsigned next = 5;
+    Value table = spec.pageSize > 0 ? arg(next++) : Value();
+    Value lse = spec.withLse ? arg(next++) : Value();
+    Value oPartial = spec.splitKv ? arg(next) : Value();
+    Value lsePartial = spec.splitKv ? arg(next + 1) : Value();
+    double scale = spec.scale > 0 ? spec.scale : 1.0 / std::sqrt(spec.headDim);
+    AttentionKvCacheOp::create(
+        b, loc, arg(0), arg(1), arg(2), arg(3), arg(4), table, lse, oPartial,
+        lsePartial, spec.causal ? b.getUnitAttr() : UnitAttr(),
+        b.getF32FloatAttr(scale),
+        spec.softcap > 0 ? b.getF32FloatAttr(spec.softcap) : FloatAttr(),
+        pack);
+  }
+  func::ReturnOp::create(b, loc);
+  return module;
+}
+
+void mlir::attn::buildKvCacheTilePipeline(OpPassManager &pm,
+                                          const AttentionSpec &spec) {
+  TileConfig config = kvCacheTileConfig(spec);
+  AttnTileOptions tile;
+  tile.blockM = spec.blockM;
+  tile.blockN = spec.blockN;
+  tile.numWarps = spec.numWarps;
+  tile.stages = spec.stages;
+  pm.addPass(createAttnTile(tile));
+  // The KV-cache program masks under its own branch (no block skipping to
+  // do: its loop already covers the visible blocks of its split).
+  pm.addPass(createAttnOnlineSoftmax());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  if (spec.combine)
+    return;
+  bool sm80 = spec.target == TargetKind::sm_80;
+  bool fa3 = spec.target == TargetKind::sm_90a && spec.warpSpecialize;
+  if (sm80 && config.stages > 1) {
+    AttnMultibufferOptions multibuffer;
+    multibuffer.stages = config.stages;
+    pm.addPass(createAttnMultibuffer(multibuffer));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    return;
+  }
+  if (!fa3)
+    return;
+  // sm_90a: a producer warpgroup streaming K/V through `stages`-deep pipes
+  // to one consumer warpgroup whose softmax overlaps its GEMMs.
+  AttnMultibufferOptions multibuffer;
+  multibuffer.stages = config.stages > 0 ? config.stages : kDefaultStages;
+  pm.addPass(createAttnMultibuffer(multibuffer));
+  pm.addPass(createAttnWarpSpecialize());
+  if (spec.intraWgOverlap)
+    pm.addPass(createAttnIntraWgOverlap());
+  if (spec.pingpong)
+    pm.addPass(createAttnPingpong());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+AttentionSpec mlir::attn::combineSpecOf(const AttentionSpec &split) {
+  AttentionSpec spec;
+  spec.target = split.target;
+  spec.headDim = split.headDim;
+  spec.bf16 = split.bf16;
+  spec.withLse = split.withLse;
+  spec.llvmOptLevel = split.llvmOptLevel;
+  spec.kvCache = true;
+  spec.splitKv = true;
+  spec.combine = true;
+  spec.headPack = split.headPack;
+  // The split kernel's tile rows, so that the head packing fits the same.
+  spec.blockM = kvCacheTileConfig(split).blockM;
+  return spec;
+}

@@ -1,0 +1,40 @@
+//===- KvCacheSpec.h - specs of the decoding kernels ------------*- C++ -*-===//
+//
+// The spec-level side of the KV-cache kernels (AttentionSpec::kvCache) and
+// their split-KV combine kernels (AttentionSpec::combine): checks, the
+// problem module, the pass pipeline. Pipeline.cpp dispatches here.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTN_CODEGEN_LIB_KVCACHESPEC_H
+#define ATTN_CODEGEN_LIB_KVCACHESPEC_H
+
+#include "attn/Codegen/Codegen.h"
+#include "attn/Passes/TileConfig.h"
+
+namespace mlir::attn {
+
+/// What validateSpec checks of the decoding fields: none of them without
+/// kvCache; a page size that is 0 or a positive multiple of 16, a head pack
+/// that fits the tile, bottom-right causal alignment, a combine kernel only
+/// of a split-KV spec, and the KV-cache tile configuration.
+llvm::Error validateKvCacheSpec(const AttentionSpec &spec);
+
+/// The tile configuration a KV-cache spec's kernel gets.
+TileConfig kvCacheTileConfig(const AttentionSpec &spec);
+
+/// `module { func.func @<name>(...) { attn.attention_kvcache | 
+/// attn.combine_splits } }` for a KV-cache or combine spec.
+OwningOpRef<ModuleOp> buildKvCacheSpecModule(MLIRContext &ctx,
+                                             const AttentionSpec &spec,
+                                             llvm::StringRef name);
+
+/// The FlashAttention passes for a KV-cache or combine spec.
+void buildKvCacheTilePipeline(OpPassManager &pm, const AttentionSpec &spec);
+
+/// The part of a KV-cache kernel's name after the common prefix: _pack<G>,
+/// _page<P>, _split.
+std::string kvCacheNameSuffix(const AttentionSpec &spec);
+
+} // namespace mlir::attn
+
+#endif // ATTN_CODEGEN_LIB_KVCACHESPEC_H

@@ -1,0 +1,254 @@
+//===- AttnKvCacheOps.cpp - verifiers of the KV-cache ops -----------------===//
+#include "Verifiers.h"
+#include "attn/Dialect/AttnDialect.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+/// A page holds a whole number of 16-row MMA k steps.
+static constexpr int64_t kPageRowMultiple = 16;
+/// Rows of one 128-byte swizzle atom: a packed head's rows start on one.
+static constexpr int64_t kSwizzleAtomRows = 8;
+
+/// Checks that `value`'s type is a memref of `rank` dimensions holding
+/// `element`; `what` describes it in the message ("[B] i32").
+static LogicalResult verifyRankAndElement(Operation *op, Value value,
+                                          StringRef name, int64_t rank,
+                                          Type element, StringRef what) {
+  auto type = dyn_cast<MemRefType>(value.getType());
+  if (!type || type.getRank() != rank || type.getElementType() != element)
+    return op->emitOpError() << "operand '" << name << "' must be a rank-"
+                             << rank << " " << element << " memref " << what
+                             << ", got " << value.getType();
+  return success();
+}
+
+/// Checks that `type` is a rank-4 [S * B, N, H, D] f32 memref with head
+/// dimension `headDim`, contiguous in it.
+static LogicalResult verifyPartialOutput(Operation *op, Value value,
+                                         int64_t headDim) {
+  if (failed(verifyRankAndElement(op, value, "o_partial", 4,
+                                  Float32Type::get(op->getContext()),
+                                  "[S * B, Nq, H, D]")))
+    return failure();
+  auto type = cast<MemRefType>(value.getType());
+  if (type.getDimSize(3) != headDim)
+    return op->emitOpError() << "operand 'o_partial' has head dimension "
+                             << type.getDimSize(3) << " but the output has "
+                             << headDim;
+  return verifyUnitLastStride(op, type, "o_partial");
+}
+
+/// Checks an optional LSE-like operand: rank-3 f32 with the identity layout.
+static LogicalResult verifyRowsOperand(Operation *op, Value value,
+                                       StringRef name, StringRef what) {
+  if (failed(verifyRankAndElement(op, value, name, 3,
+                                  Float32Type::get(op->getContext()), what)))
+    return failure();
+  if (!cast<MemRefType>(value.getType()).getLayout().isIdentity())
+    return op->emitOpError() << "operand '" << name
+                             << "' must be contiguous (the identity layout)";
+  return success();
+}
+
+LogicalResult mlir::attn::verifyHeadPackRows(Operation *op, int64_t headPack,
+                                             int64_t rows) {
+  if (headPack == 1)
+    return success();
+  if (rows % headPack != 0 || (rows / headPack) % kSwizzleAtomRows != 0)
+    return op->emitOpError()
+           << "packs " << headPack << " heads into " << rows
+           << " rows; each head needs a multiple of 8 rows (rows / head_pack)";
+  return success();
+}
+
+LogicalResult mlir::attn::verifyKvCacheCopy(Operation *op, Type srcType,
+                                            SmemTileType dst, Value pages,
+                                            int64_t headPack) {
+  if (failed(verifyHeadPackRows(op, headPack, dst.getRows())))
+    return failure();
+  if (!pages)
+    return success();
+  if (headPack > 1)
+    return op->emitOpError("packs heads and reads pages; only query tiles "
+                           "pack heads and only key/value tiles are paged");
+  if (failed(verifyRankAndElement(op, pages, "pages", 2,
+                                  IntegerType::get(op->getContext(), 32),
+                                  "[B, max_blocks] (the block table)")))
+    return failure();
+  int64_t pageSize = cast<MemRefType>(srcType).getDimSize(1);
+  if (ShapedType::isDynamic(pageSize) || pageSize < kPageRowMultiple ||
+      pageSize % kPageRowMultiple != 0)
+    return op->emitOpError()
+           << "reads pages of "
+           << (ShapedType::isDynamic(pageSize) ? std::string("?")
+                                               : std::to_string(pageSize))
+           << " rows; a paged source needs a static page size (dimension 1) "
+              "that is a positive multiple of 16";
+  int64_t rows = dst.getRows();
+  if (pageSize % rows != 0 && rows % pageSize != 0)
+    return op->emitOpError()
+           << "copies " << rows << "-row tiles from pages of " << pageSize
+           << " rows; a tile must lie in one page or cover whole pages";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionKvCacheOp
+//===----------------------------------------------------------------------===//
+
+int64_t AttentionKvCacheOp::getHeadDim() {
+  return cast<MemRefType>(getQ().getType()).getDimSize(3);
+}
+
+Type AttentionKvCacheOp::getElementType() {
+  return cast<MemRefType>(getQ().getType()).getElementType();
+}
+
+int64_t AttentionKvCacheOp::getPageSize() {
+  if (!getBlockTable())
+    return 0;
+  return cast<MemRefType>(getKCache().getType()).getDimSize(1);
+}
+
+LogicalResult AttentionKvCacheOp::verify() {
+  std::pair<Value, StringRef> tensors[] = {{getQ(), "q"},
+                                           {getKCache(), "k_cache"},
+                                           {getVCache(), "v_cache"},
+                                           {getO(), "o"}};
+  for (auto [value, name] : tensors)
+    if (failed(verifyBNHDMemRef(*this, value.getType(), name)))
+      return failure();
+  Type element = getElementType();
+  int64_t headDim = getHeadDim();
+  for (auto [value, name] : tensors) {
+    auto type = cast<MemRefType>(value.getType());
+    if (type.getElementType() != element)
+      return emitOpError() << "operand '" << name << "' has element type "
+                           << type.getElementType() << " but 'q' has "
+                           << element;
+    if (type.getDimSize(3) != headDim)
+      return emitOpError() << "operand '" << name << "' has head dimension "
+                           << type.getDimSize(3) << " but 'q' has " << headDim;
+    if (failed(verifyUnitLastStride(*this, type, name)))
+      return failure();
+  }
+  if (llvm::Error error = checkHeadDim(headDim))
+    return emitOpError() << llvm::toString(std::move(error));
+  MLIRContext *ctx = getContext();
+  Type i32 = IntegerType::get(ctx, 32);
+  if (failed(verifyRankAndElement(*this, getCacheSeqlens(), "cache_seqlens",
+                                  1, i32, "[B]")))
+    return failure();
+  auto kType = cast<MemRefType>(getKCache().getType());
+  auto vType = cast<MemRefType>(getVCache().getType());
+  if (kType.getShape() != vType.getShape())
+    return emitOpError() << "k_cache " << kType << " and v_cache " << vType
+                         << " must have the same shape";
+  if (Value table = getBlockTable()) {
+    if (failed(verifyRankAndElement(*this, table, "block_table", 2, i32,
+                                    "[B, max_blocks]")))
+      return failure();
+    int64_t pageSize = kType.getDimSize(1);
+    if (ShapedType::isDynamic(pageSize) || pageSize < kPageRowMultiple ||
+        pageSize % kPageRowMultiple != 0)
+      return emitOpError()
+             << "a paged cache needs a static page size (k_cache dimension "
+                "1) that is a positive multiple of 16, got "
+             << (ShapedType::isDynamic(pageSize) ? std::string("?")
+                                                 : std::to_string(pageSize));
+  }
+  if (Value lse = getLse())
+    if (failed(verifyRowsOperand(*this, lse, "lse", "[B, H, Nq]")))
+      return failure();
+  if (bool(getOPartial()) != bool(getLsePartial()))
+    return emitOpError("needs both partial outputs (o_partial and "
+                       "lse_partial) or neither");
+  if (Value partial = getOPartial()) {
+    if (failed(verifyPartialOutput(*this, partial, headDim)) ||
+        failed(verifyRowsOperand(*this, getLsePartial(), "lse_partial",
+                                 "[S * B, H, Nq]")))
+      return failure();
+  }
+  // Static head counts: H a multiple of Hkv, and the pack of their ratio.
+  auto qType = cast<MemRefType>(getQ().getType());
+  int64_t heads = qType.getDimSize(2), kvHeads = kType.getDimSize(2);
+  if (!ShapedType::isDynamic(heads) && !ShapedType::isDynamic(kvHeads)) {
+    if (kvHeads == 0 || heads % kvHeads != 0)
+      return emitOpError() << "number of heads " << heads
+                           << " must be a multiple of the number of "
+                              "key/value heads, "
+                           << kvHeads;
+    if ((heads / kvHeads) % headPack() != 0)
+      return emitOpError() << "head_pack = " << headPack()
+                           << " must divide the " << heads / kvHeads
+                           << " query heads that share a key/value head";
+  }
+  if (llvm::Error error = checkSoftmaxScale(getScale().convertToFloat()))
+    return emitOpError() << llvm::toString(std::move(error));
+  if (std::optional<APFloat> cap = getSoftcap())
+    if (llvm::Error error =
+            checkSoftmaxScale(cap->convertToFloat(), "softcap", "softcap"))
+      return emitOpError() << llvm::toString(std::move(error))
+                           << "; leave it out for no capping";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// CombineSplitsOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CombineSplitsOp::verify() {
+  if (failed(verifyBNHDMemRef(*this, getO().getType(), "o")))
+    return failure();
+  auto oType = cast<MemRefType>(getO().getType());
+  if (failed(verifyUnitLastStride(*this, oType, "o")) ||
+      failed(verifyPartialOutput(*this, getOPartial(), oType.getDimSize(3))) ||
+      failed(verifyRowsOperand(*this, getLsePartial(), "lse_partial",
+                               "[S * B, H, Nq]")))
+    return failure();
+  if (Value lse = getLse())
+    if (failed(verifyRowsOperand(*this, lse, "lse", "[B, H, Nq]")))
+      return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Tile-level ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult LoadIndexOp::verify() {
+  return verifyRankAndElement(*this, getSrc(), "src", 1,
+                              IntegerType::get(getContext(), 32), "[N]");
+}
+
+LogicalResult LoadOp::verify() {
+  auto result = cast<RegTileType>(getResult().getType());
+  if (result.getFragment() != FragmentKind::acc)
+    return emitOpError() << "result must be an 'acc' register tile, got "
+                         << result;
+  if (failed(verifyRankAndElement(*this, getSrc(), "src", 4,
+                                  Float32Type::get(getContext()),
+                                  "[B, N, H, D]")))
+    return failure();
+  auto src = cast<MemRefType>(getSrc().getType());
+  if (src.getDimSize(3) != result.getShape()[1])
+    return emitOpError() << "tile has " << result.getShape()[1]
+                         << " columns but the source head dimension is "
+                         << src.getDimSize(3);
+  return verifyHeadPackRows(*this, headPack(), result.getRows());
+}
+
+LogicalResult LoadRowsOp::verify() {
+  auto result = cast<RegTileType>(getResult().getType());
+  if (!result.isRow())
+    return emitOpError() << "result must be a 'row' register tile, got "
+                         << result;
+  if (failed(verifyRankAndElement(*this, getSrc(), "src", 3,
+                                  Float32Type::get(getContext()),
+                                  "[B, H, N]")))
+    return failure();
+  return verifyHeadPackRows(*this, headPack(), result.getRows());
+}

@@ -1,0 +1,109 @@
+//===- KvCacheTileConfig.cpp - tile sizes of the decoding kernels ---------===//
+#include "attn/Passes/TileConfig.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+/// Query rows of a KV-cache tile: one 64-row wgmma slice on sm_90a, one
+/// 16-row slice per warp of four on sm_80. A decoding step has Nq x (heads
+/// packed) rows, usually far fewer.
+static constexpr int64_t kKvCacheBlockM = 64;
+/// Warps of a KV-cache CTA: one consumer warpgroup (sm_90a), four warps
+/// issuing the cp.async copies (sm_80).
+static constexpr int64_t kKvCacheWarps = 4;
+/// Key rows per MMA k step: key blocks and pages are multiples of it.
+static constexpr int64_t kKeyRowStep = 16;
+/// Warps of the combine kernel.
+static constexpr int64_t kCombineWarps = 4;
+
+/// Whether a key block of `blockN` rows fits pages of `pageSize` rows: it
+/// lies in one page or covers whole pages.
+static bool fitsPages(int64_t blockN, int64_t pageSize) {
+  return pageSize == 0 || pageSize % blockN == 0 || blockN % pageSize == 0;
+}
+
+/// The longest key block up to `blockN` that fits the pages (16 always
+/// does: pages are multiples of 16).
+static int64_t fitToPages(int64_t blockN, int64_t pageSize) {
+  for (int64_t n = blockN; n > kKeyRowStep; n -= kKeyRowStep)
+    if (fitsPages(n, pageSize))
+      return n;
+  return kKeyRowStep;
+}
+
+TileConfig mlir::attn::chooseKvCacheTileConfig(TargetKind target,
+                                               int64_t headDim,
+                                               int64_t pageSize) {
+  TileConfig config;
+  config.blockM = kKvCacheBlockM;
+  config.numWarps = kKvCacheWarps;
+  // The mask runs under a branch on the ragged and diagonal blocks only
+  // (attn-tile builds the KV-cache loop that way), so nothing is peeled.
+  config.peelMaskedBlocks = false;
+  if (target == TargetKind::sm_90a) {
+    // The producer warpgroup keeps `stages - 1` key/value blocks in flight
+    // while the consumers work on one: 128-row blocks, three stages at d64
+    // and d128 (Q 16 KB + 3 x 64 KB = 208 KB at d128), two 64-row stages at
+    // d256 (the 227 KB limit).
+    config.blockN = headDim <= 128 ? 128 : 64;
+    config.stages = headDim <= 128 ? 3 : 2;
+  } else {
+    // sm_80: two-stage cp.async rings of 64-row blocks (80 KB at d128, two
+    // CTAs per SM); d256 keeps single 64-row buffers as the dense kernel.
+    config.blockN = 64;
+    config.stages = headDim <= 128 ? 2 : 1;
+  }
+  config.blockN = fitToPages(config.blockN, pageSize);
+  return config;
+}
+
+TileConfig mlir::attn::resolveKvCacheTileConfig(
+    TargetKind target, int64_t headDim, int64_t pageSize, int64_t blockM,
+    int64_t blockN, int64_t numWarps, int64_t stages) {
+  TileConfig config = chooseKvCacheTileConfig(target, headDim, pageSize);
+  if (blockM > 0)
+    config.blockM = blockM;
+  if (blockN > 0)
+    config.blockN = blockN;
+  if (numWarps > 0)
+    config.numWarps = numWarps;
+  if (stages > 0)
+    config.stages = stages;
+  return config;
+}
+
+llvm::Error mlir::attn::checkKvCacheTileConfig(const TileConfig &config,
+                                               TargetKind target,
+                                               int64_t headDim,
+                                               int64_t pageSize,
+                                               int64_t headPack) {
+  if (llvm::Error error = checkTileConfig(config, target, headDim))
+    return error;
+  auto fail = [](const llvm::Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  };
+  if (headPack < 1 || config.blockM % headPack != 0 ||
+      (config.blockM / headPack) % 8 != 0)
+    return fail(llvm::formatv(
+        "head-pack = {0} does not fit block-m = {1}: each packed head needs "
+        "a multiple of 8 rows (block-m / head-pack); use a power of two up to "
+        "{2}",
+        headPack, config.blockM, config.blockM / 8));
+  if (!fitsPages(config.blockN, pageSize))
+    return fail(llvm::formatv(
+        "block-n = {0} does not fit pages of {1} rows: a key block must lie "
+        "in one page or cover whole pages; use a divisor or a multiple of "
+        "{1}",
+        config.blockN, pageSize));
+  return llvm::Error::success();
+}
+
+TileConfig mlir::attn::combineTileConfig(int64_t blockM) {
+  TileConfig config;
+  config.blockM = blockM;
+  config.blockN = kKeyRowStep; // no key blocks: the combine loops over splits
+  config.numWarps = kCombineWarps;
+  return config;
+}

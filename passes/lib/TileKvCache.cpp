@@ -1,0 +1,361 @@
+//===- TileKvCache.cpp - attn-tile: the KV-cache (decoding) program -------===//
+//
+// attn.attention_kvcache  ->  tile program. One CTA per (query tile [x
+// split], packed head group, batch):
+//
+//   kv_len = clamp(cache_seqlens[b], 0, capacity)
+//   blocks = the key blocks the tile's rows see (causal: bottom-right to
+//            kv_len), split s of S taking [lo, lo + n) of them, n >= 1
+//   copy Q (head_pack heads x P positions); copy K_lo; wait Q
+//   for i in 0..n: (acc, m, l)
+//     wait K_i; copy V_i
+//     S = Q K_i^T; [softcap]; mask if i >= first masked block; softmax step
+//     wait V_i, zeroing rows past kv_len; copy K_{i+1} if i + 1 < n
+//     acc = P V_i + acc * alpha
+//   S == 1: store O, LSE;  S > 1: store O_s, LSE_s to the partials
+//
+// Fills count from 0 per CTA (the pipes' barrier phases follow them) and
+// rows are `fill * block_n + lo * block_n`, the form attn-multibuffer moves.
+// A range with no key keeps one fully masked block, so the prologue's K
+// fill is always consumed and the rows end with O = 0, LSE = -inf.
+//
+//===----------------------------------------------------------------------===//
+#include "TileKvCache.h"
+
+#include "attn/Passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+class KvCacheProgramBuilder {
+public:
+  KvCacheProgramBuilder(AttentionKvCacheOp op, const TileConfig &config,
+                        TargetKind target)
+      : op(op), config(config), target(target), b(op), loc(op.getLoc()) {}
+
+  void build();
+
+private:
+  Value index(int64_t value) {
+    return arith::ConstantIndexOp::create(b, loc, value);
+  }
+  RegTileType accType(int64_t cols) {
+    return RegTileType::get(b.getContext(), {config.blockM, cols},
+                            b.getF32Type(), FragmentKind::acc);
+  }
+  RegTileType rowType() {
+    return RegTileType::get(b.getContext(), {config.blockM}, b.getF32Type(),
+                            FragmentKind::row);
+  }
+  /// A Q/K/V tile: the head dim padded to the MMA's k step in the widest
+  /// swizzle that divides it, as the dense kernels' (TileConfig.h).
+  SmemTileType smemType(int64_t rows) {
+    int64_t cols = smemTileCols(op.getHeadDim());
+    return SmemTileType::get(b.getContext(), {rows, cols}, op.getElementType(),
+                             smemTileSwizzle(cols));
+  }
+  Value splat(RegTileType type, float value) {
+    return SplatOp::create(b, loc, type, b.getF32FloatAttr(value));
+  }
+  IntegerAttr packAttr() {
+    return op.headPack() > 1 ? b.getI64IntegerAttr(op.headPack())
+                             : IntegerAttr();
+  }
+  /// A copy of one key or value block: rows `row` of sequence `batch`.
+  void copyKv(Value src, Value batch, Value row, Value kvHead, Value tile,
+              Value fill) {
+    CopyAsyncOp::create(b, loc, src, batch, row, kvHead, tile, fill,
+                        op.getBlockTable(), IntegerAttr());
+  }
+
+  AttentionKvCacheOp op;
+  TileConfig config;
+  TargetKind target;
+  OpBuilder b;
+  Location loc;
+};
+
+void KvCacheProgramBuilder::build() {
+  MLIRContext *ctx = b.getContext();
+  // O's accumulator: the head dim, or on sm_90a the padded tile width (the
+  // stores write the first D columns).
+  const int64_t outCols = outputAccumulatorCols(target, op.getHeadDim());
+  const int64_t pack = op.headPack();
+  // Rows of one packed head: positions per tile.
+  const int64_t positions = config.blockM / pack;
+  FloatAttr scale = op.getScaleAttr();
+  FloatAttr capScale;
+  if (FloatAttr cap = op.getSoftcapAttr()) {
+    capScale = b.getF32FloatAttr(scale.getValueAsDouble() /
+                                 cap.getValueAsDouble());
+    scale = cap;
+  }
+  Value c0 = index(0), c1 = index(1);
+  Value blockN = index(config.blockN);
+
+  // Grid: (query tile [x split], head group, batch).
+  Value x = ProgramIdOp::create(b, loc, b.getIndexType(), 0);
+  Value headGroup = ProgramIdOp::create(b, loc, b.getIndexType(), 1);
+  Value batch = ProgramIdOp::create(b, loc, b.getIndexType(), 2);
+  Value nq = memref::DimOp::create(b, loc, op.getQ(), 1);
+  Value qTile = x, split, numSplits;
+  if (op.isSplit()) {
+    // x = split * query tiles + query tile.
+    numSplits = ProblemSizeOp::create(b, loc, b.getIndexType(),
+                                      SizeKind::num_splits);
+    Value qTiles = arith::CeilDivUIOp::create(b, loc, nq, index(positions));
+    qTile = arith::RemUIOp::create(b, loc, x, qTiles);
+    split = arith::DivUIOp::create(b, loc, x, qTiles);
+  }
+  Value numHeads = memref::DimOp::create(b, loc, op.getQ(), 2);
+  Value numKvHeads = memref::DimOp::create(b, loc, op.getKCache(), 2);
+  Value group = arith::DivUIOp::create(b, loc, numHeads, numKvHeads);
+  Value head = arith::MulIOp::create(b, loc, headGroup, index(pack));
+  Value kvHead = arith::DivUIOp::create(b, loc, head, group);
+  Value row = arith::MulIOp::create(b, loc, qTile, index(positions));
+
+  // The keys of this sequence: cache_seqlens[b] clamped to the capacity, so
+  // no value reads past the cache.
+  Value capacity =
+      op.getBlockTable()
+          ? arith::MulIOp::create(
+                b, loc, memref::DimOp::create(b, loc, op.getBlockTable(), 1),
+                index(op.getPageSize()))
+                .getResult()
+          : memref::DimOp::create(b, loc, op.getKCache(), 1).getResult();
+  Value stored = LoadIndexOp::create(b, loc, b.getIndexType(),
+                                     op.getCacheSeqlens(), batch, capacity);
+  Value kvLen = arith::MinSIOp::create(
+      b, loc, arith::MaxSIOp::create(b, loc, stored, c0), capacity);
+
+  // Keys the tile's rows see: all of them, or (bottom-right causal) up to
+  // the diagonal of its last existing position, kv_len - nq + min(row + P,
+  // nq) - 1. The first row's diagonal bounds the unmasked blocks.
+  Value visible = kvLen, unmaskedKeys = kvLen;
+  if (op.getCausal()) {
+    Value end = arith::MinUIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, row, index(positions)), nq);
+    Value offset = arith::SubIOp::create(b, loc, kvLen, nq);
+    visible = arith::MaxSIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, end, offset), c0);
+    Value firstRowKeys = arith::AddIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, row, offset), c1);
+    unmaskedKeys = arith::MinSIOp::create(
+        b, loc, kvLen, arith::MaxSIOp::create(b, loc, firstRowKeys, c0));
+  }
+  Value total = arith::CeilDivUIOp::create(b, loc, visible, blockN);
+  Value lo = c0, count = total;
+  if (op.isSplit()) {
+    Value perSplit = arith::CeilDivUIOp::create(b, loc, total, numSplits);
+    lo = arith::MinUIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, split, perSplit), total);
+    Value hi = arith::MinUIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, lo, perSplit), total);
+    count = arith::SubIOp::create(b, loc, hi, lo);
+  }
+  // At least one block: a range without keys runs one fully masked block.
+  Value numBlocks = arith::MaxUIOp::create(b, loc, count, c1);
+  Value base = arith::MulIOp::create(b, loc, lo, blockN);
+  // Local index of the first block that needs the mask.
+  Value firstMasked = arith::MinSIOp::create(
+      b, loc,
+      arith::MaxSIOp::create(
+          b, loc,
+          arith::SubIOp::create(
+              b, loc, arith::DivUIOp::create(b, loc, unmaskedKeys, blockN),
+              lo),
+          c0),
+      numBlocks);
+  Value qLen = op.getCausal() ? nq : Value();
+  UnitAttr causal = op.getCausal() ? b.getUnitAttr() : UnitAttr();
+  CausalAlignAttr align =
+      op.getCausal() ? CausalAlignAttr::get(ctx, CausalAlign::bottom_right)
+                     : CausalAlignAttr();
+
+  Value qTileBuf = AllocSmemOp::create(b, loc, smemType(config.blockM));
+  Value kTile = AllocSmemOp::create(b, loc, smemType(config.blockN));
+  Value vTile = AllocSmemOp::create(b, loc, smemType(config.blockN));
+
+  CopyAsyncOp::create(b, loc, op.getQ(), batch, row, head, qTileBuf, c0,
+                      Value(), packAttr());
+  copyKv(op.getKCache(), batch, base, kvHead, kTile, c0);
+  WaitOp::create(b, loc, qTileBuf, c0);
+
+  Value acc0 = splat(accType(outCols), 0.0f);
+  Value max0 = splat(rowType(), -std::numeric_limits<float>::infinity());
+  Value sum0 = splat(rowType(), 0.0f);
+
+  auto loop = scf::ForOp::create(
+      b, loc, c0, numBlocks, c1, ValueRange{acc0, max0, sum0},
+      [&](OpBuilder &lb, Location l, Value j, ValueRange iter) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
+        Value acc = iter[0], max = iter[1], sum = iter[2];
+        Value col = arith::AddIOp::create(
+            b, l, arith::MulIOp::create(b, l, j, blockN), base);
+        WaitOp::create(b, l, kTile, j);
+        copyKv(op.getVCache(), batch, col, kvHead, vTile, j);
+        Value scores = MmaOp::create(b, l, accType(config.blockN), qTileBuf,
+                                     kTile, Value(), /*transpose_b=*/true);
+        if (capScale)
+          scores = SoftcapOp::create(b, l, scores.getType(), scores, capScale);
+        // The ragged last block and the diagonal ones are masked, under a
+        // branch that is uniform over the CTA.
+        Value masked = arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge,
+                                             j, firstMasked);
+        auto branch = scf::IfOp::create(b, l, scores.getType(), masked,
+                                        /*withElseRegion=*/true);
+        {
+          OpBuilder::InsertionGuard inner(b);
+          b.setInsertionPointToEnd(branch.thenBlock());
+          Value m = MaskOp::create(b, l, scores.getType(), scores, row, col,
+                                   kvLen, qLen, causal, align,
+                                   /*window_left=*/IntegerAttr(),
+                                   /*window_right=*/IntegerAttr(), packAttr());
+          scf::YieldOp::create(b, l, m);
+          b.setInsertionPointToEnd(branch.elseBlock());
+          scf::YieldOp::create(b, l, scores);
+        }
+        Type rowTy = rowType();
+        auto softmax = OnlineSoftmaxOp::create(b, l, scores.getType(), rowTy,
+                                               rowTy, rowTy,
+                                               branch.getResult(0), max, sum,
+                                               scale);
+        Value rescaled =
+            RescaleOp::create(b, l, acc.getType(), acc, softmax.getAlpha());
+        auto operandType =
+            RegTileType::get(ctx, {config.blockM, config.blockN},
+                             op.getElementType(), FragmentKind::operand_a);
+        Value probs = ConvertOp::create(b, l, operandType, softmax.getProbs());
+        // Value rows past the sequence's keys are zeroed: they hold what the
+        // cache held, and 0 * NaN would poison P V.
+        WaitOp::create(b, l, vTile, j, arith::SubIOp::create(b, l, kvLen, col));
+        Value next = arith::AddIOp::create(b, l, j, c1);
+        Value hasNext = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
+                                              next, numBlocks);
+        scf::IfOp::create(b, l, hasNext, [&](OpBuilder &ib, Location il) {
+          OpBuilder::InsertionGuard inner(b);
+          b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
+          Value nextCol = arith::AddIOp::create(
+              b, il, arith::MulIOp::create(b, il, next, blockN), base);
+          copyKv(op.getKCache(), batch, nextCol, kvHead, kTile, next);
+          scf::YieldOp::create(b, il);
+        });
+        Value newAcc = MmaOp::create(b, l, accType(outCols), probs, vTile,
+                                     rescaled, /*transpose_b=*/false);
+        scf::YieldOp::create(b, l,
+                             SmallVector<Value>{newAcc, softmax.getNewMax(),
+                                                softmax.getNewSum()});
+      });
+
+  auto finalize = SoftmaxFinalizeOp::create(
+      b, loc, accType(outCols), rowType(), loop.getResult(0),
+      loop.getResult(1), loop.getResult(2), scale);
+  auto storeTo = [&](OpBuilder &sb, Value o, Value lse, Value outBatch) {
+    StoreOp::create(sb, loc, finalize.getOut(), o, outBatch, row, head,
+                    packAttr());
+    if (lse)
+      StoreRowsOp::create(sb, loc, finalize.getLse(), lse, outBatch, head, row,
+                          packAttr());
+  };
+  if (!op.isSplit()) {
+    storeTo(b, op.getO(), op.getLse(), batch);
+  } else {
+    // One split writes the outputs itself; several write their partial
+    // results to row split * B + b of the workspace for the combine kernel.
+    Value single = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                         numSplits, c1);
+    Value batches = memref::DimOp::create(b, loc, op.getQ(), 0);
+    auto branch = scf::IfOp::create(b, loc, TypeRange(), single,
+                                    /*withElseRegion=*/true);
+    OpBuilder tb = OpBuilder::atBlockBegin(branch.thenBlock());
+    storeTo(tb, op.getO(), op.getLse(), batch);
+    OpBuilder eb = OpBuilder::atBlockBegin(branch.elseBlock());
+    Value partialBatch = arith::AddIOp::create(
+        eb, loc, arith::MulIOp::create(eb, loc, split, batches), batch);
+    storeTo(eb, op.getOPartial(), op.getLsePartial(), partialBatch);
+  }
+  op.erase();
+}
+
+/// The kernel's arguments by role, in operand order.
+ArrayAttr kvCacheTensorRoles(AttentionKvCacheOp op) {
+  Builder b(op.getContext());
+  SmallVector<StringRef> roles = {"q", "k", "v", "o", "cache_seqlens"};
+  if (op.getBlockTable())
+    roles.push_back("block_table");
+  if (op.getLse())
+    roles.push_back("lse");
+  if (op.isSplit())
+    roles.append({"o_partial", "lse_partial"});
+  return b.getStrArrayAttr(roles);
+}
+
+/// The tile space: (query tile of P positions [x num_splits], group of
+/// head_pack heads, batch), matching attn.program_id 0, 1 and 2.
+GridAttr kvCacheGrid(MLIRContext *ctx, const TileConfig &config,
+                     int64_t headPack, bool split) {
+  Builder b(ctx);
+  std::optional<SizeKind> times;
+  if (split)
+    times = SizeKind::num_splits;
+  return GridAttr::get(
+      ctx,
+      b.getArrayAttr(
+          {GridDimAttr::get(ctx, SizeKind::nq, config.blockM / headPack, times),
+           GridDimAttr::get(ctx, SizeKind::num_heads, headPack),
+           GridDimAttr::get(ctx, SizeKind::batch, 1)}),
+      /*ctasPerSm=*/0);
+}
+
+} // namespace
+
+LogicalResult mlir::attn::checkProblemKernelShape(Operation *op,
+                                                  func::FuncOp func) {
+  if (!func)
+    return op->emitOpError("must be inside a func.func to be tiled");
+  if (func.getNumArguments() != op->getNumOperands() ||
+      !llvm::equal(op->getOperands(), func.getArguments()))
+    return op->emitOpError("the enclosing function's arguments must be the "
+                           "op's operands, in order: the function becomes "
+                           "the kernel and its arguments the kernel's "
+                           "tensors");
+  if (func.getBody().front().getOperations().size() != 2)
+    return op->emitOpError("must be the only operation of its function "
+                           "besides the return");
+  return success();
+}
+
+void mlir::attn::tileKvCache(AttentionKvCacheOp op, func::FuncOp func,
+                             const TileConfig &config, TargetKind target) {
+  MLIRContext *ctx = op.getContext();
+  Builder b(ctx);
+  func->setAttr(kKernelAttrName, UnitAttr::get(ctx));
+  func->setAttr(kTilingAttrName, TilingAttr::get(ctx, config.blockM,
+                                                 config.blockN,
+                                                 config.numWarps));
+  func->setAttr(kTensorsAttrName, kvCacheTensorRoles(op));
+  func->setAttr(kGridAttrName,
+                kvCacheGrid(ctx, config, op.headPack(), op.isSplit()));
+  func->setAttr("attn.scale", op.getScaleAttr());
+  if (FloatAttr cap = op.getSoftcapAttr())
+    func->setAttr("attn.softcap", cap);
+  if (op.getCausal()) {
+    // flash_attn_with_kvcache's diagonal: bottom-right, per sequence.
+    func->setAttr("attn.causal", UnitAttr::get(ctx));
+    func->setAttr("attn.causal_align",
+                  CausalAlignAttr::get(ctx, CausalAlign::bottom_right));
+  }
+  func->setAttr(kKvCacheAttrName, UnitAttr::get(ctx));
+  func->setAttr(kPageSizeAttrName, b.getI64IntegerAttr(op.getPageSize()));
+  func->setAttr(kHeadPackAttrName, b.getI64IntegerAttr(op.headPack()));
+  if (op.isSplit())
+    func->setAttr(kSplitKvAttrName, UnitAttr::get(ctx));
+  KvCacheProgramBuilder(op, config, target).build();
+}
