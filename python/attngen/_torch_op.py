@@ -190,7 +190,7 @@ def _use_custom_op(*tensors):
     export: torch.compiler.is_compiling(), a dispatch mode, or tensor
     subclasses such as FakeTensor and FunctionalTensor) and when autograd
     records the call (so .backward() reaches the op's clear error)."""
-    return use_custom_op((q, k, v))
+    return use_custom_op(tensors)
 
 
 def use_custom_op(tensors):
