@@ -29,11 +29,49 @@ def _bad(message):
     raise InvalidInputError(message, "ATTNGEN_ERROR_INVALID_ARGUMENT")
 
 
-def _check_head_dim(head_dim):
+#: The largest head dim asked about at import; the compiler refuses larger.
+_HEAD_DIM_LIMIT = 256
+
+
+def _compiler_check_head_dim(head_dim):
+    """The compiler's verdict on a head dim (its error, raised, if it refuses)."""
     spec = _make_spec(head_dim, "bf16", False, None, function="attention")
     status = _lib.attngen_spec_check(ctypes.byref(spec), b"sm_90a")
     if status:
         _raise(status)
+
+
+def _accepted_head_dims():
+    accepted = set()
+    for head_dim in range(1, _HEAD_DIM_LIMIT + 1):
+        try:
+            _compiler_check_head_dim(head_dim)
+            accepted.add(head_dim)
+        except InvalidInputError:
+            pass
+    return frozenset(accepted)
+
+
+# Asked once here: torch.compile traces a set look-up, not a ctypes call.
+_HEAD_DIMS = _accepted_head_dims()
+
+
+def _describe_head_dims(dims):
+    ordered = sorted(dims)
+    step = ordered[1] - ordered[0] if len(ordered) > 1 else 1
+    if ordered == list(range(ordered[0], ordered[-1] + 1, step)):
+        return f"{ordered[0]} to {ordered[-1]} in steps of {step}"
+    return ", ".join(map(str, ordered))
+
+
+def _check_head_dim(head_dim):
+    if head_dim in _HEAD_DIMS:
+        return
+    if torch.compiler.is_compiling():
+        # No ctypes while tracing: the same facts without the compiler's words.
+        _bad(f"head dimension {head_dim} is not supported: attngen takes "
+             f"{_describe_head_dims(_HEAD_DIMS)}")
+    _compiler_check_head_dim(head_dim)
 
 
 def _check_inputs(q, k, v, causal, scale, return_lse, causal_align, softcap, window_size):
