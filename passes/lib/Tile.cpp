@@ -5,6 +5,7 @@
 // copies overlapped with the two GEMMs as in FlashAttention-2.
 //
 //===----------------------------------------------------------------------===//
+#include "TileBuilder.h"
 #include "TileKvCache.h"
 #include "attn/Passes/Passes.h"
 #include "attn/Passes/TileConfig.h"
@@ -28,42 +29,17 @@ using namespace mlir::attn;
 namespace {
 
 /// Builds the tile program of one attn.attention in place of it.
-class TileProgramBuilder {
+class TileProgramBuilder : TileBuilder {
 public:
   TileProgramBuilder(AttentionOp op, const TileConfig &config,
                      TargetKind target)
-      : op(op), config(config), target(target), b(op), loc(op.getLoc()) {}
+      : TileBuilder(op, config, target, op.getHeadDim(), op.getElementType()),
+        op(op) {}
 
   void build();
 
 private:
-  Value index(int64_t value) {
-    return arith::ConstantIndexOp::create(b, loc, value);
-  }
-  RegTileType accType(int64_t cols) {
-    return RegTileType::get(b.getContext(), {config.blockM, cols},
-                            b.getF32Type(), FragmentKind::acc);
-  }
-  RegTileType rowType() {
-    return RegTileType::get(b.getContext(), {config.blockM}, b.getF32Type(),
-                            FragmentKind::row);
-  }
-  /// Q, K and V tiles: the head dim padded to the MMA's k step, in the
-  /// widest swizzle that divides it (TileConfig.h draws the layout).
-  SmemTileType smemType(int64_t rows) {
-    int64_t cols = smemTileCols(op.getHeadDim());
-    return SmemTileType::get(b.getContext(), {rows, cols}, op.getElementType(),
-                             smemTileSwizzle(cols));
-  }
-  Value splat(RegTileType type, float value) {
-    return SplatOp::create(b, loc, type, b.getF32FloatAttr(value));
-  }
-
   AttentionOp op;
-  TileConfig config;
-  TargetKind target;
-  OpBuilder b;
-  Location loc;
 };
 
 void TileProgramBuilder::build() {

@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "TileKvCache.h"
+#include "TileBuilder.h"
 
 #include "attn/Passes/Passes.h"
 
@@ -33,36 +34,16 @@ using namespace mlir::attn;
 
 namespace {
 
-class KvCacheProgramBuilder {
+class KvCacheProgramBuilder : TileBuilder {
 public:
   KvCacheProgramBuilder(AttentionKvCacheOp op, const TileConfig &config,
                         TargetKind target)
-      : op(op), config(config), target(target), b(op), loc(op.getLoc()) {}
+      : TileBuilder(op, config, target, op.getHeadDim(), op.getElementType()),
+        op(op) {}
 
   void build();
 
 private:
-  Value index(int64_t value) {
-    return arith::ConstantIndexOp::create(b, loc, value);
-  }
-  RegTileType accType(int64_t cols) {
-    return RegTileType::get(b.getContext(), {config.blockM, cols},
-                            b.getF32Type(), FragmentKind::acc);
-  }
-  RegTileType rowType() {
-    return RegTileType::get(b.getContext(), {config.blockM}, b.getF32Type(),
-                            FragmentKind::row);
-  }
-  /// A Q/K/V tile: the head dim padded to the MMA's k step in the widest
-  /// swizzle that divides it, as the dense kernels' (TileConfig.h).
-  SmemTileType smemType(int64_t rows) {
-    int64_t cols = smemTileCols(op.getHeadDim());
-    return SmemTileType::get(b.getContext(), {rows, cols}, op.getElementType(),
-                             smemTileSwizzle(cols));
-  }
-  Value splat(RegTileType type, float value) {
-    return SplatOp::create(b, loc, type, b.getF32FloatAttr(value));
-  }
   IntegerAttr packAttr() {
     return op.headPack() > 1 ? b.getI64IntegerAttr(op.headPack())
                              : IntegerAttr();
@@ -75,10 +56,6 @@ private:
   }
 
   AttentionKvCacheOp op;
-  TileConfig config;
-  TargetKind target;
-  OpBuilder b;
-  Location loc;
 };
 
 void KvCacheProgramBuilder::build() {

@@ -1,0 +1,62 @@
+//===- TileBuilder.h - what attn-tile's program builders share -*- C++ -*-===//
+//
+// The builder, location, tile config and tile types that the dense
+// (Tile.cpp) and KV-cache (TileKvCache.cpp) tile programs are made of.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTN_PASSES_LIB_TILEBUILDER_H
+#define ATTN_PASSES_LIB_TILEBUILDER_H
+
+#include "attn/Dialect/AttnDialect.h"
+#include "attn/Passes/TileConfig.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::attn {
+
+/// Builds tile-program IR in front of a problem op (which it then replaces).
+class TileBuilder {
+protected:
+  TileBuilder(Operation *problem, const TileConfig &config, TargetKind target,
+              int64_t headDim, Type elementType)
+      : config(config), target(target), b(problem), loc(problem->getLoc()),
+        headDim(headDim), elementType(elementType) {}
+
+  Value index(int64_t value) {
+    return arith::ConstantIndexOp::create(b, loc, value);
+  }
+  /// An f32 accumulator of the CTA's query rows by `cols`.
+  RegTileType accType(int64_t cols) {
+    return RegTileType::get(b.getContext(), {config.blockM, cols},
+                            b.getF32Type(), FragmentKind::acc);
+  }
+  /// One f32 per query row (running max, sum).
+  RegTileType rowType() {
+    return RegTileType::get(b.getContext(), {config.blockM}, b.getF32Type(),
+                            FragmentKind::row);
+  }
+  /// A Q, K or V tile: the head dim padded to the MMA's k step, in the
+  /// widest swizzle that divides it (TileConfig.h draws the layout).
+  SmemTileType smemType(int64_t rows) {
+    int64_t cols = smemTileCols(headDim);
+    return SmemTileType::get(b.getContext(), {rows, cols}, elementType,
+                             smemTileSwizzle(cols));
+  }
+  Value splat(RegTileType type, float value) {
+    return SplatOp::create(b, loc, type, b.getF32FloatAttr(value));
+  }
+
+  TileConfig config;
+  TargetKind target;
+  OpBuilder b;
+  Location loc;
+
+private:
+  int64_t headDim;
+  Type elementType;
+};
+
+} // namespace mlir::attn
+
+#endif // ATTN_PASSES_LIB_TILEBUILDER_H
