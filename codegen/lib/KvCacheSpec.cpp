@@ -20,9 +20,6 @@ static constexpr int64_t kPageRowMultiple = 16;
 static constexpr int64_t kMaxPageSize = 1 << 16;
 /// Most query heads one tile may pack.
 static constexpr int64_t kMaxHeadPack = 64;
-/// K/V pipe depth of the sm_90a KV-cache kernels without a tile config's
-/// say (attn-multibuffer's default).
-static constexpr int64_t kDefaultStages = 2;
 
 static llvm::Error fail(const std::string &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -186,27 +183,13 @@ void mlir::attn::buildKvCacheTilePipeline(OpPassManager &pm,
   bool sm80 = spec.target == TargetKind::sm_80;
   bool fa3 = spec.target == TargetKind::sm_90a && spec.warpSpecialize;
   if (sm80 && config.stages > 1) {
-    AttnMultibufferOptions multibuffer;
-    multibuffer.stages = config.stages;
-    pm.addPass(createAttnMultibuffer(multibuffer));
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
+    addSm80RingPasses(pm, config.stages);
     return;
   }
-  if (!fa3)
-    return;
   // sm_90a: a producer warpgroup streaming K/V through `stages`-deep pipes
   // to one consumer warpgroup whose softmax overlaps its GEMMs.
-  AttnMultibufferOptions multibuffer;
-  multibuffer.stages = config.stages > 0 ? config.stages : kDefaultStages;
-  pm.addPass(createAttnMultibuffer(multibuffer));
-  pm.addPass(createAttnWarpSpecialize());
-  if (spec.intraWgOverlap)
-    pm.addPass(createAttnIntraWgOverlap());
-  if (spec.pingpong)
-    pm.addPass(createAttnPingpong());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
+  if (fa3)
+    addFa3SchedulePasses(pm, spec, config.stages);
 }
 
 AttentionSpec mlir::attn::combineSpecOf(const AttentionSpec &split) {

@@ -31,6 +31,16 @@ OwningOpRef<ModuleOp> buildKvCacheSpecModule(MLIRContext &ctx,
 /// The FlashAttention passes for a KV-cache or combine spec.
 void buildKvCacheTilePipeline(OpPassManager &pm, const AttentionSpec &spec);
 
+/// sm_80's K/V rings, `stages` deep (> 1), with the clean-up after them
+/// (Pipeline.cpp; the dense and KV-cache pipelines share it).
+void addSm80RingPasses(OpPassManager &pm, int64_t stages);
+
+/// sm_90a's FlashAttention-3 schedule after tiling: K/V pipes `stages` deep
+/// (0: the default), producer/consumer warpgroups, then the intra-warpgroup
+/// overlap and pingpong that `spec` leaves on, and the clean-up.
+void addFa3SchedulePasses(OpPassManager &pm, const AttentionSpec &spec,
+                          int64_t stages);
+
 /// The part of a KV-cache kernel's name after the common prefix: _pack<G>,
 /// _page<P>, _split.
 std::string kvCacheNameSuffix(const AttentionSpec &spec);

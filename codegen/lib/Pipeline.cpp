@@ -289,23 +289,33 @@ void mlir::attn::buildTilePipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   if (sm80Stages > 1) {
-    // sm_80: K/V rings whose fills run stages - 1 blocks ahead.
-    AttnMultibufferOptions multibuffer;
-    multibuffer.stages = sm80Stages;
-    pm.addPass(createAttnMultibuffer(multibuffer));
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
+    addSm80RingPasses(pm, sm80Stages);
     return;
   }
   if (!fa3)
     return;
-  // FlashAttention-3 on sm_90a: a persistent grid, K/V rings,
-  // producer/consumer warpgroups, then the two schedules of the consumers'
-  // GEMMs.
+  // FlashAttention-3 on sm_90a: a persistent grid, then the schedule.
   if (spec.persistent)
     pm.addPass(createAttnPersistent());
+  addFa3SchedulePasses(pm, spec, spec.stages);
+}
+
+void mlir::attn::addSm80RingPasses(OpPassManager &pm, int64_t stages) {
+  // K/V rings whose fills run stages - 1 blocks ahead.
   AttnMultibufferOptions multibuffer;
-  multibuffer.stages = spec.stages > 0 ? spec.stages : kDefaultStages;
+  multibuffer.stages = stages;
+  pm.addPass(createAttnMultibuffer(multibuffer));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void mlir::attn::addFa3SchedulePasses(OpPassManager &pm,
+                                      const AttentionSpec &spec,
+                                      int64_t stages) {
+  // K/V rings, producer/consumer warpgroups, then the two schedules of the
+  // consumers' GEMMs.
+  AttnMultibufferOptions multibuffer;
+  multibuffer.stages = stages > 0 ? stages : kDefaultStages;
   pm.addPass(createAttnMultibuffer(multibuffer));
   pm.addPass(createAttnWarpSpecialize());
   if (spec.intraWgOverlap)
