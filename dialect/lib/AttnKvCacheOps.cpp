@@ -121,22 +121,9 @@ LogicalResult AttentionKvCacheOp::verify() {
   for (auto [value, name] : tensors)
     if (failed(verifyBNHDMemRef(*this, value.getType(), name)))
       return failure();
-  Type element = getElementType();
   int64_t headDim = getHeadDim();
-  for (auto [value, name] : tensors) {
-    auto type = cast<MemRefType>(value.getType());
-    if (type.getElementType() != element)
-      return emitOpError() << "operand '" << name << "' has element type "
-                           << type.getElementType() << " but 'q' has "
-                           << element;
-    if (type.getDimSize(3) != headDim)
-      return emitOpError() << "operand '" << name << "' has head dimension "
-                           << type.getDimSize(3) << " but 'q' has " << headDim;
-    if (failed(verifyUnitLastStride(*this, type, name)))
-      return failure();
-  }
-  if (llvm::Error error = checkHeadDim(headDim))
-    return emitOpError() << llvm::toString(std::move(error));
+  if (failed(verifyDataOperands(*this, tensors, getElementType(), headDim)))
+    return failure();
   MLIRContext *ctx = getContext();
   Type i32 = IntegerType::get(ctx, 32);
   if (failed(verifyRankAndElement(*this, getCacheSeqlens(), "cache_seqlens",

@@ -183,6 +183,28 @@ LogicalResult mlir::attn::verifyUnitLastStride(Operation *op, MemRefType type,
   return success();
 }
 
+LogicalResult mlir::attn::verifyDataOperands(
+    Operation *op, ArrayRef<std::pair<Value, StringRef>> tensors, Type element,
+    int64_t headDim) {
+  for (auto [value, name] : tensors) {
+    auto type = cast<MemRefType>(value.getType());
+    if (type.getElementType() != element)
+      return op->emitOpError() << "operand '" << name << "' has element type "
+                               << type.getElementType() << " but 'q' has "
+                               << element;
+    if (type.getDimSize(type.getRank() - 1) != headDim)
+      return op->emitOpError()
+             << "operand '" << name << "' has head dimension "
+             << type.getDimSize(type.getRank() - 1) << " but 'q' has "
+             << headDim;
+    if (failed(verifyUnitLastStride(op, type, name)))
+      return failure();
+  }
+  if (llvm::Error error = checkHeadDim(headDim))
+    return op->emitOpError() << llvm::toString(std::move(error));
+  return success();
+}
+
 /// One dimension of one operand, for the static size checks.
 struct DimRef {
   Value value;
@@ -254,23 +276,9 @@ LogicalResult AttentionOp::verify() {
   for (auto [value, name] : tensors)
     if (failed(verifyDataMemRef(*this, value.getType(), name, packed)))
       return failure();
-  Type element = getElementType();
-  int64_t headDim = getHeadDim();
-  for (auto [value, name] : tensors) {
-    auto type = cast<MemRefType>(value.getType());
-    if (type.getElementType() != element)
-      return emitOpError() << "operand '" << name << "' has element type "
-                           << type.getElementType() << " but 'q' has "
-                           << element;
-    if (type.getDimSize(type.getRank() - 1) != headDim)
-      return emitOpError() << "operand '" << name << "' has head dimension "
-                           << type.getDimSize(type.getRank() - 1)
-                           << " but 'q' has " << headDim;
-    if (failed(verifyUnitLastStride(*this, type, name)))
-      return failure();
-  }
-  if (llvm::Error error = checkHeadDim(headDim))
-    return emitOpError() << llvm::toString(std::move(error));
+  if (failed(verifyDataOperands(*this, tensors, getElementType(),
+                                getHeadDim())))
+    return failure();
   Value lse = getLse();
   if (lse) {
     auto type = dyn_cast<MemRefType>(lse.getType());

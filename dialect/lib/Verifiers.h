@@ -14,6 +14,14 @@ LogicalResult verifyBNHDMemRef(Operation *op, Type type, StringRef name);
 LogicalResult verifyUnitLastStride(Operation *op, MemRefType type,
                                    StringRef name);
 
+/// Checks the data operands of a problem op (attn.attention,
+/// attn.attention_kvcache) against `q`'s element type and head dimension
+/// (the last dimension): each matches, is contiguous in its last dimension,
+/// and the head dimension is one the kernels support.
+LogicalResult verifyDataOperands(Operation *op,
+                                 ArrayRef<std::pair<Value, StringRef>> tensors,
+                                 Type element, int64_t headDim);
+
 /// Checks a global -> shared tile copy (attn.copy_async, attn.pipe_load): a
 /// [B, N, H, D] f16/bf16 source (or a packed [total, H, D] one addressed by
 /// a sequence, `batchType` !attn.seq) whose element type and head dimension

@@ -62,16 +62,8 @@ TileConfig mlir::attn::chooseKvCacheTileConfig(TargetKind target,
 TileConfig mlir::attn::resolveKvCacheTileConfig(
     TargetKind target, int64_t headDim, int64_t pageSize, int64_t blockM,
     int64_t blockN, int64_t numWarps, int64_t stages) {
-  TileConfig config = chooseKvCacheTileConfig(target, headDim, pageSize);
-  if (blockM > 0)
-    config.blockM = blockM;
-  if (blockN > 0)
-    config.blockN = blockN;
-  if (numWarps > 0)
-    config.numWarps = numWarps;
-  if (stages > 0)
-    config.stages = stages;
-  return config;
+  return withOverrides(chooseKvCacheTileConfig(target, headDim, pageSize),
+                       blockM, blockN, numWarps, stages);
 }
 
 llvm::Error mlir::attn::checkKvCacheTileConfig(const TileConfig &config,

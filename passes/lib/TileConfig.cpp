@@ -133,16 +133,22 @@ TileConfig mlir::attn::resolveTileConfig(TargetKind target, int64_t headDim,
                                          int64_t blockN, int64_t numWarps,
                                          bool warpSpecialized, int64_t stages,
                                          bool window) {
-  TileConfig config =
-      chooseTileConfig(target, headDim, causal, warpSpecialized, window);
-  if (stages > 0)
-    config.stages = stages;
+  return withOverrides(
+      chooseTileConfig(target, headDim, causal, warpSpecialized, window),
+      blockM, blockN, numWarps, stages);
+}
+
+TileConfig mlir::attn::withOverrides(TileConfig config, int64_t blockM,
+                                     int64_t blockN, int64_t numWarps,
+                                     int64_t stages) {
   if (blockM > 0)
     config.blockM = blockM;
   if (blockN > 0)
     config.blockN = blockN;
   if (numWarps > 0)
     config.numWarps = numWarps;
+  if (stages > 0)
+    config.stages = stages;
   return config;
 }
 

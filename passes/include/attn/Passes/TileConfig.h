@@ -61,6 +61,11 @@ int64_t outputAccumulatorCols(TargetKind target, int64_t headDim);
 TileConfig chooseTileConfig(TargetKind target, int64_t headDim, bool causal,
                             bool warpSpecialized = false, bool window = false);
 
+/// `config` with every positive override (block-m, block-n, warps, stages)
+/// in place of its own.
+TileConfig withOverrides(TileConfig config, int64_t blockM, int64_t blockN,
+                         int64_t numWarps, int64_t stages);
+
 /// The default configuration with every positive override applied.
 TileConfig resolveTileConfig(TargetKind target, int64_t headDim, bool causal,
                              int64_t blockM, int64_t blockN, int64_t numWarps,
