@@ -183,20 +183,20 @@ LogicalResult mlir::attn::verifyUnitLastStride(Operation *op, MemRefType type,
   return success();
 }
 
-LogicalResult mlir::attn::verifyDataOperands(
-    Operation *op, ArrayRef<std::pair<Value, StringRef>> tensors, Type element,
-    int64_t headDim) {
+LogicalResult
+mlir::attn::verifyDataOperands(Operation *op,
+                               ArrayRef<std::pair<Value, StringRef>> tensors,
+                               Type element, int64_t headDim) {
   for (auto [value, name] : tensors) {
     auto type = cast<MemRefType>(value.getType());
     if (type.getElementType() != element)
-      return op->emitOpError() << "operand '" << name << "' has element type "
-                               << type.getElementType() << " but 'q' has "
-                               << element;
-    if (type.getDimSize(type.getRank() - 1) != headDim)
       return op->emitOpError()
-             << "operand '" << name << "' has head dimension "
-             << type.getDimSize(type.getRank() - 1) << " but 'q' has "
-             << headDim;
+             << "operand '" << name << "' has element type "
+             << type.getElementType() << " but 'q' has " << element;
+    if (type.getDimSize(type.getRank() - 1) != headDim)
+      return op->emitOpError() << "operand '" << name << "' has head dimension "
+                               << type.getDimSize(type.getRank() - 1)
+                               << " but 'q' has " << headDim;
     if (failed(verifyUnitLastStride(op, type, name)))
       return failure();
   }
@@ -276,8 +276,8 @@ LogicalResult AttentionOp::verify() {
   for (auto [value, name] : tensors)
     if (failed(verifyDataMemRef(*this, value.getType(), name, packed)))
       return failure();
-  if (failed(verifyDataOperands(*this, tensors, getElementType(),
-                                getHeadDim())))
+  if (failed(
+          verifyDataOperands(*this, tensors, getElementType(), getHeadDim())))
     return failure();
   Value lse = getLse();
   if (lse) {
