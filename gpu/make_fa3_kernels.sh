@@ -17,12 +17,21 @@ for d in 64 128 256; do
   "$ATTNGEN" --head-dim=$d --causal --causal-align=bottom-right \
     -o "$DIR/fa3/sm90a_bf16_d${d}_causal_br.ptx"
   "$ATTNGEN" --head-dim=$d --softcap=2 -o "$DIR/fa3/sm90a_bf16_d${d}_softcap2.ptx"
-  # The persistent grid (attn-persistent, opt-in) beside the default at
-  # every head dim: it matters most at 1k.
+  # The other grid beside the default at every head dim (attn-persistent is
+  # on by default for unmasked d64 and d128): _pers or _nopers, as the
+  # kernel's name says. It matters most at 1k.
   for causal in "" --causal; do
-    "$ATTNGEN" --head-dim=$d $causal --persistent \
-      -o "$DIR/fa3/sm90a_bf16_d${d}${causal:+_causal}_pers.ptx"
+    for persistent in true false; do
+      out="$DIR/fa3/tmp.ptx"
+      "$ATTNGEN" --head-dim=$d $causal --persistent=$persistent -o "$out"
+      kernel=$(sed -n 's/.*"kernel": "attn_fwd_\(.*\)".*/\1/p' "${out%.ptx}.json")
+      case $kernel in
+        *_pers | *_nopers)
+          mv "$out" "$DIR/fa3/$kernel.ptx"; mv "${out%.ptx}.json" "$DIR/fa3/$kernel.json" ;;
+      esac
+    done
   done
+  rm -f "$DIR/fa3/tmp.ptx" "$DIR/fa3/tmp.json"
   for window in 1024,0 1024,1024; do
     "$ATTNGEN" --head-dim=$d --window=$window --causal-align=bottom-right \
       -o "$DIR/fa3/sm90a_bf16_d${d}_window_l${window%,*}_r${window#*,}_br.ptx"
@@ -48,6 +57,12 @@ for causal in "" --causal; do
   "$ATTNGEN" $causal --no-pingpong -o "$DIR/ablation/d128${c}_no_pingpong.ptx"
   "$ATTNGEN" $causal --no-pingpong --no-intra-wg-overlap -o "$DIR/ablation/d128${c}_ws_only.ptx"
   "$ATTNGEN" $causal --stages=3 -o "$DIR/ablation/d128${c}_stages3.ptx"
-  "$ATTNGEN" $causal --persistent -o "$DIR/ablation/d128${c}_persistent.ptx"
+  # The grid that is not the default: one CTA per tile for d128, persistent
+  # for causal.
+  if [ -n "$causal" ]; then
+    "$ATTNGEN" $causal --persistent -o "$DIR/ablation/d128${c}_persistent.ptx"
+  else
+    "$ATTNGEN" --persistent=false -o "$DIR/ablation/d128_no_persistent.ptx"
+  fi
 done
 ls "$DIR"/fa3/*.ptx "$DIR"/ablation/*.ptx | wc -l

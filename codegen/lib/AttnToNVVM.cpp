@@ -374,6 +374,21 @@ LogicalResult KernelLowering::lowerWarpSpecialize(WarpSpecializeOp op) {
                                  NVVM::SetMaxRegisterAction::increase);
   Value warp = l->warp;
   l->warp = arith::SubIOp::create(b, loc, warp, l->i32(op.getProducerWarps()));
+  // The consumers' warp index broadcast from lane 0: the same number, but
+  // ptxas then knows it is warp-uniform, so what derives from it (a
+  // warpgroup's Q slice, its wgmma descriptors, its named barrier) lives in
+  // uniform registers instead of being moved there (R2UR) before every
+  // wgmma (d128: 3 R2UR in the kernel instead of 34; d256: spill-free, 775
+  // TFLOPS against 755 at 8k). Not for causal kernels past d192, whose
+  // peeled masked loop then spills more (d256: 204 bytes against 84, 585
+  // TFLOPS against 616; docs/PERF.md). One consumer warpgroup (the decoding
+  // kernels) has no warpgroup-dependent descriptors to gain.
+  constexpr int64_t kWarpsPerWarpgroup = 4;
+  bool wideCausal = func->hasAttr("attn.causal") && l->headDim > 192;
+  if (!wideCausal && l->numWarps() > kWarpsPerWarpgroup)
+    l->warp = NVVM::ShflOp::create(b, loc, b.getI32Type(), l->i32(-1), l->warp,
+                                   l->i32(0), l->i32(0x1f), NVVM::ShflKind::idx,
+                                   UnitAttr());
   status = lowerBlock(op.getConsumers().front());
   l->warp = warp;
   return status;

@@ -73,7 +73,7 @@ llvm::Error mlir::attn::validateKvCacheSpec(const AttentionSpec &spec) {
   if (spec.combine && !spec.splitKv)
     return fail("the combine kernel merges a split-KV kernel's partial "
                 "results: set split_kv (--split-kv) with it");
-  if (spec.persistent)
+  if (spec.persistent.value_or(false))
     return fail("KV-cache kernels are not persistent; drop --persistent");
   TileConfig config = kvCacheTileConfig(spec);
   if (spec.combine) {

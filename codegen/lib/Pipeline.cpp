@@ -93,7 +93,7 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
   if (spec.stages < 0 || spec.stages > kMaxPipeStages)
     return fail(fmt::format("stages = {} is out of range; use 1 to {}",
                             spec.stages, kMaxPipeStages));
-  if (spec.varlen && spec.persistent)
+  if (spec.varlen && spec.persistent.value_or(false))
     return fail("--persistent does not support variable-length (varlen) "
                 "kernels yet; leave out one of them");
   if (sm90 && spec.intraWgOverlap && spec.warpSpecialize && spec.stages == 1)
@@ -107,6 +107,20 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
       spec.target, spec.headDim, hasDiagonal(spec), spec.blockM, spec.blockN,
       spec.numWarps, sm90 && spec.warpSpecialize, spec.stages);
   return checkTileConfig(config, spec.target, spec.headDim);
+}
+
+namespace {
+/// usesPersistentGrid's choice when the spec does not ask.
+bool persistentByDefault(const AttentionSpec &spec) {
+  bool dense = !spec.varlen && !spec.kvCache && spec.pageSize == 0 &&
+               !spec.splitKv && spec.headPack == 1 && !spec.combine;
+  return spec.target == TargetKind::sm_90a && spec.warpSpecialize && dense &&
+         !hasDiagonal(spec) && (spec.headDim == 64 || spec.headDim == 128);
+}
+} // namespace
+
+bool mlir::attn::usesPersistentGrid(const AttentionSpec &spec) {
+  return spec.persistent.value_or(persistentByDefault(spec));
 }
 
 AttentionSpec mlir::attn::canonicalSpec(const AttentionSpec &spec) {
@@ -138,8 +152,8 @@ std::string mlir::attn::kernelName(const AttentionSpec &specAsked) {
         schedule += "_noovl";
       if (!spec.pingpong)
         schedule += "_nopp";
-      if (spec.persistent)
-        schedule += "_pers";
+      if (usesPersistentGrid(spec) != persistentByDefault(spec))
+        schedule += usesPersistentGrid(spec) ? "_pers" : "_nopers";
     }
   }
   // _causal is top-left (PyTorch's is_causal), _causal_br bottom-right
@@ -295,7 +309,7 @@ void mlir::attn::buildTilePipeline(OpPassManager &pm,
   if (!fa3)
     return;
   // FlashAttention-3 on sm_90a: a persistent grid, then the schedule.
-  if (spec.persistent)
+  if (usesPersistentGrid(spec))
     pm.addPass(createAttnPersistent());
   addFa3SchedulePasses(pm, spec, spec.stages);
 }

@@ -86,10 +86,21 @@ void onOneThread(Lowering &l, llvm::function_ref<void()> body) {
   l.emitIf(isThreadZero(l), body);
 }
 
+/// Whether every consumer thread arrives on `pipe`'s empty barrier rather
+/// than lane 0 of each consumer warp. A one-stage pipe (Q in a persistent
+/// tile loop) is released once per tile, at a constant barrier address, and
+/// a lane-0 branch around that arrival makes ptxas keep the consumers' whole
+/// loop nest in vector registers and move every wgmma descriptor into
+/// uniform ones (R2UR) before use; 256 arrivals once per tile cost nothing.
+bool releasedByEveryThread(const SmemPipe &pipe) {
+  return pipe.type.getStages() == 1;
+}
+
 /// Thread 0 initialises one mbarrier per buffer (one arrival: the thread
 /// that arms it with expect_tx) and, per pipe stage, a full barrier (one
 /// arrival plus the TMA bytes) and an empty barrier (one arrival per
-/// consumer warp); everyone waits for the initialisation.
+/// consumer warp, or per consumer thread: releasedByEveryThread); everyone
+/// waits for the initialisation.
 LogicalResult Sm90Lowering::lowerPrologue(Lowering &l) {
   l.emitIf(isThreadZero(l), [&] {
     for (Value buffer : l.bufferOrder) {
@@ -99,10 +110,14 @@ LogicalResult Sm90Lowering::lowerPrologue(Lowering &l) {
               l.b, l.loc,
               l.smemPtr(l.i32(pipe->second.fullBarrierOffset + s * kMbarrierBytes)),
               l.i32(1), Value());
+          int64_t arrivals = releasedByEveryThread(pipe->second)
+                                 ? 32 * l.numWarps()
+                                 : l.numWarps();
           NVVM::MBarrierInitOp::create(
               l.b, l.loc,
-              l.smemPtr(l.i32(pipe->second.emptyBarrierOffset + s * kMbarrierBytes)),
-              l.i32(l.numWarps()), Value());
+              l.smemPtr(
+                  l.i32(pipe->second.emptyBarrierOffset + s * kMbarrierBytes)),
+              l.i32(arrivals), Value());
         }
         continue;
       }
@@ -319,15 +334,20 @@ LogicalResult Sm90Lowering::lowerPipeWait(Lowering &l, PipeWaitOp op) {
 LogicalResult Sm90Lowering::lowerPipeRelease(Lowering &l, PipeReleaseOp op) {
   const SmemPipe &pipe = l.pipes[op.getPipe()];
   Value stage = stageOf(l, pipe, op.getFill());
+  Value barrier = stageBarrier(l, pipe.emptyBarrierOffset, stage);
+  auto arrive = [&] {
+    NVVM::MBarrierArriveOp::create(l.b, l.loc, Type(), barrier, Value(),
+                                   NVVM::MemScopeKind::CTA, /*relaxed=*/false);
+  };
+  if (releasedByEveryThread(pipe)) {
+    arrive();
+    return success();
+  }
   // One arrival per consumer warp: the warp's MMAs reading the stage have
   // completed (wgmma waits are warp-wide), so lane 0 speaks for the warp.
-  Value laneZero = arith::CmpIOp::create(l.b, l.loc, arith::CmpIPredicate::eq,
-                                         l.lane, l.i32(0));
-  l.emitIf(laneZero, [&] {
-    NVVM::MBarrierArriveOp::create(
-        l.b, l.loc, Type(), stageBarrier(l, pipe.emptyBarrierOffset, stage),
-        Value(), NVVM::MemScopeKind::CTA, /*relaxed=*/false);
-  });
+  l.emitIf(arith::CmpIOp::create(l.b, l.loc, arith::CmpIPredicate::eq, l.lane,
+                                 l.i32(0)),
+           arrive);
   return success();
 }
 

@@ -123,10 +123,11 @@ static cl::opt<bool> noPingpong(
     "no-pingpong",
     cl::desc("sm_90a: do not alternate the consumer warpgroups (ablation)"),
     cl::cat(category));
-static cl::opt<bool> persistentGrid(
+static cl::opt<cl::boolOrDefault> persistentGrid(
     "persistent",
     cl::desc("sm_90a: CTAs loop over tiles (one per SM) instead of one CTA "
-             "per tile"),
+             "per tile; the default is on for unmasked d64 and d128 kernels "
+             "(--persistent=false: one CTA per tile, kernel suffix _nopers)"),
     cl::cat(category));
 static cl::opt<bool> noFlushDenormals(
     "no-ftz",
@@ -650,7 +651,8 @@ int main(int argc, char **argv) {
   spec.stages = stages;
   spec.intraWgOverlap = !noIntraWgOverlap;
   spec.pingpong = !noPingpong;
-  spec.persistent = persistentGrid;
+  if (persistentGrid != cl::BOU_UNSET)
+    spec.persistent = persistentGrid == cl::BOU_TRUE;
   spec.flushDenormals = !noFlushDenormals;
   spec.varlen = varlen;
   if (!parseExp2Emulate(exp2Emulate, spec.exp2EmulatedEighths))

@@ -8,6 +8,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/Error.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,11 +44,10 @@ struct AttentionSpec {
   int64_t stages = 0;         ///< attn-multibuffer stages (0: default, 2)
   bool intraWgOverlap = true; ///< attn-intra-wg-overlap
   bool pingpong = true;       ///< attn-pingpong
-  /// attn-persistent. Off by default: on the H200 it wins 1.5% at d128 1k
-  /// but loses 4-10% at 8k and causal (docs/PERF.md: ptxas moves the
-  /// key/value descriptor arithmetic out of the uniform datapath once the
-  /// consumers loop over tiles).
-  bool persistent = false;
+  /// attn-persistent: CTAs loop over tiles. Unset: usesPersistentGrid's
+  /// default (on for the unmasked d64 and d128 kernels of the FA3 schedule,
+  /// where the H200 measured it faster at 1k and even at 8k; docs/PERF.md).
+  std::optional<bool> persistent;
   /// Flush f32 denormals to zero in the kernel (ex2.approx.ftz: one MUFU op
   /// per exponential); false is the IEEE ablation.
   bool flushDenormals = true;
@@ -138,6 +138,16 @@ AttentionSpec canonicalSpec(const AttentionSpec &spec);
 inline bool hasDiagonal(const AttentionSpec &spec) {
   return spec.causal || spec.windowLeft >= 0 || spec.windowRight >= 0;
 }
+/// Whether a valid spec's kernel loops over tiles (attn-persistent): as
+/// asked, else by default for the sm_90a FlashAttention-3 schedule of an
+/// unmasked dense kernel of head dim 64 or 128. Its CTAs then hide the next
+/// tile's Q and first K loads under the current tile's last blocks and
+/// epilogue: d128 N=1k 566 against 540 TFLOPS, N=8k 685 against 691 (the
+/// same hot loop). Causal kernels stay one CTA per tile: a static tile
+/// order balances them worse than the hardware's dispatch (docs/PERF.md);
+/// d256 and the head dims not measured too.
+bool usesPersistentGrid(const AttentionSpec &spec);
+
 /// The spec of the combine kernel that merges the partial results of the
 /// split-KV spec `split` (same target, dtype, head dim, LSE, head packing
 /// and tile rows; no mask, scale or page size of its own).

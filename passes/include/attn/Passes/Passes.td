@@ -213,7 +213,8 @@ def AttnPersistent : Pass<"attn-persistent", "ModuleOp"> {
     rule `#attn.grid` says so to the runtime) and each walks the tile space
     `tile = program_id, program_id + num_programs, ...`, so with warp
     specialization the producer loads the next tile's Q and K while the
-    consumers finish the current one.
+    consumers finish the current one. The pipeline runs it by default for
+    the unmasked d64 and d128 kernels on sm_90a (usesPersistentGrid).
 
     The program after `attn-tile` (and `attn-causal-blocks`) becomes the body
     of an `scf.for` over tiles, marked `attn.tile_loop`; `attn.program_id`
