@@ -110,12 +110,12 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
 }
 
 namespace {
-/// usesPersistentGrid's choice when the spec does not ask.
+/// usesPersistentGrid's choice when a valid spec does not ask (in one, the
+/// decoding fields imply kvCache).
 bool persistentByDefault(const AttentionSpec &spec) {
-  bool dense = !spec.varlen && !spec.kvCache && spec.pageSize == 0 &&
-               !spec.splitKv && spec.headPack == 1 && !spec.combine;
-  return spec.target == TargetKind::sm_90a && spec.warpSpecialize && dense &&
-         !hasDiagonal(spec) && (spec.headDim == 64 || spec.headDim == 128);
+  return spec.target == TargetKind::sm_90a && spec.warpSpecialize &&
+         !spec.varlen && !spec.kvCache && !hasDiagonal(spec) &&
+         (spec.headDim == 64 || spec.headDim == 128);
 }
 } // namespace
 
@@ -152,8 +152,8 @@ std::string mlir::attn::kernelName(const AttentionSpec &specAsked) {
         schedule += "_noovl";
       if (!spec.pingpong)
         schedule += "_nopp";
-      if (usesPersistentGrid(spec) != persistentByDefault(spec))
-        schedule += usesPersistentGrid(spec) ? "_pers" : "_nopers";
+      if (spec.persistent && *spec.persistent != persistentByDefault(spec))
+        schedule += *spec.persistent ? "_pers" : "_nopers";
     }
   }
   // _causal is top-left (PyTorch's is_causal), _causal_br bottom-right
