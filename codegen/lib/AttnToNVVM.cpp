@@ -384,7 +384,7 @@ LogicalResult KernelLowering::lowerWarpSpecialize(WarpSpecializeOp op) {
   // TFLOPS against 616; docs/PERF.md). One consumer warpgroup (the decoding
   // kernels) has no warpgroup-dependent descriptors to gain.
   constexpr int64_t kWarpsPerWarpgroup = 4;
-  bool wideCausal = func->hasAttr("attn.causal") && l->headDim > 192;
+  bool wideCausal = func->hasAttr(kCausalAttrName) && l->headDim > 192;
   if (!wideCausal && l->numWarps() > kWarpsPerWarpgroup)
     l->warp = NVVM::ShflOp::create(b, loc, b.getI32Type(), l->i32(-1), l->warp,
                                    l->i32(0), l->i32(0x1f), NVVM::ShflKind::idx,
@@ -894,10 +894,11 @@ LogicalResult KernelLowering::run() {
   // argument has no lse parameter, so the runtime must refuse a pointer.
   kernel->setAttr("attn.lse",
                   b.getBoolAttr(llvm::is_contained(abi->tensors, Tensor::Lse)));
-  kernel->setAttr("attn.grid", grid);
-  for (StringRef name :
-       {"attn.causal", "attn.causal_align", "attn.scale", "attn.softcap",
-        "attn.window_left", "attn.window_right", "attn.varlen"})
+  kernel->setAttr(kGridAttrName, grid);
+  const StringRef problemAttrNames[] = {
+      kCausalAttrName,    "attn.causal_align", "attn.scale",   "attn.softcap",
+      "attn.window_left", "attn.window_right", kVarlenAttrName};
+  for (StringRef name : problemAttrNames)
     if (Attribute attr = func->getAttr(name))
       kernel->setAttr(name, attr);
   // The decoding kernels' facts (docs/ABI.md "KV cache and split-KV").

@@ -34,7 +34,7 @@ llvm::Expected<KernelMetadata> mlir::attn::readKernelMetadata(ModuleOp module) {
   meta.target = getTarget(module).value_or(TargetKind::sm_90a);
   meta.dtype = kernel->getAttrOfType<StringAttr>("attn.dtype").str();
   meta.headDim = getInt("attn.head_dim");
-  meta.causal = kernel->hasAttr("attn.causal");
+  meta.causal = kernel->hasAttr(kCausalAttrName);
   if (auto align = kernel->getAttrOfType<CausalAlignAttr>("attn.causal_align"))
     meta.causalAlign = align.getValue();
   if (auto scale = kernel->getAttrOfType<FloatAttr>("attn.scale"))
@@ -80,7 +80,7 @@ llvm::Expected<KernelMetadata> mlir::attn::readKernelMetadata(ModuleOp module) {
     }
     meta.params.push_back(std::move(param));
   }
-  auto grid = kernel->getAttrOfType<GridAttr>("attn.grid");
+  auto grid = kernel->getAttrOfType<GridAttr>(kGridAttrName);
   if (!grid)
     return fail("kernel " + meta.kernel + " has no attn.grid (run "
                 "attn-to-nvvm on a tiled kernel)");

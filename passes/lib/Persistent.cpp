@@ -237,7 +237,7 @@ LogicalResult makePersistent(func::FuncOp kernel, int64_t ctasPerSm) {
   OpBuilder tb = OpBuilder::atBlockBegin(body);
   SmallVector<Value> coords =
       tileCoordinates(tb, loc, loop.getInductionVar(), extents,
-                      kernel->hasAttr("attn.causal"));
+                      kernel->hasAttr(kCausalAttrName));
   SmallVector<ProgramIdOp> ids;
   body->walk([&](ProgramIdOp id) { ids.push_back(id); });
   for (ProgramIdOp id : ids) {

@@ -286,7 +286,7 @@ struct AttnTilePass : public mlir::attn::impl::AttnTileBase<AttnTilePass> {
       if (FloatAttr cap = op.getSoftcapAttr())
         func->setAttr("attn.softcap", cap);
       if (op.getCausal())
-        func->setAttr("attn.causal", UnitAttr::get(&getContext()));
+        func->setAttr(kCausalAttrName, UnitAttr::get(&getContext()));
       if (op.isBottomRight())
         func->setAttr("attn.causal_align", op.getCausalAlignAttr());
       // The window travels with the kernel to its metadata.

@@ -325,7 +325,7 @@ void mlir::attn::tileKvCache(AttentionKvCacheOp op, func::FuncOp func,
     func->setAttr("attn.softcap", cap);
   if (op.getCausal()) {
     // flash_attn_with_kvcache's diagonal: bottom-right, per sequence.
-    func->setAttr("attn.causal", UnitAttr::get(ctx));
+    func->setAttr(kCausalAttrName, UnitAttr::get(ctx));
     func->setAttr("attn.causal_align",
                   CausalAlignAttr::get(ctx, CausalAlign::bottom_right));
   }

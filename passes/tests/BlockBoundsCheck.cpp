@@ -630,7 +630,7 @@ void checkProgram(Checker &c, func::FuncOp func, const MaskCase &m,
   const int64_t lengths[] = {1, 17, 64, 65, 129, 333, 1000};
   if (p.persistent) {
     // CTAs that each loop over several query blocks.
-    bool causal = func->hasAttr("attn.causal");
+    bool causal = func->hasAttr(kCausalAttrName);
     for (int64_t nq : lengths)
       for (int64_t nk : lengths) {
         int64_t qBlocks = (nq + p.blockM - 1) / p.blockM;

@@ -383,7 +383,7 @@ static ModuleKernel describeKernel(Operation *op, Stage stage) {
       q = MemRefType();
     kernel.headDim = q ? q.getDimSize(q.getRank() - 1) : 0;
     kernel.bf16 = q && q.getElementType().isBF16();
-    kernel.causal = func->hasAttr("attn.causal");
+    kernel.causal = func->hasAttr(kCausalAttrName);
     auto roles = func->getAttrOfType<ArrayAttr>(kTensorsAttrName);
     kernel.withLse =
         roles ? llvm::is_contained(roles, StringAttr::get(func.getContext(),
@@ -401,7 +401,7 @@ static ModuleKernel describeKernel(Operation *op, Stage stage) {
     kernel.headDim = getInt("attn.head_dim");
     auto dtypeAttr = op->getAttrOfType<StringAttr>("attn.dtype");
     kernel.bf16 = dtypeAttr && dtypeAttr.getValue() == "bf16";
-    kernel.causal = op->hasAttr("attn.causal");
+    kernel.causal = op->hasAttr(kCausalAttrName);
     auto lse = op->getAttrOfType<BoolAttr>("attn.lse");
     kernel.withLse = lse && lse.getValue();
     kernel.varlen = op->hasAttr(kVarlenAttrName);

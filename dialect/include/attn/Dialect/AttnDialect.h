@@ -46,6 +46,10 @@ constexpr llvm::StringLiteral kGridAttrName = "attn.grid";
 /// Name of the unit attribute marking the scf.for over a persistent
 /// kernel's tiles (attn-persistent), as opposed to a key/value loop.
 constexpr llvm::StringLiteral kTileLoopAttrName = "attn.tile_loop";
+/// Name of the unit attribute marking a causal kernel (attn-tile sets it
+/// from the problem op; the tile order, the lowering and the metadata read
+/// it).
+constexpr llvm::StringLiteral kCausalAttrName = "attn.causal";
 /// Name of the unit attribute marking a kernel over a packed,
 /// variable-length batch (its tensors are [total, H, D], with cu_seqlens).
 constexpr llvm::StringLiteral kVarlenAttrName = "attn.varlen";
