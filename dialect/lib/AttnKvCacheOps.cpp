@@ -162,24 +162,15 @@ LogicalResult AttentionKvCacheOp::verify() {
   // Static head counts: H a multiple of Hkv, and the pack of their ratio.
   auto qType = cast<MemRefType>(getQ().getType());
   int64_t heads = qType.getDimSize(2), kvHeads = kType.getDimSize(2);
-  if (!ShapedType::isDynamic(heads) && !ShapedType::isDynamic(kvHeads)) {
-    if (kvHeads == 0 || heads % kvHeads != 0)
-      return emitOpError() << "number of heads " << heads
-                           << " must be a multiple of the number of "
-                              "key/value heads, "
-                           << kvHeads;
-    if ((heads / kvHeads) % headPack() != 0)
-      return emitOpError() << "head_pack = " << headPack()
-                           << " must divide the " << heads / kvHeads
-                           << " query heads that share a key/value head";
-  }
-  if (llvm::Error error = checkSoftmaxScale(getScale().convertToFloat()))
-    return emitOpError() << llvm::toString(std::move(error));
-  if (std::optional<APFloat> cap = getSoftcap())
-    if (llvm::Error error =
-            checkSoftmaxScale(cap->convertToFloat(), "softcap", "softcap"))
-      return emitOpError() << llvm::toString(std::move(error))
-                           << "; leave it out for no capping";
+  if (failed(verifyHeadGroups(*this, heads, kvHeads)))
+    return failure();
+  if (!ShapedType::isDynamic(heads) && !ShapedType::isDynamic(kvHeads) &&
+      (heads / kvHeads) % headPack() != 0)
+    return emitOpError() << "head_pack = " << headPack() << " must divide the "
+                         << heads / kvHeads
+                         << " query heads that share a key/value head";
+  if (failed(verifyScaleAndSoftcap(*this, getScale(), getSoftcap())))
+    return failure();
   return success();
 }
 

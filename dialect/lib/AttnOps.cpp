@@ -183,6 +183,29 @@ LogicalResult mlir::attn::verifyUnitLastStride(Operation *op, MemRefType type,
   return success();
 }
 
+LogicalResult mlir::attn::verifyHeadGroups(Operation *op, int64_t heads,
+                                           int64_t kvHeads) {
+  if (ShapedType::isDynamic(heads) || ShapedType::isDynamic(kvHeads) ||
+      (kvHeads != 0 && heads % kvHeads == 0))
+    return success();
+  return op->emitOpError()
+         << "number of heads " << heads
+         << " must be a multiple of the number of key/value heads, " << kvHeads;
+}
+
+LogicalResult
+mlir::attn::verifyScaleAndSoftcap(Operation *op, const APFloat &scale,
+                                  std::optional<APFloat> softcap) {
+  if (llvm::Error error = checkSoftmaxScale(scale.convertToFloat()))
+    return op->emitOpError() << llvm::toString(std::move(error));
+  if (softcap)
+    if (llvm::Error error =
+            checkSoftmaxScale(softcap->convertToFloat(), "softcap", "softcap"))
+      return op->emitOpError() << llvm::toString(std::move(error))
+                               << "; leave it out for no capping";
+  return success();
+}
+
 LogicalResult
 mlir::attn::verifyDataOperands(Operation *op,
                                ArrayRef<std::pair<Value, StringRef>> tensors,
@@ -326,21 +349,9 @@ LogicalResult AttentionOp::verify() {
                      {{getK(), "k", 2 - shift}, {getV(), "v", 2 - shift}});
   if (failed(numKvHeads))
     return failure();
-  if (!ShapedType::isDynamic(*numHeads) &&
-      !ShapedType::isDynamic(*numKvHeads) &&
-      (*numKvHeads == 0 || *numHeads % *numKvHeads != 0))
-    return emitOpError() << "number of heads " << *numHeads
-                         << " must be a multiple of the number of key/value "
-                            "heads, "
-                         << *numKvHeads;
-  if (llvm::Error error =
-          checkSoftmaxScale(getScale().convertToFloat()))
-    return emitOpError() << llvm::toString(std::move(error));
-  if (std::optional<APFloat> cap = getSoftcap())
-    if (llvm::Error error =
-            checkSoftmaxScale(cap->convertToFloat(), "softcap", "softcap"))
-      return emitOpError() << llvm::toString(std::move(error))
-                           << "; leave it out for no capping";
+  if (failed(verifyHeadGroups(*this, *numHeads, *numKvHeads)) ||
+      failed(verifyScaleAndSoftcap(*this, getScale(), getSoftcap())))
+    return failure();
   return verifyMaskBounds(*this, getCausal(), getCausalAlignAttr(),
                           getWindowLeftAttr(), getWindowRightAttr());
 }

@@ -22,6 +22,15 @@ LogicalResult verifyDataOperands(Operation *op,
                                  ArrayRef<std::pair<Value, StringRef>> tensors,
                                  Type element, int64_t headDim);
 
+/// Checks that `heads` query heads share `kvHeads` key/value heads evenly
+/// (grouped-query attention); a dynamic count passes.
+LogicalResult verifyHeadGroups(Operation *op, int64_t heads, int64_t kvHeads);
+
+/// Checks a problem op's softmax `scale` and its optional soft cap (both
+/// finite, positive, and small enough for the f32 exponentials).
+LogicalResult verifyScaleAndSoftcap(Operation *op, const APFloat &scale,
+                                    std::optional<APFloat> softcap);
+
 /// Checks a global -> shared tile copy (attn.copy_async, attn.pipe_load): a
 /// [B, N, H, D] f16/bf16 source (or a packed [total, H, D] one addressed by
 /// a sequence, `batchType` !attn.seq) whose element type and head dimension

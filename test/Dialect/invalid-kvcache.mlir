@@ -57,6 +57,39 @@ func.func @pack_not_dividing(%q: memref<?x?x8x128xbf16>, %kc: memref<?x?x2x128xb
 // -----
 
 module attributes {attn.target = #attn.target<sm_90a>} {
+func.func @heads_not_grouped(%q: memref<?x?x8x128xbf16>, %kc: memref<?x?x3x128xbf16>, %o: memref<?x?x8x128xbf16>, %s: memref<?xi32>) {
+  // expected-error @+1 {{'attn.attention_kvcache' op number of heads 8 must be a multiple of the number of key/value heads, 3}}
+  attn.attention_kvcache %q, %kc, %kc, %o, %s {scale = 0.125 : f32}
+    : memref<?x?x8x128xbf16>, memref<?x?x3x128xbf16>, memref<?x?x3x128xbf16>, memref<?x?x8x128xbf16>, memref<?xi32>
+  return
+}
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_90a>} {
+func.func @scale_not_positive(%q: memref<?x?x?x128xbf16>, %kc: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>, %s: memref<?xi32>) {
+  // expected-error @+1 {{'attn.attention_kvcache' op softmax scale -1 must be positive and finite}}
+  attn.attention_kvcache %q, %kc, %kc, %o, %s {scale = -1.0 : f32}
+    : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?xi32>
+  return
+}
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_90a>} {
+func.func @softcap_not_positive(%q: memref<?x?x?x128xbf16>, %kc: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>, %s: memref<?xi32>) {
+  // expected-error @+1 {{'attn.attention_kvcache' op softcap 0 must be positive and finite; leave it out for no capping}}
+  attn.attention_kvcache %q, %kc, %kc, %o, %s {scale = 0.125 : f32, softcap = 0.0 : f32}
+    : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?xi32>
+  return
+}
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_90a>} {
 func.func @partial_not_f32(%q: memref<?x?x?x128xbf16>, %kc: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>, %s: memref<?xi32>, %op: memref<?x?x?x128xbf16>, %lp: memref<?x?x?xf32>) {
   // expected-error @+1 {{'attn.attention_kvcache' op operand 'o_partial' must be a rank-4 'f32' memref [S * B, Nq, H, D], got 'memref<?x?x?x128xbf16>'}}
   attn.attention_kvcache %q, %kc, %kc, %o, %s partials %op, %lp {scale = 0.125 : f32}
