@@ -264,20 +264,12 @@ if torch is not None:
     @_kvcache_op.register_fake
     def _kvcache_fake(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, softcap,
                       return_lse, num_splits):
-        b, nq, h, d = q.shape
-        out = q.new_empty((b, nq, h, d))
-        lse = q.new_empty((b, h, nq) if return_lse else (0,), dtype=torch.float32)
-        return out, lse
+        return _torch_op._outputs_like(q, return_lse)
 
-    def _setup_context(ctx, inputs, output):
-        pass
-
-    def _backward(ctx, grad_out, grad_lse):
-        raise NotImplementedError(
-            "attngen.attention_with_kvcache has no backward pass: it serves inference "
-            "(decoding); call it under torch.no_grad()")
-
-    _kvcache_op.register_autograd(_backward, setup_context=_setup_context)
+    _torch_op._refuse_backward(
+        _kvcache_op,
+        "attngen.attention_with_kvcache has no backward pass: it serves inference "
+        "(decoding); call it under torch.no_grad()")
 
 
 def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, causal, window_size,
@@ -293,7 +285,7 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens, block_table, caus
     if block_table is None and k_cache.shape[0] != q.shape[0]:
         k_cache, v_cache = k_cache[:q.shape[0]], v_cache[:q.shape[0]]
     tensors = [q, k_cache, v_cache] + [t for t in (cache_seqlens, block_table) if t is not None]
-    if _torch_op.use_custom_op(tensors):
+    if _torch_op._use_custom_op(*tensors):
         if check_cache_values:
             raise InvalidInputError(
                 "check_cache_values=True copies the cache's lengths to the host, which "

@@ -184,6 +184,27 @@ def _forward(q, k, v, causal, scale, return_lse, causal_align, softcap, window_l
     return out, lse
 
 
+def _refuse_backward(op, message):
+    """Registers the autograd of custom op `op` as an error that says `message`:
+    the kernels compute no gradients, and a backward pass must not silently get
+    none."""
+    def backward(ctx, grad_out, grad_lse):
+        raise NotImplementedError(message)
+
+    def setup_context(ctx, inputs, output):
+        pass
+
+    op.register_autograd(backward, setup_context=setup_context)
+
+
+def _outputs_like(q, return_lse):
+    """Empty O [B, Nq, H, D] and LSE [B, H, Nq] (or an empty one) for a padded
+    batch of queries `q`: what a fake (meta) implementation returns."""
+    b, nq, h, _ = q.shape
+    lse = q.new_empty((b, h, nq) if return_lse else (0,), dtype=torch.float32)
+    return q.new_empty(q.shape), lse
+
+
 if torch is not None:
     @torch.library.custom_op("attngen::attention", mutates_args=(), device_types="cuda")
     def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
@@ -196,20 +217,12 @@ if torch is not None:
     @_attention_op.register_fake
     def _attention_fake(q, k, v, causal, scale, return_lse, causal_align, softcap,
                         window_left, window_right):
-        b, nq, h, d = q.shape
-        out = q.new_empty((b, nq, h, d))
-        lse = q.new_empty((b, h, nq) if return_lse else (0,), dtype=torch.float32)
-        return out, lse
+        return _outputs_like(q, return_lse)
 
-    def _setup_context(ctx, inputs, output):
-        pass
-
-    def _backward(ctx, grad_out, grad_lse):
-        raise NotImplementedError(
-            "attngen.attention has no backward pass yet: call it under torch.no_grad() or "
-            "use torch.nn.functional.scaled_dot_product_attention for training")
-
-    _attention_op.register_autograd(_backward, setup_context=_setup_context)
+    _refuse_backward(
+        _attention_op,
+        "attngen.attention has no backward pass yet: call it under torch.no_grad() or "
+        "use torch.nn.functional.scaled_dot_product_attention for training")
 
 
 def _dispatch_mode_active():
@@ -220,7 +233,8 @@ def _dispatch_mode_active():
 
 
 def _use_custom_op(*tensors):
-    """Whether this call must go through torch.ops.attngen.attention.
+    """Whether a call of one of the package's ops with these tensor arguments
+    must go through its torch custom op (torch.ops.attngen.attention, ...).
 
     A plain eager call launches directly: the first call of a torch custom op
     in a process costs seconds of PyTorch's lazy set-up (torch._dynamo, sympy),
@@ -228,12 +242,6 @@ def _use_custom_op(*tensors):
     export: torch.compiler.is_compiling(), a dispatch mode, or tensor
     subclasses such as FakeTensor and FunctionalTensor) and when autograd
     records the call (so .backward() reaches the op's clear error)."""
-    return use_custom_op(tensors)
-
-
-def use_custom_op(tensors):
-    """_use_custom_op's rule for any op of the package and its tensor
-    arguments."""
     if torch.compiler.is_compiling() or _dispatch_mode_active():
         return True
     if any(type(t) is not torch.Tensor for t in tensors):

@@ -10,7 +10,8 @@ import numbers
 from . import _capi
 from . import (_causal_align_code, _lib, _normalize_scale, _raise, _softcap_value,
                _window_sides, InvalidInputError)
-from ._torch_op import _bad, _check_head_dim, _kernel_for, _use_custom_op, torch
+from ._torch_op import (_bad, _check_head_dim, _kernel_for, _refuse_backward, _use_custom_op,
+                        torch)
 
 # The runtime's names for the sizes, and what a Python caller passed them as.
 _RUNTIME_NAMES = (("args.nq", "q.shape[0]"), ("args.nk", "k.shape[0]"),
@@ -185,15 +186,10 @@ if torch is not None:
         lse = q.new_empty((h, total_q) if return_lse else (0,), dtype=torch.float32)
         return out, lse
 
-    def _setup_context(ctx, inputs, output):
-        pass
-
-    def _backward(ctx, grad_out, grad_lse):
-        raise NotImplementedError(
-            "attngen.attention_varlen has no backward pass yet: call it under torch.no_grad() "
-            "or use flash_attn_varlen_func for training")
-
-    _attention_varlen_op.register_autograd(_backward, setup_context=_setup_context)
+    _refuse_backward(
+        _attention_varlen_op,
+        "attngen.attention_varlen has no backward pass yet: call it under torch.no_grad() "
+        "or use flash_attn_varlen_func for training")
 
 
 def attention_varlen(q, k, v, cu_q, cu_k, max_q, max_k, causal, window_size, softcap, scale,

@@ -5,7 +5,6 @@
 
 import inspect
 import os
-import tempfile
 import unittest
 from unittest import mock
 
