@@ -9,8 +9,6 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
-
 using namespace mlir;
 using namespace mlir::attn;
 
@@ -104,19 +102,12 @@ std::string mlir::attn::kvCacheNameSuffix(const AttentionSpec &spec) {
 OwningOpRef<ModuleOp> mlir::attn::buildKvCacheSpecModule(MLIRContext &ctx,
                                                          const AttentionSpec &spec,
                                                          StringRef name) {
-  ctx.loadDialect<AttnDialect, func::FuncDialect, memref::MemRefDialect>();
-  OpBuilder b(&ctx);
-  Location loc = b.getUnknownLoc();
-  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
-  (*module)->setAttr(kTargetAttrName, TargetAttr::get(&ctx, spec.target));
-  Type element = spec.bf16 ? Type(b.getBF16Type()) : Type(b.getF16Type());
+  Type element = elementTypeOf(ctx, spec);
+  Type f32 = Float32Type::get(&ctx);
   int64_t dyn = ShapedType::kDynamic;
   auto tensorType = MemRefType::get({dyn, dyn, dyn, spec.headDim}, element);
-  auto rowsType = MemRefType::get({dyn, dyn, dyn}, b.getF32Type());
-  auto partialType =
-      MemRefType::get({dyn, dyn, dyn, spec.headDim}, b.getF32Type());
-  IntegerAttr pack =
-      spec.headPack > 1 ? b.getI64IntegerAttr(spec.headPack) : IntegerAttr();
+  auto rowsType = MemRefType::get({dyn, dyn, dyn}, f32);
+  auto partialType = MemRefType::get({dyn, dyn, dyn, spec.headDim}, f32);
   SmallVector<Type> args;
   if (spec.combine) {
     args = {partialType, rowsType, tensorType};
@@ -128,7 +119,7 @@ OwningOpRef<ModuleOp> mlir::attn::buildKvCacheSpecModule(MLIRContext &ctx,
         spec.pageSize > 0
             ? MemRefType::get({dyn, spec.pageSize, dyn, spec.headDim}, element)
             : tensorType;
-    Type i32 = b.getI32Type();
+    Type i32 = IntegerType::get(&ctx, 32);
     args = {tensorType, cacheType, cacheType, tensorType,
             MemRefType::get({dyn}, i32)};
     if (spec.pageSize > 0)
@@ -138,30 +129,29 @@ OwningOpRef<ModuleOp> mlir::attn::buildKvCacheSpecModule(MLIRContext &ctx,
     if (spec.splitKv)
       args.append({partialType, rowsType});
   }
-  b.setInsertionPointToEnd(module->getBody());
-  auto func = func::FuncOp::create(b, loc, name, b.getFunctionType(args, {}));
-  Block *body = func.addEntryBlock();
-  b.setInsertionPointToStart(body);
-  auto arg = [&](unsigned i) { return body->getArgument(i); };
-  if (spec.combine) {
-    CombineSplitsOp::create(b, loc, arg(0), arg(1), arg(2),
-                            spec.withLse ? arg(3) : Value(), pack);
-  } else {
-    unsigned next = 5;
-    Value table = spec.pageSize > 0 ? arg(next++) : Value();
-    Value lse = spec.withLse ? arg(next++) : Value();
-    Value oPartial = spec.splitKv ? arg(next) : Value();
-    Value lsePartial = spec.splitKv ? arg(next + 1) : Value();
-    double scale = spec.scale > 0 ? spec.scale : 1.0 / std::sqrt(spec.headDim);
-    AttentionKvCacheOp::create(
-        b, loc, arg(0), arg(1), arg(2), arg(3), arg(4), table, lse, oPartial,
-        lsePartial, spec.causal ? b.getUnitAttr() : UnitAttr(),
-        b.getF32FloatAttr(scale),
-        spec.softcap > 0 ? b.getF32FloatAttr(spec.softcap) : FloatAttr(),
-        pack);
-  }
-  func::ReturnOp::create(b, loc);
-  return module;
+  return buildProblemModule(
+      ctx, spec, name, args, [&](OpBuilder &b, Location loc, Block &body) {
+        auto arg = [&](unsigned i) { return body.getArgument(i); };
+        IntegerAttr pack = spec.headPack > 1
+                               ? b.getI64IntegerAttr(spec.headPack)
+                               : IntegerAttr();
+        if (spec.combine) {
+          CombineSplitsOp::create(b, loc, arg(0), arg(1), arg(2),
+                                  spec.withLse ? arg(3) : Value(), pack);
+          return;
+        }
+        unsigned next = 5;
+        Value table = spec.pageSize > 0 ? arg(next++) : Value();
+        Value lse = spec.withLse ? arg(next++) : Value();
+        Value oPartial = spec.splitKv ? arg(next) : Value();
+        Value lsePartial = spec.splitKv ? arg(next + 1) : Value();
+        AttentionKvCacheOp::create(
+            b, loc, arg(0), arg(1), arg(2), arg(3), arg(4), table, lse,
+            oPartial, lsePartial, spec.causal ? b.getUnitAttr() : UnitAttr(),
+            b.getF32FloatAttr(softmaxScaleOf(spec)),
+            spec.softcap > 0 ? b.getF32FloatAttr(spec.softcap) : FloatAttr(),
+            pack);
+      });
 }
 
 void mlir::attn::buildKvCacheTilePipeline(OpPassManager &pm,

@@ -22,6 +22,17 @@ llvm::Error validateKvCacheSpec(const AttentionSpec &spec);
 /// The tile configuration a KV-cache spec's kernel gets.
 TileConfig kvCacheTileConfig(const AttentionSpec &spec);
 
+/// The spec's element type: bf16 or f16.
+Type elementTypeOf(MLIRContext &ctx, const AttentionSpec &spec);
+
+/// `module attributes {attn.target} { func.func @<name>(args) { ... } }`:
+/// the problem module of a spec, whose function body `build` fills before
+/// its return (Pipeline.cpp; the dense and KV-cache problems share it).
+OwningOpRef<ModuleOp> buildProblemModule(
+    MLIRContext &ctx, const AttentionSpec &spec, llvm::StringRef name,
+    llvm::ArrayRef<Type> args,
+    llvm::function_ref<void(OpBuilder &, Location, Block &)> build);
+
 /// `module { func.func @<name>(...) { attn.attention_kvcache | 
 /// attn.combine_splits } }` for a KV-cache or combine spec.
 OwningOpRef<ModuleOp> buildKvCacheSpecModule(MLIRContext &ctx,

@@ -21,7 +21,6 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
 #include <limits>
 
 using namespace mlir;
@@ -216,49 +215,64 @@ OwningOpRef<ModuleOp> mlir::attn::buildSpecModule(MLIRContext &ctx,
   AttentionSpec spec = canonicalSpec(asked);
   if (spec.kvCache)
     return buildKvCacheSpecModule(ctx, spec, kernelName(spec));
-  ctx.loadDialect<AttnDialect, func::FuncDialect, memref::MemRefDialect>();
-  OpBuilder b(&ctx);
-  Location loc = b.getUnknownLoc();
-  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
-  (*module)->setAttr(kTargetAttrName, TargetAttr::get(&ctx, spec.target));
-  Type element = spec.bf16 ? Type(b.getBF16Type()) : Type(b.getF16Type());
+  Type element = elementTypeOf(ctx, spec);
+  Type f32 = Float32Type::get(&ctx);
   int64_t dyn = ShapedType::kDynamic;
   auto tensorType = MemRefType::get({dyn, dyn, dyn, spec.headDim}, element);
-  auto lseType = MemRefType::get({dyn, dyn, dyn}, b.getF32Type());
+  auto lseType = MemRefType::get({dyn, dyn, dyn}, f32);
   // A packed (varlen) batch: [total, H, D] tensors, LSE [H, total_q], and
   // where each sequence starts (int32 [B + 1]) for queries and keys.
   if (spec.varlen) {
     tensorType = MemRefType::get({dyn, dyn, spec.headDim}, element);
-    lseType = MemRefType::get({dyn, dyn}, b.getF32Type());
+    lseType = MemRefType::get({dyn, dyn}, f32);
   }
   SmallVector<Type> args(4, tensorType);
   if (spec.withLse)
     args.push_back(lseType);
   if (spec.varlen)
-    args.append(2, MemRefType::get({dyn}, b.getI32Type()));
+    args.append(2, MemRefType::get({dyn}, IntegerType::get(&ctx, 32)));
+  return buildProblemModule(
+      ctx, spec, kernelName(spec), args,
+      [&](OpBuilder &b, Location loc, Block &body) {
+        auto windowSide = [&](int64_t side) {
+          return side >= 0 ? b.getI64IntegerAttr(side) : IntegerAttr();
+        };
+        unsigned cuSeqlens = spec.withLse ? 5 : 4;
+        AttentionOp::create(
+            b, loc, body.getArgument(0), body.getArgument(1),
+            body.getArgument(2), body.getArgument(3),
+            spec.withLse ? body.getArgument(4) : Value(),
+            spec.varlen ? body.getArgument(cuSeqlens) : Value(),
+            spec.varlen ? body.getArgument(cuSeqlens + 1) : Value(),
+            spec.causal ? b.getUnitAttr() : UnitAttr(),
+            spec.causalAlign == CausalAlign::bottom_right
+                ? CausalAlignAttr::get(&ctx, CausalAlign::bottom_right)
+                : CausalAlignAttr(),
+            b.getF32FloatAttr(softmaxScaleOf(spec)),
+            spec.softcap > 0 ? b.getF32FloatAttr(spec.softcap) : FloatAttr(),
+            windowSide(spec.windowLeft), windowSide(spec.windowRight));
+      });
+}
+
+Type mlir::attn::elementTypeOf(MLIRContext &ctx, const AttentionSpec &spec) {
+  return spec.bf16 ? Type(BFloat16Type::get(&ctx))
+                   : Type(Float16Type::get(&ctx));
+}
+
+OwningOpRef<ModuleOp> mlir::attn::buildProblemModule(
+    MLIRContext &ctx, const AttentionSpec &spec, StringRef name,
+    ArrayRef<Type> args,
+    function_ref<void(OpBuilder &, Location, Block &)> build) {
+  ctx.loadDialect<AttnDialect, func::FuncDialect, memref::MemRefDialect>();
+  OpBuilder b(&ctx);
+  Location loc = b.getUnknownLoc();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  (*module)->setAttr(kTargetAttrName, TargetAttr::get(&ctx, spec.target));
   b.setInsertionPointToEnd(module->getBody());
-  auto func = func::FuncOp::create(b, loc, kernelName(spec),
-                                   b.getFunctionType(args, {}));
+  auto func = func::FuncOp::create(b, loc, name, b.getFunctionType(args, {}));
   Block *body = func.addEntryBlock();
   b.setInsertionPointToStart(body);
-  double scale = spec.scale > 0 ? spec.scale : 1.0 / std::sqrt(spec.headDim);
-  auto windowSide = [&](int64_t side) {
-    return side >= 0 ? b.getI64IntegerAttr(side) : IntegerAttr();
-  };
-  unsigned cuSeqlens = spec.withLse ? 5 : 4;
-  AttentionOp::create(
-      b, loc, body->getArgument(0), body->getArgument(1),
-      body->getArgument(2), body->getArgument(3),
-      spec.withLse ? body->getArgument(4) : Value(),
-      spec.varlen ? body->getArgument(cuSeqlens) : Value(),
-      spec.varlen ? body->getArgument(cuSeqlens + 1) : Value(),
-      spec.causal ? b.getUnitAttr() : UnitAttr(),
-      spec.causalAlign == CausalAlign::bottom_right
-          ? CausalAlignAttr::get(&ctx, CausalAlign::bottom_right)
-          : CausalAlignAttr(),
-      b.getF32FloatAttr(scale),
-      spec.softcap > 0 ? b.getF32FloatAttr(spec.softcap) : FloatAttr(),
-      windowSide(spec.windowLeft), windowSide(spec.windowRight));
+  build(b, loc, *body);
   func::ReturnOp::create(b, loc);
   return module;
 }

@@ -7,7 +7,6 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 
-#include <cmath>
 #include <cstring>
 
 using namespace attngen;
@@ -158,7 +157,7 @@ attngen_status attngen::readSpec(const attngen_spec *spec, TargetKind arch,
 std::string attngen::cacheKey(const AttentionSpec &spec) {
   // The default scale is spelled out so that scale=0 and an explicit
   // 1/sqrt(d) share a kernel; %a keeps every bit of the double.
-  double scale = spec.scale > 0 ? spec.scale : 1.0 / std::sqrt(double(spec.headDim));
+  double scale = softmaxScaleOf(spec);
   // Decoding kernels append their fields (a dense kernel's key is as it
   // was); a combine kernel depends on none of the mask's.
   std::string decoding;

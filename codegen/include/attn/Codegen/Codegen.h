@@ -8,6 +8,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/Error.h"
 
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -138,6 +139,12 @@ AttentionSpec canonicalSpec(const AttentionSpec &spec);
 inline bool hasDiagonal(const AttentionSpec &spec) {
   return spec.causal || spec.windowLeft >= 0 || spec.windowRight >= 0;
 }
+/// The softmax scale a spec's kernel applies: `scale`, or 1/sqrt(head_dim)
+/// when it is 0 (the default).
+inline double softmaxScaleOf(const AttentionSpec &spec) {
+  return spec.scale > 0 ? spec.scale : 1.0 / std::sqrt(double(spec.headDim));
+}
+
 /// Whether a valid spec's kernel loops over tiles (attn-persistent): as
 /// asked, else by default for the sm_90a FlashAttention-3 schedule of an
 /// unmasked dense kernel of head dim 64 or 128. Its CTAs then hide the next
