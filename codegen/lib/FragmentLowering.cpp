@@ -249,6 +249,19 @@ std::pair<Value, Value> Lowering::packedRow(Value row, int64_t rows,
           arith::RemUIOp::create(b, loc, row, i32(positions))};
 }
 
+Lowering::GlobalRow Lowering::globalFragmentRow(int64_t t, int64_t h,
+                                                int64_t rows, int64_t headPack,
+                                                Value row0, Value head0,
+                                                Value end) {
+  auto [headOffset, position] = packedRow(fragmentRow(t, h), rows, headPack);
+  GlobalRow global;
+  global.row = arith::AddIOp::create(b, loc, row0, position);
+  global.head = arith::AddIOp::create(b, loc, head0, headOffset);
+  global.inside =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, global.row, end);
+  return global;
+}
+
 FragmentShape Lowering::fragmentShape(RegTileType type) const {
   int64_t rowsPerSlice = 16 * numWarps();
   FragmentShape shape;
@@ -651,16 +664,12 @@ void lowerStore(Lowering &l, StoreOp op) {
   TileRows rows = l.tileRows(tensor, op.getBatch(), op.getRow());
   for (int64_t t = 0; t < shape.mTiles; ++t)
     for (int64_t h = 0; h < 2; ++h) {
-      auto [headOffset, position] =
-          l.packedRow(l.fragmentRow(t, h), type.getRows(), op.headPack());
-      Value row = arith::AddIOp::create(b, l.loc, rows.row, position);
-      Value head = arith::AddIOp::create(b, l.loc, head0, headOffset);
-      Value inside = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt,
-                                           row, rows.end);
-      l.emitIf(inside, [&] {
+      Lowering::GlobalRow r = l.globalFragmentRow(
+          t, h, type.getRows(), op.headPack(), rows.row, head0, rows.end);
+      l.emitIf(r.inside, [&] {
         for (int64_t n = 0; n < std::min(shape.nBlocks, storedBlocks); ++n) {
           int64_t index = (t * shape.nBlocks + n) * 4 + 2 * h;
-          Value addr = l.globalAddress(tensor, rows.batch, row, head,
+          Value addr = l.globalAddress(tensor, rows.batch, r.row, r.head,
                                        l.fragmentCol(n, 0));
           if (f32)
             LLVM::StoreOp::create(b, l.loc, pairOf(l, v[index], v[index + 1]),
@@ -690,16 +699,12 @@ void lowerLoad(Lowering &l, LoadOp op) {
   SmallVector<Value> values(valueCount(l, type));
   for (int64_t t = 0; t < shape.mTiles; ++t)
     for (int64_t h = 0; h < 2; ++h) {
-      auto [headOffset, position] =
-          l.packedRow(l.fragmentRow(t, h), type.getRows(), op.headPack());
-      Value row = arith::AddIOp::create(b, l.loc, row0, position);
-      Value head = arith::AddIOp::create(b, l.loc, head0, headOffset);
-      Value inside = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt,
-                                           row, numRows);
+      Lowering::GlobalRow r = l.globalFragmentRow(
+          t, h, type.getRows(), op.headPack(), row0, head0, numRows);
       for (int64_t n = 0; n < shape.nBlocks; ++n) {
         Value addr = arith::SelectOp::create(
-            b, l.loc, inside,
-            l.globalAddress(tensor, batch, row, head, l.fragmentCol(n, 0)),
+            b, l.loc, r.inside,
+            l.globalAddress(tensor, batch, r.row, r.head, l.fragmentCol(n, 0)),
             base);
         auto load = LLVM::LoadOp::create(b, l.loc, vecType, addr,
                                          /*alignment=*/8);
@@ -707,7 +712,7 @@ void lowerLoad(Lowering &l, LoadOp op) {
         int64_t index = (t * shape.nBlocks + n) * 4 + 2 * h;
         for (int64_t e = 0; e < 2; ++e)
           values[index + e] = arith::SelectOp::create(
-              b, l.loc, inside,
+              b, l.loc, r.inside,
               LLVM::ExtractElementOp::create(b, l.loc, load, l.i32(e)), zero);
       }
     }
@@ -759,16 +764,12 @@ void lowerStoreRows(Lowering &l, StoreRowsOp op) {
     if (packedHeads) {
       for (int64_t t = 0; t < shape.mTiles; ++t)
         for (int64_t h = 0; h < 2; ++h) {
-          auto [headOffset, position] =
-              l.packedRow(l.fragmentRow(t, h), type.getRows(), op.headPack());
-          Value row = arith::AddIOp::create(b, l.loc, row0, position);
-          Value rowHead = arith::AddIOp::create(b, l.loc, head0, headOffset);
-          Value inside = arith::CmpIOp::create(
-              b, l.loc, arith::CmpIPredicate::slt, row, rows.end);
-          l.emitIf(inside, [&] {
+          Lowering::GlobalRow r = l.globalFragmentRow(
+              t, h, type.getRows(), op.headPack(), row0, head0, rows.end);
+          l.emitIf(r.inside, [&] {
             Value addr = LLVM::GEPOp::create(
                 b, l.loc, ptrType, b.getF32Type(), base,
-                ValueRange{rowsOffset(l, rows.batch, rowHead, row)});
+                ValueRange{rowsOffset(l, rows.batch, r.head, r.row)});
             LLVM::StoreOp::create(b, l.loc, v[t * 2 + h], addr,
                                   /*alignment=*/4);
           });
@@ -815,22 +816,18 @@ void lowerLoadRows(Lowering &l, LoadRowsOp op) {
   SmallVector<Value> values;
   for (int64_t t = 0; t < shape.mTiles; ++t)
     for (int64_t h = 0; h < 2; ++h) {
-      auto [headOffset, position] =
-          l.packedRow(l.fragmentRow(t, h), type.getRows(), op.headPack());
-      Value row = arith::AddIOp::create(b, l.loc, row0, position);
-      Value head = arith::AddIOp::create(b, l.loc, head0, headOffset);
-      Value inside = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt,
-                                           row, l.params.nq);
+      Lowering::GlobalRow r = l.globalFragmentRow(
+          t, h, type.getRows(), op.headPack(), row0, head0, l.params.nq);
       Value addr = arith::SelectOp::create(
-          b, l.loc, inside,
+          b, l.loc, r.inside,
           LLVM::GEPOp::create(b, l.loc, ptrType, b.getF32Type(), base,
-                              ValueRange{rowsOffset(l, batch, head, row)}),
+                              ValueRange{rowsOffset(l, batch, r.head, r.row)}),
           base);
       auto load = LLVM::LoadOp::create(b, l.loc, b.getF32Type(), addr,
                                        /*alignment=*/4);
       load.setInvariant(true);
       values.push_back(
-          arith::SelectOp::create(b, l.loc, inside, load, negInf));
+          arith::SelectOp::create(b, l.loc, r.inside, load, negInf));
     }
   l.tiles[op] = values;
 }

@@ -260,6 +260,15 @@ public:
   /// heads: its head offset `row / P` and its position `row % P`, with
   /// P = tile rows / headPack (1 head: 0 and the row).
   std::pair<Value, Value> packedRow(Value row, int64_t rows, int64_t headPack);
+  /// Fragment row (t, h) of a `rows`-row tile packing `headPack` heads in
+  /// global terms: its row from `row0` and head from `head0`, and whether
+  /// the row lies before `end` (rows past it are not stored or loaded).
+  struct GlobalRow {
+    Value row, head, inside;
+  };
+  GlobalRow globalFragmentRow(int64_t t, int64_t h, int64_t rows,
+                              int64_t headPack, Value row0, Value head0,
+                              Value end);
 
   FragmentShape fragmentShape(RegTileType type) const;
   /// The row (within the tile) lane holds for m-tile t, half h (0/1), as i32.
