@@ -623,6 +623,19 @@ def run_correctness_case(torch, module, name, info, case):
     return result
 
 
+def run_child_process(cmd, timeout):
+    """Runs the child check `cmd` under `timeout` seconds: None when it ran to
+    its end (exit 0 or 1: passed or failed, its result file says which), else
+    what went wrong (a crash or a hang, e.g. a wrong mbarrier phase)."""
+    try:
+        proc = subprocess.run(cmd, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"timed out after {timeout} s (kernel hang?)"
+    if proc.returncode not in (0, 1):
+        return f"child process exited with status {proc.returncode} (crash?)"
+    return None
+
+
 def is_fatal(e):
     """Whether an exception means the CUDA context is unusable (a kernel faulted)."""
     text = str(e)
@@ -868,13 +881,7 @@ def run_child(args, name):
         cmd += ["--bench-n", args.bench_n]
     if args.bench_gqa:
         cmd.append("--bench-gqa")
-    error = None
-    try:
-        proc = subprocess.run(cmd, timeout=args.timeout)
-        if proc.returncode not in (0, 1):
-            error = f"child process exited with status {proc.returncode} (crash?)"
-    except subprocess.TimeoutExpired:
-        error = f"timed out after {args.timeout} s (kernel hang?)"
+    error = run_child_process(cmd, args.timeout)
     try:
         with open(out_path) as f:
             result = json.load(f)

@@ -38,7 +38,6 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -376,13 +375,7 @@ def run_child(args, what, index):
         path = f.name
     cmd = [sys.executable, os.path.abspath(__file__), "--child", what, str(index), "--child-out",
            path] + (["--quick"] if args.quick else [])
-    error = None
-    try:
-        proc = subprocess.run(cmd, timeout=args.timeout)
-        if proc.returncode not in (0, 1):
-            error = f"child exited with status {proc.returncode} (crash?)"
-    except subprocess.TimeoutExpired:
-        error = f"timed out after {args.timeout} s (kernel hang?)"
+    error = cb.run_child_process(cmd, args.timeout)
     rows = []
     if error is None:
         try:

@@ -1,5 +1,7 @@
 """Helper of gpu-scripts.test: check_and_bench.Runtime over both libraries,
-then a varlen kernel's re-serialized metadata through attnrt_metadata_parse."""
+then a varlen kernel's re-serialized metadata through attnrt_metadata_parse,
+then how run_child_process reports a child check that passed or failed, crashed
+or hung."""
 import ctypes
 import json
 import os
@@ -19,3 +21,12 @@ info = cb.KernelInfo()
 status = rt.lib.attnrt_metadata_parse(json.dumps(k.metadata).encode(), ctypes.byref(info))
 print(f"{info.kernel.decode()}: varlen {info.varlen}" if status == 0
       else f"parse failed: {rt.lib.attnrt_last_error().decode()}")
+
+# A generous limit for the children that end (a busy machine cannot make them
+# miss it); one that sleeps far past a short limit for the hang.
+exit_with = [sys.executable, "-c"]
+for code, what, limit in (("raise SystemExit(0)", "passed", 300),
+                          ("raise SystemExit(1)", "failed", 300),
+                          ("raise SystemExit(3)", "crashed", 300),
+                          ("import time; time.sleep(600)", "hung", 2)):
+    print(f"child that {what}: {cb.run_child_process(exit_with + [code], timeout=limit)}")
