@@ -100,6 +100,7 @@ class KernelInfo(ctypes.Structure):
         ("head_pack", ctypes.c_int),
         ("split_kv", ctypes.c_int),
         ("grid_times", ctypes.c_int * 3),
+        ("tma_box_rows_o", ctypes.c_int),
     ]
 
     def as_dict(self):

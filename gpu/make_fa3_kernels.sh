@@ -4,7 +4,8 @@
 # sliding windows (1024, 0) and (1024, 1024) bottom-right, bf16; f16 d128;
 # windows (100, 50), (0, 0), (-1, 64) f16 and a soft-capped causal window at
 # d128) into DIR/fa3, and the d128 ablations (each FlashAttention-3 technique
-# switched off, also on a window) into DIR/ablation.
+# switched off, also on a window; the register epilogue too) and the d64 and
+# d256 ones of pingpong and the epilogue into DIR/ablation.
 #   bash gpu/make_fa3_kernels.sh [ATTNGEN] [DIR]
 set -euo pipefail
 ATTNGEN=${1:-build/bin/attngen}
@@ -57,6 +58,7 @@ for causal in "" --causal; do
   "$ATTNGEN" $causal --no-pingpong -o "$DIR/ablation/d128${c}_no_pingpong.ptx"
   "$ATTNGEN" $causal --no-pingpong --no-intra-wg-overlap -o "$DIR/ablation/d128${c}_ws_only.ptx"
   "$ATTNGEN" $causal --stages=3 -o "$DIR/ablation/d128${c}_stages3.ptx"
+  "$ATTNGEN" $causal --no-tma-store -o "$DIR/ablation/d128${c}_no_tma_store.ptx"
   # The grid that is not the default: one CTA per tile for d128, persistent
   # for causal.
   if [ -n "$causal" ]; then
@@ -65,4 +67,14 @@ for causal in "" --causal; do
     "$ATTNGEN" --persistent=false -o "$DIR/ablation/d128_no_persistent.ptx"
   fi
 done
+# Pingpong and the TMA epilogue at the other head dims (d256 has no room
+# for the TMA one).
+for d in 64 256; do
+  for causal in "" --causal; do
+    c=${causal:+_causal}
+    "$ATTNGEN" --head-dim=$d $causal --no-pingpong -o "$DIR/ablation/d${d}${c}_no_pingpong.ptx"
+  done
+done
+"$ATTNGEN" --head-dim=64 --no-tma-store -o "$DIR/ablation/d64_no_tma_store.ptx"
+"$ATTNGEN" --head-dim=64 --causal --no-tma-store -o "$DIR/ablation/d64_causal_no_tma_store.ptx"
 ls "$DIR"/fa3/*.ptx "$DIR"/ablation/*.ptx | wc -l

@@ -170,6 +170,9 @@ LogicalResult checkLowerable(func::FuncOp func, TilingAttr tiling,
                   "must write the kernel's \"o\" argument (or a split "
                   "kernel's \"o_partial\"): the kernel ABI has one output "
                   "tensor");
+    else if (auto store = dyn_cast<TmaStoreOp>(op))
+      ok = expect(store.getDst(), {Tensor::O},
+                  "must write the kernel's \"o\" argument");
     else if (auto rows = dyn_cast<StoreRowsOp>(op))
       ok = expect(rows.getDst(), {Tensor::Lse, Tensor::LsePartial},
                   "must write the kernel's \"lse\" (or \"lse_partial\") "
@@ -614,6 +617,8 @@ LogicalResult KernelLowering::lowerOp(Operation *op) {
       .Case<CopyAsyncOp>(
           [&](auto o) { return targetLowering->lowerCopy(*l, o); })
       .Case<WaitOp>([&](auto o) { return targetLowering->lowerWait(*l, o); })
+      .Case<TmaStoreOp>([&](auto o) { return lowerTmaStore(*l, o); })
+      .Case<TmaStoreWaitOp>([&](auto o) { return lowerTmaStoreWait(*l, o); })
       .Case<MmaOp>([&](auto o) { return targetLowering->lowerMma(*l, o); })
       .Case<func::ReturnOp>([&](auto o) {
         LLVM::ReturnOp::create(b, o.getLoc(), ValueRange());

@@ -682,6 +682,47 @@ void lowerStore(Lowering &l, StoreOp op) {
     }
 }
 
+/// attn.store_smem: per m-tile and pair of 8-column blocks, one
+/// stmatrix.x4 of the four 8x8 matrices the lane's fragments are part of
+/// (rows 0-7 and 8-15 of the slice, the two blocks); lane l gives the
+/// address of row l % 8 of matrix l / 8: slice row (l & 7) + (l & 8),
+/// column 8 * (l >> 4) of the pair. In a 128-byte swizzle the eight rows of
+/// a matrix sit in eight different 16-byte chunks: no bank conflict. Then a
+/// proxy fence, so that the TMA (the async proxy) reads what was written.
+void lowerStoreSmem(Lowering &l, StoreSmemOp op) {
+  OpBuilder &b = l.b;
+  auto type = cast<RegTileType>(op.getValue().getType());
+  FragmentShape shape = l.fragmentShape(type);
+  const SmallVector<Value> &v = l.tiles[op.getValue()];
+  const SmemBuffer &buffer = l.buffers[op.getBuffer()];
+  Value rowVar = arith::AddIOp::create(
+      b, l.loc, arith::MulIOp::create(b, l.loc, l.warp, l.i32(16)),
+      arith::AndIOp::create(b, l.loc, l.lane, l.i32(15)));
+  Value colVar = arith::ShRUIOp::create(
+      b, l.loc, arith::AndIOp::create(b, l.loc, l.lane, l.i32(16)), l.i32(1));
+  auto layout = NVVM::MMALayoutAttr::get(b.getContext(), NVVM::MMALayout::row);
+  auto matrix = NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8);
+  auto element = NVVM::LdStMatrixEltTypeAttr::get(b.getContext(),
+                                                  NVVM::LdStMatrixEltType::B16);
+  for (int64_t t = 0; t < shape.mTiles; ++t)
+    for (int64_t n = 0; n < shape.nBlocks; n += 2) {
+      int64_t lo = (t * shape.nBlocks + n) * 4;
+      int64_t hi = lo + 4;
+      SmallVector<Value> matrices = {
+          pack(l, v[lo + 0], v[lo + 1]), pack(l, v[lo + 2], v[lo + 3]),
+          pack(l, v[hi + 0], v[hi + 1]), pack(l, v[hi + 2], v[hi + 3])};
+      Value offset = l.swizzledOffsetSplit(
+          buffer, rowVar, 16 * l.numWarps() * t, colVar, 8 * n);
+      NVVM::StMatrixOp::create(b, l.loc, l.smemPtr(offset), matrices, layout,
+                               matrix, element);
+    }
+  NVVM::FenceProxyOp::create(
+      b, l.loc,
+      NVVM::ProxyKindAttr::get(b.getContext(), NVVM::ProxyKind::async_shared),
+      NVVM::SharedSpaceAttr::get(b.getContext(),
+                                 NVVM::SharedSpace::shared_cta));
+}
+
 /// attn.load: each thread loads its column pairs of an f32 tensor as 8-byte
 /// words; rows at or past N read 0 (their address is the tensor's base).
 void lowerLoad(Lowering &l, LoadOp op) {
@@ -860,6 +901,7 @@ LogicalResult mlir::attn::lowerFragmentOp(Lowering &l, Operation *op,
       .Case<ConvertOp>([&](auto o) { lowerConvert(l, o); })
       .Case<StoreOp>([&](auto o) { lowerStore(l, o); })
       .Case<StoreRowsOp>([&](auto o) { lowerStoreRows(l, o); })
+      .Case<StoreSmemOp>([&](auto o) { lowerStoreSmem(l, o); })
       .Case<LoadOp>([&](auto o) { lowerLoad(l, o); })
       .Case<LoadRowsOp>([&](auto o) { lowerLoadRows(l, o); })
       .Case<ElementwiseOp>([&](auto o) { lowerElementwise(l, o); })

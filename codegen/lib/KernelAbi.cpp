@@ -205,9 +205,10 @@ FailureOr<KernelAbi> mlir::attn::deriveKernelAbi(func::FuncOp kernel,
     return abi.tensors[arg.getArgNumber()];
   };
 
-  // sm_90a loads every copied tile with TMA: one descriptor per source
-  // tensor, whose box is one swizzle panel of the tile (all copies of a
-  // tensor must use the same rows and panel width).
+  // sm_90a loads every copied tile with TMA, and attn.tma_store writes O
+  // with it: one descriptor per tensor, whose box is one swizzle panel of
+  // the tile (all copies of a tensor must use the same rows and panel
+  // width).
   llvm::SmallDenseMap<int, std::pair<int64_t, int64_t>> boxes; // cols, rows
   if (target == TargetKind::sm_90a) {
     WalkResult walk = kernel.walk([&](Operation *op) {
@@ -224,6 +225,13 @@ FailureOr<KernelAbi> mlir::attn::deriveKernelAbi(func::FuncOp kernel,
         tile = load.getPipe().getType().getBuffer();
         pages = load.getPages();
         headPack = load.headPack();
+      } else if (auto store = dyn_cast<TmaStoreOp>(op)) {
+        // A TMA store writes each consumer warpgroup's rows: one box of
+        // them per panel, as if the tile packed that many heads.
+        src = store.getDst();
+        tile = store.getBuffer().getType();
+        headPack =
+            op->getParentOfType<WarpSpecializeOp>().getConsumerWarpgroups();
       } else {
         return WalkResult::advance();
       }

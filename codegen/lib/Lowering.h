@@ -296,6 +296,11 @@ public:
   virtual LogicalResult lowerPipeRelease(Lowering &l, PipeReleaseOp op) = 0;
 };
 
+/// sm_90a's TMA stores of a consumer warpgroup's rows and their waits
+/// (Sm90Lowering.cpp).
+LogicalResult lowerTmaStore(Lowering &l, TmaStoreOp op);
+LogicalResult lowerTmaStoreWait(Lowering &l, TmaStoreWaitOp op);
+
 std::unique_ptr<TargetLowering> createSm80Lowering();
 std::unique_ptr<TargetLowering> createSm90Lowering();
 

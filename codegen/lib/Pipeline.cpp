@@ -151,6 +151,8 @@ std::string mlir::attn::kernelName(const AttentionSpec &specAsked) {
         schedule += "_noovl";
       if (!spec.pingpong)
         schedule += "_nopp";
+      if (!spec.tmaStore && !spec.kvCache)
+        schedule += "_notma";
       if (spec.persistent && *spec.persistent != persistentByDefault(spec))
         schedule += *spec.persistent ? "_pers" : "_nopers";
     }
@@ -350,6 +352,10 @@ void mlir::attn::addFa3SchedulePasses(OpPassManager &pm,
     pm.addPass(createAttnIntraWgOverlap());
   if (spec.pingpong)
     pm.addPass(createAttnPingpong());
+  // The dense kernels' epilogue (a decoding kernel's few query rows gain
+  // nothing from it).
+  if (spec.tmaStore && !spec.kvCache)
+    pm.addPass(createAttnTmaStore());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

@@ -8,6 +8,10 @@
 //   attn.wait       -> mbarrier.try_wait.parity(fill % 2) spin; bar.sync 0
 //   attn.mma        -> wgmma.fence; wgmma.mma_async.m64nNk16 per k step and
 //                      64-row warpgroup slice; commit_group; wait_group 0
+//   attn.tma_store  -> thread 0 of each consumer warpgroup: one
+//                      cp.async.bulk.tensor.4d store per swizzle panel of
+//                      its 64 rows; cp.async.bulk.commit_group
+//   attn.tma_store_wait -> the same thread: cp.async.bulk.wait_group.read N
 //
 // Shared-memory matrix descriptor (64 bits) of a swizzled operand whose
 // panels have rows of S = 32, 64 or 128 bytes (AttnBase.td draws them):
@@ -603,4 +607,62 @@ LogicalResult Sm90Lowering::lowerMma(Lowering &l, MmaOp op) {
 
 std::unique_ptr<TargetLowering> mlir::attn::createSm90Lowering() {
   return std::make_unique<Sm90Lowering>();
+}
+
+//===----------------------------------------------------------------------===//
+// The epilogue through shared memory
+//===----------------------------------------------------------------------===//
+
+/// Whether this thread issues its consumer warpgroup's TMA stores (and waits
+/// for them): lane 0 of the warpgroup's first warp.
+static Value issuesWarpgroupStores(Lowering &l) {
+  OpBuilder &b = l.b;
+  Value firstWarp = arith::CmpIOp::create(
+      b, l.loc, arith::CmpIPredicate::eq,
+      arith::AndIOp::create(b, l.loc, l.warp, l.i32(3)), l.i32(0));
+  Value firstLane = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::eq,
+                                          l.lane, l.i32(0));
+  return arith::AndIOp::create(b, l.loc, firstWarp, firstLane);
+}
+
+LogicalResult mlir::attn::lowerTmaStore(Lowering &l, TmaStoreOp op) {
+  OpBuilder &b = l.b;
+  auto it = l.tensors.find(op.getDst());
+  int t = it == l.tensors.end() ? -1 : static_cast<int>(it->second);
+  if (t < 0 || !l.params.tma[t])
+    return op->emitOpError("stores to a tensor the kernel has no TMA "
+                           "descriptor for (its ABI gives one to each "
+                           "stored kernel argument)");
+  const SmemBuffer &buffer = l.buffers[op.getBuffer()];
+  SwizzleGeometry g(buffer.type);
+  // The warpgroup's rows: a box of 64 rows per panel, from row 64 * wg.
+  Value wg = arith::ShRUIOp::create(b, l.loc, l.warp, l.i32(2));
+  Value rowsOffset =
+      arith::MulIOp::create(b, l.loc, wg, l.i32(kWgmmaRows * g.rowBytes));
+  Value row = arith::AddIOp::create(
+      b, l.loc, l.toI32(l.scalar(op.getRow())),
+      arith::MulIOp::create(b, l.loc, wg, l.i32(kWgmmaRows)));
+  Value head = l.toI32(l.scalar(op.getHead()));
+  Value batch = l.toI32(l.scalar(op.getBatch()));
+  l.emitIf(issuesWarpgroupStores(l), [&] {
+    for (int64_t p = 0; p < buffer.type.getNumPanels(); ++p) {
+      Value src = l.smemPtr(arith::AddIOp::create(
+          b, l.loc, l.bufferOffset(buffer, p * g.panelBytes), rowsOffset));
+      SmallVector<Value> coords = {l.i32(p * g.panelCols), row, head, batch};
+      NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
+          b, l.loc, l.params.tma[t], src, coords, Value(),
+          NVVM::TMAStoreMode::TILE, Value());
+    }
+    NVVM::CpAsyncBulkCommitGroupOp::create(b, l.loc);
+  });
+  return success();
+}
+
+LogicalResult mlir::attn::lowerTmaStoreWait(Lowering &l, TmaStoreWaitOp op) {
+  l.emitIf(issuesWarpgroupStores(l), [&] {
+    NVVM::CpAsyncBulkWaitGroupOp::create(l.b, l.loc,
+                                         static_cast<uint32_t>(op.getPending()),
+                                         UnitAttr::get(l.b.getContext()));
+  });
+  return success();
 }

@@ -100,3 +100,91 @@ LogicalResult WarpgroupIdOp::verify() {
                        "attn.warp_specialize");
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// The epilogue through shared memory
+//===----------------------------------------------------------------------===//
+
+/// Rows of a register tile a consumer warpgroup holds when the tile has one
+/// 16-row slice per warp (wgmma's m64 per warpgroup).
+static constexpr int64_t kWarpgroupRows = 64;
+
+/// The warp_specialize whose consumers region holds `op`, or null.
+static WarpSpecializeOp enclosingConsumers(Operation *op) {
+  auto ws = op->getParentOfType<WarpSpecializeOp>();
+  if (!ws || !ws.getConsumers().isAncestor(op->getParentRegion()))
+    return nullptr;
+  return ws;
+}
+
+LogicalResult StoreSmemOp::verify() {
+  if (getTarget(*this) != TargetKind::sm_90a)
+    return emitOpError(
+        "writes with stmatrix, which needs #attn.target<sm_90a>");
+  auto value = cast<RegTileType>(getValue().getType());
+  SmemTileType buffer = getBuffer().getType();
+  if (value.getFragment() != FragmentKind::acc ||
+      !value.getElementType().isF32())
+    return emitOpError() << "'value' must be an f32 'acc' register tile, got "
+                         << value;
+  if (buffer.getElementType().getIntOrFloatBitWidth() != 16 ||
+      buffer.getSwizzle() == 0)
+    return emitOpError() << "'buffer' must be a swizzled tile of f16 or bf16 "
+                            "(swizzle = 32, 64 or 128), got "
+                         << buffer;
+  int64_t cols = value.getShape()[1];
+  if (value.getRows() != buffer.getRows() || cols % 16 != 0 ||
+      cols > buffer.getCols() ||
+      buffer.getCols() !=
+          static_cast<int64_t>(llvm::alignTo(cols, buffer.getPanelCols())))
+    return emitOpError() << "a " << value.getRows() << "x" << cols
+                         << " tile needs a buffer of " << value.getRows()
+                         << " rows and its columns (a multiple of 16) "
+                            "rounded up to whole swizzle panels, got "
+                         << buffer;
+  return success();
+}
+
+LogicalResult TmaStoreOp::verify() {
+  WarpSpecializeOp ws = enclosingConsumers(*this);
+  if (!ws)
+    return emitOpError("stores the rows each consumer warpgroup holds, so it "
+                       "is only defined inside the 'consumers' region of "
+                       "attn.warp_specialize");
+  if (failed(verifyBNHDMemRef(*this, getDst().getType(), "dst")))
+    return failure();
+  auto dst = cast<MemRefType>(getDst().getType());
+  SmemTileType buffer = getBuffer().getType();
+  if (dst.getElementType() != buffer.getElementType())
+    return emitOpError() << "destination element type " << dst.getElementType()
+                         << " does not match the tile's "
+                         << buffer.getElementType();
+  if (buffer.getSwizzle() == 0)
+    return emitOpError() << "TMA stores need a swizzled tile (swizzle = 32, "
+                            "64 or 128), got "
+                         << buffer;
+  int64_t headDim = dst.getDimSize(3);
+  int64_t cols = llvm::alignTo(headDim, buffer.getPanelCols());
+  if (buffer.getCols() != cols)
+    return emitOpError() << "tile has " << buffer.getCols()
+                         << " columns but the destination head dimension "
+                         << headDim << " needs " << cols << " (whole "
+                         << buffer.getPanelCols()
+                         << "-column swizzle panels, clipped at " << headDim
+                         << ")";
+  int64_t rows = kWarpgroupRows * ws.getConsumerWarpgroups();
+  if (buffer.getRows() != rows)
+    return emitOpError() << "each of the " << ws.getConsumerWarpgroups()
+                         << " consumer warpgroups stores the " << kWarpgroupRows
+                         << " rows it holds, so the tile must have " << rows
+                         << " rows, got " << buffer;
+  return success();
+}
+
+LogicalResult TmaStoreWaitOp::verify() {
+  if (!enclosingConsumers(*this))
+    return emitOpError("waits for a consumer warpgroup's TMA stores, so it is "
+                       "only defined inside the 'consumers' region of "
+                       "attn.warp_specialize");
+  return success();
+}

@@ -66,6 +66,8 @@ class KernelInfo(ctypes.Structure):
         ("kind", ctypes.c_int), ("kv_cache", ctypes.c_int), ("page_size", ctypes.c_int),
         ("head_pack", ctypes.c_int), ("split_kv", ctypes.c_int),
         ("grid_times", ctypes.c_int * 3),
+        # The output through the TMA (appended).
+        ("tma_box_rows_o", ctypes.c_int),
     ]
 
 

@@ -30,15 +30,19 @@ class CompileTest(unittest.TestCase):
     def test_head_dims(self):
         # Any multiple of 8 up to 256; on sm_90a each TMA box is one swizzle
         # panel of the tiles (64 columns for 128-byte panels, 32 for d96's
-        # 64-byte ones, 16 for d40's 32-byte ones); sm_80 has no TMA.
+        # 64-byte ones, 16 for d40's 32-byte ones), and O has one too where
+        # its shared-memory tile fits beside the K/V pipes (not at d192);
+        # sm_80 has no TMA.
         for head_dim, box_cols in ((8, 16), (40, 16), (96, 32), (192, 64)):
             for arch in ("sm_80", "sm_90a"):
                 with self.subTest(head_dim=head_dim, arch=arch):
                     k = attngen.compile(arch=arch, head_dim=head_dim)
                     self.assertEqual(k.metadata["head_dim"], head_dim)
-                    boxes = [p["box"][0] for p in k.metadata["params"]
-                             if p["kind"] == "tensor_map"]
-                    self.assertEqual(boxes, [box_cols] * 3 if arch == "sm_90a" else [])
+                    boxes = {p["tensor"]: p["box"][0] for p in k.metadata["params"]
+                             if p["kind"] == "tensor_map"}
+                    mapped = "qkv" if head_dim == 192 else "qkvo"
+                    self.assertEqual(boxes, {t: box_cols for t in mapped}
+                                     if arch == "sm_90a" else {})
                     self.assertTrue(k.kernel_name.endswith(f"_d{head_dim}"))
 
     def test_kv_cache(self):

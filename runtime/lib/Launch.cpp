@@ -262,8 +262,8 @@ attnrt_status forward(attnrt_module *m, const attnrt_forward_args *given, void *
     int t = static_cast<int>(p.tensor);
     switch (p.kind) {
     case ParamKind::TensorMap: {
-      bool query = p.tensor == TensorRole::Q;
-      const char *names[] = {"Q", "K", "V"};
+      bool query = p.tensor == TensorRole::Q || p.tensor == TensorRole::O;
+      const char *names[] = {"Q", "K", "V", "O"};
       int64_t rows = query ? a->nq : paged ? a->page_size : a->nk;
       int64_t batch = query || !paged ? a->batch : a->num_blocks;
       if (attnrt_status s = encodeTensorMap(*m, names[t], maps[i], pointers[t], rows,

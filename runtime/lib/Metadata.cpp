@@ -259,10 +259,11 @@ attnrt_status readParam(const JsonValue &item, size_t index, KernelParam &param)
   if (attnrt_status s = reader.getChoice("tensor", kTensorNames, kNumTensorRoles, tensor))
     return s;
   param.tensor = static_cast<TensorRole>(tensor);
-  // TMA descriptors exist for the tensors the kernels copy in (q, k, v);
+  // TMA descriptors exist for the tensors the kernels copy in (q, k, v)
+  // and the output they store with the TMA (o);
   // strides for the [B, N, H, D] tensors (q, k, v, o, o_partial: b, n, h)
   // and the block table's rows (b); the row vectors are contiguous.
-  bool mapped = param.tensor <= TensorRole::V;
+  bool mapped = param.tensor <= TensorRole::O;
   bool strided = param.tensor <= TensorRole::O || param.tensor == TensorRole::OPartial ||
                  param.tensor == TensorRole::BlockTable;
   if ((param.kind == ParamKind::TensorMap && !mapped) ||
@@ -271,7 +272,7 @@ attnrt_status readParam(const JsonValue &item, size_t index, KernelParam &param)
                 "kernel metadata key \"%stensor\" = \"%s\" cannot have a %s parameter (%s); %s",
                 prefix.c_str(), kTensorNames[tensor], kinds[kind],
                 param.kind == ParamKind::TensorMap
-                    ? "TMA descriptors exist for q, k and v"
+                    ? "TMA descriptors exist for q, k, v and o"
                     : "strides exist for q, k, v, o, o_partial and block_table",
                 kRegenerate);
   if (param.kind == ParamKind::Stride) {
@@ -372,7 +373,7 @@ attnrt_status readParams(const JsonValue &root, attnrt_kernel_info &info, Kernel
                     param.name.c_str(), other.name.c_str(), kRegenerate);
     abi.params.push_back(param);
   }
-  bool pointer[kNumTensorRoles] = {}, map[3] = {}, size[kNumSizes] = {};
+  bool pointer[kNumTensorRoles] = {}, map[4] = {}, size[kNumSizes] = {};
   for (const KernelParam &p : abi.params) {
     if (p.kind == ParamKind::Pointer)
       pointer[static_cast<int>(p.tensor)] = true;
@@ -380,7 +381,8 @@ attnrt_status readParams(const JsonValue &root, attnrt_kernel_info &info, Kernel
       size[p.size] = true;
     if (p.kind == ParamKind::TensorMap) {
       map[static_cast<int>(p.tensor)] = true;
-      int *rows[] = {&info.tma_box_rows_q, &info.tma_box_rows_k, &info.tma_box_rows_v};
+      int *rows[] = {&info.tma_box_rows_q, &info.tma_box_rows_k, &info.tma_box_rows_v,
+                      &info.tma_box_rows_o};
       *rows[static_cast<int>(p.tensor)] = p.boxRows;
       if (info.tma_box_cols && info.tma_box_cols != p.boxCols)
         return fail(ATTNRT_ERROR_INVALID_METADATA,
@@ -432,7 +434,7 @@ attnrt_status readParams(const JsonValue &root, attnrt_kernel_info &info, Kernel
     return fail(ATTNRT_ERROR_INVALID_METADATA,
                 "kernel metadata says \"lse\": %s but \"params\" %s; %s", info.lse ? "true" : "false",
                 pointer[4] ? "has a pointer to lse" : "has no pointer to lse", kRegenerate);
-  bool anyMap = map[0] || map[1] || map[2];
+  bool anyMap = map[0] || map[1] || map[2] || map[3];
   if (anyMap != (info.uses_tma != 0))
     return fail(ATTNRT_ERROR_INVALID_METADATA,
                 "kernel metadata says \"uses_tma\": %s but \"params\" %s TMA descriptors; %s",

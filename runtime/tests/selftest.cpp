@@ -222,12 +222,22 @@ void testMetadata() {
   expectStatus("metadata: sm_90a TMA kernel parses", s, ATTNRT_OK);
   report(s == ATTNRT_OK && info.head_dim == 128 && info.dtype == ATTNRT_DTYPE_BF16 && info.causal == 1 &&
              info.uses_tma == 1 && info.block_m == 128 && info.num_threads == 384 &&
-             info.smem_bytes == 98304 && info.tma_box_cols == 64 && info.tma_box_rows_v == 128 &&
+             info.smem_bytes == 98304 && info.tma_box_cols == 64 && info.tma_box_rows_v == 128 && info.tma_box_rows_o == 0 &&
              std::strcmp(info.kernel, "attn_fwd_test") == 0 && std::strcmp(info.arch, "sm_90a") == 0 &&
              info.scale > 0.0883883 && info.scale < 0.0883884 && info.lse == 1 && info.device == -1 &&
              info.grid_dims == 3 && info.grid_size[0] == ATTNRT_SIZE_NQ && info.grid_tile[0] == 128 &&
              info.grid_size[2] == ATTNRT_SIZE_BATCH && info.ctas_per_sm == 0 && info.num_sms == -1,
          "metadata: sm_90a fields read back");
+  // An output stored with the TMA (attn-tma-store): a box of one consumer
+  // warpgroup's 64 rows.
+  std::vector<std::string> withOutputMap = paramObjects(true);
+  withOutputMap.insert(withOutputMap.begin() + 3,
+                       param("tma_o", "tensor_map", "\"tensor\": \"o\", \"box\": [64, 64]"));
+  s = attnrt_metadata_parse(
+      toJson(with(sm90aFields(), "params", jsonArray(withOutputMap))).c_str(), &info);
+  expectStatus("metadata: sm_90a kernel with a TMA store of o parses", s, ATTNRT_OK);
+  report(s == ATTNRT_OK && info.tma_box_rows_o == 64 && info.tma_box_rows_q == 128,
+         "metadata: the o descriptor's box rows read back");
   s = attnrt_metadata_parse(toJson(sm80Fields()).c_str(), &info);
   expectStatus("metadata: sm_80 kernel parses", s, ATTNRT_OK);
   report(s == ATTNRT_OK && info.dtype == ATTNRT_DTYPE_F16 && info.uses_tma == 0 && info.head_dim == 64,
@@ -382,10 +392,10 @@ void testMetadata() {
        "\"params[0].kind\" = \"texture\" is not one of \"tensor_map\""},
       {"unknown tensor", withParam(sm90aFields(), 3, param("x", "pointer", "\"tensor\": \"x\"")),
        "\"params[3].tensor\" = \"x\" is not one of \"q\", \"k\", \"v\", \"o\", \"lse\""},
-      {"descriptor of o", withParam(sm90aFields(), 0, param("tma_o", "tensor_map",
-                                                            "\"tensor\": \"o\", \"box\": [64, 128]")),
-       "\"params[0].tensor\" = \"o\" cannot have a tensor_map parameter (TMA descriptors exist "
-       "for q, k and v)"},
+      {"descriptor of lse", withParam(sm90aFields(), 0, param("tma_lse", "tensor_map",
+                                                              "\"tensor\": \"lse\", \"box\": [64, 128]")),
+       "\"params[0].tensor\" = \"lse\" cannot have a tensor_map parameter (TMA descriptors exist "
+       "for q, k, v and o)"},
       {"stride of lse", withParam(sm90aFields(), 8, param("lse_stride_b", "stride",
                                                           "\"tensor\": \"lse\", \"dim\": \"b\"")),
        "\"params[8].tensor\" = \"lse\" cannot have a stride parameter"},

@@ -266,3 +266,22 @@ module attributes {attn.target = #attn.target<sm_80>} {
     return
   }
 }
+
+// -----
+
+// A TMA store writes the kernel's output only.
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @tma_store_to_q(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
+                            %v: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>)
+      attributes {attn.kernel, attn.tensors = ["q", "k", "v", "o"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 128>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 128, block_n = 128, num_warps = 8>} {
+    %c0 = arith.constant 0 : index
+    %b = attn.alloc_smem : !attn.smem<128x128xbf16, swizzle = 128>
+    attn.warp_specialize producer {
+      %p = arith.constant 0 : index
+    } consumers {
+      // expected-error @+1 {{'attn.tma_store' op must write the kernel's "o" argument}}
+      attn.tma_store %b -> %q[%c0, %c0, %c0] : !attn.smem<128x128xbf16, swizzle = 128>, memref<?x?x?x128xbf16>
+    } {consumer_regs = 240, consumer_warpgroups = 2, producer_regs = 24, producer_warps = 4}
+    return
+  }
+}

@@ -193,3 +193,102 @@ module attributes {attn.target = #attn.target<sm_90a>} {
     return
   }
 }
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @tma_store_outside(%o: memref<?x?x?x128xbf16>, %i: index) {
+    %b = attn.alloc_smem : !attn.smem<128x128xbf16, swizzle = 128>
+    // expected-error @+1 {{'attn.tma_store' op stores the rows each consumer warpgroup holds, so it is only defined inside the 'consumers' region of attn.warp_specialize}}
+    attn.tma_store %b -> %o[%i, %i, %i] : !attn.smem<128x128xbf16, swizzle = 128>, memref<?x?x?x128xbf16>
+    return
+  }
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @tma_store_rows(%o: memref<?x?x?x128xbf16>, %i: index) {
+    %b = attn.alloc_smem : !attn.smem<64x128xbf16, swizzle = 128>
+    attn.warp_specialize producer {
+      %p = arith.constant 0 : index
+    } consumers {
+      // expected-error @+1 {{'attn.tma_store' op each of the 2 consumer warpgroups stores the 64 rows it holds, so the tile must have 128 rows, got '!attn.smem<64x128xbf16, swizzle = 128>'}}
+      attn.tma_store %b -> %o[%i, %i, %i] : !attn.smem<64x128xbf16, swizzle = 128>, memref<?x?x?x128xbf16>
+    } {consumer_regs = 240, consumer_warpgroups = 2, producer_regs = 24, producer_warps = 4}
+    return
+  }
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @tma_store_element(%o: memref<?x?x?x128xf16>, %i: index) {
+    %b = attn.alloc_smem : !attn.smem<128x128xbf16, swizzle = 128>
+    attn.warp_specialize producer {
+      %p = arith.constant 0 : index
+    } consumers {
+      // expected-error @+1 {{'attn.tma_store' op destination element type 'f16' does not match the tile's 'bf16'}}
+      attn.tma_store %b -> %o[%i, %i, %i] : !attn.smem<128x128xbf16, swizzle = 128>, memref<?x?x?x128xf16>
+    } {consumer_regs = 240, consumer_warpgroups = 2, producer_regs = 24, producer_warps = 4}
+    return
+  }
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @tma_store_columns(%o: memref<?x?x?x64xbf16>, %i: index) {
+    %b = attn.alloc_smem : !attn.smem<128x128xbf16, swizzle = 128>
+    attn.warp_specialize producer {
+      %p = arith.constant 0 : index
+    } consumers {
+      // expected-error @+1 {{'attn.tma_store' op tile has 128 columns but the destination head dimension 64 needs 64 (whole 64-column swizzle panels, clipped at 64)}}
+      attn.tma_store %b -> %o[%i, %i, %i] : !attn.smem<128x128xbf16, swizzle = 128>, memref<?x?x?x64xbf16>
+    } {consumer_regs = 240, consumer_warpgroups = 2, producer_regs = 24, producer_warps = 4}
+    return
+  }
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @tma_store_wait_outside() {
+    // expected-error @+1 {{'attn.tma_store_wait' op waits for a consumer warpgroup's TMA stores, so it is only defined inside the 'consumers' region of attn.warp_specialize}}
+    attn.tma_store_wait {pending = 0}
+    return
+  }
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @store_smem_shape(%acc: !attn.regs<128x64xf32, acc>) {
+    %b = attn.alloc_smem : !attn.smem<128x128xbf16, swizzle = 128>
+    // expected-error @+1 {{'attn.store_smem' op a 128x64 tile needs a buffer of 128 rows and its columns (a multiple of 16) rounded up to whole swizzle panels, got '!attn.smem<128x128xbf16, swizzle = 128>'}}
+    attn.store_smem %acc -> %b : !attn.regs<128x64xf32, acc>, !attn.smem<128x128xbf16, swizzle = 128>
+    return
+  }
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @store_smem_fragment(%p: !attn.regs<128x128xbf16, operand_a>) {
+    %b = attn.alloc_smem : !attn.smem<128x128xbf16, swizzle = 128>
+    // expected-error @+1 {{'attn.store_smem' op 'value' must be an f32 'acc' register tile, got '!attn.regs<128x128xbf16, operand_a>'}}
+    attn.store_smem %p -> %b : !attn.regs<128x128xbf16, operand_a>, !attn.smem<128x128xbf16, swizzle = 128>
+    return
+  }
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_80>} {
+  func.func @store_smem_sm80(%acc: !attn.regs<128x128xf32, acc>) {
+    %b = attn.alloc_smem : !attn.smem<128x128xbf16, swizzle = 128>
+    // expected-error @+1 {{'attn.store_smem' op writes with stmatrix, which needs #attn.target<sm_90a>}}
+    attn.store_smem %acc -> %b : !attn.regs<128x128xf32, acc>, !attn.smem<128x128xbf16, swizzle = 128>
+    return
+  }
+}

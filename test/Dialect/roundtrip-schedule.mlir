@@ -28,6 +28,12 @@ module attributes {attn.target = #attn.target<sm_90a>} {
       %w = attn.mma_wait %s {pending = 0} : !attn.regs<128x128xf32, acc>
       // CHECK: attn.pipe_release
       attn.pipe_release %kp[%i] : !attn.pipe<2, !attn.smem<128x128xbf16, swizzle = 128>>
+      // CHECK: attn.tma_store_wait {pending = 0 : i64}
+      attn.tma_store_wait {pending = 0}
+      // CHECK: attn.store_smem %{{.*}} -> %{{.*}} : !attn.regs<128x128xf32, acc>, !attn.smem<128x128xbf16, swizzle = 128>
+      attn.store_smem %acc -> %q : !attn.regs<128x128xf32, acc>, !attn.smem<128x128xbf16, swizzle = 128>
+      // CHECK: attn.tma_store %{{.*}} -> %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] : !attn.smem<128x128xbf16, swizzle = 128>, memref<?x?x?x128xbf16>
+      attn.tma_store %q -> %K[%i, %i, %i] : !attn.smem<128x128xbf16, swizzle = 128>, memref<?x?x?x128xbf16>
     // CHECK: } {consumer_regs = 240 : i64, consumer_warpgroups = 2 : i64, producer_regs = 24 : i64, producer_warps = 4 : i64}
     } {consumer_regs = 240, consumer_warpgroups = 2, producer_regs = 24, producer_warps = 4}
     return

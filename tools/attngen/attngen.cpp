@@ -123,6 +123,11 @@ static cl::opt<bool> noPingpong(
     "no-pingpong",
     cl::desc("sm_90a: do not alternate the consumer warpgroups (ablation)"),
     cl::cat(category));
+static cl::opt<bool> noTmaStore(
+    "no-tma-store",
+    cl::desc("sm_90a: store the output from registers instead of through "
+             "shared memory and the TMA (ablation; kernel suffix _notma)"),
+    cl::cat(category));
 static cl::opt<cl::boolOrDefault> persistentGrid(
     "persistent",
     cl::desc("sm_90a: CTAs loop over tiles (one per SM) instead of one CTA "
@@ -651,6 +656,7 @@ int main(int argc, char **argv) {
   spec.stages = stages;
   spec.intraWgOverlap = !noIntraWgOverlap;
   spec.pingpong = !noPingpong;
+  spec.tmaStore = !noTmaStore;
   if (persistentGrid != cl::BOU_UNSET)
     spec.persistent = persistentGrid == cl::BOU_TRUE;
   spec.flushDenormals = !noFlushDenormals;

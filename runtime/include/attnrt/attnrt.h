@@ -178,6 +178,9 @@ typedef struct attnrt_kernel_info {
                            CTAs (with a combine kernel when > 1) */
   int grid_times[3];  /**< an attnrt_size multiplying dimension i's tiles,
                            or -1 */
+  /* ---- The output through the TMA (appended) ---- */
+  int tma_box_rows_o; /**< TMA box rows for O (0: the kernel stores O from
+                           registers, no descriptor) */
 } attnrt_kernel_info;
 
 /**

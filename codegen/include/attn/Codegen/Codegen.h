@@ -45,6 +45,9 @@ struct AttentionSpec {
   int64_t stages = 0;         ///< attn-multibuffer stages (0: default, 2)
   bool intraWgOverlap = true; ///< attn-intra-wg-overlap
   bool pingpong = true;       ///< attn-pingpong
+  /// attn-tma-store: the output through shared memory and the TMA, where
+  /// the buffer fits (docs/DESIGN.md).
+  bool tmaStore = true;
   /// attn-persistent: CTAs loop over tiles. Unset: usesPersistentGrid's
   /// default (on for the unmasked d64 and d128 kernels of the FA3 schedule,
   /// where the H200 measured it faster at 1k and even at 8k; docs/PERF.md).

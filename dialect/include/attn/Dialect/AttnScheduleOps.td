@@ -7,7 +7,8 @@
 //   * warp roles: a producer region and a consumer region with register
 //     budgets (attn-warp-specialize);
 //   * asynchronous MMAs and their waits (attn-intra-wg-overlap);
-//   * named barriers between consumer warpgroups (attn-pingpong).
+//   * named barriers between consumer warpgroups (attn-pingpong);
+//   * the output through shared memory and a TMA store (attn-tma-store).
 //
 // Included from AttnOps.td.
 //
@@ -305,6 +306,81 @@ def Attn_NamedBarrierArriveOp : Attn_Op<"named_barrier_arrive",
   let arguments = (ins Index:$id,
                        ConfinedAttr<I64Attr, [IntMinValue<32>, IntMaxValue<1024>]>:$threads);
   let assemblyFormat = "$id attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// The epilogue through shared memory (attn-tma-store)
+//===----------------------------------------------------------------------===//
+
+def Attn_StoreSmemOp : Attn_Op<"store_smem"> {
+  let summary = "Write an accumulator tile into a shared-memory tile";
+  let description = [{
+    Converts the f32 accumulator `value` to the buffer's 16-bit element type
+    and writes it into the swizzled tile `buffer` (stmatrix, four 8x8
+    matrices per instruction), then makes the writes visible to the async
+    proxy (`fence.proxy.async.shared::cta`) so that a TMA store issued after
+    a barrier reads them. Inside the `consumers` region of
+    `attn.warp_specialize` each warpgroup writes the rows it holds. sm_90a.
+
+    ```mlir
+    attn.store_smem %o -> %ob : !attn.regs<128x128xf32, acc>, !attn.smem<128x128xbf16, swizzle = 128>
+    ```
+  }];
+  let arguments = (ins Attn_AnyRegTile:$value,
+                       Arg<Attn_AnySmemTile, "", [MemWrite]>:$buffer);
+  let assemblyFormat = [{
+    $value `->` $buffer attr-dict `:` qualified(type($value)) `,`
+    qualified(type($buffer))
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_TmaStoreOp : Attn_Op<"tma_store"> {
+  let summary = "Start a TMA copy of a shared-memory tile to rows of a [B, N, H, D] tensor";
+  let description = [{
+    Only inside the `consumers` region of `attn.warp_specialize`, where each
+    consumer warpgroup stores the rows of `buffer` it holds (`rows / W` rows
+    from `row + w * rows / W` for warpgroup `w` of `W`): one of its threads
+    issues a `cp.async.bulk.tensor` store per swizzle panel and commits them
+    as one bulk group. Rows at or past the tensor's N and columns past its
+    head dimension are not written (the TMA box is clipped at the tensor's
+    bounds). The buffer's writes must be visible to the async proxy
+    (`attn.store_smem`) and ordered before this op by a barrier of the
+    warpgroup; the buffer may be written again only after
+    `attn.tma_store_wait`.
+
+    ```mlir
+    attn.tma_store %ob -> %O[%b, %row, %h] : !attn.smem<128x128xbf16, swizzle = 128>, memref<?x?x?x128xbf16>
+    ```
+  }];
+  let arguments = (ins Arg<Attn_AnySmemTile, "", [MemRead]>:$buffer,
+                       Arg<AnyMemRef, "", [MemWrite]>:$dst,
+                       Index:$batch, Index:$row, Index:$head);
+  let assemblyFormat = [{
+    $buffer `->` $dst `[` $batch `,` $row `,` $head `]` attr-dict `:`
+    qualified(type($buffer)) `,` type($dst)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_TmaStoreWaitOp : Attn_Op<"tma_store_wait",
+    [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Wait until a warpgroup's TMA stores have read their buffers";
+  let description = [{
+    Blocks the thread of this warpgroup that issues its `attn.tma_store`s
+    until at most `pending` of its bulk groups may still read shared memory
+    (`cp.async.bulk.wait_group.read pending`); the other threads go on, so a
+    barrier of the warpgroup must follow before any of them writes a buffer
+    that a store was reading. Only inside the `consumers` region of
+    `attn.warp_specialize`.
+
+    ```mlir
+    attn.tma_store_wait {pending = 0 : i64}
+    ```
+  }];
+  let arguments = (ins ConfinedAttr<I64Attr, [IntMinValue<0>, IntMaxValue<7>]>:$pending);
+  let assemblyFormat = "attr-dict";
+  let hasVerifier = 1;
 }
 
 #endif // ATTN_DIALECT_ATTNSCHEDULEOPS_TD

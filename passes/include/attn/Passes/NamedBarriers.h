@@ -8,6 +8,8 @@
 //   ids 1..3    attn-pingpong: one per consumer warpgroup
 //   ids 4..6    zeroed value rows (attn.pipe_wait zero_from, KV caches):
 //               one per consumer warpgroup
+//   ids 7..9    attn-tma-store: a warpgroup's output buffer is free, then
+//               written; one per consumer warpgroup
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTN_PASSES_NAMEDBARRIERS_H
@@ -28,7 +30,12 @@ constexpr int64_t kMaxPingpongBarriers = 3;
 constexpr int64_t kFirstZeroRowsBarrier =
     kFirstPingpongBarrier + kMaxPingpongBarriers;
 constexpr int64_t kMaxZeroRowsBarriers = 3;
-static_assert(kFirstZeroRowsBarrier + kMaxZeroRowsBarriers <=
+/// First of the barriers of the epilogue through shared memory: warpgroup
+/// w uses kFirstEpilogueBarrier + w.
+constexpr int64_t kFirstEpilogueBarrier =
+    kFirstZeroRowsBarrier + kMaxZeroRowsBarriers;
+constexpr int64_t kMaxEpilogueBarriers = 3;
+static_assert(kFirstEpilogueBarrier + kMaxEpilogueBarriers <=
                   kNumHardwareBarriers,
               "barrier ids overflow the hardware's 16");
 } // namespace mlir::attn

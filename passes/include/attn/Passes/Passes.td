@@ -435,4 +435,51 @@ def AttnPingpong : Pass<"attn-pingpong", "ModuleOp"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def AttnTmaStore : Pass<"attn-tma-store", "ModuleOp"> {
+  let summary = "Store the output through shared memory with the TMA";
+  let description = [{
+    FlashAttention-3's epilogue. In a warp-specialized kernel, each
+    `attn.store` of a 16-bit [B, N, H, D] output whose tile the consumer
+    warpgroups hold 64 rows each becomes: `attn.store_smem` into one
+    shared-memory tile of the kernel's (stmatrix, then a proxy fence), a
+    barrier of the warpgroup, and `attn.tma_store` (one thread of the
+    warpgroup stores its rows with the TMA, clipped at the tensor's N). In
+    a loop over tiles (attn-persistent) the store is asynchronous across
+    iterations: the next write of the buffer first waits for the previous
+    store's read (`attn.tma_store_wait`, then the barrier). The consumers
+    end with a wait, so the CTA's shared memory outlives the last read.
+    Barrier ids come from `attn/Passes/NamedBarriers.h` (7 + warpgroup).
+    A kernel whose buffers leave no room for the tile (d192, d256: the K/V
+    pipes take the shared memory) keeps its register stores; so do f32
+    partial outputs, packed (varlen) and head-packed tiles.
+
+    Before:
+    ```mlir
+    attn.warp_specialize producer { ... } consumers {
+      scf.for %t = ... {
+        ... attn.store %o -> %O[%b, %row, %h] : !attn.regs<128x128xf32, acc>, memref<?x?x?x128xbf16>
+      }
+    }
+    ```
+    After:
+    ```mlir
+    %ob = attn.alloc_smem : !attn.smem<128x128xbf16, swizzle = 128>
+    attn.warp_specialize producer { ... } consumers {
+      %wg = attn.warpgroup_id
+      %id = arith.addi %wg, %c7 : index
+      scf.for %t = ... {
+        ...
+        attn.tma_store_wait {pending = 0 : i64}
+        attn.named_barrier_sync %id {threads = 128 : i64}
+        attn.store_smem %o -> %ob : ...
+        attn.named_barrier_sync %id {threads = 128 : i64}
+        attn.tma_store %ob -> %O[%b, %row, %h] : ...
+      }
+      attn.tma_store_wait {pending = 0 : i64}
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 #endif // ATTN_PASSES_PASSES_TD
