@@ -144,7 +144,7 @@ struct AttnTmaStorePass
         auto bufferType = SmemTileType::get(
             func.getContext(), {value.getRows(), cols}, dst.getElementType(),
             smemTileSwizzle(cols));
-        // Where the buffer does not fit beside the K/V pipes (d192, d256),
+        // Where the buffer does not fit beside the K/V pipes (d184 to d256),
         // the registers store O themselves.
         if (smemBytesWith(func, bufferType.getSizeInBytes()) >
             maxSharedMemoryBytes(TargetKind::sm_90a))

@@ -449,8 +449,8 @@ def AttnTmaStore : Pass<"attn-tma-store", "ModuleOp"> {
     store's read (`attn.tma_store_wait`, then the barrier). The consumers
     end with a wait, so the CTA's shared memory outlives the last read.
     Barrier ids come from `attn/Passes/NamedBarriers.h` (7 + warpgroup).
-    A kernel whose buffers leave no room for the tile (d192, d256: the K/V
-    pipes take the shared memory) keeps its register stores; so do f32
+    A kernel whose buffers leave no room for the tile (head dims past 176:
+    the K/V pipes take the shared memory) keeps its register stores; so do f32
     partial outputs, packed (varlen) and head-packed tiles.
 
     Before:
