@@ -3,7 +3,6 @@
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/StringSwitch.h"
 
 #include <fmt/format.h>
 
@@ -18,47 +17,27 @@ static constexpr SizeKind kSizes[] = {SizeKind::batch, SizeKind::nq,
                                       SizeKind::num_kv_heads};
 
 StringRef mlir::attn::tensorName(Tensor tensor) {
-  switch (tensor) {
-  case Tensor::Q:
-    return "q";
-  case Tensor::K:
-    return "k";
-  case Tensor::V:
-    return "v";
-  case Tensor::O:
-    return "o";
-  case Tensor::Lse:
-    return "lse";
-  case Tensor::CuSeqlensQ:
-    return "cu_seqlens_q";
-  case Tensor::CuSeqlensK:
-    return "cu_seqlens_k";
-  case Tensor::CacheSeqlens:
-    return "cache_seqlens";
-  case Tensor::BlockTable:
-    return "block_table";
-  case Tensor::OPartial:
-    return "o_partial";
-  case Tensor::LsePartial:
-    return "lse_partial";
-  }
-  return "";
+  int t = static_cast<int>(tensor);
+  return t >= 0 && t < kNumTensors ? attnrt::abi::kTensorRoleNames[t] : "";
 }
 
 std::optional<Tensor> mlir::attn::tensorFromName(StringRef name) {
-  return llvm::StringSwitch<std::optional<Tensor>>(name)
-      .Case("q", Tensor::Q)
-      .Case("k", Tensor::K)
-      .Case("v", Tensor::V)
-      .Case("o", Tensor::O)
-      .Case("lse", Tensor::Lse)
-      .Case("cu_seqlens_q", Tensor::CuSeqlensQ)
-      .Case("cu_seqlens_k", Tensor::CuSeqlensK)
-      .Case("cache_seqlens", Tensor::CacheSeqlens)
-      .Case("block_table", Tensor::BlockTable)
-      .Case("o_partial", Tensor::OPartial)
-      .Case("lse_partial", Tensor::LsePartial)
-      .Default(std::nullopt);
+  for (int t = 0; t < kNumTensors; ++t)
+    if (name == attnrt::abi::kTensorRoleNames[t])
+      return static_cast<Tensor>(t);
+  return std::nullopt;
+}
+
+/// Every role name, quoted, for a diagnostic: "q", "k", ... or "lse_partial".
+static std::string roleList() {
+  std::string list;
+  for (int t = 0; t < kNumTensors; ++t)
+    list += fmt::format("{}\"{}\"",
+                        t == 0                 ? ""
+                        : t + 1 == kNumTensors ? " or "
+                                               : ", ",
+                        attnrt::abi::kTensorRoleNames[t]);
+  return list;
 }
 
 std::optional<SizeKind> mlir::attn::tensorDimSize(Tensor tensor, unsigned dim,
@@ -154,10 +133,7 @@ static FailureOr<SmallVector<Tensor>> readTensorRoles(func::FuncOp kernel) {
     if (!role)
       return kernel.emitOpError()
              << "'" << kTensorsAttrName << "' entry " << name
-             << " is not a tensor role; use \"q\", \"k\", \"v\", \"o\", "
-                "\"lse\", \"cu_seqlens_q\", \"cu_seqlens_k\", "
-                "\"cache_seqlens\", \"block_table\", \"o_partial\" or "
-                "\"lse_partial\"";
+             << " is not a tensor role; use " << roleList();
     if (llvm::is_contained(roles, *role))
       return kernel.emitOpError() << "'" << kTensorsAttrName << "' names "
                                   << name << " twice";

@@ -13,6 +13,7 @@
 #ifndef ATTN_CODEGEN_KERNELABI_H
 #define ATTN_CODEGEN_KERNELABI_H
 
+#include "abi/TensorRoles.h"
 #include "attn/Dialect/AttnDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -23,26 +24,11 @@
 
 namespace mlir::attn {
 
-/// The role of a kernel tensor (the `attn.tensors` names). A varlen
-/// kernel's cu_seqlens vectors (int32 [B + 1]) come next; the decoding
-/// kernels add the per-sequence key counts and the block table of a KV
-/// cache, and the split-KV workspace (partial outputs and log-sum-exps).
-enum class Tensor {
-  Q = 0,
-  K = 1,
-  V = 2,
-  O = 3,
-  Lse = 4,
-  CuSeqlensQ = 5,
-  CuSeqlensK = 6,
-  // KV cache and split-KV (attn.attention_kvcache, attn.combine_splits).
-  CacheSeqlens = 7,
-  BlockTable = 8,
-  OPartial = 9,
-  LsePartial = 10,
-};
+/// The role of a kernel tensor (the `attn.tensors` names): the runtime's
+/// table (runtime/abi/TensorRoles.h), so compiler and runtime agree on it.
+using Tensor = attnrt::abi::TensorRole;
 /// Number of tensor roles.
-constexpr int kNumTensors = 11;
+constexpr int kNumTensors = attnrt::abi::kNumTensorRoles;
 
 /// "q", "k", "v", "o", "lse", "cu_seqlens_q", "cu_seqlens_k",
 /// "cache_seqlens", "block_table", "o_partial", "lse_partial".

@@ -75,6 +75,10 @@ TileConfig mlir::attn::chooseTileConfig(TargetKind target, int64_t headDim,
     // spills 12, 128x144 none); d192 spills 24 bytes at FA3's 128x112 and
     // none at 128x96. gpu/make_headdim_kernels.sh builds the alternatives of
     // d96 and d192 for the H200.
+    // d64 causal keeps 192x128 though two warpgroups on 128x128 (no spill,
+    // against 208 bytes) run short sequences faster: 290 against 249 TFLOPS
+    // at N=1k, 454 against 479 at 8k (docs/PERF.md); --block-m=128
+    // --num-warps=8 builds that kernel.
     // d256 narrows the key block so that O (128 registers) and S fit in 240
     // registers. The rotated loop runs unmasked and masked blocks in one
     // loop (no pipeline drain between them): +3-8% on the H200

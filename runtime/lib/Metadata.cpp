@@ -58,11 +58,7 @@ static constexpr const char *kSizeNames[] = {"batch",        "nq",         "nk",
 /// Number of attnrt_size values.
 static constexpr int kNumSizes = sizeof(kSizeNames) / sizeof(kSizeNames[0]);
 /// Names of the TensorRole values, in order.
-static constexpr const char *kTensorNames[] = {
-    "q",           "k",           "v",         "o",          "lse",        "cu_seqlens_q",
-    "cu_seqlens_k", "cache_seqlens", "block_table", "o_partial", "lse_partial"};
-static_assert(sizeof(kTensorNames) / sizeof(kTensorNames[0]) == kNumTensorRoles,
-              "a name per TensorRole");
+static constexpr const char *const *kTensorNames = abi::kTensorRoleNames;
 /// Names of the attnrt_kernel_kind values, in order.
 static constexpr const char *kKindNames[] = {"forward", "combine"};
 /// Largest page a paged kernel may declare (a multiple of 16).

@@ -3,6 +3,7 @@
 #ifndef ATTNRT_LIB_METADATA_H
 #define ATTNRT_LIB_METADATA_H
 
+#include "abi/TensorRoles.h"
 #include "attnrt/attnrt.h"
 
 #include <string>
@@ -16,25 +17,10 @@ constexpr unsigned kTensorMapBytes = 128;
 /// What a kernel parameter carries (metadata "params"[i]."kind").
 enum class ParamKind { TensorMap, Pointer, Stride, Size };
 
-/// The tensors of a forward call the runtime can bind ("tensor"): a varlen
-/// kernel's cu_seqlens; the decoding kernels' KV-cache per-sequence lengths
-/// and block table and the split-KV workspace's partial outputs and
-/// log-sum-exps.
-enum class TensorRole {
-  Q = 0,
-  K = 1,
-  V = 2,
-  O = 3,
-  Lse = 4,
-  CuSeqlensQ = 5,
-  CuSeqlensK = 6,
-  CacheSeqlens = 7,
-  BlockTable = 8,
-  OPartial = 9,
-  LsePartial = 10,
-};
-/// Number of tensor roles.
-constexpr int kNumTensorRoles = 11;
+/// The tensors of a forward call the runtime can bind ("tensor"): the ABI's
+/// table (runtime/abi/TensorRoles.h), which the compiler names them from.
+using abi::TensorRole;
+using abi::kNumTensorRoles;
 
 /// One kernel parameter as the metadata describes it (docs/ABI.md "Kernel
 /// parameters"): the runtime binds it by kind and tensor, never by position.
