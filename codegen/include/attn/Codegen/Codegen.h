@@ -45,9 +45,9 @@ struct AttentionSpec {
   int64_t stages = 0;         ///< attn-multibuffer stages (0: default, 2)
   bool intraWgOverlap = true; ///< attn-intra-wg-overlap
   bool pingpong = true;       ///< attn-pingpong
-  /// attn-tma-store: the output through shared memory and the TMA where
-  /// the tile fits (head dims up to 176): on the H200 d128 causal N=1k
-  /// +11%, d64 +6% (docs/PERF.md).
+  /// attn-tma-store: the output through shared memory and the TMA, for
+  /// d64 and d128 (the head dims of 128-byte panels whose tile fits): on
+  /// the H200 d128 causal N=1k +11%, d64 +6% (docs/PERF.md).
   bool tmaStore = true;
   /// attn-persistent: CTAs loop over tiles. Unset: usesPersistentGrid's
   /// default (on for the unmasked d64 and d128 kernels of the FA3 schedule,
