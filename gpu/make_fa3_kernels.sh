@@ -58,7 +58,7 @@ for causal in "" --causal; do
   "$ATTNGEN" $causal --no-pingpong -o "$DIR/ablation/d128${c}_no_pingpong.ptx"
   "$ATTNGEN" $causal --no-pingpong --no-intra-wg-overlap -o "$DIR/ablation/d128${c}_ws_only.ptx"
   "$ATTNGEN" $causal --stages=3 -o "$DIR/ablation/d128${c}_stages3.ptx"
-  "$ATTNGEN" $causal --no-tma-store -o "$DIR/ablation/d128${c}_no_tma_store.ptx"
+  "$ATTNGEN" $causal --tma-store=false -o "$DIR/ablation/d128${c}_no_tma_store.ptx"
   # The grid that is not the default: one CTA per tile for d128, persistent
   # for causal.
   if [ -n "$causal" ]; then
@@ -75,6 +75,6 @@ for d in 64 256; do
     "$ATTNGEN" --head-dim=$d $causal --no-pingpong -o "$DIR/ablation/d${d}${c}_no_pingpong.ptx"
   done
 done
-"$ATTNGEN" --head-dim=64 --no-tma-store -o "$DIR/ablation/d64_no_tma_store.ptx"
-"$ATTNGEN" --head-dim=64 --causal --no-tma-store -o "$DIR/ablation/d64_causal_no_tma_store.ptx"
+"$ATTNGEN" --head-dim=64 --tma-store=false -o "$DIR/ablation/d64_no_tma_store.ptx"
+"$ATTNGEN" --head-dim=64 --causal --tma-store=false -o "$DIR/ablation/d64_causal_no_tma_store.ptx"
 ls "$DIR"/fa3/*.ptx "$DIR"/ablation/*.ptx | wc -l

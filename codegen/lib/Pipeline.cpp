@@ -37,6 +37,31 @@ static constexpr int64_t kMaxWindowSide = std::numeric_limits<int32_t>::max();
 /// exp2 emulation counts eighths of the score blocks.
 static constexpr int64_t kExp2EmulationPeriod = 8;
 
+namespace {
+/// Whether an explicit --tma-store can apply to a tile configuration: one
+/// 64-row slice per consumer warpgroup, and room for the output tile beside
+/// Q and the K/V pipes (what attn-tma-store checks on the IR).
+llvm::Error checkTmaStoreFits(const TileConfig &config, int64_t headDim) {
+  auto fail = [](std::string message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  };
+  if (config.blockM != 16 * config.numWarps)
+    return fail(fmt::format(
+        "--tma-store needs one 64-row slice per consumer warpgroup "
+        "(block-m = 16 x num-warps), got block-m = {} with {} warps",
+        config.blockM, config.numWarps));
+  int64_t bytes = sharedMemoryBytes(config, headDim, /*outputTile=*/true);
+  if (bytes > maxSharedMemoryBytes(TargetKind::sm_90a))
+    return fail(fmt::format(
+        "--tma-store needs {} KB of shared memory for d{} ({}x{} tiles, the "
+        "output tile beside Q and the K/V pipes), more than the {} KB of a "
+        "CTA; leave it out (the registers store O)",
+        bytes / 1024, headDim, config.blockM, config.blockN,
+        maxSharedMemoryBytes(TargetKind::sm_90a) / 1024));
+  return llvm::Error::success();
+}
+} // namespace
+
 llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
   auto fail = [](const std::string &message) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -98,14 +123,29 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
   if (sm90 && spec.intraWgOverlap && spec.warpSpecialize && spec.stages == 1)
     return fail("intra-warpgroup overlap needs 2 or more stages; use "
                 "--stages=2 or --no-intra-wg-overlap");
+  bool decoding = spec.kvCache || spec.pageSize != 0 || spec.splitKv ||
+                  spec.headPack != 1 || spec.combine;
+  bool tmaStoreAsked = spec.tmaStore.value_or(false);
+  if (tmaStoreAsked && (decoding || spec.varlen))
+    return fail("--tma-store is for dense kernels: a decoding kernel stores "
+                "its few query rows from registers, and a packed (varlen) "
+                "tile's rows past its sequence belong to the next one; "
+                "leave it out");
+  if (tmaStoreAsked && !(sm90 && spec.warpSpecialize))
+    return fail("--tma-store needs the sm_90a warp-specialized schedule, "
+                "whose consumer warpgroups each store their rows; leave it "
+                "out or drop --no-warp-specialize");
   // Decoding kernels have tiles of their own (KvCacheSpec.cpp).
-  if (spec.kvCache || spec.pageSize != 0 || spec.splitKv ||
-      spec.headPack != 1 || spec.combine)
+  if (decoding)
     return validateKvCacheSpec(spec);
   TileConfig config = resolveTileConfig(
       spec.target, spec.headDim, hasDiagonal(spec), spec.blockM, spec.blockN,
       spec.numWarps, sm90 && spec.warpSpecialize, spec.stages);
-  return checkTileConfig(config, spec.target, spec.headDim);
+  if (llvm::Error error = checkTileConfig(config, spec.target, spec.headDim))
+    return error;
+  if (tmaStoreAsked)
+    return checkTmaStoreFits(config, spec.headDim);
+  return llvm::Error::success();
 }
 
 namespace {
@@ -120,6 +160,18 @@ bool persistentByDefault(const AttentionSpec &spec) {
 
 bool mlir::attn::usesPersistentGrid(const AttentionSpec &spec) {
   return spec.persistent.value_or(persistentByDefault(spec));
+}
+
+namespace {
+/// usesTmaStore's choice when a spec does not ask.
+bool tmaStoreByDefault(const AttentionSpec &spec) {
+  return spec.headDim % 64 == 0;
+}
+} // namespace
+
+bool mlir::attn::usesTmaStore(const AttentionSpec &spec) {
+  // A decoding kernel's few query rows per tile gain nothing from it.
+  return !spec.kvCache && spec.tmaStore.value_or(tmaStoreByDefault(spec));
 }
 
 AttentionSpec mlir::attn::canonicalSpec(const AttentionSpec &spec) {
@@ -151,8 +203,9 @@ std::string mlir::attn::kernelName(const AttentionSpec &specAsked) {
         schedule += "_noovl";
       if (!spec.pingpong)
         schedule += "_nopp";
-      if (!spec.tmaStore && !spec.kvCache)
-        schedule += "_notma";
+      if (spec.tmaStore && !spec.kvCache &&
+          *spec.tmaStore != tmaStoreByDefault(spec))
+        schedule += *spec.tmaStore ? "_tma" : "_notma";
       if (spec.persistent && *spec.persistent != persistentByDefault(spec))
         schedule += *spec.persistent ? "_pers" : "_nopers";
     }
@@ -352,12 +405,7 @@ void mlir::attn::addFa3SchedulePasses(OpPassManager &pm,
     pm.addPass(createAttnIntraWgOverlap());
   if (spec.pingpong)
     pm.addPass(createAttnPingpong());
-  // The dense kernels' epilogue (a decoding kernel's few query rows gain
-  // nothing from it), for the head dims checked on the GPU so far: those
-  // of 128-byte swizzle panels (d64, d128; d192 and d256 have no room for
-  // the tile). The pass handles the narrower panels of d8..d176 too (lit
-  // and ptxas), but no GPU run has checked them yet (gpu/headdim.sh).
-  if (spec.tmaStore && !spec.kvCache && spec.headDim % 64 == 0)
+  if (usesTmaStore(spec))
     pm.addPass(createAttnTmaStore());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -1,6 +1,7 @@
 //===- TileConfig.cpp - tile sizes per spec and target --------------------===//
 #include "attn/Passes/TileConfig.h"
 
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -172,14 +173,19 @@ mlir::attn::sharedMemoryLayoutBytes(ArrayRef<SmemAllocation> allocations) {
   return bytes + kSmemTileAlignment;
 }
 
-int64_t mlir::attn::sharedMemoryBytes(const TileConfig &config,
-                                      int64_t headDim) {
+int64_t mlir::attn::sharedMemoryBytes(const TileConfig &config, int64_t headDim,
+                                      bool outputTile) {
   int64_t cols = smemTileCols(headDim);
   int64_t q = config.blockM * cols * kElementBytes;
   int64_t kv = config.blockN * cols * kElementBytes;
+  SmallVector<SmemAllocation> allocations;
   if (config.stages > 0)
-    return sharedMemoryLayoutBytes({{q, 1}, {kv, config.stages}, {kv, config.stages}});
-  return sharedMemoryLayoutBytes({{q, 0}, {kv, 0}, {kv, 0}});
+    allocations = {{q, 1}, {kv, config.stages}, {kv, config.stages}};
+  else
+    allocations = {{q, 0}, {kv, 0}, {kv, 0}};
+  if (outputTile)
+    allocations.push_back({q, 0});
+  return sharedMemoryLayoutBytes(allocations);
 }
 
 llvm::Error mlir::attn::checkTileConfig(const TileConfig &config,

@@ -123,10 +123,12 @@ static cl::opt<bool> noPingpong(
     "no-pingpong",
     cl::desc("sm_90a: do not alternate the consumer warpgroups (ablation)"),
     cl::cat(category));
-static cl::opt<bool> noTmaStore(
-    "no-tma-store",
-    cl::desc("sm_90a: store the output from registers instead of through "
-             "shared memory and the TMA (ablation; kernel suffix _notma)"),
+static cl::opt<cl::boolOrDefault> tmaStore(
+    "tma-store",
+    cl::desc("sm_90a: store the output through shared memory and the TMA; "
+             "the default is on for d64 and d128 (--tma-store=false: from "
+             "registers, kernel suffix _notma; --tma-store=true for the "
+             "other head dims whose tile fits, _tma)"),
     cl::cat(category));
 static cl::opt<cl::boolOrDefault> persistentGrid(
     "persistent",
@@ -656,7 +658,8 @@ int main(int argc, char **argv) {
   spec.stages = stages;
   spec.intraWgOverlap = !noIntraWgOverlap;
   spec.pingpong = !noPingpong;
-  spec.tmaStore = !noTmaStore;
+  if (tmaStore != cl::BOU_UNSET)
+    spec.tmaStore = tmaStore == cl::BOU_TRUE;
   if (persistentGrid != cl::BOU_UNSET)
     spec.persistent = persistentGrid == cl::BOU_TRUE;
   spec.flushDenormals = !noFlushDenormals;

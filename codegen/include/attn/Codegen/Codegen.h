@@ -45,10 +45,10 @@ struct AttentionSpec {
   int64_t stages = 0;         ///< attn-multibuffer stages (0: default, 2)
   bool intraWgOverlap = true; ///< attn-intra-wg-overlap
   bool pingpong = true;       ///< attn-pingpong
-  /// attn-tma-store: the output through shared memory and the TMA, for
-  /// d64 and d128 (the head dims of 128-byte panels whose tile fits): on
-  /// the H200 d128 causal N=1k +11%, d64 +6% (docs/PERF.md).
-  bool tmaStore = true;
+  /// attn-tma-store: the output through shared memory and the TMA. Unset:
+  /// usesTmaStore's default (d64 and d128); true also for the other head
+  /// dims whose tile fits, false never.
+  std::optional<bool> tmaStore;
   /// attn-persistent: CTAs loop over tiles. Unset: usesPersistentGrid's
   /// default (on for the unmasked d64 and d128 kernels of the FA3 schedule,
   /// where the H200 measured it faster at 1k and even at 8k; docs/PERF.md).
@@ -158,6 +158,15 @@ inline double softmaxScaleOf(const AttentionSpec &spec) {
 /// order balances them worse than the hardware's dispatch (docs/PERF.md);
 /// d256 and the head dims not measured too.
 bool usesPersistentGrid(const AttentionSpec &spec);
+
+/// Whether a valid spec's kernel stores its output through shared memory
+/// and the TMA (attn-tma-store; dense sm_90a FlashAttention-3 kernels
+/// only): as asked, else by default for the head dims of 128-byte panels
+/// the GPU checked, d64 and d128 (d192 and d256 have no room for the
+/// tile). On the H200 it gives d128 causal N=1k +11% and d64 +6%
+/// (docs/PERF.md). The pass also lowers the narrower panels of d8..d176
+/// (--tma-store=true), which no GPU run has checked yet.
+bool usesTmaStore(const AttentionSpec &spec);
 
 /// The spec of the combine kernel that merges the partial results of the
 /// split-KV spec `split` (same target, dtype, head dim, LSE, head packing

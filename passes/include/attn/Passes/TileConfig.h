@@ -106,8 +106,10 @@ struct SmemAllocation {
 int64_t sharedMemoryLayoutBytes(llvm::ArrayRef<SmemAllocation> allocations);
 
 /// Shared memory (bytes) the kernel of `config` needs: Q, K and V tiles
-/// (with `config.stages` > 0, pipes: Q one stage, K and V `stages` each).
-int64_t sharedMemoryBytes(const TileConfig &config, int64_t headDim);
+/// (with `config.stages` > 0, pipes: Q one stage, K and V `stages` each),
+/// and with `outputTile` an O tile of Q's size after them (attn-tma-store).
+int64_t sharedMemoryBytes(const TileConfig &config, int64_t headDim,
+                          bool outputTile = false);
 
 /// The most dynamic shared memory one CTA may use on the target.
 int64_t maxSharedMemoryBytes(TargetKind target);
