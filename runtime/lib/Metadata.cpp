@@ -57,8 +57,6 @@ static constexpr const char *kSizeNames[] = {"batch",        "nq",         "nk",
                                              "num_splits",   "max_blocks", "num_blocks"};
 /// Number of attnrt_size values.
 static constexpr int kNumSizes = sizeof(kSizeNames) / sizeof(kSizeNames[0]);
-/// Names of the TensorRole values, in order.
-static constexpr const char *const *kTensorNames = abi::kTensorRoleNames;
 /// Names of the attnrt_kernel_kind values, in order.
 static constexpr const char *kKindNames[] = {"forward", "combine"};
 /// Largest page a paged kernel may declare (a multiple of 16).
@@ -78,7 +76,7 @@ const char *sizeName(int size) {
 
 const char *tensorRoleName(TensorRole role) {
   int t = static_cast<int>(role);
-  return t >= 0 && t < kNumTensorRoles ? kTensorNames[t] : "invalid";
+  return t >= 0 && t < kNumTensorRoles ? abi::kTensorRoleNames[t] : "invalid";
 }
 
 int tmaSwizzleSpanOf(int boxCols) {
@@ -252,7 +250,7 @@ attnrt_status readParam(const JsonValue &item, size_t index, KernelParam &param)
   if (param.kind == ParamKind::Size)
     return reader.getChoice("size", kSizeNames, kNumSizes, param.size);
   int tensor = 0;
-  if (attnrt_status s = reader.getChoice("tensor", kTensorNames, kNumTensorRoles, tensor))
+  if (attnrt_status s = reader.getChoice("tensor", abi::kTensorRoleNames, kNumTensorRoles, tensor))
     return s;
   param.tensor = static_cast<TensorRole>(tensor);
   // TMA descriptors exist for the tensors the kernels copy in (q, k, v)
@@ -266,7 +264,7 @@ attnrt_status readParam(const JsonValue &item, size_t index, KernelParam &param)
       (param.kind == ParamKind::Stride && !strided))
     return fail(ATTNRT_ERROR_INVALID_METADATA,
                 "kernel metadata key \"%stensor\" = \"%s\" cannot have a %s parameter (%s); %s",
-                prefix.c_str(), kTensorNames[tensor], kinds[kind],
+                prefix.c_str(), abi::kTensorRoleNames[tensor], kinds[kind],
                 param.kind == ParamKind::TensorMap
                     ? "TMA descriptors exist for q, k, v and o"
                     : "strides exist for q, k, v, o, o_partial and block_table",
@@ -369,14 +367,14 @@ attnrt_status readParams(const JsonValue &root, attnrt_kernel_info &info, Kernel
                     param.name.c_str(), other.name.c_str(), kRegenerate);
     abi.params.push_back(param);
   }
-  bool pointer[kNumTensorRoles] = {}, map[4] = {}, size[kNumSizes] = {};
+  bool pointer[kNumTensorRoles] = {}, anyMap = false, size[kNumSizes] = {};
   for (const KernelParam &p : abi.params) {
     if (p.kind == ParamKind::Pointer)
       pointer[static_cast<int>(p.tensor)] = true;
     if (p.kind == ParamKind::Size)
       size[p.size] = true;
     if (p.kind == ParamKind::TensorMap) {
-      map[static_cast<int>(p.tensor)] = true;
+      anyMap = true;
       int *rows[] = {&info.tma_box_rows_q, &info.tma_box_rows_k, &info.tma_box_rows_v,
                       &info.tma_box_rows_o};
       *rows[static_cast<int>(p.tensor)] = p.boxRows;
@@ -430,7 +428,6 @@ attnrt_status readParams(const JsonValue &root, attnrt_kernel_info &info, Kernel
     return fail(ATTNRT_ERROR_INVALID_METADATA,
                 "kernel metadata says \"lse\": %s but \"params\" %s; %s", info.lse ? "true" : "false",
                 pointer[4] ? "has a pointer to lse" : "has no pointer to lse", kRegenerate);
-  bool anyMap = map[0] || map[1] || map[2] || map[3];
   if (anyMap != (info.uses_tma != 0))
     return fail(ATTNRT_ERROR_INVALID_METADATA,
                 "kernel metadata says \"uses_tma\": %s but \"params\" %s TMA descriptors; %s",
