@@ -386,9 +386,8 @@ LogicalResult KernelLowering::lowerWarpSpecialize(WarpSpecializeOp op) {
   // peeled masked loop then spills more (d256: 204 bytes against 84, 585
   // TFLOPS against 616; docs/PERF.md). One consumer warpgroup (the decoding
   // kernels) has no warpgroup-dependent descriptors to gain.
-  constexpr int64_t kWarpsPerWarpgroup = 4;
   bool wideCausal = func->hasAttr(kCausalAttrName) && l->headDim > 192;
-  if (!wideCausal && l->numWarps() > kWarpsPerWarpgroup)
+  if (!wideCausal && l->numWarps() > kWarpgroupWarps)
     l->warp = NVVM::ShflOp::create(b, loc, b.getI32Type(), l->i32(-1), l->warp,
                                    l->i32(0), l->i32(0x1f), NVVM::ShflKind::idx,
                                    UnitAttr());
@@ -581,9 +580,8 @@ LogicalResult KernelLowering::lowerOp(Operation *op) {
       })
       .Case<WarpSpecializeOp>([&](auto o) { return lowerWarpSpecialize(o); })
       .Case<WarpgroupIdOp>([&](WarpgroupIdOp o) {
-        Value wg = arith::ShRUIOp::create(b, o.getLoc(), l->warp, l->i32(2));
-        l->scalars[o] = arith::IndexCastOp::create(b, o.getLoc(),
-                                                   b.getIndexType(), wg);
+        l->scalars[o] = arith::IndexCastOp::create(
+            b, o.getLoc(), b.getIndexType(), l->warpgroupIndex());
         return success();
       })
       .Case<NamedBarrierSyncOp>([&](NamedBarrierSyncOp o) {

@@ -273,6 +273,11 @@ FragmentShape Lowering::fragmentShape(RegTileType type) const {
   return shape;
 }
 
+Value Lowering::warpgroupIndex() {
+  return arith::ShRUIOp::create(b, loc, warp,
+                                i32(llvm::Log2_64(kWarpgroupWarps)));
+}
+
 Value Lowering::fragmentRow(int64_t t, int64_t h) {
   // 16 * warp + 16 * W * t + lane / 4 + 8 * h
   Value base = arith::AddIOp::create(

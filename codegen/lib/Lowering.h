@@ -271,6 +271,8 @@ public:
                               Value end);
 
   FragmentShape fragmentShape(RegTileType type) const;
+  /// This warp's warpgroup among the warps of its role, as i32.
+  Value warpgroupIndex();
   /// The row (within the tile) lane holds for m-tile t, half h (0/1), as i32.
   Value fragmentRow(int64_t t, int64_t h);
   /// The column (within the tile) for 8-column block n, element e (0/1).

@@ -38,21 +38,23 @@ static constexpr int64_t kMaxWindowSide = std::numeric_limits<int32_t>::max();
 static constexpr int64_t kExp2EmulationPeriod = 8;
 
 namespace {
+/// An invalid spec's error.
+llvm::Error specError(const std::string &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
 /// Whether an explicit --tma-store can apply to a tile configuration: one
 /// 64-row slice per consumer warpgroup, and room for the output tile beside
 /// Q and the K/V pipes (what attn-tma-store checks on the IR).
 llvm::Error checkTmaStoreFits(const TileConfig &config, int64_t headDim) {
-  auto fail = [](std::string message) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-  };
   if (config.blockM != 16 * config.numWarps)
-    return fail(fmt::format(
+    return specError(fmt::format(
         "--tma-store needs one 64-row slice per consumer warpgroup "
         "(block-m = 16 x num-warps), got block-m = {} with {} warps",
         config.blockM, config.numWarps));
   int64_t bytes = sharedMemoryBytes(config, headDim, /*outputTile=*/true);
   if (bytes > maxSharedMemoryBytes(TargetKind::sm_90a))
-    return fail(fmt::format(
+    return specError(fmt::format(
         "--tma-store needs {} KB of shared memory for d{} ({}x{} tiles, the "
         "output tile beside Q and the K/V pipes), more than the {} KB of a "
         "CTA; leave it out (the registers store O)",
@@ -63,78 +65,80 @@ llvm::Error checkTmaStoreFits(const TileConfig &config, int64_t headDim) {
 } // namespace
 
 llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
-  auto fail = [](const std::string &message) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-  };
   if (llvm::Error error = checkHeadDim(spec.headDim))
     return error;
   if (spec.scale != 0)
     if (llvm::Error error = checkSoftmaxScale(spec.scale))
-      return fail(llvm::toString(std::move(error)) +
-                  " (or 0 for 1/sqrt(head_dim))");
+      return specError(llvm::toString(std::move(error)) +
+                       " (or 0 for 1/sqrt(head_dim))");
   std::pair<const char *, int64_t> overrides[] = {
       {"block-m", spec.blockM},
       {"block-n", spec.blockN},
       {"num-warps", spec.numWarps}};
   for (auto [name, value] : overrides)
     if (value < 0)
-      return fail(fmt::format("{} = {} must be 0 (tuned default) or positive",
-                              name, value));
+      return specError(fmt::format(
+          "{} = {} must be 0 (tuned default) or positive", name, value));
   if (spec.exp2EmulatedEighths < 0 ||
       spec.exp2EmulatedEighths > kExp2EmulationPeriod)
-    return fail(fmt::format("exp2 emulation = {}/{} is out of range; use 0 "
-                            "(all exponentials on MUFU) to {}/{}",
-                            spec.exp2EmulatedEighths, kExp2EmulationPeriod,
-                            kExp2EmulationPeriod, kExp2EmulationPeriod));
+    return specError(
+        fmt::format("exp2 emulation = {}/{} is out of range; use 0 "
+                    "(all exponentials on MUFU) to {}/{}",
+                    spec.exp2EmulatedEighths, kExp2EmulationPeriod,
+                    kExp2EmulationPeriod, kExp2EmulationPeriod));
   if (spec.llvmOptLevel < 1 || spec.llvmOptLevel > 3)
-    return fail(fmt::format("llvm-opt-level = {} is not supported; "
-                            "supported: 1, 2, 3",
-                            spec.llvmOptLevel));
+    return specError(fmt::format("llvm-opt-level = {} is not supported; "
+                                 "supported: 1, 2, 3",
+                                 spec.llvmOptLevel));
   // The cap takes the softmax scale's place in the kernel (f32, folded into
   // exp2's constant), so it obeys the same rule.
   if (spec.softcap != 0)
     if (llvm::Error error = checkSoftmaxScale(spec.softcap, "softcap", "softcap"))
-      return fail(llvm::toString(std::move(error)) + " (or 0 for no soft cap)");
+      return specError(llvm::toString(std::move(error)) +
+                       " (or 0 for no soft cap)");
   std::pair<const char *, int64_t> sides[] = {{"left", spec.windowLeft},
                                               {"right", spec.windowRight}};
   for (auto [side, value] : sides)
     if (value < -1 || value > kMaxWindowSide)
-      return fail(fmt::format("window {} = {} is out of range; use -1 "
-                              "(unbounded) or 0 to {} keys",
-                              side, value, kMaxWindowSide));
+      return specError(fmt::format("window {} = {} is out of range; use -1 "
+                                   "(unbounded) or 0 to {} keys",
+                                   side, value, kMaxWindowSide));
   if (spec.causal && spec.windowRight > 0)
-    return fail(fmt::format("window right = {} with a causal mask: a causal "
-                            "row sees no key right of its diagonal; use "
-                            "window right 0 or -1 with causal, or drop "
-                            "causal for a window that looks ahead",
-                            spec.windowRight));
+    return specError(
+        fmt::format("window right = {} with a causal mask: a causal "
+                    "row sees no key right of its diagonal; use "
+                    "window right 0 or -1 with causal, or drop "
+                    "causal for a window that looks ahead",
+                    spec.windowRight));
   if (spec.causalAlign == CausalAlign::bottom_right && !hasDiagonal(spec))
-    return fail("causal alignment bottom-right needs a causal mask or a "
-                "window (it places their diagonal): set causal (--causal) "
-                "or a window (--window=L,R), or leave the alignment "
-                "top-left");
+    return specError("causal alignment bottom-right needs a causal mask or a "
+                     "window (it places their diagonal): set causal (--causal) "
+                     "or a window (--window=L,R), or leave the alignment "
+                     "top-left");
   bool sm90 = spec.target == TargetKind::sm_90a;
   if (spec.stages < 0 || spec.stages > kMaxPipeStages)
-    return fail(fmt::format("stages = {} is out of range; use 1 to {}",
-                            spec.stages, kMaxPipeStages));
+    return specError(fmt::format("stages = {} is out of range; use 1 to {}",
+                                 spec.stages, kMaxPipeStages));
   if (spec.varlen && spec.persistent.value_or(false))
-    return fail("--persistent does not support variable-length (varlen) "
-                "kernels yet; leave out one of them");
+    return specError("--persistent does not support variable-length (varlen) "
+                     "kernels yet; leave out one of them");
   if (sm90 && spec.intraWgOverlap && spec.warpSpecialize && spec.stages == 1)
-    return fail("intra-warpgroup overlap needs 2 or more stages; use "
-                "--stages=2 or --no-intra-wg-overlap");
+    return specError("intra-warpgroup overlap needs 2 or more stages; use "
+                     "--stages=2 or --no-intra-wg-overlap");
   bool decoding = spec.kvCache || spec.pageSize != 0 || spec.splitKv ||
                   spec.headPack != 1 || spec.combine;
   bool tmaStoreAsked = spec.tmaStore.value_or(false);
   if (tmaStoreAsked && (decoding || spec.varlen))
-    return fail("--tma-store is for dense kernels: a decoding kernel stores "
-                "its few query rows from registers, and a packed (varlen) "
-                "tile's rows past its sequence belong to the next one; "
-                "leave it out");
+    return specError(
+        "--tma-store is for dense kernels: a decoding kernel stores "
+        "its few query rows from registers, and a packed (varlen) "
+        "tile's rows past its sequence belong to the next one; "
+        "leave it out");
   if (tmaStoreAsked && !(sm90 && spec.warpSpecialize))
-    return fail("--tma-store needs the sm_90a warp-specialized schedule, "
-                "whose consumer warpgroups each store their rows; leave it "
-                "out or drop --no-warp-specialize");
+    return specError(
+        "--tma-store needs the sm_90a warp-specialized schedule, "
+        "whose consumer warpgroups each store their rows; leave it "
+        "out or drop --no-warp-specialize");
   // Decoding kernels have tiles of their own (KvCacheSpec.cpp).
   if (decoding)
     return validateKvCacheSpec(spec);

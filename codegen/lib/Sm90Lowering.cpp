@@ -55,10 +55,8 @@ constexpr int64_t kKStepBytes = 32;
 constexpr int64_t kKStep = 16;
 /// mbarrier try_wait suspend-time hint (ns), as CUTLASS uses.
 constexpr int64_t kTryWaitTicks = 0x989680;
-/// Rows of one wgmma.
-constexpr int64_t kWgmmaRows = 64;
-/// Threads of a warpgroup.
-constexpr int64_t kWarpgroupThreads = 128;
+/// Rows of one wgmma: a warpgroup's slice.
+constexpr int64_t kWgmmaRows = kWarpgroupRows;
 
 class Sm90Lowering : public TargetLowering {
 public:
@@ -135,6 +133,15 @@ LogicalResult Sm90Lowering::lowerPrologue(Lowering &l) {
   return success();
 }
 
+/// The role of kernel argument `tensor` when the kernel has a TMA descriptor
+/// of it (the ABI gives one to each tensor a TMA copies or stores).
+std::optional<Tensor> tmaRoleOf(Lowering &l, Value tensor) {
+  auto it = l.tensors.find(tensor);
+  if (it == l.tensors.end() || !l.params.tma[static_cast<int>(it->second)])
+    return std::nullopt;
+  return it->second;
+}
+
 /// Arms `bar` with the tile's byte count and issues one TMA per swizzle
 /// panel of `buffer` (run by one thread). A tile packing `headPack` heads
 /// takes one box of rows / headPack rows per head and panel (rows of head g
@@ -152,12 +159,12 @@ LogicalResult emitTmaLoad(Lowering &l, Operation *op, Value src,
                           Value rowIdx, Value headIdx, Value pages,
                           int64_t headPack) {
   OpBuilder &b = l.b;
-  auto it = l.tensors.find(src);
-  int t = it == l.tensors.end() ? -1 : static_cast<int>(it->second);
-  if (t < 0 || !l.params.tma[t])
+  std::optional<Tensor> role = tmaRoleOf(l, src);
+  if (!role)
     return op->emitOpError("copies from a tensor the kernel has no TMA "
                            "descriptor for (its ABI gives one to each "
                            "copied kernel argument)");
+  Value descriptor = l.params.tma[static_cast<int>(*role)];
   SwizzleGeometry g(buffer.type);
   int64_t panels = buffer.type.getNumPanels();
   int64_t bytes = buffer.type.getSizeInBytes();
@@ -174,7 +181,7 @@ LogicalResult emitTmaLoad(Lowering &l, Operation *op, Value src,
   // A packed tensor's descriptor is 3-D, {D, total, H}: the tile's rows
   // past its sequence read the next sequence's (masked keys, query rows
   // never stored), and rows past the tensor read as zero.
-  TileRows tileRows = l.tileRows(it->second, batchIdx, rowIdx);
+  TileRows tileRows = l.tileRows(*role, batchIdx, rowIdx);
   Value row = tileRows.row;
   onOneThread(l, [&] {
     NVVM::MBarrierArriveExpectTxOp::create(b, l.loc, Type(), bar, l.i32(bytes),
@@ -201,7 +208,7 @@ LogicalResult emitTmaLoad(Lowering &l, Operation *op, Value src,
         if (boxBatch)
           coords.push_back(boxBatch);
         NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-            b, l.loc, dst, l.params.tma[t], coords, bar, ValueRange(), Value(),
+            b, l.loc, dst, descriptor, coords, bar, ValueRange(), Value(),
             Value(), NVVM::TMALoadMode::TILE, /*isCTAOnly=*/true,
             NVVM::CTAGroupKindAttr(), Value());
       }
@@ -245,9 +252,8 @@ void zeroRowsFrom(Lowering &l, const SmemBuffer &buffer, Value from,
         NVVM::SharedSpaceAttr::get(b.getContext(),
                                    NVVM::SharedSpace::shared_cta));
     if (warpgroupBarrier) {
-      Value id = arith::AddIOp::create(
-          b, l.loc, arith::ShRUIOp::create(b, l.loc, l.warp, l.i32(2)),
-          l.i32(kFirstZeroRowsBarrier));
+      Value id = arith::AddIOp::create(b, l.loc, l.warpgroupIndex(),
+                                       l.i32(kFirstZeroRowsBarrier));
       NVVM::BarrierOp::create(b, l.loc, TypeRange{}, id,
                               l.i32(kWarpgroupThreads), {}, Value());
     }
@@ -515,9 +521,8 @@ LogicalResult Sm90Lowering::lowerMma(Lowering &l, MmaOp op) {
 
   // This warp's warpgroup computes the 64-row slices starting at
   // 64 * (warp / 4) + 16 * W * t.
-  Value groupRow = arith::MulIOp::create(
-      b, l.loc, arith::ShRUIOp::create(b, l.loc, l.warp, l.i32(2)),
-      l.i32(kWgmmaRows));
+  Value groupRow =
+      arith::MulIOp::create(b, l.loc, l.warpgroupIndex(), l.i32(kWgmmaRows));
 
   // Descriptor of B's first k step; every other step adds a constant. A
   // K-major operand's leading offset is unused (1 by convention).
@@ -619,7 +624,8 @@ static Value issuesWarpgroupStores(Lowering &l) {
   OpBuilder &b = l.b;
   Value firstWarp = arith::CmpIOp::create(
       b, l.loc, arith::CmpIPredicate::eq,
-      arith::AndIOp::create(b, l.loc, l.warp, l.i32(3)), l.i32(0));
+      arith::AndIOp::create(b, l.loc, l.warp, l.i32(kWarpgroupWarps - 1)),
+      l.i32(0));
   Value firstLane = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::eq,
                                           l.lane, l.i32(0));
   return arith::AndIOp::create(b, l.loc, firstWarp, firstLane);
@@ -627,21 +633,21 @@ static Value issuesWarpgroupStores(Lowering &l) {
 
 LogicalResult mlir::attn::lowerTmaStore(Lowering &l, TmaStoreOp op) {
   OpBuilder &b = l.b;
-  auto it = l.tensors.find(op.getDst());
-  int t = it == l.tensors.end() ? -1 : static_cast<int>(it->second);
-  if (t < 0 || !l.params.tma[t])
+  std::optional<Tensor> role = tmaRoleOf(l, op.getDst());
+  if (!role)
     return op->emitOpError("stores to a tensor the kernel has no TMA "
                            "descriptor for (its ABI gives one to each "
                            "stored kernel argument)");
+  Value descriptor = l.params.tma[static_cast<int>(*role)];
   const SmemBuffer &buffer = l.buffers[op.getBuffer()];
   SwizzleGeometry g(buffer.type);
   // The warpgroup's rows: a box of 64 rows per panel, from row 64 * wg.
-  Value wg = arith::ShRUIOp::create(b, l.loc, l.warp, l.i32(2));
+  Value wg = l.warpgroupIndex();
   Value rowsOffset =
-      arith::MulIOp::create(b, l.loc, wg, l.i32(kWgmmaRows * g.rowBytes));
+      arith::MulIOp::create(b, l.loc, wg, l.i32(kWarpgroupRows * g.rowBytes));
   Value row = arith::AddIOp::create(
       b, l.loc, l.toI32(l.scalar(op.getRow())),
-      arith::MulIOp::create(b, l.loc, wg, l.i32(kWgmmaRows)));
+      arith::MulIOp::create(b, l.loc, wg, l.i32(kWarpgroupRows)));
   Value head = l.toI32(l.scalar(op.getHead()));
   Value batch = l.toI32(l.scalar(op.getBatch()));
   l.emitIf(issuesWarpgroupStores(l), [&] {
@@ -650,8 +656,8 @@ LogicalResult mlir::attn::lowerTmaStore(Lowering &l, TmaStoreOp op) {
           b, l.loc, l.bufferOffset(buffer, p * g.panelBytes), rowsOffset));
       SmallVector<Value> coords = {l.i32(p * g.panelCols), row, head, batch};
       NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
-          b, l.loc, l.params.tma[t], src, coords, Value(),
-          NVVM::TMAStoreMode::TILE, Value());
+          b, l.loc, descriptor, src, coords, Value(), NVVM::TMAStoreMode::TILE,
+          Value());
     }
     NVVM::CpAsyncBulkCommitGroupOp::create(b, l.loc);
   });

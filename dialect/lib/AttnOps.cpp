@@ -360,30 +360,39 @@ LogicalResult AttentionOp::verify() {
 // CopyAsyncOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult mlir::attn::verifyTileCopy(Operation *op, Type srcType,
-                                         Type batchType, SmemTileType dst) {
+LogicalResult mlir::attn::verifyTileCopy(Operation *op, Type globalType,
+                                         Type batchType, SmemTileType tile,
+                                         bool toGlobal) {
   // The batch operand's type says whether the tensor must be packed.
-  if (failed(verifyDataMemRef(op, srcType, "src", isa<SeqType>(batchType))))
+  if (failed(verifyDataMemRef(op, globalType, toGlobal ? "dst" : "src",
+                              isa<SeqType>(batchType))))
     return failure();
-  auto src = cast<MemRefType>(srcType);
-  int64_t headDim = src.getDimSize(src.getRank() - 1);
-  if (src.getElementType() != dst.getElementType())
-    return op->emitOpError() << "source element type " << src.getElementType()
-                             << " does not match the tile's "
-                             << dst.getElementType();
-  if (dst.getSwizzle() == 0)
-    return op->emitOpError() << "asynchronous copies need a swizzled tile "
-                                "(swizzle = 32, 64 or 128), got "
-                             << dst;
-  // Columns past the source's head dimension are zero-filled, up to the end
-  // of the last swizzle panel (a whole TMA box on sm_90a).
-  int64_t cols = llvm::alignTo(headDim, dst.getPanelCols());
-  if (dst.getCols() != cols)
+  auto global = cast<MemRefType>(globalType);
+  int64_t headDim = global.getDimSize(global.getRank() - 1);
+  StringRef side = toGlobal ? "destination" : "source";
+  if (global.getElementType() != tile.getElementType())
     return op->emitOpError()
-           << "tile has " << dst.getCols() << " columns but the source head "
-           << "dimension " << headDim << " needs " << cols << " (whole "
-           << dst.getPanelCols() << "-column swizzle panels; the copy "
-           << "zero-fills the columns past " << headDim << ")";
+           << side << " element type " << global.getElementType()
+           << " does not match the tile's " << tile.getElementType();
+  if (tile.getSwizzle() == 0)
+    return op->emitOpError()
+           << (toGlobal ? "TMA stores" : "asynchronous copies")
+           << " need a swizzled tile (swizzle = 32, 64 or 128), got " << tile;
+  // The tile has whole swizzle panels (a whole TMA box on sm_90a): a copy
+  // zero-fills the columns past the head dimension, a store clips them.
+  int64_t cols = llvm::alignTo(headDim, tile.getPanelCols());
+  if (tile.getCols() != cols) {
+    InFlightDiagnostic diag =
+        op->emitOpError() << "tile has " << tile.getCols()
+                          << " columns but the " << side << " head dimension "
+                          << headDim << " needs " << cols << " (whole "
+                          << tile.getPanelCols() << "-column swizzle panels";
+    if (toGlobal)
+      diag << ", clipped at " << headDim << ")";
+    else
+      diag << "; the copy zero-fills the columns past " << headDim << ")";
+    return diag;
+  }
   return success();
 }
 

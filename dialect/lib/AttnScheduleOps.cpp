@@ -11,7 +11,6 @@ static constexpr int64_t kRegisterFile = 64 * 1024;
 /// setmaxnreg takes 24..256 in steps of 8.
 static constexpr int64_t kMinSetMaxNReg = 24;
 static constexpr int64_t kSetMaxNRegStep = 8;
-static constexpr int64_t kWarpgroupWarps = 4;
 
 LogicalResult PipeLoadOp::verify() {
   std::optional<TargetKind> target = getTarget(*this);
@@ -93,9 +92,16 @@ LogicalResult WarpSpecializeOp::verify() {
   return success();
 }
 
+/// The warp_specialize whose consumers region holds `op`, or null.
+static WarpSpecializeOp enclosingConsumers(Operation *op) {
+  auto ws = op->getParentOfType<WarpSpecializeOp>();
+  if (!ws || !ws.getConsumers().isAncestor(op->getParentRegion()))
+    return nullptr;
+  return ws;
+}
+
 LogicalResult WarpgroupIdOp::verify() {
-  auto ws = (*this)->getParentOfType<WarpSpecializeOp>();
-  if (!ws || !ws.getConsumers().isAncestor((*this)->getParentRegion()))
+  if (!enclosingConsumers(*this))
     return emitOpError("is only defined inside the 'consumers' region of "
                        "attn.warp_specialize");
   return success();
@@ -104,18 +110,6 @@ LogicalResult WarpgroupIdOp::verify() {
 //===----------------------------------------------------------------------===//
 // The epilogue through shared memory
 //===----------------------------------------------------------------------===//
-
-/// Rows of a register tile a consumer warpgroup holds when the tile has one
-/// 16-row slice per warp (wgmma's m64 per warpgroup).
-static constexpr int64_t kWarpgroupRows = 64;
-
-/// The warp_specialize whose consumers region holds `op`, or null.
-static WarpSpecializeOp enclosingConsumers(Operation *op) {
-  auto ws = op->getParentOfType<WarpSpecializeOp>();
-  if (!ws || !ws.getConsumers().isAncestor(op->getParentRegion()))
-    return nullptr;
-  return ws;
-}
 
 LogicalResult StoreSmemOp::verify() {
   if (getTarget(*this) != TargetKind::sm_90a)
@@ -151,27 +145,10 @@ LogicalResult TmaStoreOp::verify() {
     return emitOpError("stores the rows each consumer warpgroup holds, so it "
                        "is only defined inside the 'consumers' region of "
                        "attn.warp_specialize");
-  if (failed(verifyBNHDMemRef(*this, getDst().getType(), "dst")))
-    return failure();
-  auto dst = cast<MemRefType>(getDst().getType());
   SmemTileType buffer = getBuffer().getType();
-  if (dst.getElementType() != buffer.getElementType())
-    return emitOpError() << "destination element type " << dst.getElementType()
-                         << " does not match the tile's "
-                         << buffer.getElementType();
-  if (buffer.getSwizzle() == 0)
-    return emitOpError() << "TMA stores need a swizzled tile (swizzle = 32, "
-                            "64 or 128), got "
-                         << buffer;
-  int64_t headDim = dst.getDimSize(3);
-  int64_t cols = llvm::alignTo(headDim, buffer.getPanelCols());
-  if (buffer.getCols() != cols)
-    return emitOpError() << "tile has " << buffer.getCols()
-                         << " columns but the destination head dimension "
-                         << headDim << " needs " << cols << " (whole "
-                         << buffer.getPanelCols()
-                         << "-column swizzle panels, clipped at " << headDim
-                         << ")";
+  if (failed(verifyTileCopy(*this, getDst().getType(), getBatch().getType(),
+                            buffer, /*toGlobal=*/true)))
+    return failure();
   int64_t rows = kWarpgroupRows * ws.getConsumerWarpgroups();
   if (buffer.getRows() != rows)
     return emitOpError() << "each of the " << ws.getConsumerWarpgroups()

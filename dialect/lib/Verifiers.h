@@ -31,12 +31,13 @@ LogicalResult verifyHeadGroups(Operation *op, int64_t heads, int64_t kvHeads);
 LogicalResult verifyScaleAndSoftcap(Operation *op, const APFloat &scale,
                                     std::optional<APFloat> softcap);
 
-/// Checks a global -> shared tile copy (attn.copy_async, attn.pipe_load): a
-/// [B, N, H, D] f16/bf16 source (or a packed [total, H, D] one addressed by
+/// Checks a global -> shared tile copy (attn.copy_async, attn.pipe_load),
+/// or with `toGlobal` a shared -> global store (attn.tma_store): a
+/// [B, N, H, D] f16/bf16 tensor (or a packed [total, H, D] one addressed by
 /// a sequence, `batchType` !attn.seq) whose element type and head dimension
-/// match the 128-byte swizzled tile `dst`.
-LogicalResult verifyTileCopy(Operation *op, Type srcType, Type batchType,
-                             SmemTileType dst);
+/// match the swizzled tile `tile`.
+LogicalResult verifyTileCopy(Operation *op, Type globalType, Type batchType,
+                             SmemTileType tile, bool toGlobal = false);
 
 /// Checks what a KV-cache copy adds to verifyTileCopy: `headPack` query
 /// heads packed into `dst` (dividing its rows into whole 8-row groups) and a

@@ -40,9 +40,6 @@ using namespace mlir::attn;
 
 namespace {
 
-constexpr int64_t kWarpgroupThreads = 128;
-constexpr int64_t kWarpgroupRows = 64;
-
 /// Whether `store` writes a 16-bit [B, N, H, D] tensor from a tile of one
 /// head whose rows the consumer warpgroups hold 64 each: the stores a TMA
 /// box per warpgroup can take over.

@@ -288,6 +288,13 @@ static const char *findTooDeepNesting(StringRef buffer) {
   return nullptr;
 }
 
+/// A --flag=true|false option as a spec field: unset unless given.
+static std::optional<bool> askedChoice(cl::boolOrDefault value) {
+  if (value == cl::BOU_UNSET)
+    return std::nullopt;
+  return value == cl::BOU_TRUE;
+}
+
 /// Reads --exp2-emulate's fraction, "0", "1" or "k/n" with 0 <= k <= n, as
 /// eighths; false unless it is a whole number of eighths.
 static bool parseExp2Emulate(StringRef text, int64_t &eighths) {
@@ -658,10 +665,8 @@ int main(int argc, char **argv) {
   spec.stages = stages;
   spec.intraWgOverlap = !noIntraWgOverlap;
   spec.pingpong = !noPingpong;
-  if (tmaStore != cl::BOU_UNSET)
-    spec.tmaStore = tmaStore == cl::BOU_TRUE;
-  if (persistentGrid != cl::BOU_UNSET)
-    spec.persistent = persistentGrid == cl::BOU_TRUE;
+  spec.tmaStore = askedChoice(tmaStore);
+  spec.persistent = askedChoice(persistentGrid);
   spec.flushDenormals = !noFlushDenormals;
   spec.varlen = varlen;
   if (!parseExp2Emulate(exp2Emulate, spec.exp2EmulatedEighths))

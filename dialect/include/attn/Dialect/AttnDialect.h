@@ -31,6 +31,13 @@ constexpr int64_t kMaxHeadDim = 256;
 #include "attn/Dialect/AttnOps.h.inc"
 
 namespace mlir::attn {
+/// A warpgroup, the unit of wgmma and of attn.warp_specialize's roles and
+/// register budgets: 4 warps, 128 threads, and the 64 rows of one wgmma m64
+/// slice of a register tile.
+constexpr int64_t kWarpgroupWarps = 4;
+constexpr int64_t kWarpgroupThreads = 32 * kWarpgroupWarps;
+constexpr int64_t kWarpgroupRows = 64;
+
 /// Name of the module attribute holding the #attn.target.
 constexpr llvm::StringLiteral kTargetAttrName = "attn.target";
 /// Name of the function attribute holding the #attn.tiling of a tile program.
