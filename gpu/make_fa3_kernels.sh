@@ -19,8 +19,8 @@ for d in 64 128 256; do
     -o "$DIR/fa3/sm90a_bf16_d${d}_causal_br.ptx"
   "$ATTNGEN" --head-dim=$d --softcap=2 -o "$DIR/fa3/sm90a_bf16_d${d}_softcap2.ptx"
   # The other grid beside the default at every head dim (attn-persistent is
-  # on by default for unmasked d64 and d128): _pers or _nopers, as the
-  # kernel's name says. It matters most at 1k.
+  # on by default for unmasked d64 and d128 and for causal masks): _pers or
+  # _nopers, as the kernel's name says. It matters most at 1k.
   for causal in "" --causal; do
     for persistent in true false; do
       out="$DIR/fa3/tmp.ptx"
@@ -59,13 +59,8 @@ for causal in "" --causal; do
   "$ATTNGEN" $causal --no-pingpong --no-intra-wg-overlap -o "$DIR/ablation/d128${c}_ws_only.ptx"
   "$ATTNGEN" $causal --stages=3 -o "$DIR/ablation/d128${c}_stages3.ptx"
   "$ATTNGEN" $causal --tma-store=false -o "$DIR/ablation/d128${c}_no_tma_store.ptx"
-  # The grid that is not the default: one CTA per tile for d128, persistent
-  # for causal.
-  if [ -n "$causal" ]; then
-    "$ATTNGEN" $causal --persistent -o "$DIR/ablation/d128${c}_persistent.ptx"
-  else
-    "$ATTNGEN" --persistent=false -o "$DIR/ablation/d128_no_persistent.ptx"
-  fi
+  # The grid that is not the default: one CTA per tile (both are persistent).
+  "$ATTNGEN" $causal --persistent=false -o "$DIR/ablation/d128${c}_no_persistent.ptx"
 done
 # Pingpong and the TMA epilogue at the other head dims (d256 has no room
 # for the TMA one).

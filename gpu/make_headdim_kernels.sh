@@ -10,9 +10,9 @@
 #                      96, 112, 128, 160, 192, 224, 256}, the same two
 #                      variants per target: 40 kernels for the quick sweep
 #                      Both hold, besides, the sm_90a kernels of the head
-#                      dims that fit the TMA epilogue but do not get it by
-#                      default (all up to d176 but d64, d128), built with
-#                      --tma-store=true: NAME_tma
+#                      dims up to d176 (whose default epilogue is the TMA
+#                      store) built with the register epilogue
+#                      (--tma-store=false): NAME_notma
 #   DIR/headdim_tiles  the tile candidates of d96 and d192 for the speed rows
 #                      (bf16; sm_90a also causal): the default, FlashAttention-3's
 #                      or -2's shape and their neighbours, named
@@ -33,12 +33,13 @@ for arch in sm_80 sm_90a; do
     "$ATTNGEN" --arch=$arch --head-dim=$d --dtype=bf16 -o "$out/${a}_bf16_d$d.ptx"
     "$ATTNGEN" --arch=$arch --head-dim=$d --dtype=f16 --causal --causal-align=bottom-right \
       -o "$out/${a}_f16_d${d}_causal_br.ptx"
-    # The TMA epilogue where it is not the default yet (attn-tma-store).
-    if [ $arch = sm_90a ] && [ $d -le 176 ] && [ $((d % 64)) -ne 0 ]; then
-      "$ATTNGEN" --arch=$arch --head-dim=$d --dtype=bf16 --tma-store=true \
-        -o "$out/${a}_bf16_d${d}_tma.ptx"
+    # The register epilogue where the TMA one is the default (attn-tma-store
+    # runs wherever the output tile fits, up to d176): NAME_notma.
+    if [ $arch = sm_90a ] && [ $d -le 176 ]; then
+      "$ATTNGEN" --arch=$arch --head-dim=$d --dtype=bf16 --tma-store=false \
+        -o "$out/${a}_bf16_d${d}_notma.ptx"
       "$ATTNGEN" --arch=$arch --head-dim=$d --dtype=f16 --causal --causal-align=bottom-right \
-        --tma-store=true -o "$out/${a}_f16_d${d}_causal_br_tma.ptx"
+        --tma-store=false -o "$out/${a}_f16_d${d}_causal_br_notma.ptx"
     fi
   done
 done

@@ -154,11 +154,20 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
 
 namespace {
 /// usesPersistentGrid's choice when a valid spec does not ask (in one, the
-/// decoding fields imply kvCache).
+/// decoding fields imply kvCache), where the H200 measured it faster than
+/// one CTA per tile (docs/PERF.md): unmasked d64 and d128, and causal masks
+/// without a window up to d128 and at d256, whose CTAs take the tiles in
+/// units of equal length (attn-persistent): d128 causal +5-8%, d256 +9-15%,
+/// d64 +6%. Causal d160 and d192 spill in the persistent loop and ran
+/// 2-9% slower; windows and the other unmasked head dims even or slower.
 bool persistentByDefault(const AttentionSpec &spec) {
-  return spec.target == TargetKind::sm_90a && spec.warpSpecialize &&
-         !spec.varlen && !spec.kvCache && !hasDiagonal(spec) &&
-         (spec.headDim == 64 || spec.headDim == 128);
+  if (spec.target != TargetKind::sm_90a || !spec.warpSpecialize ||
+      spec.varlen || spec.kvCache)
+    return false;
+  if (!hasDiagonal(spec))
+    return spec.headDim == 64 || spec.headDim == 128;
+  return spec.causal && spec.windowLeft < 0 &&
+         (spec.headDim <= 128 || spec.headDim == 256);
 }
 } // namespace
 
@@ -167,9 +176,18 @@ bool mlir::attn::usesPersistentGrid(const AttentionSpec &spec) {
 }
 
 namespace {
-/// usesTmaStore's choice when a spec does not ask.
+/// usesTmaStore's choice when a spec does not ask: wherever attn-tma-store
+/// applies, i.e. every dense warp-specialized sm_90a kernel whose output
+/// tile fits beside Q and the K/V pipes (up to d176). On the H200 it gave
+/// +5-11% at N = 1k and -2% to +3% at 8k (d64 to d160, docs/PERF.md).
 bool tmaStoreByDefault(const AttentionSpec &spec) {
-  return spec.headDim % 64 == 0;
+  if (spec.target != TargetKind::sm_90a || !spec.warpSpecialize ||
+      spec.varlen || spec.kvCache)
+    return false;
+  TileConfig config = resolveTileConfig(
+      spec.target, spec.headDim, hasDiagonal(spec), spec.blockM, spec.blockN,
+      spec.numWarps, /*warpSpecialized=*/true, spec.stages);
+  return !llvm::errorToBool(checkTmaStoreFits(config, spec.headDim));
 }
 } // namespace
 

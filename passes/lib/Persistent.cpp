@@ -1,6 +1,6 @@
 //===- Persistent.cpp - attn-persistent: each CTA loops over tiles --------===//
 //
-//   %qb = program_id 0 ...                %t0 = program_id 0, %n = num_programs 0
+//   %qb = program_id 0 ...                %t0, %n = program_id, num_programs
 //   <the tile program>             ->     for %t = %t0 to %tiles step %n
 //                                             iter_args(%kv = 0, %done = 0) {
 //                                           %qb, %h, %b = <tile %t>
@@ -13,6 +13,12 @@
 // tile's Q and K (warp-specialized: on the producer) while the current one
 // finishes. Fills keep counting across tiles because the pipes' mbarrier
 // phases follow them.
+//
+// Causal tiles differ in length (query block q visits about q + 1 key
+// blocks), so a causal CTA instead walks its own list of tiles, dealt out
+// in pairs of equal total length (CausalUnits): no CTA has more than one
+// unit above the average, and the CTAs at work at once share a few heads'
+// K and V in L2.
 //
 //===----------------------------------------------------------------------===//
 #include "attn/Passes/Passes.h"
@@ -98,28 +104,88 @@ keyValueLoops(Block &body, const DenseSet<Value> &blockBuffers,
   return loops;
 }
 
-/// The tile's (query block, head, batch) from its index `t`: query blocks
-/// fastest, or, for a causal kernel, the longest tiles (last query blocks)
-/// of every (head, batch) first.
+/// The (query block, head, batch) of tile `t` of a non-causal kernel: query
+/// blocks fastest, so the CTAs working at once share a head's K and V in L2.
 SmallVector<Value> tileCoordinates(OpBuilder &b, Location loc, Value t,
-                                   ArrayRef<Value> extents, bool causal) {
+                                   ArrayRef<Value> extents) {
   Value qBlocks = extents[0];
   Value heads = extents[1];
-  if (causal) {
-    Value rounds = arith::MulIOp::create(b, loc, heads, extents[2]);
-    Value round = arith::DivUIOp::create(b, loc, t, rounds);
-    Value rest = arith::RemUIOp::create(b, loc, t, rounds);
-    Value last = arith::SubIOp::create(
-        b, loc, qBlocks, arith::ConstantIndexOp::create(b, loc, 1));
-    return {arith::SubIOp::create(b, loc, last, round),
-            arith::RemUIOp::create(b, loc, rest, heads),
-            arith::DivUIOp::create(b, loc, rest, heads)};
-  }
   Value rest = arith::DivUIOp::create(b, loc, t, qBlocks);
   return {arith::RemUIOp::create(b, loc, t, qBlocks),
           arith::RemUIOp::create(b, loc, rest, heads),
           arith::DivUIOp::create(b, loc, rest, heads)};
 }
+
+/// A causal kernel's tiles, dealt out in units of equal length. Query block
+/// q of a head visits about q + 1 key blocks, so blocks i and m - 1 - i of
+/// the head's m pair up into m + 1 (m even); with m odd, blocks i and
+/// m - 2 - i pair into m and the last block, m long too, is a unit alone.
+/// Units are numbered pairs first, head by head (a head's pairs follow one
+/// another, so the CTAs working at once share few heads' K and V in L2),
+/// then the lone blocks; CTA c takes units c, c + P, c + 2P, ... (P CTAs),
+/// so no CTA has more than one unit above the average.
+struct CausalUnits {
+  Value qBlocks, heads;
+  Value half;  ///< pairs per head: m / 2
+  Value odd;   ///< m % 2: whether the last block is a unit alone
+  Value pairs; ///< pair units in all heads
+  Value cta, ctas;
+  Value pairsHere; ///< pair units of this CTA
+  Value tilesHere; ///< tiles of this CTA: two per pair, one per lone block
+
+  CausalUnits(OpBuilder &b, Location loc, ArrayRef<Value> extents, Value cta,
+              Value ctas)
+      : qBlocks(extents[0]), heads(extents[1]), cta(cta), ctas(ctas) {
+    Value c2 = arith::ConstantIndexOp::create(b, loc, 2);
+    Value headBatch = arith::MulIOp::create(b, loc, heads, extents[2]);
+    half = arith::DivUIOp::create(b, loc, qBlocks, c2);
+    odd = arith::RemUIOp::create(b, loc, qBlocks, c2);
+    pairs = arith::MulIOp::create(b, loc, headBatch, half);
+    Value units = arith::AddIOp::create(
+        b, loc, pairs, arith::MulIOp::create(b, loc, headBatch, odd));
+    pairsHere = share(b, loc, pairs);
+    tilesHere = arith::AddIOp::create(b, loc, share(b, loc, units), pairsHere);
+  }
+
+  /// How many of units 0 .. total - 1 this CTA takes: ceil((total - c) / P).
+  Value share(OpBuilder &b, Location loc, Value total) const {
+    Value left = arith::SubIOp::create(
+        b, loc, arith::MaxUIOp::create(b, loc, total, cta), cta);
+    return arith::CeilDivUIOp::create(b, loc, left, ctas);
+  }
+
+  /// The (query block, head, batch) of this CTA's tile number `u`: its pairs
+  /// first, the longer block of each before the shorter, then its lone
+  /// blocks.
+  SmallVector<Value> coordinates(OpBuilder &b, Location loc, Value u) const {
+    Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+    Value c2 = arith::ConstantIndexOp::create(b, loc, 2);
+    Value isPair =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, u,
+                              arith::MulIOp::create(b, loc, pairsHere, c2));
+    Value nth = arith::SelectOp::create(
+        b, loc, isPair, arith::DivUIOp::create(b, loc, u, c2),
+        arith::SubIOp::create(b, loc, u, pairsHere));
+    Value unit = arith::AddIOp::create(
+        b, loc, cta, arith::MulIOp::create(b, loc, nth, ctas));
+    // Pair unit g: head g / half, pair g % half; lone unit g: head g - pairs.
+    Value perHead = arith::MaxUIOp::create(b, loc, half, c1);
+    Value head = arith::SelectOp::create(
+        b, loc, isPair, arith::DivUIOp::create(b, loc, unit, perHead),
+        arith::SubIOp::create(b, loc, unit, pairs));
+    Value pair = arith::RemUIOp::create(b, loc, unit, perHead);
+    Value last = arith::SubIOp::create(b, loc, qBlocks, c1);
+    Value longer = arith::SubIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, last, odd), pair);
+    Value shorter = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ne, arith::RemUIOp::create(b, loc, u, c2),
+        arith::ConstantIndexOp::create(b, loc, 0));
+    Value inPair = arith::SelectOp::create(b, loc, shorter, pair, longer);
+    return {arith::SelectOp::create(b, loc, isPair, inPair, last),
+            arith::RemUIOp::create(b, loc, head, heads),
+            arith::DivUIOp::create(b, loc, head, heads)};
+  }
+};
 
 /// What attn-persistent rewrites, found before anything changes (a failed
 /// check leaves the kernel untouched).
@@ -221,10 +287,17 @@ LogicalResult makePersistent(func::FuncOp kernel, int64_t ctasPerSm) {
   }
   Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
   Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
-  Value first = ProgramIdOp::create(b, loc, b.getIndexType(), 0);
-  Value step = NumProgramsOp::create(b, loc, b.getIndexType(), 0);
+  Value cta = ProgramIdOp::create(b, loc, b.getIndexType(), 0);
+  Value ctas = NumProgramsOp::create(b, loc, b.getIndexType(), 0);
+  // Non-causal tiles are equally long: tile cta, cta + ctas, ... A causal
+  // CTA walks its own tiles 0 .. tilesHere - 1 (CausalUnits).
+  bool causal = kernel->hasAttr(kCausalAttrName);
+  std::optional<CausalUnits> units;
+  if (causal)
+    units.emplace(b, loc, extents, cta, ctas);
   auto loop = scf::ForOp::create(
-      b, loc, first, tiles, step, ValueRange{c0, c0},
+      b, loc, causal ? c0 : cta, causal ? units->tilesHere : tiles,
+      causal ? c1 : ctas, ValueRange{c0, c0},
       [](OpBuilder &, Location, Value, ValueRange) {});
   loop->setAttr(kTileLoopAttrName, b.getUnitAttr());
   Block *body = loop.getBody();
@@ -236,8 +309,8 @@ LogicalResult makePersistent(func::FuncOp kernel, int64_t ctasPerSm) {
   // Program ids -> the tile's coordinates.
   OpBuilder tb = OpBuilder::atBlockBegin(body);
   SmallVector<Value> coords =
-      tileCoordinates(tb, loc, loop.getInductionVar(), extents,
-                      kernel->hasAttr(kCausalAttrName));
+      causal ? units->coordinates(tb, loc, loop.getInductionVar())
+             : tileCoordinates(tb, loc, loop.getInductionVar(), extents);
   SmallVector<ProgramIdOp> ids;
   body->walk([&](ProgramIdOp id) { ids.push_back(id); });
   for (ProgramIdOp id : ids) {

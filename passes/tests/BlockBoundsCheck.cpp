@@ -613,14 +613,27 @@ std::vector<MaskCase> maskCases() {
   return cases;
 }
 
-/// The query blocks persistent CTA `pid` of `programs` computes, in order:
-/// tiles pid, pid + programs, ...; a causal kernel's longest (last query
-/// blocks) first (attn-persistent's order, one head and batch here).
+/// The query blocks persistent CTA `pid` of `programs` computes, in order
+/// (attn-persistent's, one head and batch here): tiles pid, pid + programs,
+/// ...; a causal kernel deals out units of equal length instead, the pairs
+/// (m - 1 - i, i) of its m query blocks (m odd: (m - 2 - i, i) and the last
+/// block alone, after every pair), unit pid, pid + programs, ...
 std::vector<int64_t> persistentTiles(int64_t pid, int64_t programs,
                                      int64_t qBlocks, bool causal) {
   std::vector<int64_t> qbs;
-  for (int64_t t = pid; t < qBlocks; t += programs)
-    qbs.push_back(causal ? qBlocks - 1 - t : t);
+  if (!causal) {
+    for (int64_t t = pid; t < qBlocks; t += programs)
+      qbs.push_back(t);
+    return qbs;
+  }
+  std::vector<std::vector<int64_t>> units;
+  int64_t odd = qBlocks % 2;
+  for (int64_t i = 0; i < qBlocks / 2; ++i)
+    units.push_back({qBlocks - 1 - odd - i, i});
+  if (odd)
+    units.push_back({qBlocks - 1});
+  for (size_t u = pid; u < units.size(); u += programs)
+    qbs.insert(qbs.end(), units[u].begin(), units[u].end());
   return qbs;
 }
 

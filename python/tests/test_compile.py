@@ -30,9 +30,9 @@ class CompileTest(unittest.TestCase):
     def test_head_dims(self):
         # Any multiple of 8 up to 256; on sm_90a each TMA box is one swizzle
         # panel of the tiles (64 columns for 128-byte panels, 32 for d96's
-        # 64-byte ones, 16 for d40's 32-byte ones); O has one only at d64
-        # and d128 (attn-tma-store, checked in test_tma_store); sm_80 has no
-        # TMA.
+        # 64-byte ones, 16 for d40's 32-byte ones); O has one where its
+        # tile fits beside the K/V pipes, up to d176 (attn-tma-store, also
+        # checked in test_tma_store); sm_80 has no TMA.
         for head_dim, box_cols in ((8, 16), (40, 16), (96, 32), (192, 64)):
             for arch in ("sm_80", "sm_90a"):
                 with self.subTest(head_dim=head_dim, arch=arch):
@@ -40,20 +40,23 @@ class CompileTest(unittest.TestCase):
                     self.assertEqual(k.metadata["head_dim"], head_dim)
                     boxes = {p["tensor"]: p["box"][0] for p in k.metadata["params"]
                              if p["kind"] == "tensor_map"}
-                    self.assertEqual(boxes, {t: box_cols for t in "qkv"}
+                    tensors = "qkvo" if head_dim <= 176 else "qkv"
+                    self.assertEqual(boxes, {t: box_cols for t in tensors}
                                      if arch == "sm_90a" else {})
                     self.assertTrue(k.kernel_name.endswith(f"_d{head_dim}"))
 
     def test_tma_store(self):
-        # sm_90a d64 and d128 store O with the TMA: a descriptor whose box
-        # is one consumer warpgroup's 64 rows of a 64-column panel; d256
-        # has no room for the tile, decoding kernels do not use it.
-        for head_dim, has_map in ((64, True), (128, True), (256, False)):
+        # sm_90a stores O with the TMA up to d176: a descriptor whose box
+        # is one consumer warpgroup's 64 rows of one swizzle panel (64
+        # columns at d64 and d128, 16 at d176); d184 and d256 have no room
+        # for the tile, decoding kernels do not use it.
+        for head_dim, box in ((64, [64, 64]), (128, [64, 64]), (176, [16, 64]),
+                              (184, None), (256, None)):
             with self.subTest(head_dim=head_dim):
                 k = attngen.compile(arch="sm_90a", head_dim=head_dim)
                 boxes = [p["box"] for p in k.metadata["params"]
                          if p["kind"] == "tensor_map" and p["tensor"] == "o"]
-                self.assertEqual(boxes, [[64, 64]] if has_map else [])
+                self.assertEqual(boxes, [box] if box else [])
         k = attngen.compile(arch="sm_90a", kv_cache=True)
         self.assertFalse(any(p["kind"] == "tensor_map" and p["tensor"] == "o"
                              for p in k.metadata["params"]))

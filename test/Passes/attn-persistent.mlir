@@ -59,20 +59,48 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 
 // -----
 
-// Causal: the longest tiles first. Round r of the (head, batch) pairs takes
-// query block (blocks - 1 - r), so every CTA starts on a full-length tile
-// and the short diagonal tiles fill the end. A tile visits its loop's
-// blocks from 0 to the causal bound.
+// Causal: the tiles in units of equal length. A (head, batch) pair's m
+// query blocks pair up, i with m - 1 - i (m - 2 - i when m is odd, its last
+// block then a unit alone, after all pairs); CTA c takes units c, c + P, ...
+// and walks its own tiles 0 .. tiles - 1: two per pair unit, the longer
+// block first, then one per lone unit. A tile visits its loop's blocks from
+// 0 to the causal bound.
 module attributes {attn.target = #attn.target<sm_90a>} {
   // CHECK-LABEL: func.func @causal
-  // CHECK: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[KV:.*]] = %c0, %{{.*}} = %c0)
-  // CHECK-NEXT: %[[PAIRS:.*]] = arith.muli %[[H:.*]], %[[B:.*]] :
-  // CHECK-NEXT: %[[ROUND:.*]] = arith.divui %[[T]], %[[PAIRS]]
-  // CHECK-NEXT: %[[PAIR:.*]] = arith.remui %[[T]], %[[PAIRS]]
-  // CHECK-NEXT: %[[LAST:.*]] = arith.subi %[[QB:.*]], %c1
-  // CHECK-NEXT: %[[QBLOCK:.*]] = arith.subi %[[LAST]], %[[ROUND]]
-  // CHECK-NEXT: arith.remui %[[PAIR]], %[[H]]
-  // CHECK-NEXT: arith.divui %[[PAIR]], %[[H]]
+  // CHECK: %[[NQ:.*]] = memref.dim %arg0, %c1
+  // CHECK-NEXT: %[[QB:.*]] = arith.ceildivui %[[NQ]], %c128
+  // CHECK: %[[CTA:.*]] = attn.program_id 0
+  // CHECK-NEXT: %[[P:.*]] = attn.num_programs 0
+  // CHECK-NEXT: %[[HB:.*]] = arith.muli %[[H:.*]], %{{.*}} :
+  // CHECK-NEXT: %[[HALF:.*]] = arith.divui %[[QB]], %c2
+  // CHECK-NEXT: %[[ODD:.*]] = arith.remui %[[QB]], %c2
+  // CHECK-NEXT: %[[PAIRS:.*]] = arith.muli %[[HB]], %[[HALF]]
+  // CHECK-NEXT: %[[LONE:.*]] = arith.muli %[[HB]], %[[ODD]]
+  // CHECK-NEXT: %[[UNITS:.*]] = arith.addi %[[PAIRS]], %[[LONE]]
+  // CHECK-NEXT: %[[M1:.*]] = arith.maxui %[[PAIRS]], %[[CTA]]
+  // CHECK-NEXT: %[[L1:.*]] = arith.subi %[[M1]], %[[CTA]]
+  // CHECK-NEXT: %[[MYPAIRS:.*]] = arith.ceildivui %[[L1]], %[[P]]
+  // CHECK-NEXT: %[[M2:.*]] = arith.maxui %[[UNITS]], %[[CTA]]
+  // CHECK-NEXT: %[[L2:.*]] = arith.subi %[[M2]], %[[CTA]]
+  // CHECK-NEXT: %[[MYUNITS:.*]] = arith.ceildivui %[[L2]], %[[P]]
+  // CHECK-NEXT: %[[MYTILES:.*]] = arith.addi %[[MYUNITS]], %[[MYPAIRS]]
+  // CHECK-NEXT: scf.for %[[U:.*]] = %c0 to %[[MYTILES]] step %c1 iter_args(%[[KV:.*]] = %c0, %{{.*}} = %c0)
+  // CHECK-NEXT: %[[SLOTS:.*]] = arith.muli %[[MYPAIRS]], %c2
+  // CHECK-NEXT: %[[ISPAIR:.*]] = arith.cmpi ult, %[[U]], %[[SLOTS]]
+  // CHECK: %[[NTH:.*]] = arith.select %[[ISPAIR]]
+  // CHECK-NEXT: %[[STRIDE:.*]] = arith.muli %[[NTH]], %[[P]]
+  // CHECK-NEXT: %[[UNIT:.*]] = arith.addi %[[CTA]], %[[STRIDE]]
+  // CHECK: %[[HEAD:.*]] = arith.select %[[ISPAIR]]
+  // CHECK-NEXT: %[[PAIR:.*]] = arith.remui %[[UNIT]]
+  // CHECK-NEXT: %[[LAST:.*]] = arith.subi %[[QB]], %c1
+  // CHECK-NEXT: %[[LAST2:.*]] = arith.subi %[[LAST]], %[[ODD]]
+  // CHECK-NEXT: %[[LONGER:.*]] = arith.subi %[[LAST2]], %[[PAIR]]
+  // CHECK-NEXT: %[[SIDE:.*]] = arith.remui %[[U]], %c2
+  // CHECK-NEXT: %[[SHORTER:.*]] = arith.cmpi ne, %[[SIDE]], %c0
+  // CHECK-NEXT: %[[INPAIR:.*]] = arith.select %[[SHORTER]], %[[PAIR]], %[[LONGER]]
+  // CHECK-NEXT: %[[QBLOCK:.*]] = arith.select %[[ISPAIR]], %[[INPAIR]], %[[LAST]]
+  // CHECK-NEXT: arith.remui %[[HEAD]], %[[H]]
+  // CHECK-NEXT: arith.divui %[[HEAD]], %[[H]]
   // CHECK: arith.muli %[[QBLOCK]], %c128
   // CHECK: %[[HI:.*]] = arith.minui %{{.*}}, %{{.*}} :
   // CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step

@@ -126,15 +126,16 @@ static cl::opt<bool> noPingpong(
 static cl::opt<cl::boolOrDefault> tmaStore(
     "tma-store",
     cl::desc("sm_90a: store the output through shared memory and the TMA; "
-             "the default is on for d64 and d128 (--tma-store=false: from "
-             "registers, kernel suffix _notma; --tma-store=true for the "
-             "other head dims whose tile fits, _tma)"),
+             "the default is on wherever the tile fits, up to d176 "
+             "(--tma-store=false: from registers, kernel suffix _notma; "
+             "--tma-store=true is refused where it cannot apply)"),
     cl::cat(category));
 static cl::opt<cl::boolOrDefault> persistentGrid(
     "persistent",
     cl::desc("sm_90a: CTAs loop over tiles (one per SM) instead of one CTA "
              "per tile; the default is on for unmasked d64 and d128 kernels "
-             "(--persistent=false: one CTA per tile, kernel suffix _nopers)"),
+             "and for causal masks up to d128 and at d256 (--persistent=false: "
+             "one CTA per tile, kernel suffix _nopers)"),
     cl::cat(category));
 static cl::opt<bool> noFlushDenormals(
     "no-ftz",

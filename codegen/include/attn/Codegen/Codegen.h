@@ -46,12 +46,13 @@ struct AttentionSpec {
   bool intraWgOverlap = true; ///< attn-intra-wg-overlap
   bool pingpong = true;       ///< attn-pingpong
   /// attn-tma-store: the output through shared memory and the TMA. Unset:
-  /// usesTmaStore's default (d64 and d128); true also for the other head
-  /// dims whose tile fits, false never.
+  /// usesTmaStore's default (wherever the tile fits: up to d176); true
+  /// asks for it (refused where it cannot apply), false never.
   std::optional<bool> tmaStore;
   /// attn-persistent: CTAs loop over tiles. Unset: usesPersistentGrid's
-  /// default (on for the unmasked d64 and d128 kernels of the FA3 schedule,
-  /// where the H200 measured it faster at 1k and even at 8k; docs/PERF.md).
+  /// default (on for the unmasked d64 and d128 kernels of the FA3 schedule
+  /// and for causal masks up to d128 and at d256, where the H200 measured
+  /// it faster; docs/PERF.md).
   std::optional<bool> persistent;
   /// Flush f32 denormals to zero in the kernel (ex2.approx.ftz: one MUFU op
   /// per exponential); false is the IEEE ablation.
@@ -151,21 +152,19 @@ inline double softmaxScaleOf(const AttentionSpec &spec) {
 
 /// Whether a valid spec's kernel loops over tiles (attn-persistent): as
 /// asked, else by default for the sm_90a FlashAttention-3 schedule of an
-/// unmasked dense kernel of head dim 64 or 128. Its CTAs then hide the next
-/// tile's Q and first K loads under the current tile's last blocks and
-/// epilogue: d128 N=1k 566 against 540 TFLOPS, N=8k 685 against 691 (the
-/// same hot loop). Causal kernels stay one CTA per tile: a static tile
-/// order balances them worse than the hardware's dispatch (docs/PERF.md);
-/// d256 and the head dims not measured too.
+/// unmasked dense kernel of head dim 64 or 128, and of a causal one (no
+/// window) up to d128 and at d256, whose tiles go out in units of equal
+/// length. Its CTAs then hide the next tile's Q and first K loads under
+/// the current tile's last blocks and epilogue: d128 N=1k 593 against 570
+/// TFLOPS, causal 458 against 422 (docs/PERF.md). Causal d160/d192 (they
+/// spill), windows and the other head dims stay one CTA per tile.
 bool usesPersistentGrid(const AttentionSpec &spec);
 
 /// Whether a valid spec's kernel stores its output through shared memory
 /// and the TMA (attn-tma-store; dense sm_90a FlashAttention-3 kernels
-/// only): as asked, else by default for the head dims of 128-byte panels
-/// the GPU checked, d64 and d128 (d192 and d256 have no room for the
-/// tile). On the H200 it gives d128 causal N=1k +11% and d64 +6%
-/// (docs/PERF.md). The pass also lowers the narrower panels of d8..d176
-/// (--tma-store=true), which no GPU run has checked yet.
+/// only): as asked, else wherever the output tile fits beside Q and the
+/// K/V pipes, every head dim up to d176 (d184 and up have no room). On the
+/// H200 it gives +5-15% at N = 1k and -2% to +4% at 8k (docs/PERF.md).
 bool usesTmaStore(const AttentionSpec &spec);
 
 /// The spec of the combine kernel that merges the partial results of the

@@ -213,16 +213,21 @@ def AttnPersistent : Pass<"attn-persistent", "ModuleOp"> {
     rule `#attn.grid` says so to the runtime) and each walks the tile space
     `tile = program_id, program_id + num_programs, ...`, so with warp
     specialization the producer loads the next tile's Q and K while the
-    consumers finish the current one. The pipeline runs it by default for
-    the unmasked d64 and d128 kernels on sm_90a (usesPersistentGrid).
+    consumers finish the current one. The pipeline runs it by default on
+    sm_90a for the unmasked d64 and d128 kernels and for causal masks up to
+    d128 and at d256 (usesPersistentGrid).
 
     The program after `attn-tile` (and `attn-causal-blocks`) becomes the body
     of an `scf.for` over tiles, marked `attn.tile_loop`; `attn.program_id`
     0/1/2 become the tile's query block, head and batch. Non-causal kernels
     walk query blocks fastest (CTAs working at once share a head's K and V
-    in L2); causal kernels take the longest tiles first (the last query
-    blocks of every head, then the next: longest-processing-time order), so
-    the short diagonal tiles fill in at the end.
+    in L2). Causal tiles differ in length (query block q of m visits about
+    q + 1 key blocks), so they are dealt out in units of equal length: the
+    pairs (m - 1 - i, i) of a head (m odd: (m - 2 - i, i), and the last
+    block alone), numbered head by head, then the lone blocks; CTA c takes
+    units c, c + P, ... of the P CTAs and its loop runs over its own tiles,
+    the longer of a pair first. No CTA gets more than one unit above the
+    average, and the units at work at once belong to few heads (L2).
 
     Copies and waits name their fills; fills must keep counting across
     tiles (a pipe's mbarrier phases follow them), so the tile loop carries
