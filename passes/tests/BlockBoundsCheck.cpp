@@ -17,7 +17,11 @@
 //      order; exactly those not fully visible to every row are masked;
 //      every buffer's or pipe's fills count 0, 1, ... from the first
 //      visited block, copies and waits pair up, and fill f reads the f-th
-//      visited block.
+//      visited block;
+//   4. for the persistent programs, run every CTA of several grid sizes
+//      over several heads and sequences: each tile's Q is loaded exactly
+//      once, and square causal CTAs load within one unit of work of each
+//      other (attn-persistent's pairs of query blocks).
 //
 // Prints "<n> cases, <m> checks, <k> failed" and exits non-zero on failure.
 //
@@ -34,8 +38,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace mlir;
@@ -119,6 +125,7 @@ struct Event {
   enum Kind { copy, wait, acquire, load, pipeWait, release, mask } kind;
   int tensor = -1; ///< 0 q, 1 k, 2 v (the copied argument)
   int64_t row = 0, fill = 0, col = 0;
+  int64_t batch = 0, head = 0; ///< the copied tile's (copies, pipe loads)
 };
 
 /// Runs the index arithmetic and control flow of a tile program for one CTA
@@ -127,8 +134,11 @@ struct Event {
 /// index (unsigned ops on uint32).
 class Interpreter {
 public:
-  Interpreter(int64_t nq, int64_t nk, int64_t pid, int64_t programs)
-      : nq(nq), nk(nk), pid(pid), programs(programs) {}
+  /// `heads` query heads over one key/value head, `batch` sequences.
+  Interpreter(int64_t nq, int64_t nk, int64_t pid, int64_t programs,
+              int64_t heads = 1, int64_t batch = 1)
+      : nq(nq), nk(nk), pid(pid), programs(programs), heads(heads),
+        batch(batch) {}
 
   /// Runs `func`; the events of each role land in its own trace (the
   /// producer's and the consumers' of a warp-specialized kernel).
@@ -298,11 +308,14 @@ private:
         .Case<memref::DimOp>([&](memref::DimOp dim) -> std::optional<int64_t> {
           std::optional<int64_t> index = dim.getConstantIndex();
           int tensor = argIndex(dim.getSource());
-          if (!index || *index == 0 || tensor < 0)
+          if (!index || tensor < 0)
             return index ? std::optional<int64_t>(1) : std::nullopt;
+          bool query = tensor == 0 || tensor == 3;
+          if (*index == 0)
+            return batch;
           if (*index == 1)
-            return tensor == 0 || tensor == 3 ? nq : nk;
-          return int64_t(1); // one head, one kv head
+            return query ? nq : nk;
+          return query ? heads : int64_t(1); // one kv head
         })
         .Case<ProgramIdOp>([&](ProgramIdOp id) -> std::optional<int64_t> {
           return id.getDim() == 0 ? pid : 0;
@@ -337,9 +350,16 @@ private:
       auto it = tensorOf.find(buffer);
       return it == tensorOf.end() ? -1 : it->second;
     };
+    // The batch of a varlen copy is a sequence (no scalar): 0.
+    auto scalarOr0 = [&](Value v) {
+      return isScalar(v.getType()) ? get(v) : 0;
+    };
     if (auto copy = dyn_cast<CopyAsyncOp>(op)) {
-      emit({Event::copy, argIndex(copy.getSrc()), get(copy.getRow()),
-            get(copy.getFill())});
+      Event e{Event::copy, argIndex(copy.getSrc()), get(copy.getRow()),
+              get(copy.getFill())};
+      e.batch = scalarOr0(copy.getBatch());
+      e.head = get(copy.getHead());
+      emit(e);
       return success();
     }
     if (auto wait = dyn_cast<WaitOp>(op)) {
@@ -356,8 +376,11 @@ private:
       // copies nothing: not a fill.
       if (Value valid = load.getValid(); valid && !(get(valid) & 1))
         return success();
-      emit({Event::load, argIndex(load.getSrc()), get(load.getRow()),
-            get(load.getFill())});
+      Event e{Event::load, argIndex(load.getSrc()), get(load.getRow()),
+              get(load.getFill())};
+      e.batch = scalarOr0(load.getBatch());
+      e.head = get(load.getHead());
+      emit(e);
       return success();
     }
     if (auto wait = dyn_cast<PipeWaitOp>(op)) {
@@ -386,7 +409,7 @@ private:
   }
 
   static constexpr int64_t kMaxIterations = 1 << 20;
-  int64_t nq, nk, pid, programs;
+  int64_t nq, nk, pid, programs, heads, batch;
   int64_t iterations = 0;
   DenseMap<Value, int64_t> env;
   DenseMap<Value, int> tensorOf;
@@ -637,6 +660,61 @@ std::vector<int64_t> persistentTiles(int64_t pid, int64_t programs,
   return qbs;
 }
 
+/// A persistent program's tile space over several heads and sequences: the
+/// CTAs of every grid size between them load each (batch, query block,
+/// head) tile's Q exactly once, and, where a tile's work is its number of
+/// key blocks (square causal tiles, Nq = Nk), no CTA has more than one
+/// unit of work (attn-persistent's pair of query blocks) above another.
+void checkTileCoverage(Checker &c, func::FuncOp func, const MaskCase &m,
+                       const Pipeline &p, int64_t &cases) {
+  bool causal = func->hasAttr(kCausalAttrName);
+  for (int64_t n : {int64_t(1), int64_t(129), int64_t(1000)})
+    for (auto [heads, batch] : {std::pair<int64_t, int64_t>(3, 1), {2, 3}})
+      for (int64_t programs : {1, 2, 5, 7, 132}) {
+        c.where = fmt::format("{} {}x{} {} tile space n={} heads={} batch={} "
+                              "ctas={}",
+                              p.name, p.blockM, p.blockN, m.str(), n, heads,
+                              batch, programs);
+        int64_t qBlocks = (n + p.blockM - 1) / p.blockM;
+        std::map<std::tuple<int64_t, int64_t, int64_t>, int> loads;
+        std::vector<int64_t> work; // key blocks each CTA loads
+        for (int64_t pid = 0; pid < programs; ++pid) {
+          Interpreter run(n, n, pid, programs, heads, batch);
+          if (failed(run.run(func))) {
+            c.expect(false, "the skeleton does not run: " + run.error);
+            return;
+          }
+          int64_t blocks = 0;
+          for (const std::vector<Event> &trace : run.traces)
+            for (const Event &e : trace) {
+              bool fill = e.kind == Event::copy || e.kind == Event::load;
+              if (fill && e.tensor == 0)
+                ++loads[{e.batch, e.row / p.blockM, e.head}];
+              blocks += fill && e.tensor == 1;
+            }
+          work.push_back(blocks);
+        }
+        ++cases;
+        int64_t tiles = qBlocks * heads * batch;
+        bool once = int64_t(loads.size()) == tiles;
+        for (auto [tile, count] : loads) {
+          auto [b, qb, h] = tile;
+          once = once && count == 1 && b < batch && qb < qBlocks && h < heads;
+        }
+        c.expect(once, fmt::format("{} distinct Q tiles loaded of {}, each "
+                                   "once: {}",
+                                   loads.size(), tiles, once));
+        if (!causal || m.left >= 0 || p.blockM != p.blockN)
+          continue;
+        int64_t unit = qBlocks + 1 - qBlocks % 2;
+        auto [lo, hi] = std::minmax_element(work.begin(), work.end());
+        c.expect(*hi - *lo <= unit,
+                 fmt::format("CTAs load {} to {} key blocks, more than one "
+                             "unit ({}) apart",
+                             *lo, *hi, unit));
+      }
+}
+
 /// Checks one program over every length pair and query block.
 void checkProgram(Checker &c, func::FuncOp func, const MaskCase &m,
                   const Pipeline &p, int64_t &cases) {
@@ -654,6 +732,7 @@ void checkProgram(Checker &c, func::FuncOp func, const MaskCase &m,
             ++cases;
           }
       }
+    checkTileCoverage(c, func, m, p, cases);
     return;
   }
   for (int64_t nq : lengths)
