@@ -262,6 +262,21 @@ std::string mlir::attn::kernelName(const AttentionSpec &specAsked) {
       else if (c != '+')
         softcap += c;
   }
+  // Tile overrides that change the tiles: _m<M>n<N>w<W>, so an override's
+  // kernel never shares the default's name.
+  if (!spec.kvCache && (spec.blockM || spec.blockN || spec.numWarps)) {
+    bool fa3 = spec.target == TargetKind::sm_90a && spec.warpSpecialize;
+    auto tiles = [&](int64_t blockM, int64_t blockN, int64_t numWarps) {
+      return resolveTileConfig(spec.target, spec.headDim, hasDiagonal(spec),
+                               blockM, blockN, numWarps, fa3, spec.stages);
+    };
+    TileConfig asked = tiles(spec.blockM, spec.blockN, spec.numWarps);
+    TileConfig byDefault = tiles(0, 0, 0);
+    if (asked.blockM != byDefault.blockM || asked.blockN != byDefault.blockN ||
+        asked.numWarps != byDefault.numWarps)
+      schedule +=
+          fmt::format("_m{}n{}w{}", asked.blockM, asked.blockN, asked.numWarps);
+  }
   // Not a schedule, but an ablation of the same kind: IEEE denormals.
   if (!spec.flushDenormals)
     schedule += "_noftz";

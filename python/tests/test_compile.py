@@ -97,6 +97,13 @@ class CompileTest(unittest.TestCase):
         self.assertEqual(k.metadata["scale"], 0.5)
         k = attngen.compile(arch="sm_80", head_dim=128, block_m=64, block_n=64, num_warps=4)
         self.assertEqual((k.metadata["block_m"], k.metadata["block_n"]), (64, 64))
+        # Tiles other than the default's are in the name; the default's are not.
+        self.assertTrue(k.kernel_name.endswith("_d128_m64n64w4"), k.kernel_name)
+        default = attngen.compile(arch="sm_80", head_dim=128)
+        same = attngen.compile(arch="sm_80", head_dim=128,
+                               block_m=default.metadata["block_m"],
+                               block_n=default.metadata["block_n"])
+        self.assertEqual(same.kernel_name, default.kernel_name)
 
     def test_cache_hits(self):
         before = attngen.stats()
