@@ -7,6 +7,8 @@
 //                                           <the tile program, fills + %kv>
 //                                           yield %kv + blocks, %done + 1
 //                                         } {attn.tile_loop}
+//   causal:                               for %u = 0 to <this CTA's tiles> ...
+//                                           %qb, %h, %b = <its tile %u>
 //
 // One CTA per tile pays the Q load and the first K load with the tensor
 // cores idle, and its epilogue too; a CTA that stays resident loads the next
