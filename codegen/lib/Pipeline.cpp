@@ -115,14 +115,13 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
                      "window (it places their diagonal): set causal (--causal) "
                      "or a window (--window=L,R), or leave the alignment "
                      "top-left");
-  bool sm90 = spec.target == TargetKind::sm_90a;
   if (spec.stages < 0 || spec.stages > kMaxPipeStages)
     return specError(fmt::format("stages = {} is out of range; use 1 to {}",
                                  spec.stages, kMaxPipeStages));
   if (spec.varlen && spec.persistent.value_or(false))
     return specError("--persistent does not support variable-length (varlen) "
                      "kernels yet; leave out one of them");
-  if (sm90 && spec.intraWgOverlap && spec.warpSpecialize && spec.stages == 1)
+  if (usesFa3Schedule(spec) && spec.intraWgOverlap && spec.stages == 1)
     return specError("intra-warpgroup overlap needs 2 or more stages; use "
                      "--stages=2 or --no-intra-wg-overlap");
   bool decoding = spec.kvCache || spec.pageSize != 0 || spec.splitKv ||
@@ -134,7 +133,7 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
         "its few query rows from registers, and a packed (varlen) "
         "tile's rows past its sequence belong to the next one; "
         "leave it out");
-  if (tmaStoreAsked && !(sm90 && spec.warpSpecialize))
+  if (tmaStoreAsked && !usesFa3Schedule(spec))
     return specError(
         "--tma-store needs the sm_90a warp-specialized schedule, "
         "whose consumer warpgroups each store their rows; leave it "
@@ -142,9 +141,7 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
   // Decoding kernels have tiles of their own (KvCacheSpec.cpp).
   if (decoding)
     return validateKvCacheSpec(spec);
-  TileConfig config = resolveTileConfig(
-      spec.target, spec.headDim, hasDiagonal(spec), spec.blockM, spec.blockN,
-      spec.numWarps, sm90 && spec.warpSpecialize, spec.stages);
+  TileConfig config = tileConfigOf(spec);
   if (llvm::Error error = checkTileConfig(config, spec.target, spec.headDim))
     return error;
   if (tmaStoreAsked)
@@ -161,8 +158,7 @@ namespace {
 /// d64 +6%. Causal d160 and d192 spill in the persistent loop and ran
 /// 2-9% slower; windows and the other unmasked head dims even or slower.
 bool persistentByDefault(const AttentionSpec &spec) {
-  if (spec.target != TargetKind::sm_90a || !spec.warpSpecialize ||
-      spec.varlen || spec.kvCache)
+  if (!usesFa3Schedule(spec) || spec.varlen || spec.kvCache)
     return false;
   if (!hasDiagonal(spec))
     return spec.headDim == 64 || spec.headDim == 128;
@@ -181,13 +177,10 @@ namespace {
 /// tile fits beside Q and the K/V pipes (up to d176). On the H200 it gave
 /// +5-11% at N = 1k and -2% to +3% at 8k (d64 to d160, docs/PERF.md).
 bool tmaStoreByDefault(const AttentionSpec &spec) {
-  if (spec.target != TargetKind::sm_90a || !spec.warpSpecialize ||
-      spec.varlen || spec.kvCache)
+  if (!usesFa3Schedule(spec) || spec.varlen || spec.kvCache)
     return false;
-  TileConfig config = resolveTileConfig(
-      spec.target, spec.headDim, hasDiagonal(spec), spec.blockM, spec.blockN,
-      spec.numWarps, /*warpSpecialized=*/true, spec.stages);
-  return !llvm::errorToBool(checkTmaStoreFits(config, spec.headDim));
+  return !llvm::errorToBool(
+      checkTmaStoreFits(tileConfigOf(spec), spec.headDim));
 }
 } // namespace
 
@@ -265,13 +258,9 @@ std::string mlir::attn::kernelName(const AttentionSpec &specAsked) {
   // Tile overrides that change the tiles: _m<M>n<N>w<W>, so an override's
   // kernel never shares the default's name.
   if (!spec.kvCache && (spec.blockM || spec.blockN || spec.numWarps)) {
-    bool fa3 = spec.target == TargetKind::sm_90a && spec.warpSpecialize;
-    auto tiles = [&](int64_t blockM, int64_t blockN, int64_t numWarps) {
-      return resolveTileConfig(spec.target, spec.headDim, hasDiagonal(spec),
-                               blockM, blockN, numWarps, fa3, spec.stages);
-    };
-    TileConfig asked = tiles(spec.blockM, spec.blockN, spec.numWarps);
-    TileConfig byDefault = tiles(0, 0, 0);
+    AttentionSpec tuned = spec;
+    tuned.blockM = tuned.blockN = tuned.numWarps = 0;
+    TileConfig asked = tileConfigOf(spec), byDefault = tileConfigOf(tuned);
     if (asked.blockM != byDefault.blockM || asked.blockN != byDefault.blockN ||
         asked.numWarps != byDefault.numWarps)
       schedule +=
@@ -373,16 +362,11 @@ void mlir::attn::buildTilePipeline(OpPassManager &pm,
                                    const AttentionSpec &spec) {
   if (spec.kvCache)
     return buildKvCacheTilePipeline(pm, spec);
-  bool fa3 = spec.target == TargetKind::sm_90a && spec.warpSpecialize;
+  bool fa3 = usesFa3Schedule(spec);
   bool sm80 = spec.target == TargetKind::sm_80;
   // sm_80: cp.async rings of this many stages (1: attn-tile's single
   // buffers, no attn-multibuffer).
-  int64_t sm80Stages =
-      sm80 ? resolveTileConfig(spec.target, spec.headDim, spec.causal,
-                               spec.blockM, spec.blockN, spec.numWarps,
-                               /*warpSpecialized=*/false, spec.stages)
-                 .stages
-           : 0;
+  int64_t sm80Stages = sm80 ? tileConfigOf(spec).stages : 0;
   AttnTileOptions tile;
   tile.blockM = spec.blockM;
   tile.blockN = spec.blockN;
@@ -396,9 +380,7 @@ void mlir::attn::buildTilePipeline(OpPassManager &pm,
     // whether to keep them in one loop.
     AttentionSpec canonical = canonicalSpec(spec);
     bool window = canonical.windowLeft >= 0 || canonical.windowRight > 0;
-    TileConfig config = resolveTileConfig(
-        spec.target, spec.headDim, hasDiagonal(spec), spec.blockM,
-        spec.blockN, spec.numWarps, fa3, spec.stages, window);
+    TileConfig config = tileConfigOf(spec, window);
     AttnCausalBlocksOptions blocks;
     blocks.peel = config.peelMaskedBlocks || !(fa3 && spec.intraWgOverlap);
     pm.addPass(createAttnCausalBlocks(blocks));

@@ -737,10 +737,7 @@ int main(int argc, char **argv) {
   if (llvm::Error error = validateSpec(spec))
     return fail(llvm::toString(std::move(error)));
   if (stage != Stage::lowered) {
-    TileConfig config = resolveTileConfig(
-        spec.target, spec.headDim, hasDiagonal(spec), spec.blockM,
-        spec.blockN, spec.numWarps,
-        spec.target == TargetKind::sm_90a && spec.warpSpecialize, spec.stages);
+    TileConfig config = tileConfigOf(spec);
     // The estimate is rough; the defaults are measured (some spill a few
     // bytes on purpose), so only overrides are warned about.
     bool overridden = spec.blockM > 0 || spec.blockN > 0 || spec.numWarps > 0;

@@ -3,6 +3,7 @@
 #define ATTN_CODEGEN_CODEGEN_H
 
 #include "attn/Dialect/AttnDialect.h"
+#include "attn/Passes/TileConfig.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
@@ -143,6 +144,21 @@ AttentionSpec canonicalSpec(const AttentionSpec &spec);
 /// Whether a spec's mask has a diagonal (causal or a window side).
 inline bool hasDiagonal(const AttentionSpec &spec) {
   return spec.causal || spec.windowLeft >= 0 || spec.windowRight >= 0;
+}
+
+/// Whether a spec's kernel runs FlashAttention-3's schedule: sm_90a with
+/// warp specialization (producer and consumer warpgroups).
+inline bool usesFa3Schedule(const AttentionSpec &spec) {
+  return spec.target == TargetKind::sm_90a && spec.warpSpecialize;
+}
+
+/// A dense spec's tile configuration: its target's tuned tiles for its head
+/// dim and mask, with the spec's overrides (`window`: a sliding window,
+/// which decides whether d256 peels its masked blocks).
+inline TileConfig tileConfigOf(const AttentionSpec &spec, bool window = false) {
+  return resolveTileConfig(spec.target, spec.headDim, hasDiagonal(spec),
+                           spec.blockM, spec.blockN, spec.numWarps,
+                           usesFa3Schedule(spec), spec.stages, window);
 }
 /// The softmax scale a spec's kernel applies: `scale`, or 1/sqrt(head_dim)
 /// when it is 0 (the default).
