@@ -349,10 +349,14 @@ def visible_keys(nq, nk, causal=False, bottom_right=False, window=(-1, -1)):
     return total
 
 
-def correctness_cases(quick, bottom_right=False, window=False):
+def correctness_cases(quick, bottom_right=False, window=False, softcap=False):
     """(B, H, Hkv, nq, nk, layout, with_lse) tuples; `bottom_right` adds the shapes that
-    test a bottom-right aligned causal diagonal, `window` those of a sliding window."""
+    test a bottom-right aligned causal diagonal, `window` those of a sliding window,
+    `softcap` the saturated scores of a soft cap (make_saturated_qk)."""
     cases = []
+    if softcap:
+        cases.append((2, 3, 3, 333, 1000, "saturated", True))
+        cases.append((2, 4, 2, 1000, 777, "saturated", True))
     shapes = QUICK_SHAPES if quick else FULL_SHAPES
     if bottom_right:
         shapes = shapes + (QUICK_BOTTOM_RIGHT_SHAPES if quick else BOTTOM_RIGHT_SHAPES)
@@ -419,6 +423,19 @@ def make_input(torch, shape, dtype, layout):
     if layout == "padded":
         return torch.randn(b, n, h, d + 8, dtype=dtype, device="cuda")[..., :d]
     return torch.randn(b, n, h, d, dtype=dtype, device="cuda")
+
+
+def make_saturated_qk(torch, q_shape, k_shape, dtype):
+    """Q and K whose scores leave tanh's linear range: every key shares a positive
+    direction, query rows 0, 3, 6, ... point against it (all their scores near -cap),
+    rows 1, 4, 7, ... along it (all near +cap), the rest are 30x larger random scores.
+    A softmax with a fixed max (attn-bounded-softmax) meets its extreme exponents here."""
+    b, nq, h, d = q_shape
+    k = torch.randn(k_shape, device="cuda") + 3.0
+    q = 30.0 * torch.randn(q_shape, device="cuda")
+    q[:, 0::3] = -20.0
+    q[:, 1::3] = 20.0
+    return q.to(dtype), k.to(dtype)
 
 
 def make_output(torch, shape, dtype, layout):
@@ -564,8 +581,12 @@ def run_correctness_case(torch, module, name, info, case):
     result = {"case": label, "B": b, "H": h, "Hkv": hkv, "nq": nq, "nk": nk, "layout": layout,
               "lse": with_lse, "passed": False}
     try:
-        q = make_input(torch, (b, nq, h, d), dtype, layout)
-        k = make_input(torch, (b, nk, hkv, d), dtype, layout)
+        if layout == "saturated":
+            q, k = make_saturated_qk(torch, (b, nq, h, d), (b, nk, hkv, d), dtype)
+            layout = "contiguous"
+        else:
+            q = make_input(torch, (b, nq, h, d), dtype, layout)
+            k = make_input(torch, (b, nk, hkv, d), dtype, layout)
         v = make_input(torch, (b, nk, hkv, d), dtype, layout)
         o, o_guard = make_output(torch, (b, nq, h, d), dtype, layout)
         lse, lse_guard = make_lse(torch, b, h, nq) if with_lse else (None, None)
@@ -834,7 +855,8 @@ def run_kernel(args, name, ptx_path, json_path):
                       "the reference uses the metadata's")
         try:
             bottom_right = info["mask"]["bottom_right"]
-            for case in correctness_cases(args.quick, bottom_right, has_window(info["mask"])):
+            for case in correctness_cases(args.quick, bottom_right, has_window(info["mask"]),
+                                          info["mask"]["softcap"] > 0):
                 case_result = run_correctness_case(torch, module, name, info, case)
                 result["cases"].append(case_result)
                 if case_result.get("fatal"):

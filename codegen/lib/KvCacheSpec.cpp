@@ -165,6 +165,8 @@ void mlir::attn::buildKvCacheTilePipeline(OpPassManager &pm,
   pm.addPass(createAttnTile(tile));
   // The KV-cache program masks under its own branch (no block skipping to
   // do: its loop already covers the visible blocks of its split).
+  if (spec.boundedSoftmax)
+    pm.addPass(createAttnBoundedSoftmax());
   pm.addPass(createAttnOnlineSoftmax());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

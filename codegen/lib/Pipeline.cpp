@@ -269,6 +269,9 @@ std::string mlir::attn::kernelName(const AttentionSpec &specAsked) {
   // Not a schedule, but an ablation of the same kind: IEEE denormals.
   if (!spec.flushDenormals)
     schedule += "_noftz";
+  // The soft cap's running max kept where attn-bounded-softmax would fix it.
+  if (!spec.boundedSoftmax && boundedSoftmaxApplies(spec))
+    schedule += "_runmax";
   // Software exp2 for k eighths of the scores: _exp2emu<k>o8.
   if (spec.exp2EmulatedEighths > 0)
     schedule += fmt::format("_exp2emu{}o{}", spec.exp2EmulatedEighths,
@@ -385,6 +388,8 @@ void mlir::attn::buildTilePipeline(OpPassManager &pm,
     blocks.peel = config.peelMaskedBlocks || !(fa3 && spec.intraWgOverlap);
     pm.addPass(createAttnCausalBlocks(blocks));
   }
+  if (spec.boundedSoftmax)
+    pm.addPass(createAttnBoundedSoftmax());
   AttnOnlineSoftmaxOptions softmax;
   softmax.exp2Emulate = spec.exp2EmulatedEighths;
   pm.addPass(createAttnOnlineSoftmax(softmax));

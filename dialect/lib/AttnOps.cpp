@@ -571,6 +571,14 @@ LogicalResult RescaleOp::verify() {
                             getFactor().getType(), "factor");
 }
 
+OpFoldResult RescaleOp::fold(FoldAdaptor) {
+  // A factor of one (a fixed-max softmax's alpha) leaves the input.
+  if (auto splat = getFactor().getDefiningOp<SplatOp>())
+    if (splat.getValue().isExactlyValue(1.0))
+      return getInput();
+  return {};
+}
+
 LogicalResult NormalizeOp::verify() {
   if (failed(verifyAccTile(*this, getInput().getType(), "input")))
     return failure();

@@ -35,6 +35,8 @@ FloatAttr foldLog2e(OpBuilder &b, FloatAttr scale) {
 /// online_softmax(s, m, l) ->
 ///   m1 = max(m, rowmax(s)); p = exp2((s - m1) * c); alpha = exp2((m - m1) * c)
 ///   l1 = alpha * l + rowsum(p)
+/// and with fixed_max: m1 = m, p = exp2((s - m) * c), alpha = 1,
+///   l1 = l + rowsum(p).
 /// With `emulatedEighths` > 0, p's exp2_diff says which eighths of its
 /// fragment blocks take the software exp2.
 struct ExpandOnlineSoftmax : public OpRewritePattern<OnlineSoftmaxOp> {
@@ -45,17 +47,30 @@ struct ExpandOnlineSoftmax : public OpRewritePattern<OnlineSoftmaxOp> {
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     FloatAttr c = foldLog2e(rewriter, op.getScaleAttr());
-    Value newMax = RowReduceOp::create(rewriter, loc, op.getMax().getType(),
-                                       ReduceKind::max, op.getScores(),
-                                       op.getMax());
+    Type rowType = op.getMax().getType();
+    // A fixed max (attn-bounded-softmax) is the offset itself: no row max,
+    // alpha = 1, and the sum is not rescaled.
+    bool fixed = op.getFixedMax();
+    Value newMax =
+        fixed ? op.getMax()
+              : RowReduceOp::create(rewriter, loc, rowType, ReduceKind::max,
+                                    op.getScores(), op.getMax())
+                    .getResult();
     Value probs = Exp2DiffOp::create(
         rewriter, loc, op.getScores().getType(), op.getScores(), newMax, c,
         emulatedEighths > 0 ? rewriter.getI64IntegerAttr(emulatedEighths)
                             : IntegerAttr());
-    Value alpha = Exp2DiffOp::create(rewriter, loc, op.getMax().getType(),
-                                     op.getMax(), newMax, c, IntegerAttr());
-    Value scaledSum = RescaleOp::create(rewriter, loc, op.getSum().getType(),
-                                          op.getSum(), alpha);
+    Value alpha, scaledSum;
+    if (fixed) {
+      alpha = SplatOp::create(rewriter, loc, rowType,
+                              rewriter.getF32FloatAttr(1.0f));
+      scaledSum = op.getSum();
+    } else {
+      alpha = Exp2DiffOp::create(rewriter, loc, rowType, op.getMax(), newMax, c,
+                                 IntegerAttr());
+      scaledSum = RescaleOp::create(rewriter, loc, op.getSum().getType(),
+                                    op.getSum(), alpha);
+    }
     Value newSum = RowReduceOp::create(rewriter, loc, op.getSum().getType(),
                                        ReduceKind::sum, probs, scaledSum);
     rewriter.replaceOp(op, {probs, newMax, newSum, alpha});

@@ -123,6 +123,11 @@ static cl::opt<bool> noPingpong(
     "no-pingpong",
     cl::desc("sm_90a: do not alternate the consumer warpgroups (ablation)"),
     cl::cat(category));
+static cl::opt<bool> noBoundedSoftmax(
+    "no-bounded-softmax",
+    cl::desc("Keep the running max of a soft-capped bf16 softmax instead of "
+             "a fixed offset (ablation)"),
+    cl::cat(category));
 static cl::opt<cl::boolOrDefault> tmaStore(
     "tma-store",
     cl::desc("sm_90a: store the output through shared memory and the TMA; "
@@ -666,6 +671,7 @@ int main(int argc, char **argv) {
   spec.stages = stages;
   spec.intraWgOverlap = !noIntraWgOverlap;
   spec.pingpong = !noPingpong;
+  spec.boundedSoftmax = !noBoundedSoftmax;
   spec.tmaStore = askedChoice(tmaStore);
   spec.persistent = askedChoice(persistentGrid);
   spec.flushDenormals = !noFlushDenormals;

@@ -3,6 +3,7 @@
 #define ATTN_CODEGEN_CODEGEN_H
 
 #include "attn/Dialect/AttnDialect.h"
+#include "attn/Passes/BoundedSoftmax.h"
 #include "attn/Passes/TileConfig.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
@@ -64,6 +65,9 @@ struct AttentionSpec {
   /// Eighths of the score exponentials computed in software on the FMA pipe
   /// (attn-online-softmax's exp2-emulate, 0 to 8); 0: all on MUFU.EX2.
   int64_t exp2EmulatedEighths = 0;
+  /// attn-bounded-softmax: a soft cap's bf16 kernels run the softmax with a
+  /// fixed max (no row max, no rescale); false keeps the running max.
+  bool boundedSoftmax = true;
 
   // ---- Decoding with a KV cache (attn.attention_kvcache), docs/DESIGN.md
   // "Decoding". A KV-cache kernel reads cache_seqlens; causal means
@@ -150,6 +154,13 @@ inline bool hasDiagonal(const AttentionSpec &spec) {
 /// warp specialization (producer and consumer warpgroups).
 inline bool usesFa3Schedule(const AttentionSpec &spec) {
   return spec.target == TargetKind::sm_90a && spec.warpSpecialize;
+}
+
+/// Whether attn-bounded-softmax fixes a spec's softmax max: a soft cap of
+/// at most 50 on bf16 (BoundedSoftmax.h says why), unless switched off.
+inline bool boundedSoftmaxApplies(const AttentionSpec &spec) {
+  return spec.softcap > 0 && spec.bf16 &&
+         boundedSoftmaxOffset(spec.softcap).has_value();
 }
 
 /// A dense spec's tile configuration: its target's tuned tiles for its head

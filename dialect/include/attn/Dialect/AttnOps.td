@@ -517,13 +517,19 @@ def Attn_OnlineSoftmaxOp : Attn_Op<"online_softmax", [Pure,
     `alpha = exp(scale * (m - m_new))` for what was accumulated before, and
     `l_new = alpha * l + rowsum(p)`. `attn-online-softmax` expands it.
 
+    With `fixed_max` the scores are known to be bounded (soft-capped) and
+    `m` is a constant offset rather than a running max: `m_new = m`,
+    `alpha = 1`, `l_new = l + rowsum(p)`, so neither the row max nor the
+    accumulator's rescale is computed. `attn-bounded-softmax` sets it.
+
     ```mlir
     %p, %m1, %l1, %alpha = attn.online_softmax %s, %m, %l {scale = 0.125 : f32}
       : !attn.regs<128x64xf32, acc>, !attn.regs<128xf32, row>
     ```
   }];
   let arguments = (ins Attn_AnyRegTile:$scores, Attn_AnyRegTile:$max,
-                       Attn_AnyRegTile:$sum, F32Attr:$scale);
+                       Attn_AnyRegTile:$sum, F32Attr:$scale,
+                       UnitAttr:$fixed_max);
   let results = (outs Attn_AnyRegTile:$probs, Attn_AnyRegTile:$new_max,
                       Attn_AnyRegTile:$new_sum, Attn_AnyRegTile:$alpha);
   let assemblyFormat = [{
@@ -624,6 +630,7 @@ def Attn_RescaleOp : Attn_Op<"rescale", [Pure, AllTypesMatch<["input", "result"]
   let summary = "Multiply each row of a tile by a per-row factor";
   let description = [{
     `result[r, :] = input[r, :] * factor[r]`; `input` may itself be a row vector.
+    A factor that is `attn.splat 1.0` folds away.
 
     ```mlir
     %o1 = attn.rescale %o, %alpha : !attn.regs<128x128xf32, acc>, !attn.regs<128xf32, row>
@@ -635,6 +642,7 @@ def Attn_RescaleOp : Attn_Op<"rescale", [Pure, AllTypesMatch<["input", "result"]
     $input `,` $factor attr-dict `:` qualified(type($input)) `,` qualified(type($factor))
   }];
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Attn_NormalizeOp : Attn_Op<"normalize", [Pure, AllTypesMatch<["input", "result"]>]> {

@@ -165,6 +165,49 @@ def AttnCausalBlocks : Pass<"attn-causal-blocks", "ModuleOp"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def AttnBoundedSoftmax : Pass<"attn-bounded-softmax", "ModuleOp"> {
+  let summary = "Soft-capped scores need no running max: a fixed offset, no rescale";
+  let description = [{
+    The running max of the online softmax exists so that exp(scale * (s - m))
+    cannot overflow. A soft cap bounds the scores (`attn.softcap`: |t| <= 1,
+    the cap c being the softmax scale), so a constant m does that job, and
+    the loop drops the per-score max (an FMNMX per score, two shuffles per
+    row), the wait for it before the first exponential, and the
+    accumulator's rescale (an FMUL per output element per block).
+
+    m = max(0, c - 30) / c in tanh units keeps every exponent in [-70, 30]
+    (BoundedSoftmax.h): P <= e^30, so row sums and P V stay far inside f32
+    for N * |V| up to 3e25, and a row's largest P >= e^-70 stays normal.
+    That needs c <= 50 and P in bf16 (f32's exponent range); other caps and
+    f16 P keep the running max. `online_softmax` gains `fixed_max`, its max
+    iter arg starts at the offset and is yielded unchanged (the canonicalizer
+    then drops it), and `attn-online-softmax` expands it without the max and
+    the rescale. The LSE is unchanged: scale * m + log(l).
+
+    Before (c = 30):
+    ```mlir
+    %m0 = attn.splat 0xFF800000 : f32 -> !attn.regs<128xf32, row>
+    %r:3 = scf.for %j = ... iter_args(%o = %o0, %m = %m0, %l = %l0) -> ... {
+      %t = attn.softcap %s {scale = 0.00294628 : f32} ...
+      %p, %m1, %l1, %alpha = attn.online_softmax %t, %m, %l {scale = 3.000000e+01 : f32} ...
+      ...
+      scf.yield %o1, %m1, %l1 ...
+    }
+    ```
+    After:
+    ```mlir
+    %m0 = attn.splat 0.000000e+00 : f32 -> !attn.regs<128xf32, row>
+    %r:3 = scf.for %j = ... iter_args(%o = %o0, %m = %m0, %l = %l0) -> ... {
+      %p, %m1, %l1, %alpha = attn.online_softmax %t, %m, %l {fixed_max, scale = 3.000000e+01 : f32} ...
+      ...
+      scf.yield %o1, %m, %l1 ...
+    }
+    ```
+    Its off switch is `attngen --no-bounded-softmax` (kernel names gain
+    `_runmax` where it changes the kernel).
+  }];
+}
+
 def AttnOnlineSoftmax : Pass<"attn-online-softmax", "ModuleOp"> {
   let summary = "Expand the online softmax into running max/sum updates, exp2 and rescales";
   let description = [{

@@ -1,0 +1,127 @@
+//===- BoundedSoftmax.cpp - attn-bounded-softmax --------------------------===//
+//
+// The online softmax keeps a running row max only so that exp(s - m) cannot
+// overflow. Soft-capped scores are bounded by the cap, so a constant offset
+// does that job: the loop no longer reduces each score row to its max (an
+// FMNMX per score and two shuffles per row), no longer waits for that max
+// before the first exponential, and never rescales the accumulator (an FMUL
+// per output element per block). Applies where P is bf16 (f32's exponent
+// range); f16's is too narrow for the caps in use.
+//
+//   %p, %m1, %l1, %a = attn.online_softmax %t, %m, %l {scale = c}
+//   (%m: the loop's iter arg, initially -inf)
+// becomes
+//   %p, %m1, %l1, %a = attn.online_softmax %t, %m, %l {fixed_max, scale = c}
+// with %m's init a splat of the offset and %m yielded unchanged.
+//
+//===----------------------------------------------------------------------===//
+#include "attn/Passes/BoundedSoftmax.h"
+#include "attn/Passes/Passes.h"
+
+#include <limits>
+
+#define DEBUG_TYPE "attn-bounded-softmax"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_ATTNBOUNDEDSOFTMAX
+#include "attn/Passes/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+/// Whether every element of `v` is tanh-bounded (|x| <= 1) or -inf: an
+/// attn.softcap, seen through masks and through scf.if branches.
+bool isBoundedByOne(Value v) {
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return false;
+  if (isa<SoftcapOp>(def))
+    return true;
+  if (auto mask = dyn_cast<MaskOp>(def))
+    return isBoundedByOne(mask.getInput());
+  if (auto branch = dyn_cast<scf::IfOp>(def)) {
+    unsigned index = cast<OpResult>(v).getResultNumber();
+    if (branch.getElseRegion().empty())
+      return false;
+    return isBoundedByOne(branch.thenYield().getOperand(index)) &&
+           isBoundedByOne(branch.elseYield().getOperand(index));
+  }
+  return false;
+}
+
+/// Whether P only feeds bf16 operand tiles (f32's exponent range).
+bool probsAreBf16(OnlineSoftmaxOp op) {
+  Value probs = op.getProbs();
+  if (probs.use_empty())
+    return false;
+  return llvm::all_of(probs.getUsers(), [](Operation *user) {
+    auto convert = dyn_cast<ConvertOp>(user);
+    if (!convert)
+      return false;
+    auto type = cast<RegTileType>(convert.getResult().getType());
+    return type.getElementType().isBF16();
+  });
+}
+
+bool isSplatOf(Value v, double value) {
+  auto splat = v.getDefiningOp<SplatOp>();
+  return splat && splat.getValue().isExactlyValue(value);
+}
+
+/// Makes `op`'s max fixed at `offset` if its loop carries the max as the
+/// online softmax does: init -inf (or the result of an earlier loop already
+/// made fixed at the same offset), yielded from `op`.
+bool fixMax(OnlineSoftmaxOp op, double offset) {
+  auto loop = dyn_cast<scf::ForOp>(op->getParentOp());
+  auto arg = dyn_cast<BlockArgument>(op.getMax());
+  if (!loop || !arg || arg.getOwner() != loop.getBody() ||
+      arg == loop.getInductionVar())
+    return false;
+  unsigned index = arg.getArgNumber() - loop.getNumInductionVars();
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  if (yield.getOperand(index) != op.getNewMax() || !op.getNewMax().hasOneUse())
+    return false;
+  Value init = loop.getInitArgs()[index];
+  if (auto earlier = init.getDefiningOp<scf::ForOp>()) {
+    // A peeled loop before this one: it must already carry the offset.
+    unsigned earlierIndex = cast<OpResult>(init).getResultNumber();
+    auto earlierYield = cast<scf::YieldOp>(earlier.getBody()->getTerminator());
+    if (earlierYield.getOperand(earlierIndex) !=
+            earlier.getRegionIterArgs()[earlierIndex] ||
+        !isSplatOf(earlier.getInitArgs()[earlierIndex], offset))
+      return false;
+  } else if (!isSplatOf(init, -std::numeric_limits<double>::infinity())) {
+    return false;
+  } else {
+    auto splat = init.getDefiningOp<SplatOp>();
+    OpBuilder b(splat->getContext());
+    b.setInsertionPointAfter(splat);
+    Value fixed = SplatOp::create(b, splat.getLoc(), splat.getType(),
+                                  b.getF32FloatAttr(offset));
+    loop.getInitArgsMutable()[index].set(fixed);
+  }
+  yield->setOperand(index, arg);
+  op.setFixedMax(true);
+  return true;
+}
+
+struct AttnBoundedSoftmaxPass
+    : public mlir::attn::impl::AttnBoundedSoftmaxBase<AttnBoundedSoftmaxPass> {
+  void runOnOperation() override {
+    // Program order, so a peeled loop is fixed before the one it feeds.
+    getOperation().walk<WalkOrder::PreOrder>([&](OnlineSoftmaxOp op) {
+      if (op.getFixedMax() || !isBoundedByOne(op.getScores()) ||
+          !probsAreBf16(op))
+        return;
+      std::optional<double> offset =
+          boundedSoftmaxOffset(op.getScale().convertToDouble());
+      if (offset)
+        fixMax(op, *offset);
+    });
+  }
+};
+
+} // namespace
