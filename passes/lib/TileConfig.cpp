@@ -111,9 +111,11 @@ TileConfig mlir::attn::chooseTileConfig(TargetKind target, int64_t headDim,
   // the H200 from 42 candidates (docs/PERF.md, 2026-12-01, bf16, flushed
   // denormals; TFLOPS at N = 1k / 8k, FA2 in the same run):
   //   d64   128x96, 2 stages: 288 / 322 (FA2 290 / 309); 128x64 272 / 304
-  //   d128  128x48, 1 stage:  321 / 365 (FA2 336 / 353); 2 stages 314 / 353,
-  //         causal 246 / 323 (FA2 249 / 320) against 229 / 288 at 128x32
-  //         (its 8 spilled bytes are stored once before the masked loop)
+  //   d128  128x64, 1 stage:  342 / 377 (FA2 333 / 356), causal 249 / 323
+  //         (FA2 248 / 321), run 15 of 2026-12-01 against 128x48's 316 / 358
+  //         and 242 / 312: 1024 keys are 16 whole blocks of 64 where 48
+  //         leaves a third of a block masked. 255 registers, no spill
+  //         (causal: 32 bytes, stored once before the masked loop).
   //   d256  64x64, 1 stage:   306 / 341 (FA2 308 / 324); 2 stages 222 / 243
   // A second K/V stage pays only at d64, whose 16 KB stages keep two CTAs
   // per SM; at d128 and d256 the extra 24-32 KB costs that second CTA.
@@ -127,7 +129,7 @@ TileConfig mlir::attn::chooseTileConfig(TargetKind target, int64_t headDim,
   if (tuned == 96)
     return {128, 64, 4, kSm80Stages};
   if (tuned == 128)
-    return {128, 48, 4, 1};
+    return {128, 64, 4, 1};
   if (tuned == 192)
     return {128, 64, 8, kSm80Stages};
   return {64, 64, 4, 1};
@@ -240,8 +242,9 @@ static constexpr int64_t kScalarRegisters = 40;
 // (blockN / 2), the probabilities P packed two per register (blockN / 4) and
 // the running max, sum and rescale factor (2 rows per thread each: 6). Each
 // warp owns blockM / (16 * numWarps) slices. For the defaults this gives
-// 174-252 registers; sm_80 d128 with 64-wide key blocks (276, measured to
-// spill) or one warp per 128-row block (888) go over the limit.
+// 174-252 registers for most defaults; sm_80 d128's 128x64 (276) is over
+// but measured at 255 without spilling (the estimate is rough, so only
+// overrides are warned about), one warp per 128-row block (888) far over.
 int64_t mlir::attn::estimateRegistersPerThread(const TileConfig &config,
                                                int64_t headDim) {
   int64_t slicesPerWarp =

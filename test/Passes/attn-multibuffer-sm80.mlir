@@ -11,8 +11,8 @@
 module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK-LABEL: func.func @ring
   // CHECK-DAG: %[[QP:.*]] = attn.create_pipe : !attn.pipe<1, <128x128xbf16, swizzle = 128>>
-  // CHECK-DAG: %[[KP:.*]] = attn.create_pipe : !attn.pipe<2, <48x128xbf16, swizzle = 128>>
-  // CHECK-DAG: %[[VP:.*]] = attn.create_pipe : !attn.pipe<2, <48x128xbf16, swizzle = 128>>
+  // CHECK-DAG: %[[KP:.*]] = attn.create_pipe : !attn.pipe<2, <64x128xbf16, swizzle = 128>>
+  // CHECK-DAG: %[[VP:.*]] = attn.create_pipe : !attn.pipe<2, <64x128xbf16, swizzle = 128>>
   // CHECK-DAG: %[[N:.*]] = arith.ceildivui
   // CHECK: attn.pipe_acquire %[[QP]][%c0]
   // CHECK-NEXT: attn.pipe_load %arg0[{{.*}}] -> %[[QP]][%c0] :
@@ -22,7 +22,7 @@ module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK-NEXT: attn.pipe_load %arg2[%{{.*}}, %c0, %{{.*}}] -> %[[VP]][%c0] :
   // CHECK-NEXT: %[[HAS1:.*]] = arith.cmpi ugt, %[[N]], %c1
   // CHECK-NEXT: attn.pipe_acquire %[[KP]][%c1]
-  // CHECK-NEXT: attn.pipe_load %arg1[%{{.*}}, %c48, %{{.*}}] -> %[[KP]][%c1] if %[[HAS1]] :
+  // CHECK-NEXT: attn.pipe_load %arg1[%{{.*}}, %c64, %{{.*}}] -> %[[KP]][%c1] if %[[HAS1]] :
   // CHECK-NEXT: %[[Q:.*]] = attn.pipe_wait %[[QP]][%c0] {pending = 3 : i64}
   // CHECK-NEXT: attn.barrier
   // Two loops (unmasked blocks, then the ragged tail) with one schedule; the
@@ -34,7 +34,7 @@ module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK-NEXT: attn.barrier
   // CHECK-NEXT: %[[J1:.*]] = arith.addi %[[J]], %c1
   // CHECK-NEXT: %[[HASV:.*]] = arith.cmpi ult, %[[J1]], %[[N]]
-  // CHECK-NEXT: %[[ROWV:.*]] = arith.muli %[[J1]], %c48
+  // CHECK-NEXT: %[[ROWV:.*]] = arith.muli %[[J1]], %c64
   // CHECK-NEXT: attn.pipe_acquire %[[VP]][%[[J1]]]
   // CHECK-NEXT: attn.pipe_load %arg2[%{{.*}}, %[[ROWV]], %{{.*}}] -> %[[VP]][%[[J1]]] if %[[HASV]] :
   // CHECK-NEXT: attn.mma %[[Q]], %[[K]] {transpose_b}
@@ -43,7 +43,7 @@ module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK-NEXT: attn.barrier
   // CHECK-NEXT: %[[J2:.*]] = arith.addi %[[J]], %c2
   // CHECK-NEXT: %[[HASK:.*]] = arith.cmpi ult, %[[J2]], %[[N]]
-  // CHECK-NEXT: %[[ROWK:.*]] = arith.muli %[[J2]], %c48
+  // CHECK-NEXT: %[[ROWK:.*]] = arith.muli %[[J2]], %c64
   // CHECK-NEXT: attn.pipe_acquire %[[KP]][%[[J2]]]
   // CHECK-NEXT: attn.pipe_load %arg1[%{{.*}}, %[[ROWK]], %{{.*}}] -> %[[KP]][%[[J2]]] if %[[HASK]] :
   // CHECK-NEXT: attn.mma %{{.*}}, %[[V]], %{{.*}} :

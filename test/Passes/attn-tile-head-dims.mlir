@@ -120,7 +120,7 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 // -----
 
 // d112 on sm_90a: seven 32-byte panels; warp-specialized it takes d128's
-// shape, and on sm_80 d112 and d120 d128's 128x48.
+// shape, and on sm_80 d112 and d120 d128's 128x64.
 module attributes {attn.target = #attn.target<sm_90a>} {
   // FA3-LABEL: func.func @d112_sm90a
   // FA3-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 128, num_warps = 8>
@@ -137,9 +137,9 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 
 module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK-LABEL: func.func @d120_sm80
-  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 48, num_warps = 4>
+  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 64, num_warps = 4>
   // CHECK-LABEL: func.func @d112_sm80
-  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 48, num_warps = 4>
+  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 64, num_warps = 4>
   func.func @d120_sm80(%q: memref<?x?x?x120xbf16>, %k: memref<?x?x?x120xbf16>,
                        %v: memref<?x?x?x120xbf16>, %o: memref<?x?x?x120xbf16>) {
     attn.attention %q, %k, %v, %o {scale = 0.0913 : f32}

@@ -21,13 +21,13 @@ module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK: %[[QT:.*]] = attn.alloc_smem : !attn.smem<128x128xbf16, swizzle = 128>
   // CHECK: %[[LIVE:.*]] = arith.cmpi ult, %[[ROW]], %[[LQ]] : index
   // CHECK-NEXT: scf.if %[[LIVE]] {
-  // CHECK-NEXT:   %[[NB:.*]] = arith.ceildivui %[[LK]], %c48 : index
+  // CHECK-NEXT:   %[[NB:.*]] = arith.ceildivui %[[LK]], %c64 : index
   // CHECK-NEXT:   %[[NB1:.*]] = arith.maxui %[[NB]], %c1 : index
   // CHECK-NEXT:   attn.copy_async %arg0[%[[SQ]], %[[ROW]], %[[H]]] -> %[[QT]] fill %c0 : memref<?x?x128xbf16>
   // CHECK-NEXT:   attn.copy_async %arg1[%[[SK]], %c0, %{{.*}}] -> %{{.*}} fill %c0 : memref<?x?x128xbf16>
   // CHECK:        scf.for %{{.*}} = %c0 to %[[NB1]] step %c1
   // CHECK:          attn.copy_async %arg2[%[[SK]], %{{.*}}, %{{.*}}] -> %{{.*}} fill
-  // CHECK:          attn.mask %{{.*}}, %[[ROW]], %{{.*}}, %[[LK]] : !attn.regs<128x48xf32, acc>
+  // CHECK:          attn.mask %{{.*}}, %[[ROW]], %{{.*}}, %[[LK]] : !attn.regs<128x64xf32, acc>
   // CHECK:          attn.copy_async %arg1[%[[SK]], %{{.*}}, %{{.*}}] -> %{{.*}} fill
   // CHECK:        attn.softmax_finalize
   // CHECK:        %[[SO:.*]], %{{.*}} = attn.sequence %arg5[%[[B]]] rows %{{.*}} : memref<?xi32>

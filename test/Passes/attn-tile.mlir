@@ -1,36 +1,36 @@
 // RUN: attngen-opt %s -attn-tile -split-input-file | FileCheck %s
 // RUN: attngen-opt %s -attn-tile="block-m=64 block-n=32 num-warps=4" -split-input-file | FileCheck %s --check-prefix=OVERRIDE
 
-// FA2 tiling on sm_80 d128 (128 x 48, 4 warps): a grid over (query block, head, batch), Q copied
+// FA2 tiling on sm_80 d128 (128 x 64, 4 warps): a grid over (query block, head, batch), Q copied
 // once, a loop over key/value blocks with V_j and K_{j+1} copies overlapped. Each copy names
 // its fill (block j is fill j; K_{j+1} fill j + 1), as each wait does.
 module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK-LABEL: func.func @fwd
   // CHECK-SAME: attn.kernel
-  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 48, num_warps = 4>
+  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 64, num_warps = 4>
   // CHECK-DAG: %[[QB:.*]] = attn.program_id 0
   // CHECK-DAG: %[[H:.*]] = attn.program_id 1
   // CHECK-DAG: %[[B:.*]] = attn.program_id 2
   // CHECK: %[[Q:.*]] = attn.alloc_smem : !attn.smem<128x128xbf16, swizzle = 128>
-  // CHECK: %[[K:.*]] = attn.alloc_smem : !attn.smem<48x128xbf16, swizzle = 128>
-  // CHECK: %[[V:.*]] = attn.alloc_smem : !attn.smem<48x128xbf16, swizzle = 128>
+  // CHECK: %[[K:.*]] = attn.alloc_smem : !attn.smem<64x128xbf16, swizzle = 128>
+  // CHECK: %[[V:.*]] = attn.alloc_smem : !attn.smem<64x128xbf16, swizzle = 128>
   // CHECK: attn.copy_async %arg0[%[[B]], %{{.*}}, %[[H]]] -> %[[Q]] fill %[[C0:[^ ]*]] :
   // CHECK: attn.copy_async %arg1[%[[B]], %[[C0]], %{{.*}}] -> %[[K]] fill %[[C0]] :
   // CHECK: attn.wait %[[Q]], %[[C0]]
   // CHECK: scf.for %[[J:.*]] = {{.*}} iter_args({{.*}}) -> (!attn.regs<128x128xf32, acc>, !attn.regs<128xf32, row>, !attn.regs<128xf32, row>)
   // CHECK:   attn.wait %[[K]], %[[J]]
   // CHECK:   attn.copy_async %arg2{{.*}} -> %[[V]] fill %[[J]] :
-  // CHECK:   %[[S:.*]] = attn.mma %[[Q]], %[[K]] {transpose_b} {{.*}} -> !attn.regs<128x48xf32, acc>
+  // CHECK:   %[[S:.*]] = attn.mma %[[Q]], %[[K]] {transpose_b} {{.*}} -> !attn.regs<128x64xf32, acc>
   // CHECK:   %[[SM:.*]] = attn.mask %[[S]]
   // CHECK-NOT: causal
   // CHECK:   attn.online_softmax %[[SM]]
   // CHECK:   attn.rescale
-  // CHECK:   attn.convert {{.*}} -> !attn.regs<128x48xbf16, operand_a>
+  // CHECK:   attn.convert {{.*}} -> !attn.regs<128x64xbf16, operand_a>
   // CHECK:   attn.wait %[[V]], %[[J]]
   // CHECK:   %[[NEXT:.*]] = arith.addi %[[J]], %{{.*}} : index
   // CHECK:   scf.if
   // CHECK:     attn.copy_async %arg1{{.*}} -> %[[K]] fill %[[NEXT]] :
-  // CHECK:   attn.mma %{{.*}}, %[[V]], %{{.*}} : !attn.regs<128x48xbf16, operand_a>
+  // CHECK:   attn.mma %{{.*}}, %[[V]], %{{.*}} : !attn.regs<128x64xbf16, operand_a>
   // CHECK: attn.softmax_finalize
   // CHECK: attn.store %{{.*}} -> %arg3[%[[B]], %{{.*}}, %[[H]]]
   // CHECK: attn.store_rows %{{.*}} -> %arg4[%[[B]], %[[H]], %{{.*}}]
