@@ -173,7 +173,7 @@ void mlir::attn::buildKvCacheTilePipeline(OpPassManager &pm,
   if (spec.combine)
     return;
   bool sm80 = spec.target == TargetKind::sm_80;
-  bool fa3 = spec.target == TargetKind::sm_90a && spec.warpSpecialize;
+  bool fa3 = usesFa3Schedule(spec);
   if (sm80 && config.stages > 1) {
     addSm80RingPasses(pm, config.stages);
     return;
