@@ -22,11 +22,16 @@
 // unit above the average, and the CTAs at work at once share a few heads'
 // K and V in L2.
 //
+// A varlen kernel's tile space covers the longest sequence, and its program
+// sits in a guard (query block inside its sequence); a tile that fails the
+// guard does nothing, so it adds no fills and is not counted.
+//
 //===----------------------------------------------------------------------===//
 #include "attn/Passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "attn-persistent"
@@ -49,6 +54,10 @@ constexpr unsigned kTileDims = 3;
 /// The size `kind` of the kernel, read off its tensors by role (q for the
 /// query sizes, k for the key/value ones; `attn.tensors` names both).
 Value problemSize(OpBuilder &b, func::FuncOp kernel, SizeKind kind) {
+  // A packed (varlen) kernel's batch and longest sequence are launch sizes
+  // of their own ([total, H, D] tensors have neither).
+  if (kernel->hasAttr(kVarlenAttrName))
+    return ProblemSizeOp::create(b, kernel.getLoc(), b.getIndexType(), kind);
   auto roles = kernel->getAttrOfType<ArrayAttr>(kTensorsAttrName);
   bool query = kind == SizeKind::batch || kind == SizeKind::nq ||
                kind == SizeKind::num_heads;
@@ -197,7 +206,41 @@ struct TileProgram {
   /// Copies and waits whose fill counts tiles (Q) or blocks (K, V).
   SmallVector<Operation *> perTileFills, blockFills;
   SmallVector<scf::ForOp> kvLoops; ///< the key/value loops, in order
+  /// varlen: the guard the program sits in (its tile may lie past its
+  /// sequence); null otherwise.
+  scf::IfOp guard;
 };
+
+/// A varlen kernel's guard: the one scf.if of the entry block, without
+/// results or else branch, that holds the copies and the loops.
+FailureOr<scf::IfOp> varlenGuard(func::FuncOp kernel) {
+  SmallVector<scf::IfOp> ifs(kernel.getBody().front().getOps<scf::IfOp>());
+  if (ifs.size() != 1 || ifs.front().getNumResults() != 0 ||
+      !ifs.front().getElseRegion().empty())
+    return kernel.emitOpError(
+        "is a varlen kernel without attn-tile's guard (one scf.if, no "
+        "results, no else, around the tile program); attn-persistent "
+        "cannot tell the tiles past a sequence");
+  return ifs.front();
+}
+
+/// `v` computed in front of `guard`: the pure, region-free ops that make it
+/// inside the guard are cloned before it. Fails on anything else (a load).
+FailureOr<Value> hoistBefore(Value v, scf::IfOp guard, OpBuilder &b,
+                             IRMapping &mapping) {
+  if (Value known = mapping.lookupOrNull(v))
+    return known;
+  Operation *def = v.getDefiningOp();
+  if (!def || !guard->isAncestor(def))
+    return v;
+  if (def->getNumRegions() != 0 || !isMemoryEffectFree(def))
+    return failure();
+  for (Value operand : def->getOperands())
+    if (failed(hoistBefore(operand, guard, b, mapping)))
+      return failure();
+  Operation *clone = b.clone(*def, mapping);
+  return clone->getResult(cast<OpResult>(v).getResultNumber());
+}
 
 FailureOr<TileProgram> analyze(func::FuncOp kernel, GridAttr grid) {
   if (grid.getTiles().size() != kTileDims)
@@ -218,6 +261,15 @@ FailureOr<TileProgram> analyze(func::FuncOp kernel, GridAttr grid) {
                               "run attn-tile first");
   TileProgram program;
   Block &entry = kernel.getBody().front();
+  // Where the copies and loops are: the entry block, or a varlen guard's.
+  Block *tileBody = &entry;
+  if (kernel->hasAttr(kVarlenAttrName)) {
+    FailureOr<scf::IfOp> guard = varlenGuard(kernel);
+    if (failed(guard))
+      return failure();
+    program.guard = *guard;
+    tileBody = guard->thenBlock();
+  }
   for (Operation &op : entry.without_terminator()) {
     if (staysInFront(&op, program.front)) {
       program.front.insert(op.getResults().begin(), op.getResults().end());
@@ -243,14 +295,14 @@ FailureOr<TileProgram> analyze(func::FuncOp kernel, GridAttr grid) {
     }
     if (copies.empty())
       continue;
-    bool perTile = copies.size() == 1 && copies.front()->getBlock() == &entry;
+    bool perTile = copies.size() == 1 && copies.front()->getBlock() == tileBody;
     if (!perTile)
       blockBuffers.insert(alloc.getResult());
     llvm::append_range(perTile ? program.perTileFills : program.blockFills,
                        users);
   }
   FailureOr<SmallVector<scf::ForOp>> loops =
-      keyValueLoops(entry, blockBuffers, kernel);
+      keyValueLoops(*tileBody, blockBuffers, kernel);
   if (failed(loops))
     return failure();
   program.kvLoops = std::move(*loops);
@@ -262,12 +314,6 @@ LogicalResult makePersistent(func::FuncOp kernel, int64_t ctasPerSm) {
   if (!grid)
     return kernel.emitOpError("has no 'attn.grid' (its tile space); run "
                               "attn-tile first");
-  // A varlen tile's work depends on its sequence (CTAs past it skip the
-  // program), which the fill counts carried across tiles do not follow yet.
-  if (kernel->hasAttr(kVarlenAttrName))
-    return kernel.emitOpError("is a variable-length (varlen) kernel, which "
-                              "attn-persistent does not support yet; leave "
-                              "out --persistent");
   FailureOr<TileProgram> program = analyze(kernel, grid);
   if (failed(program))
     return failure();
@@ -334,15 +380,34 @@ LogicalResult makePersistent(func::FuncOp kernel, int64_t ctasPerSm) {
     fill.set(arith::AddIOp::create(fb, op->getLoc(), kvFills, fill.get()));
   }
 
-  // Each tile consumes one fill per key/value block it visits.
+  // Each tile consumes one fill per key/value block it visits; a varlen
+  // tile past its sequence visits none and loads no Q.
+  Value upper = program->kvLoops.back().getUpperBound();
+  Value lower = program->kvLoops.front().getLowerBound();
+  Value done = c1;
+  if (scf::IfOp guard = program->guard) {
+    OpBuilder gb(guard);
+    IRMapping mapping;
+    FailureOr<Value> hoistedUpper = hoistBefore(upper, guard, gb, mapping);
+    FailureOr<Value> hoistedLower = hoistBefore(lower, guard, gb, mapping);
+    if (failed(hoistedUpper) || failed(hoistedLower))
+      return program->kvLoops.front().emitOpError(
+          "has key/value loop bounds that depend on more than index "
+          "arithmetic inside the varlen guard; attn-persistent needs them "
+          "in front of it to count a tile's fills");
+    Value live = guard.getCondition();
+    Value visited =
+        arith::SubIOp::create(gb, loc, *hoistedUpper, *hoistedLower);
+    upper = arith::SelectOp::create(gb, loc, live, visited, c0);
+    lower = c0;
+    done = arith::SelectOp::create(gb, loc, live, c1, c0);
+  }
   OpBuilder yb = OpBuilder::atBlockEnd(body);
-  Value visited =
-      arith::SubIOp::create(yb, loc, program->kvLoops.back().getUpperBound(),
-                            program->kvLoops.front().getLowerBound());
+  Value visited = arith::SubIOp::create(yb, loc, upper, lower);
   scf::YieldOp::create(
       yb, loc,
       ValueRange{arith::AddIOp::create(yb, loc, kvFills, visited),
-                 arith::AddIOp::create(yb, loc, tilesDone, c1)});
+                 arith::AddIOp::create(yb, loc, tilesDone, done)});
 
   kernel->setAttr(kGridAttrName, GridAttr::get(kernel.getContext(),
                                                grid.getTiles(), ctasPerSm));

@@ -114,3 +114,43 @@ module attributes {attn.target = #attn.target<sm_90a>} {
     return
   }
 }
+
+// -----
+
+// Varlen: the tile space is (max_seqlen_q / 128, heads, sequences), read from
+// the launch sizes; a tile whose query block lies past its sequence fails the
+// guard, and only live tiles add their key/value blocks and a Q fill to the
+// counts (the selects in front of the guard).
+module attributes {attn.target = #attn.target<sm_90a>} {
+  // CHECK-LABEL: func.func @varlen
+  // CHECK-SAME: ctas_per_sm = 1
+  // CHECK:      %[[MAXQ:.*]] = attn.problem_size max_seqlen_q
+  // CHECK-NEXT: %[[QBS:.*]] = arith.ceildivui %[[MAXQ]], %c128
+  // CHECK-NEXT: %[[H:.*]] = attn.problem_size num_heads
+  // CHECK-NEXT: %[[QH:.*]] = arith.muli %[[QBS]], %[[H]]
+  // CHECK-NEXT: %[[B:.*]] = attn.problem_size batch
+  // CHECK-NEXT: %[[TILES:.*]] = arith.muli %[[QH]], %[[B]]
+  // CHECK:      scf.for %{{.*}} = %{{.*}} to %[[TILES]] step %{{.*}} iter_args(%[[KV:.*]] = %c0, %[[DONE:.*]] = %c0)
+  // CHECK:        %[[SQ:.*]], %[[LQ:.*]] = attn.sequence
+  // CHECK:        %[[LIVE:.*]] = arith.cmpi ult, %{{.*}}, %[[LQ]] : index
+  // CHECK:        %[[BLOCKS:.*]] = arith.maxui %{{.*}}, %c1 : index
+  // CHECK-NEXT:   %[[VISITED:.*]] = arith.select %[[LIVE]], %[[BLOCKS]], %c0 : index
+  // CHECK-NEXT:   %[[ONE:.*]] = arith.select %[[LIVE]], %c1, %c0 : index
+  // CHECK-NEXT:   scf.if %[[LIVE]] {
+  // CHECK-NEXT:     attn.copy_async %arg0[%[[SQ]], {{.*}} fill %[[DONE]] :
+  // CHECK-NEXT:     attn.copy_async %arg1[{{.*}} fill %[[KV]] :
+  // CHECK:          attn.store
+  // CHECK-NEXT:   }
+  // CHECK-NEXT:   %[[KV1:.*]] = arith.addi %[[KV]], %[[VISITED]] : index
+  // CHECK-NEXT:   %[[DONE1:.*]] = arith.addi %[[DONE]], %[[ONE]] : index
+  // CHECK-NEXT:   scf.yield %[[KV1]], %[[DONE1]] : index, index
+  // CHECK-NEXT: } {attn.tile_loop}
+  func.func @varlen(%q: memref<?x?x128xbf16>, %k: memref<?x?x128xbf16>,
+                    %v: memref<?x?x128xbf16>, %o: memref<?x?x128xbf16>,
+                    %cq: memref<?xi32>, %ck: memref<?xi32>) {
+    attn.attention %q, %k, %v, %o varlen(%cq, %ck : memref<?xi32>, memref<?xi32>)
+      {scale = 0.0883883 : f32}
+      : memref<?x?x128xbf16>, memref<?x?x128xbf16>, memref<?x?x128xbf16>, memref<?x?x128xbf16>
+    return
+  }
+}
