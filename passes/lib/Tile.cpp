@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "TileBuilder.h"
 #include "TileKvCache.h"
+#include "attn/Passes/BoundedSoftmax.h"
 #include "attn/Passes/Passes.h"
 #include "attn/Passes/TileConfig.h"
 
@@ -261,9 +262,14 @@ struct AttnTilePass : public mlir::attn::impl::AttnTileBase<AttnTilePass> {
         return signalPassFailure();
       // A window masks like a causal kernel (edge blocks, per-row limits).
       bool masked = op.hasDiagonal();
+      FloatAttr cap = op.getSoftcapAttr();
+      bool fixedMaxSoftcap =
+          cap && isFixedMaxSoftcap(cap.getValueAsDouble(),
+                                   op.getElementType().isBF16());
       TileConfig config = resolveTileConfig(
           *target, op.getHeadDim(), masked, blockM, blockN, numWarps,
-          warpSpecialize && *target == TargetKind::sm_90a, stages);
+          warpSpecialize && *target == TargetKind::sm_90a, stages,
+          /*window=*/false, fixedMaxSoftcap);
       if (llvm::Error error =
               checkTileConfig(config, *target, op.getHeadDim())) {
         op.emitOpError() << "invalid tile configuration: "

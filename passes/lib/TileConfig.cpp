@@ -56,7 +56,7 @@ static int64_t tunedHeadDim(int64_t headDim) {
 
 TileConfig mlir::attn::chooseTileConfig(TargetKind target, int64_t headDim,
                                         bool causal, bool warpSpecialized,
-                                        bool window) {
+                                        bool window, bool fixedMaxSoftcap) {
   const int64_t tuned = tunedHeadDim(headDim);
   if (target == TargetKind::sm_90a && warpSpecialized) {
     // FlashAttention-3's shapes where they fit: consumer warpgroups of 64
@@ -87,6 +87,15 @@ TileConfig mlir::attn::chooseTileConfig(TargetKind target, int64_t headDim,
     // spills (573 vs 594 TFLOPS peeled). A window's mask (limits against
     // immediates) leaves d256 spill-free in one loop (ptxas: 0 bytes, vs
     // 204-228 peeled into three loops), which also saves two drains.
+    // A soft cap makes the softmax MUFU-bound (a tanh and an exp2 per
+    // score): with three consumer warpgroups on 64-key blocks, each
+    // warpgroup's softmax phase is shorter and spans two others' GEMMs.
+    // Measured (docs/PERF.md, bf16 cap 30, fixed max, N = 1k / 8k): d128
+    // 506.8 / 631.0 against 496.8 / 581.7 at 128x128, d64 306.5 / 392.2
+    // against 281.3 / 356.9 at 192x128; causal d128 lost at 1k (357.2
+    // against 399.6), so masks keep their shapes.
+    if (fixedMaxSoftcap && !causal && (tuned == 64 || tuned == 128))
+      return {192, 64, 12, 2, /*peelMaskedBlocks=*/false};
     if (tuned == 64)
       return {192, 128, 12, 2, /*peelMaskedBlocks=*/false};
     if (tuned == 96)
@@ -139,10 +148,11 @@ TileConfig mlir::attn::resolveTileConfig(TargetKind target, int64_t headDim,
                                          bool causal, int64_t blockM,
                                          int64_t blockN, int64_t numWarps,
                                          bool warpSpecialized, int64_t stages,
-                                         bool window) {
-  return withOverrides(
-      chooseTileConfig(target, headDim, causal, warpSpecialized, window),
-      blockM, blockN, numWarps, stages);
+                                         bool window, bool fixedMaxSoftcap) {
+  return withOverrides(chooseTileConfig(target, headDim, causal,
+                                        warpSpecialized, window,
+                                        fixedMaxSoftcap),
+                       blockM, blockN, numWarps, stages);
 }
 
 TileConfig mlir::attn::withOverrides(TileConfig config, int64_t blockM,

@@ -156,11 +156,11 @@ inline bool usesFa3Schedule(const AttentionSpec &spec) {
   return spec.target == TargetKind::sm_90a && spec.warpSpecialize;
 }
 
-/// Whether attn-bounded-softmax fixes a spec's softmax max: a soft cap of
-/// at most 50 on bf16 (BoundedSoftmax.h says why), unless switched off.
+/// Whether a spec's soft cap is one attn-bounded-softmax fixes (a cap of at
+/// most 50 on bf16; BoundedSoftmax.h says why). Its tiles follow it either
+/// way; with the pass switched off the kernel is named _runmax.
 inline bool boundedSoftmaxApplies(const AttentionSpec &spec) {
-  return spec.softcap > 0 && spec.bf16 &&
-         boundedSoftmaxOffset(spec.softcap).has_value();
+  return spec.softcap > 0 && isFixedMaxSoftcap(spec.softcap, spec.bf16);
 }
 
 /// A dense spec's tile configuration: its target's tuned tiles for its head
@@ -169,7 +169,8 @@ inline bool boundedSoftmaxApplies(const AttentionSpec &spec) {
 inline TileConfig tileConfigOf(const AttentionSpec &spec, bool window = false) {
   return resolveTileConfig(spec.target, spec.headDim, hasDiagonal(spec),
                            spec.blockM, spec.blockN, spec.numWarps,
-                           usesFa3Schedule(spec), spec.stages, window);
+                           usesFa3Schedule(spec), spec.stages, window,
+                           boundedSoftmaxApplies(spec));
 }
 /// The softmax scale a spec's kernel applies: `scale`, or 1/sqrt(head_dim)
 /// when it is 0 (the default).

@@ -34,6 +34,12 @@ inline std::optional<double> boundedSoftmaxOffset(double cap) {
   return offset / cap;
 }
 
+/// Whether a soft cap `cap` on `bf16` P is one attn-bounded-softmax fixes
+/// (the tile configuration follows it, with or without the pass).
+inline bool isFixedMaxSoftcap(double cap, bool bf16) {
+  return bf16 && boundedSoftmaxOffset(cap).has_value();
+}
+
 } // namespace mlir::attn
 
 #endif // ATTN_PASSES_BOUNDEDSOFTMAX_H

@@ -57,9 +57,12 @@ int64_t outputAccumulatorCols(TargetKind target, int64_t headDim);
 /// whether the kernel will be warp-specialized (sm_90a). `causal` is true
 /// for every mask around a diagonal (causal or a sliding window): both keep
 /// per-row limits live and mask edge blocks; `window` says the mask has a
-/// window side beyond the causal diagonal (its lowering differs).
+/// window side beyond the causal diagonal (its lowering differs);
+/// `fixedMaxSoftcap` that the scores are soft-capped for a fixed-max softmax
+/// (isFixedMaxSoftcap), whose MUFU-bound softmax wants shorter phases.
 TileConfig chooseTileConfig(TargetKind target, int64_t headDim, bool causal,
-                            bool warpSpecialized = false, bool window = false);
+                            bool warpSpecialized = false, bool window = false,
+                            bool fixedMaxSoftcap = false);
 
 /// `config` with every positive override (block-m, block-n, warps, stages)
 /// in place of its own.
@@ -70,7 +73,7 @@ TileConfig withOverrides(TileConfig config, int64_t blockM, int64_t blockN,
 TileConfig resolveTileConfig(TargetKind target, int64_t headDim, bool causal,
                              int64_t blockM, int64_t blockN, int64_t numWarps,
                              bool warpSpecialized = false, int64_t stages = 0,
-                             bool window = false);
+                             bool window = false, bool fixedMaxSoftcap = false);
 
 /// Checks a (possibly user-overridden) configuration against what the target's
 /// code generator supports, and returns an error that says what to change.
