@@ -35,13 +35,15 @@ def AttnTile : Pass<"attn-tile", "ModuleOp"> {
     The epilogue reads the sequence again rather than keep it live across
     the loop.
 
-    Tile sizes come from head dim, causal flag and the module's
-    `#attn.target` (sm_80: 128 query rows, 4 warps, key blocks of 64 for
-    d64 and d96 and 48 (32 causal) for d128, 8 warps at d192, 64 x 64 for
-    d256, with two-stage K/V rings up to d192; sm_90a: 64 x 128 with one
+    Tile sizes come from head dim, mask, soft cap and the module's
+    `#attn.target` (sm_80: 128 query rows, 4 warps, key blocks of 96 for
+    d64 and 64 for d96 and d128, 8 warps at d192, 64 x 64 for d256, with
+    two-stage K/V rings at d64, d96 and d192; sm_90a: 64 x 128 with one
     warpgroup, two CTAs per SM; with `warp-specialize`, FlashAttention-3-like
-    shapes); a head dim between the tuned ones (64, 96, 128, 192, 256) takes
-    the next larger one's shape. The options override them.
+    shapes, and three consumer warpgroups on 192 x 64 for an unmasked d64 or
+    d128 soft cap of the fixed-max kind (bf16, cap <= 50)); a head dim
+    between the tuned ones (64, 96, 128, 192, 256) takes the next larger
+    one's shape. The options override them.
 
     Any head dim D that is a multiple of 8 up to 256 is tiled: the Q, K and
     V tiles have D rounded up to 16 columns (the MMA's k step; the copies
