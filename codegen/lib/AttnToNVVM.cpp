@@ -665,27 +665,23 @@ void KernelLowering::placeBuffers() {
   int64_t offset = 0;
   SmallVector<Value> order;
   SmallVector<SmemAllocation> allocations;
-  func.walk([&](Operation *op) {
-    if (isa<AllocSmemOp, CreatePipeOp>(op))
-      order.push_back(op->getResult(0));
-  });
-  for (Value buffer : order) {
+  for (auto &[buffer, allocation] : smemAllocationsOf(func)) {
+    order.push_back(buffer);
+    allocations.push_back(allocation);
+    int64_t tileBytes = llvm::alignTo(allocation.tileBytes, kSmemTileAlignment);
     if (auto pipeType = dyn_cast<PipeType>(buffer.getType())) {
       SmemPipe pipe;
       pipe.type = pipeType;
       pipe.offset = offset;
-      int64_t bytes = pipeType.getBuffer().getSizeInBytes();
-      pipe.stageBytes = llvm::alignTo(bytes, kSmemTileAlignment);
-      offset += pipe.stageBytes * pipeType.getStages();
-      allocations.push_back({bytes, pipeType.getStages()});
+      pipe.stageBytes = tileBytes;
+      offset += tileBytes * allocation.stages;
       l->pipes[buffer] = pipe;
       continue;
     }
     SmemBuffer entry;
     entry.type = cast<SmemTileType>(buffer.getType());
     entry.offset = offset;
-    allocations.push_back({entry.type.getSizeInBytes(), 0});
-    offset += llvm::alignTo(allocations.back().tileBytes, kSmemTileAlignment);
+    offset += tileBytes;
     l->buffers[buffer] = entry;
   }
   for (Value buffer : order) {

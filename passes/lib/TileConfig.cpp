@@ -173,6 +173,21 @@ int64_t mlir::attn::maxSharedMemoryBytes(TargetKind target) {
   return target == TargetKind::sm_90a ? kMaxSmemSm90 : kMaxSmemSm80;
 }
 
+SmallVector<std::pair<Value, SmemAllocation>>
+mlir::attn::smemAllocationsOf(Operation *kernel) {
+  SmallVector<std::pair<Value, SmemAllocation>> allocations;
+  kernel->walk([&](Operation *op) {
+    if (auto alloc = dyn_cast<AllocSmemOp>(op))
+      allocations.push_back(
+          {alloc.getResult(), {alloc.getType().getSizeInBytes(), 0}});
+    else if (auto pipe = dyn_cast<CreatePipeOp>(op))
+      allocations.push_back({pipe.getResult(),
+                             {pipe.getType().getBuffer().getSizeInBytes(),
+                              pipe.getType().getStages()}});
+  });
+  return allocations;
+}
+
 int64_t
 mlir::attn::sharedMemoryLayoutBytes(ArrayRef<SmemAllocation> allocations) {
   int64_t bytes = 0;

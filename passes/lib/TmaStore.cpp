@@ -57,13 +57,8 @@ bool isTmaStorable(StoreOp store, int64_t warpgroups) {
 /// layout) with `extra` more bytes of tile.
 int64_t smemBytesWith(func::FuncOp func, int64_t extra) {
   SmallVector<SmemAllocation> allocations;
-  func.walk([&](Operation *op) {
-    if (auto alloc = dyn_cast<AllocSmemOp>(op))
-      allocations.push_back({alloc.getType().getSizeInBytes(), 0});
-    else if (auto pipe = dyn_cast<CreatePipeOp>(op))
-      allocations.push_back({pipe.getType().getBuffer().getSizeInBytes(),
-                             pipe.getType().getStages()});
-  });
+  for (auto &[buffer, allocation] : smemAllocationsOf(func))
+    allocations.push_back(allocation);
   allocations.push_back({extra, 0});
   return sharedMemoryLayoutBytes(allocations);
 }

@@ -108,6 +108,13 @@ struct SmemAllocation {
 /// Dynamic shared memory (bytes) of that layout for these allocations.
 int64_t sharedMemoryLayoutBytes(llvm::ArrayRef<SmemAllocation> allocations);
 
+/// A kernel's shared-memory tiles in allocation order, as that layout takes
+/// them: each attn.alloc_smem (one buffer) and attn.create_pipe (its stages)
+/// under `kernel`, with its entry. attn-to-nvvm places them so; passes that
+/// add a tile ask the layout's size with it.
+llvm::SmallVector<std::pair<Value, SmemAllocation>>
+smemAllocationsOf(Operation *kernel);
+
 /// Shared memory (bytes) the kernel of `config` needs: Q, K and V tiles
 /// (with `config.stages` > 0, pipes: Q one stage, K and V `stages` each),
 /// and with `outputTile` an O tile of Q's size after them (attn-tma-store).
