@@ -167,6 +167,16 @@ bool persistentByDefault(const AttentionSpec &spec) {
 }
 } // namespace
 
+bool mlir::attn::overridesTiles(const AttentionSpec &spec) {
+  if (!spec.blockM && !spec.blockN && !spec.numWarps)
+    return false;
+  AttentionSpec tuned = spec;
+  tuned.blockM = tuned.blockN = tuned.numWarps = 0;
+  TileConfig asked = tileConfigOf(spec), byDefault = tileConfigOf(tuned);
+  return asked.blockM != byDefault.blockM || asked.blockN != byDefault.blockN ||
+         asked.numWarps != byDefault.numWarps;
+}
+
 bool mlir::attn::usesPersistentGrid(const AttentionSpec &spec) {
   return spec.persistent.value_or(persistentByDefault(spec));
 }
@@ -177,9 +187,7 @@ namespace {
 /// tile fits beside Q and the K/V pipes (up to d176). On the H200 it gave
 /// +5-11% at N = 1k and -2% to +3% at 8k (d64 to d160, docs/PERF.md).
 bool tmaStoreByDefault(const AttentionSpec &spec) {
-  // Varlen asks for it (--persistent=true): the static order gains 4-8% on
-  // equal lengths but loses 11-14% on mixed ones, whose CTAs get unequal
-  // shares of the tiles past their sequences (docs/PERF.md).
+  // A packed (varlen) tile's rows past its sequence belong to the next one.
   if (!usesFa3Schedule(spec) || spec.varlen || spec.kvCache)
     return false;
   return !llvm::errorToBool(
@@ -260,14 +268,10 @@ std::string mlir::attn::kernelName(const AttentionSpec &specAsked) {
   }
   // Tile overrides that change the tiles: _m<M>n<N>w<W>, so an override's
   // kernel never shares the default's name.
-  if (!spec.kvCache && (spec.blockM || spec.blockN || spec.numWarps)) {
-    AttentionSpec tuned = spec;
-    tuned.blockM = tuned.blockN = tuned.numWarps = 0;
-    TileConfig asked = tileConfigOf(spec), byDefault = tileConfigOf(tuned);
-    if (asked.blockM != byDefault.blockM || asked.blockN != byDefault.blockN ||
-        asked.numWarps != byDefault.numWarps)
-      schedule +=
-          fmt::format("_m{}n{}w{}", asked.blockM, asked.blockN, asked.numWarps);
+  if (!spec.kvCache && overridesTiles(spec)) {
+    TileConfig asked = tileConfigOf(spec);
+    schedule +=
+        fmt::format("_m{}n{}w{}", asked.blockM, asked.blockN, asked.numWarps);
   }
   // Not a schedule, but an ablation of the same kind: IEEE denormals.
   if (!spec.flushDenormals)

@@ -747,14 +747,8 @@ int main(int argc, char **argv) {
     // The estimate is rough; the defaults are measured (some spill a few
     // bytes on purpose, sm_80 d128's 128x64 is over the estimate without
     // spilling), so only overrides that change the tiles are warned about.
-    AttentionSpec tuned = spec;
-    tuned.blockM = tuned.blockN = tuned.numWarps = 0;
-    TileConfig byDefault = tileConfigOf(tuned);
-    bool overridden = config.blockM != byDefault.blockM ||
-                      config.blockN != byDefault.blockN ||
-                      config.numWarps != byDefault.numWarps;
     int64_t registers = estimateRegistersPerThread(config, spec.headDim);
-    if (overridden && registers > kMaxRegistersPerThread)
+    if (overridesTiles(spec) && registers > kMaxRegistersPerThread)
       llvm::WithColor::warning(llvm::errs(), "attngen") << fmt::format(
           "a {}x{} tile with {} warps at head dim {} needs about {} registers "
           "per thread, more than the {} available: the kernel will spill; "

@@ -160,7 +160,7 @@ inline bool usesFa3Schedule(const AttentionSpec &spec) {
 /// most 50 on bf16; BoundedSoftmax.h says why). Its tiles follow it either
 /// way; with the pass switched off the kernel is named _runmax.
 inline bool boundedSoftmaxApplies(const AttentionSpec &spec) {
-  return spec.softcap > 0 && isFixedMaxSoftcap(spec.softcap, spec.bf16);
+  return isFixedMaxSoftcap(spec.softcap, spec.bf16);
 }
 
 /// A dense spec's tile configuration: its target's tuned tiles for its head
@@ -172,6 +172,11 @@ inline TileConfig tileConfigOf(const AttentionSpec &spec, bool window = false) {
                            usesFa3Schedule(spec), spec.stages, window,
                            boundedSoftmaxApplies(spec));
 }
+/// Whether a dense spec's tile overrides (block-m, block-n, warps) give
+/// tiles other than its default's: such a kernel's name says its tiles, and
+/// only such overrides get attngen's register warning.
+bool overridesTiles(const AttentionSpec &spec);
+
 /// The softmax scale a spec's kernel applies: `scale`, or 1/sqrt(head_dim)
 /// when it is 0 (the default).
 inline double softmaxScaleOf(const AttentionSpec &spec) {
