@@ -510,11 +510,12 @@ def torch_varlen_peers(torch):
     return peers
 
 
-def speed(torch, cb, attngen, warmup=10, iters=50):
+def speed(torch, cb, attngen, head_dims=(128,), warmup=10, iters=50):
+    """Head dims other than 128 (H = 2048 / D) time attngen dense and varlen
+    only; the peers and the check_seqlens cost run at d128."""
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
     rows = []
-    d, h = 128, 16
     b, n = 16, 1024
     a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
     end = time.perf_counter() + 2.0
@@ -523,7 +524,9 @@ def speed(torch, cb, attngen, warmup=10, iters=50):
         torch.cuda.synchronize()
     del a
     peers = torch_varlen_peers(torch)
-    for causal in (False, True):
+    for d, causal in ((d, c) for d in head_dims for c in (False, True)):
+        h = 2048 // d
+        tag = "" if d == 128 else f"d{d} "
         torch.manual_seed(7)
         q4, k4, v4 = (torch.randn(b, n, h, d, device="cuda", dtype=torch.bfloat16)
                       for _ in range(3))
@@ -538,8 +541,9 @@ def speed(torch, cb, attngen, warmup=10, iters=50):
             except Exception as e:  # noqa: BLE001 - a missing peer is reported
                 row = dict(case=label, causal=causal, lengths=lengths,
                            error=str(e).splitlines()[0][:200])
+            row["case"] = tag + label
             rows.append(row)
-            print(f"  {'causal ' if causal else ''}{label}: "
+            print(f"  {'causal ' if causal else ''}{tag}{label}: "
                   + (f"{row['ms']:.3f} ms, {row['tflops']:.1f} TFLOPS" if "ms" in row
                      else f"error: {row['error']}"), flush=True)
             return row
@@ -565,6 +569,9 @@ def speed(torch, cb, attngen, warmup=10, iters=50):
                lambda: attngen.attention_varlen(q, k, v, mixed_cu, mixed_cu, longest, longest,
                                                 causal=causal, check_seqlens=False),
                mixed_flops, MIXED_LENGTHS)
+        if d != 128:
+            del q4, k4, v4, q, k, v
+            continue
         # The value check's cost (a host synchronization per call), wall clock.
         t0 = time.perf_counter()
         for _ in range(iters):
@@ -608,6 +615,8 @@ def main():
     parser.add_argument("--json")
     parser.add_argument("--quick", action="store_true", help="fewer correctness cases")
     parser.add_argument("--no-bench", action="store_true")
+    parser.add_argument("--bench-head-dims", default="128",
+                        help="head dims to time, e.g. 64,128,256 (H = 2048 / D)")
     parser.add_argument("--sanitize", action="store_true",
                         help="5 small correctness cases and the argument checks, no bench "
                              "(for compute-sanitizer)")
@@ -633,8 +642,9 @@ def main():
     api, api_ok = api_checks(torch, attngen)
     bench = []
     if not (args.no_bench or args.sanitize):
-        print("== speed (bf16 d128, H=16, 16k tokens)")
-        bench = speed(torch, cb, attngen)
+        dims = tuple(int(x) for x in args.bench_head_dims.split(","))
+        print(f"== speed (bf16, head dims {dims}, H = 2048 / D, 16k tokens)")
+        bench = speed(torch, cb, attngen, dims)
     ok = checks_ok and sm80_ok and api_ok and all(r.get("passed", True) for r in bench)
     if args.json:
         with open(args.json, "w") as f:

@@ -210,6 +210,7 @@ private:
   LogicalResult lowerOp(Operation *op);
   LogicalResult lowerFor(scf::ForOp op);
   LogicalResult lowerIf(scf::IfOp op);
+  LogicalResult lowerWhile(scf::WhileOp op);
   LogicalResult lowerWarpSpecialize(WarpSpecializeOp op);
   LogicalResult lowerDim(memref::DimOp op);
   LogicalResult lowerSequence(SequenceOp op);
@@ -289,6 +290,51 @@ LogicalResult KernelLowering::lowerFor(scf::ForOp op) {
   size_t pos = 0;
   for (Value result : op.getResults())
     unflatten(result, newFor.getResults(), pos);
+  return success();
+}
+
+/// A loop over scalars only (a persistent varlen CTA's walk over the
+/// sequences): the same loop over the lowered scalars.
+LogicalResult KernelLowering::lowerWhile(scf::WhileOp op) {
+  for (Type type : op->getResultTypes())
+    if (!type.isIntOrIndex())
+      return op.emitOpError("carries ")
+             << type << "; attn-to-nvvm lowers scf.while over integers only";
+  OpBuilder &b = l->b;
+  SmallVector<Value> inits;
+  for (Value init : op.getInits())
+    inits.push_back(l->scalar(init));
+  LogicalResult status = success();
+  // Lowers `block` without its terminator, whose lowered operands it returns.
+  auto lowerRegion = [&](Block &block, ValueRange args) {
+    for (auto [from, to] : llvm::zip(block.getArguments(), args))
+      l->scalars[from] = to;
+    for (Operation &inner : block.without_terminator()) {
+      for (Value operand : inner.getOperands())
+        if (Value mapped = l->scalars.lookup(operand))
+          scalarMap.map(operand, mapped);
+      if (failed(lowerOp(&inner)))
+        status = failure();
+    }
+    SmallVector<Value> operands;
+    for (Value v : block.getTerminator()->getOperands())
+      operands.push_back(failed(status) ? v : l->scalar(v));
+    return operands;
+  };
+  auto newWhile = scf::WhileOp::create(
+      b, op.getLoc(), op->getResultTypes(), inits,
+      [&](OpBuilder &, Location loc, ValueRange args) {
+        SmallVector<Value> operands = lowerRegion(op.getBefore().front(), args);
+        scf::ConditionOp::create(b, loc, operands.front(),
+                                 ArrayRef(operands).drop_front());
+      },
+      [&](OpBuilder &, Location loc, ValueRange args) {
+        scf::YieldOp::create(b, loc, lowerRegion(op.getAfter().front(), args));
+      });
+  if (failed(status))
+    return failure();
+  for (auto [from, to] : llvm::zip(op.getResults(), newWhile.getResults()))
+    l->scalars[from] = to;
   return success();
 }
 
@@ -480,13 +526,19 @@ LogicalResult KernelLowering::lowerSequence(SequenceOp op) {
     Value index = arith::AddIOp::create(b, loc, batch, l->i64(offset));
     Value addr = LLVM::GEPOp::create(b, loc, globalPtr, b.getI32Type(), base,
                                      ValueRange{index});
-    // Volatile: a program that reads a sequence again after its key/value
+    // A non-coherent (L1-cached) load, as an asm statement with side
+    // effects: a program that reads a sequence again after its key/value
     // loop (attn-tile's epilogue does) gets a load there, which LLVM would
     // otherwise merge with the first one into a register kept live across
-    // the loop (sm_90a d64 spilled 8 bytes more that way). One load per
-    // entry and op per CTA; cu_seqlens does not change while the kernel runs.
-    return LLVM::LoadOp::create(b, loc, b.getI32Type(), addr, /*alignment=*/4,
-                                /*isVolatile=*/true);
+    // the loop (sm_90a d64 spilled 8 bytes more that way). cu_seqlens does
+    // not change while the kernel runs, and a persistent CTA reads it at
+    // every tile (its walk over the sequences): a volatile load went to L2
+    // each time.
+    auto load = LLVM::InlineAsmOp::create(
+        b, loc, b.getI32Type(), ValueRange{addr}, "ld.global.nc.b32 $0, [$1];",
+        "=r,l", /*has_side_effects=*/true, /*is_align_stack=*/false,
+        LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
+    return load.getResult(0);
   };
   Value total = l->toI32(l->scalar(op.getTotalRows()));
   Value start = arith::MinUIOp::create(b, loc, entry(0), total);
@@ -510,6 +562,7 @@ LogicalResult KernelLowering::lowerOp(Operation *op) {
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<scf::ForOp>([&](auto o) { return lowerFor(o); })
       .Case<scf::IfOp>([&](auto o) { return lowerIf(o); })
+      .Case<scf::WhileOp>([&](auto o) { return lowerWhile(o); })
       .Case<memref::DimOp>([&](auto o) { return lowerDim(o); })
       .Case<SequenceOp>([&](auto o) { return lowerSequence(o); })
       .Case<ProgramIdOp>([&](ProgramIdOp o) {

@@ -124,12 +124,10 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
   bool decoding = spec.kvCache || spec.pageSize != 0 || spec.splitKv ||
                   spec.headPack != 1 || spec.combine;
   bool tmaStoreAsked = spec.tmaStore.value_or(false);
-  if (tmaStoreAsked && (decoding || spec.varlen))
+  if (tmaStoreAsked && decoding)
     return specError(
-        "--tma-store is for dense kernels: a decoding kernel stores "
-        "its few query rows from registers, and a packed (varlen) "
-        "tile's rows past its sequence belong to the next one; "
-        "leave it out");
+        "--tma-store is for prefill kernels: a decoding kernel stores "
+        "its few query rows from registers; leave it out");
   if (tmaStoreAsked && !usesFa3Schedule(spec))
     return specError(
         "--tma-store needs the sm_90a warp-specialized schedule, "
@@ -155,10 +153,10 @@ namespace {
 /// d64 +6%. Causal d160 and d192 spill in the persistent loop and ran
 /// 2-9% slower; windows and the other unmasked head dims even or slower.
 bool persistentByDefault(const AttentionSpec &spec) {
-  // Varlen asks for it (--persistent=true): the static order gains 4-8% on
-  // equal lengths but loses 11-14% on mixed ones, whose CTAs get unequal
-  // shares of the tiles past their sequences (docs/PERF.md).
-  if (!usesFa3Schedule(spec) || spec.varlen || spec.kvCache)
+  // Varlen CTAs take the live tiles, numbered sequence by sequence
+  // (attn-persistent's VarlenTiles), wherever the dense kernel of the same
+  // mask is persistent.
+  if (!usesFa3Schedule(spec) || spec.kvCache)
     return false;
   if (!hasDiagonal(spec))
     return spec.headDim == 64 || spec.headDim == 128;
@@ -187,8 +185,9 @@ namespace {
 /// tile fits beside Q and the K/V pipes (up to d176). On the H200 it gave
 /// +5-11% at N = 1k and -2% to +3% at 8k (d64 to d160, docs/PERF.md).
 bool tmaStoreByDefault(const AttentionSpec &spec) {
-  // A packed (varlen) tile's rows past its sequence belong to the next one.
-  if (!usesFa3Schedule(spec) || spec.varlen || spec.kvCache)
+  // A packed (varlen) kernel stores its sequences' full tiles with it, the
+  // partial last tile of each from registers (attn-tma-store).
+  if (!usesFa3Schedule(spec) || spec.kvCache)
     return false;
   return !llvm::errorToBool(
       checkTmaStoreFits(tileConfigOf(spec), spec.headDim));

@@ -645,16 +645,20 @@ LogicalResult mlir::attn::lowerTmaStore(Lowering &l, TmaStoreOp op) {
   Value wg = l.warpgroupIndex();
   Value rowsOffset =
       arith::MulIOp::create(b, l.loc, wg, l.i32(kWarpgroupRows * g.rowBytes));
+  // A packed tensor's descriptor is {D, total, H}: its rows from the
+  // sequence's start, no batch coordinate.
+  TileRows tileRows = l.tileRows(*role, op.getBatch(), op.getRow());
   Value row = arith::AddIOp::create(
-      b, l.loc, l.toI32(l.scalar(op.getRow())),
+      b, l.loc, tileRows.row,
       arith::MulIOp::create(b, l.loc, wg, l.i32(kWarpgroupRows)));
   Value head = l.toI32(l.scalar(op.getHead()));
-  Value batch = l.toI32(l.scalar(op.getBatch()));
   l.emitIf(issuesWarpgroupStores(l), [&] {
     for (int64_t p = 0; p < buffer.type.getNumPanels(); ++p) {
       Value src = l.smemPtr(arith::AddIOp::create(
           b, l.loc, l.bufferOffset(buffer, p * g.panelBytes), rowsOffset));
-      SmallVector<Value> coords = {l.i32(p * g.panelCols), row, head, batch};
+      SmallVector<Value> coords = {l.i32(p * g.panelCols), row, head};
+      if (tileRows.batch)
+        coords.push_back(tileRows.batch);
       NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
           b, l.loc, descriptor, src, coords, Value(), NVVM::TMAStoreMode::TILE,
           Value());

@@ -24,7 +24,9 @@
 //
 // A varlen kernel's tile space covers the longest sequence, and its program
 // sits in a guard (query block inside its sequence); a tile that fails the
-// guard does nothing, so it adds no fills and is not counted.
+// guard does nothing, so it adds no fills and is not counted. Its CTAs
+// number only the live tiles, sequence by sequence (VarlenTiles), so mixed
+// lengths do not hand some CTAs more work than others.
 //
 //===----------------------------------------------------------------------===//
 #include "attn/Passes/Passes.h"
@@ -198,6 +200,127 @@ struct CausalUnits {
   }
 };
 
+/// A varlen kernel's live tiles: those inside their sequences, numbered
+/// sequence by sequence (a static order over the longest sequence's tile
+/// space would hand CTAs unequal shares of the live ones). Sequence b of
+/// m_b query blocks holds H * m_b tiles, query blocks fastest so the CTAs
+/// at work at once share a head's K and V; causal, it holds H * ceil(m_b/2)
+/// units, CausalUnits' pairs of equal length taken within the sequence (a
+/// pair's second tile is dead for the lone block of an odd m_b). CTA c takes
+/// numbers c, c + P, ...: the loop runs over the whole tile space and the
+/// numbers past the last sequence's are dead tiles, failing the guard. Each
+/// CTA walks the sequences once, carrying (sequence, its first number)
+/// from tile to tile.
+struct VarlenTiles {
+  Value cuSeqlens, totalRows, batches, heads, blockRows;
+  bool causal;
+  Value deadBlock; ///< a query block past every sequence: fails the guard
+
+  VarlenTiles(OpBuilder &b, Location loc, func::FuncOp kernel,
+              ArrayRef<Value> extents, int64_t blockM, bool causal)
+      : heads(extents[1]), causal(causal) {
+    auto roles = kernel->getAttrOfType<ArrayAttr>(kTensorsAttrName);
+    for (auto [i, name] : llvm::enumerate(roles)) {
+      StringRef role = cast<StringAttr>(name).getValue();
+      if (role == "cu_seqlens_q")
+        cuSeqlens = kernel.getArgument(i);
+      if (role == "q")
+        totalRows = memref::DimOp::create(b, loc, kernel.getArgument(i), 0);
+    }
+    batches = extents[2];
+    blockRows = arith::ConstantIndexOp::create(b, loc, blockM);
+    deadBlock = arith::CeilDivUIOp::create(b, loc, totalRows, blockRows);
+  }
+
+  /// Sequence `batch`'s query blocks (batch < B; at least one, so that
+  /// divisions by it are safe where the sequence is empty).
+  Value queryBlocks(OpBuilder &b, Location loc, Value batch) const {
+    auto seq = SequenceOp::create(b, loc, cuSeqlens, batch, totalRows);
+    return arith::CeilDivUIOp::create(b, loc, seq.getLength(), blockRows);
+  }
+
+  /// The numbers sequence `batch` holds: H tiles or units per query block
+  /// (causal: per pair).
+  Value numbersOf(OpBuilder &b, Location loc, Value blocks) const {
+    if (causal)
+      blocks = arith::CeilDivUIOp::create(
+          b, loc, blocks, arith::ConstantIndexOp::create(b, loc, 2));
+    return arith::MulIOp::create(b, loc, heads, blocks);
+  }
+
+  /// From (sequence, first number) at or before number `n`'s, the sequence
+  /// that holds `n` and its first number; B when `n` is past them all.
+  std::pair<Value, Value> advance(OpBuilder &b, Location loc, Value n,
+                                  Value batch, Value first) const {
+    Type index = b.getIndexType();
+    auto walk = scf::WhileOp::create(
+        b, loc, TypeRange{index, index, index}, ValueRange{batch, first},
+        [&](OpBuilder &wb, Location wl, ValueRange args) {
+          Value c1 = arith::ConstantIndexOp::create(wb, wl, 1);
+          Value inRange = arith::CmpIOp::create(
+              wb, wl, arith::CmpIPredicate::ult, args[0], batches);
+          Value last = arith::SubIOp::create(wb, wl, batches, c1);
+          Value seq = arith::MinUIOp::create(wb, wl, args[0], last);
+          Value end = arith::AddIOp::create(
+              wb, wl, args[1], numbersOf(wb, wl, queryBlocks(wb, wl, seq)));
+          Value past =
+              arith::CmpIOp::create(wb, wl, arith::CmpIPredicate::uge, n, end);
+          scf::ConditionOp::create(wb, wl,
+                                   arith::AndIOp::create(wb, wl, inRange, past),
+                                   ValueRange{args[0], args[1], end});
+        },
+        [&](OpBuilder &wb, Location wl, ValueRange args) {
+          Value c1 = arith::ConstantIndexOp::create(wb, wl, 1);
+          scf::YieldOp::create(
+              wb, wl,
+              ValueRange{arith::AddIOp::create(wb, wl, args[0], c1), args[2]});
+        });
+    return {walk.getResult(0), walk.getResult(1)};
+  }
+
+  /// The (query block, head, batch) of number `n` in sequence `batch`
+  /// (from advance) whose first number is `first`; `second` (causal) picks
+  /// a unit's shorter tile. Dead tiles get deadBlock.
+  SmallVector<Value> coordinates(OpBuilder &b, Location loc, Value n,
+                                 Value batch, Value first, Value second) const {
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+    Value c2 = arith::ConstantIndexOp::create(b, loc, 2);
+    Value live = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, batch,
+                                       batches);
+    Value seq = arith::MinUIOp::create(
+        b, loc, batch, arith::SubIOp::create(b, loc, batches, c1));
+    Value blocks = arith::MaxUIOp::create(b, loc, queryBlocks(b, loc, seq), c1);
+    Value local = arith::SubIOp::create(b, loc, n, first);
+    Value perHead =
+        causal ? arith::CeilDivUIOp::create(b, loc, blocks, c2) : blocks;
+    Value head = arith::DivUIOp::create(b, loc, local, perHead);
+    Value block = arith::RemUIOp::create(b, loc, local, perHead);
+    if (causal) {
+      // Unit j of m blocks: the pair (m - 1 - m % 2 - j, j) while j < m / 2,
+      // else the lone last block, whose second tile is dead.
+      Value half = arith::DivUIOp::create(b, loc, blocks, c2);
+      Value odd = arith::RemUIOp::create(b, loc, blocks, c2);
+      Value isPair =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, block, half);
+      Value longer = arith::SubIOp::create(
+          b, loc,
+          arith::SubIOp::create(b, loc,
+                                arith::SubIOp::create(b, loc, blocks, c1), odd),
+          block);
+      Value lone = arith::SubIOp::create(b, loc, blocks, c1);
+      Value inPair = arith::SelectOp::create(b, loc, second, block, longer);
+      block = arith::SelectOp::create(b, loc, isPair, inPair, lone);
+      Value firstTile = arith::XOrIOp::create(
+          b, loc, second, arith::ConstantIntOp::create(b, loc, 1, 1));
+      live = arith::AndIOp::create(
+          b, loc, live, arith::OrIOp::create(b, loc, isPair, firstTile));
+    }
+    return {arith::SelectOp::create(b, loc, live, block, deadBlock),
+            arith::SelectOp::create(b, loc, live, head, c0), seq};
+  }
+};
+
 /// What attn-persistent rewrites, found before anything changes (a failed
 /// check leaves the kernel untouched).
 struct TileProgram {
@@ -339,14 +462,32 @@ LogicalResult makePersistent(func::FuncOp kernel, int64_t ctasPerSm) {
   Value ctas = NumProgramsOp::create(b, loc, b.getIndexType(), 0);
   // Non-causal tiles are equally long: tile cta, cta + ctas, ... A causal
   // CTA walks its own tiles 0 .. tilesHere - 1 (CausalUnits).
+  // Varlen: numbers of live tiles (VarlenTiles); a causal CTA's two
+  // numbers per unit, 0 .. 2 * (its share of the unit space) - 1.
   bool causal = kernel->hasAttr(kCausalAttrName);
   std::optional<CausalUnits> units;
-  if (causal)
+  std::optional<VarlenTiles> varlen;
+  Value lower = causal ? c0 : cta, upper = tiles, step = causal ? c1 : ctas;
+  if (program->guard) {
+    varlen.emplace(b, loc, kernel, extents, grid.getTile(0).getTile(), causal);
+    if (causal) {
+      Value c2 = arith::ConstantIndexOp::create(b, loc, 2);
+      Value unitSpace = arith::MulIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, extents[1], extents[2]),
+          arith::CeilDivUIOp::create(b, loc, extents[0], c2));
+      Value left = arith::SubIOp::create(
+          b, loc, arith::MaxUIOp::create(b, loc, unitSpace, cta), cta);
+      upper = arith::MulIOp::create(
+          b, loc, arith::CeilDivUIOp::create(b, loc, left, ctas), c2);
+    }
+  } else if (causal) {
     units.emplace(b, loc, extents, cta, ctas);
-  auto loop = scf::ForOp::create(
-      b, loc, causal ? c0 : cta, causal ? units->tilesHere : tiles,
-      causal ? c1 : ctas, ValueRange{c0, c0},
-      [](OpBuilder &, Location, Value, ValueRange) {});
+    upper = units->tilesHere;
+  }
+  SmallVector<Value> inits(varlen ? 4 : 2, c0);
+  auto loop =
+      scf::ForOp::create(b, loc, lower, upper, step, inits,
+                         [](OpBuilder &, Location, Value, ValueRange) {});
   loop->setAttr(kTileLoopAttrName, b.getUnitAttr());
   Block *body = loop.getBody();
   Value kvFills = loop.getRegionIterArgs()[0];
@@ -356,9 +497,29 @@ LogicalResult makePersistent(func::FuncOp kernel, int64_t ctasPerSm) {
 
   // Program ids -> the tile's coordinates.
   OpBuilder tb = OpBuilder::atBlockBegin(body);
-  SmallVector<Value> coords =
-      causal ? units->coordinates(tb, loc, loop.getInductionVar())
-             : tileCoordinates(tb, loc, loop.getInductionVar(), extents);
+  Value iv = loop.getInductionVar();
+  SmallVector<Value> coords, sequenceState;
+  if (varlen) {
+    Value number = iv, second = arith::ConstantIntOp::create(tb, loc, 0, 1);
+    if (causal) {
+      Value c2 = arith::ConstantIndexOp::create(tb, loc, 2);
+      number = arith::AddIOp::create(
+          tb, loc, cta,
+          arith::MulIOp::create(tb, loc,
+                                arith::DivUIOp::create(tb, loc, iv, c2), ctas));
+      second =
+          arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::ne,
+                                arith::RemUIOp::create(tb, loc, iv, c2), c0);
+    }
+    auto [batch, first] =
+        varlen->advance(tb, loc, number, loop.getRegionIterArgs()[2],
+                        loop.getRegionIterArgs()[3]);
+    coords = varlen->coordinates(tb, loc, number, batch, first, second);
+    sequenceState = {batch, first};
+  } else {
+    coords = causal ? units->coordinates(tb, loc, iv)
+                    : tileCoordinates(tb, loc, iv, extents);
+  }
   SmallVector<ProgramIdOp> ids;
   body->walk([&](ProgramIdOp id) { ids.push_back(id); });
   for (ProgramIdOp id : ids) {
@@ -382,14 +543,14 @@ LogicalResult makePersistent(func::FuncOp kernel, int64_t ctasPerSm) {
 
   // Each tile consumes one fill per key/value block it visits; a varlen
   // tile past its sequence visits none and loads no Q.
-  Value upper = program->kvLoops.back().getUpperBound();
-  Value lower = program->kvLoops.front().getLowerBound();
+  Value kvUpper = program->kvLoops.back().getUpperBound();
+  Value kvLower = program->kvLoops.front().getLowerBound();
   Value done = c1;
   if (scf::IfOp guard = program->guard) {
     OpBuilder gb(guard);
     IRMapping mapping;
-    FailureOr<Value> hoistedUpper = hoistBefore(upper, guard, gb, mapping);
-    FailureOr<Value> hoistedLower = hoistBefore(lower, guard, gb, mapping);
+    FailureOr<Value> hoistedUpper = hoistBefore(kvUpper, guard, gb, mapping);
+    FailureOr<Value> hoistedLower = hoistBefore(kvLower, guard, gb, mapping);
     if (failed(hoistedUpper) || failed(hoistedLower))
       return program->kvLoops.front().emitOpError(
           "has key/value loop bounds that depend on more than index "
@@ -398,16 +559,17 @@ LogicalResult makePersistent(func::FuncOp kernel, int64_t ctasPerSm) {
     Value live = guard.getCondition();
     Value visited =
         arith::SubIOp::create(gb, loc, *hoistedUpper, *hoistedLower);
-    upper = arith::SelectOp::create(gb, loc, live, visited, c0);
-    lower = c0;
+    kvUpper = arith::SelectOp::create(gb, loc, live, visited, c0);
+    kvLower = c0;
     done = arith::SelectOp::create(gb, loc, live, c1, c0);
   }
   OpBuilder yb = OpBuilder::atBlockEnd(body);
-  Value visited = arith::SubIOp::create(yb, loc, upper, lower);
-  scf::YieldOp::create(
-      yb, loc,
-      ValueRange{arith::AddIOp::create(yb, loc, kvFills, visited),
-                 arith::AddIOp::create(yb, loc, tilesDone, done)});
+  Value visited = arith::SubIOp::create(yb, loc, kvUpper, kvLower);
+  SmallVector<Value> yielded = {
+      arith::AddIOp::create(yb, loc, kvFills, visited),
+      arith::AddIOp::create(yb, loc, tilesDone, done)};
+  llvm::append_range(yielded, sequenceState);
+  scf::YieldOp::create(yb, loc, yielded);
 
   kernel->setAttr(kGridAttrName, GridAttr::get(kernel.getContext(),
                                                grid.getTiles(), ctasPerSm));

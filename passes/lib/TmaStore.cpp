@@ -20,6 +20,11 @@
 // CTA starts its next tile while the TMA reads the buffer, and only waits
 // for that read before writing the buffer again.
 //
+// A varlen kernel's packed O ends a sequence where the next begins, and the
+// TMA clips a box at the tensor's last row only: a tile that lies inside its
+// sequence takes the TMA store, one that ends past it (the sequence's last,
+// partial tile) keeps the register store, which stops at the sequence's end.
+//
 //===----------------------------------------------------------------------===//
 #include "attn/Passes/NamedBarriers.h"
 #include "attn/Passes/Passes.h"
@@ -40,15 +45,18 @@ using namespace mlir::attn;
 
 namespace {
 
-/// Whether `store` writes a 16-bit [B, N, H, D] tensor from a tile of one
-/// head whose rows the consumer warpgroups hold 64 each: the stores a TMA
-/// box per warpgroup can take over.
+/// Whether `store` writes a 16-bit [B, N, H, D] tensor (or a packed
+/// [total, H, D] one, rows of a sequence) from a tile of one head whose rows
+/// the consumer warpgroups hold 64 each: the stores a TMA box per
+/// warpgroup can take over.
 bool isTmaStorable(StoreOp store, int64_t warpgroups) {
   auto dst = cast<MemRefType>(store.getDst().getType());
   auto value = cast<RegTileType>(store.getValue().getType());
-  return dst.getRank() == 4 && dst.getElementType().getIntOrFloatBitWidth() ==
-                                   16 &&
-         isa<IndexType>(store.getBatch().getType()) && store.headPack() == 1 &&
+  bool packed = isa<SeqType>(store.getBatch().getType());
+  return dst.getRank() == (packed ? 3 : 4) &&
+         dst.getElementType().getIntOrFloatBitWidth() == 16 &&
+         (!packed || store.getBatch().getDefiningOp<SequenceOp>()) &&
+         store.headPack() == 1 &&
          value.getRows() == kWarpgroupRows * warpgroups &&
          value.getShape()[1] % 16 == 0;
 }
@@ -89,6 +97,19 @@ void rewrite(WarpSpecializeOp ws, ArrayRef<StoreOp> stores,
   for (StoreOp store : stores) {
     b.setInsertionPoint(store);
     Location sl = store.getLoc();
+    // The TMA clips a packed tensor's box at its last row, not at the
+    // sequence's: a tile that ends past its sequence keeps the register
+    // store, which stops there.
+    if (auto seq = store.getBatch().getDefiningOp<SequenceOp>()) {
+      int64_t rows = cast<RegTileType>(store.getValue().getType()).getRows();
+      Value end = arith::AddIOp::create(
+          b, sl, store.getRow(), arith::ConstantIndexOp::create(b, sl, rows));
+      Value inside = arith::CmpIOp::create(b, sl, arith::CmpIPredicate::ule,
+                                           end, seq.getLength());
+      auto split = scf::IfOp::create(b, sl, inside, /*withElseRegion=*/true);
+      store->moveBefore(split.elseBlock()->getTerminator());
+      b.setInsertionPoint(split.thenBlock()->getTerminator());
+    }
     if (isInLoop(store, ws.getConsumers())) {
       // The previous tile's store has read the buffer: its issuing thread
       // waits, then the warpgroup's barrier holds the others until it has.
@@ -99,7 +120,8 @@ void rewrite(WarpSpecializeOp ws, ArrayRef<StoreOp> stores,
     NamedBarrierSyncOp::create(b, sl, id, threads);
     TmaStoreOp::create(b, sl, buffer, store.getDst(), store.getBatch(),
                        store.getRow(), store.getHead());
-    store.erase();
+    if (!isa<SeqType>(store.getBatch().getType()))
+      store.erase();
   }
   // The CTA's shared memory must outlive the last store's read of it.
   b.setInsertionPointToEnd(&body);
@@ -132,7 +154,7 @@ struct AttnTmaStorePass
           return s.getValue().getType() != value ||
                  s.getDst().getType() != dst;
         });
-        int64_t cols = smemTileCols(dst.getDimSize(3));
+        int64_t cols = smemTileCols(dst.getShape().back());
         auto bufferType = SmemTileType::get(
             func.getContext(), {value.getRows(), cols}, dst.getElementType(),
             smemTileSwizzle(cols));

@@ -48,10 +48,18 @@ class VarlenCompileTest(unittest.TestCase):
         with self.assertRaises(TypeError):
             attngen.compile(varlen=1)
 
-    def test_persistent_is_not_offered(self):
-        # The C API has no persistent switch: a varlen kernel is never persistent.
-        k = attngen.compile(arch="sm_90a", varlen=True)
-        self.assertEqual(k.metadata["grid"]["ctas_per_sm"], 0)
+    def test_persistent_where_dense_is(self):
+        # The C API has no persistent switch: a varlen kernel is persistent
+        # where the dense kernel of its mask is (unmasked and causal d128 on
+        # sm_90a), and its full output tiles go out through TMA.
+        for causal in (False, True):
+            k = attngen.compile(arch="sm_90a", varlen=True, causal=causal)
+            self.assertEqual(k.metadata["grid"]["ctas_per_sm"], 1)
+            self.assertIn("tma_o", [p["name"] for p in k.metadata["params"]])
+        windowed = attngen.compile(arch="sm_90a", varlen=True, window_size=(256, 0))
+        self.assertEqual(windowed.metadata["grid"]["ctas_per_sm"], 0)
+        self.assertEqual(attngen.compile(arch="sm_80", varlen=True)
+                         .metadata["grid"]["ctas_per_sm"], 0)
 
 
 @unittest.skipUnless(torch is not None, "needs torch (a CPU build is enough)")

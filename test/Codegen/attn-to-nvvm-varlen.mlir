@@ -2,8 +2,9 @@
 
 // sm_90a varlen: the signature has the cu_seqlens pointers after the
 // tensors, n and h strides only and max_seqlen_q last; each sequence is two
-// (volatile) int32 loads clamped into [0, total]; TMA loads are 3-D, at row
-// start + row of the packed tensor.
+// int32 loads (ld.global.nc in asm statements, which LLVM does not merge)
+// clamped into [0, total]; TMA loads are 3-D, at row start + row of the
+// packed tensor.
 module attributes {attn.target = #attn.target<sm_90a>} {
   // CHECK-LABEL: llvm.func @fwd(
   // CHECK-SAME: %[[CUQ:arg8]]: !llvm.ptr<1> {llvm.noalias}, %[[CUK:arg9]]: !llvm.ptr<1> {llvm.noalias}, %arg10: i64
@@ -13,9 +14,9 @@ module attributes {attn.target = #attn.target<sm_90a>} {
   // CHECK-SAME: {kind = "size", name = "num_kv_heads", size = "num_kv_heads"}, {kind = "size", name = "max_seqlen_q", size = "max_seqlen_q"}]
   // CHECK-SAME: attn.varlen
   // CHECK: %[[P0:.*]] = llvm.getelementptr %[[CUQ]][%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i32
-  // CHECK-NEXT: %[[C0:.*]] = llvm.load volatile %[[P0]] {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+  // CHECK-NEXT: %[[C0:.*]] = llvm.inline_asm has_side_effects "ld.global.nc.b32 $0, [$1];", "=r,l" %[[P0]] : (!llvm.ptr<1>) -> i32
   // CHECK-NEXT: %[[START:.*]] = arith.minui %[[C0]], %[[TOTAL:.*]] : i32
-  // CHECK: %[[C1:.*]] = llvm.load volatile %{{.*}} {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+  // CHECK: %[[C1:.*]] = llvm.inline_asm has_side_effects "ld.global.nc.b32 $0, [$1];", "=r,l" %{{.*}} : (!llvm.ptr<1>) -> i32
   // CHECK-NEXT: %[[HI:.*]] = arith.maxui %[[C1]], %[[START]] : i32
   // CHECK-NEXT: %[[END:.*]] = arith.minui %[[HI]], %[[TOTAL]] : i32
   // CHECK-NEXT: arith.subi %[[END]], %[[START]] : i32
@@ -43,15 +44,15 @@ module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK-SAME: %arg0: !llvm.ptr<1> {llvm.noalias}
   // CHECK-SAME: %arg4: !llvm.ptr<1> {llvm.noalias}, %arg5: !llvm.ptr<1> {llvm.noalias}, %arg6: i64
   // CHECK-SAME: attn.uses_tma = false
-  // CHECK: llvm.load volatile
-  // CHECK: llvm.load volatile
-  // CHECK: llvm.load volatile
-  // CHECK: llvm.load volatile
+  // CHECK: llvm.inline_asm has_side_effects "ld.global.nc.b32
+  // CHECK: llvm.inline_asm has_side_effects "ld.global.nc.b32
+  // CHECK: llvm.inline_asm has_side_effects "ld.global.nc.b32
+  // CHECK: llvm.inline_asm has_side_effects "ld.global.nc.b32
   // CHECK: nvvm.cp.async.shared.global
   // The epilogue's own read of the query sequence.
-  // CHECK: llvm.load volatile
-  // CHECK: llvm.load volatile
-  // CHECK-NOT: llvm.load volatile
+  // CHECK: llvm.inline_asm has_side_effects "ld.global.nc.b32
+  // CHECK: llvm.inline_asm has_side_effects "ld.global.nc.b32
+  // CHECK-NOT: llvm.inline_asm has_side_effects "ld.global.nc.b32
   // CHECK: llvm.return
   func.func @fwd80(%q: memref<?x?x64xf16>, %k: memref<?x?x64xf16>,
                    %v: memref<?x?x64xf16>, %o: memref<?x?x64xf16>,

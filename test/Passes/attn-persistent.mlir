@@ -117,21 +117,41 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 
 // -----
 
-// Varlen: the tile space is (max_seqlen_q / 128, heads, sequences), read from
-// the launch sizes; a tile whose query block lies past its sequence fails the
-// guard, and only live tiles add their key/value blocks and a Q fill to the
-// counts (the selects in front of the guard).
+// Varlen: the loop runs over the whole tile space (max_seqlen_q / 128,
+// heads, sequences, read from the launch sizes), but number t is the t-th
+// live tile, counted sequence by sequence: the scf.while walks on from the
+// sequence the CTA's previous tile was in (carried in the last two
+// iter_args) to the one holding t, each sequence holding H * ceil(len / 128)
+// tiles. Numbers past the last sequence's get a query block past the tensor
+// (ceil(total / 128)) and fail the guard; only live tiles add their
+// key/value blocks and a Q fill to the counts.
 module attributes {attn.target = #attn.target<sm_90a>} {
   // CHECK-LABEL: func.func @varlen
   // CHECK-SAME: ctas_per_sm = 1
+  // CHECK:      %[[TOTAL:.*]] = memref.dim %arg0, %c0
   // CHECK:      %[[MAXQ:.*]] = attn.problem_size max_seqlen_q
   // CHECK-NEXT: %[[QBS:.*]] = arith.ceildivui %[[MAXQ]], %c128
   // CHECK-NEXT: %[[H:.*]] = attn.problem_size num_heads
   // CHECK-NEXT: %[[QH:.*]] = arith.muli %[[QBS]], %[[H]]
   // CHECK-NEXT: %[[B:.*]] = attn.problem_size batch
   // CHECK-NEXT: %[[TILES:.*]] = arith.muli %[[QH]], %[[B]]
-  // CHECK:      scf.for %{{.*}} = %{{.*}} to %[[TILES]] step %{{.*}} iter_args(%[[KV:.*]] = %c0, %[[DONE:.*]] = %c0)
-  // CHECK:        %[[SQ:.*]], %[[LQ:.*]] = attn.sequence
+  // CHECK:      %[[DEAD:.*]] = arith.ceildivui %[[TOTAL]], %c128
+  // CHECK:      scf.for %[[T:.*]] = %{{.*}} to %[[TILES]] step %{{.*}} iter_args(%[[KV:.*]] = %c0, %[[DONE:.*]] = %c0, %[[SEQ:.*]] = %c0, %[[FIRST:.*]] = %c0)
+  // CHECK-NEXT:   %[[WALK:.*]]:3 = scf.while (%[[S:.*]] = %[[SEQ]], %[[F:.*]] = %[[FIRST]])
+  // CHECK-NEXT:     %[[INB:.*]] = arith.cmpi ult, %[[S]], %[[B]]
+  // CHECK:          %[[SL:.*]], %[[SLEN:.*]] = attn.sequence %arg4
+  // CHECK-NEXT:     %[[SBLOCKS:.*]] = arith.ceildivui %[[SLEN]], %c128
+  // CHECK-NEXT:     %[[STILES:.*]] = arith.muli %[[H]], %[[SBLOCKS]]
+  // CHECK-NEXT:     %[[END:.*]] = arith.addi %[[F]], %[[STILES]]
+  // CHECK-NEXT:     %[[PAST:.*]] = arith.cmpi uge, %[[T]], %[[END]]
+  // CHECK-NEXT:     %[[MORE:.*]] = arith.andi %[[INB]], %[[PAST]]
+  // CHECK-NEXT:     scf.condition(%[[MORE]]) %[[S]], %[[F]], %[[END]]
+  // CHECK:        } do {
+  // CHECK:          scf.yield %{{.*}}, %{{.*}} : index, index
+  // CHECK:        %[[INSEQ:.*]] = arith.cmpi ult, %[[WALK]]#0, %[[B]]
+  // CHECK:        %[[SQ:.*]], %[[LQ:.*]] = attn.sequence %arg4
+  // CHECK:        %[[LOCAL:.*]] = arith.subi %[[T]], %[[WALK]]#1
+  // CHECK:        %[[QBLOCK:.*]] = arith.select %[[INSEQ]], %{{.*}}, %[[DEAD]]
   // CHECK:        %[[LIVE:.*]] = arith.cmpi ult, %{{.*}}, %[[LQ]] : index
   // CHECK:        %[[BLOCKS:.*]] = arith.maxui %{{.*}}, %c1 : index
   // CHECK-NEXT:   %[[VISITED:.*]] = arith.select %[[LIVE]], %[[BLOCKS]], %c0 : index
@@ -143,13 +163,54 @@ module attributes {attn.target = #attn.target<sm_90a>} {
   // CHECK-NEXT:   }
   // CHECK-NEXT:   %[[KV1:.*]] = arith.addi %[[KV]], %[[VISITED]] : index
   // CHECK-NEXT:   %[[DONE1:.*]] = arith.addi %[[DONE]], %[[ONE]] : index
-  // CHECK-NEXT:   scf.yield %[[KV1]], %[[DONE1]] : index, index
+  // CHECK-NEXT:   scf.yield %[[KV1]], %[[DONE1]], %[[WALK]]#0, %[[WALK]]#1 : index, index, index, index
   // CHECK-NEXT: } {attn.tile_loop}
   func.func @varlen(%q: memref<?x?x128xbf16>, %k: memref<?x?x128xbf16>,
                     %v: memref<?x?x128xbf16>, %o: memref<?x?x128xbf16>,
                     %cq: memref<?xi32>, %ck: memref<?xi32>) {
     attn.attention %q, %k, %v, %o varlen(%cq, %ck : memref<?xi32>, memref<?xi32>)
       {scale = 0.0883883 : f32}
+      : memref<?x?x128xbf16>, memref<?x?x128xbf16>, memref<?x?x128xbf16>, memref<?x?x128xbf16>
+    return
+  }
+}
+
+// -----
+
+// Causal varlen: sequence b holds H * ceil(m_b / 2) units (m_b query
+// blocks), pairs of blocks (m_b - 1 - m_b % 2 - j, j) of equal length and,
+// for an odd m_b, the last block alone. The loop takes two numbers per unit,
+// 0 .. 2 * (this CTA's share of the unit space) - 1; the second number of
+// a lone block's unit is a dead tile.
+module attributes {attn.target = #attn.target<sm_90a>} {
+  // CHECK-LABEL: func.func @varlen_causal
+  // CHECK:      %[[CTA:.*]] = attn.program_id 0
+  // CHECK-NEXT: %[[CTAS:.*]] = attn.num_programs 0
+  // CHECK:      %[[HALF:.*]] = arith.ceildivui %{{.*}}, %c2
+  // CHECK-NEXT: %[[HB:.*]] = arith.muli %{{.*}}, %{{.*}} : index
+  // CHECK-NEXT: %[[UNITS:.*]] = arith.muli %[[HB]], %[[HALF]] : index
+  // CHECK-NEXT: %[[AT:.*]] = arith.maxui %[[UNITS]], %[[CTA]]
+  // CHECK-NEXT: %[[LEFT:.*]] = arith.subi %[[AT]], %[[CTA]]
+  // CHECK-NEXT: %[[MINE:.*]] = arith.ceildivui %[[LEFT]], %[[CTAS]]
+  // CHECK-NEXT: %[[SLOTS:.*]] = arith.muli %[[MINE]], %c2
+  // CHECK-NEXT: scf.for %[[I:.*]] = %c0 to %[[SLOTS]] step %c1 iter_args(
+  // CHECK-NEXT:   %[[NTH:.*]] = arith.divui %[[I]], %c2
+  // CHECK-NEXT:   %[[OFF:.*]] = arith.muli %[[NTH]], %[[CTAS]]
+  // CHECK-NEXT:   %[[UNIT:.*]] = arith.addi %[[CTA]], %[[OFF]]
+  // CHECK-NEXT:   %[[SIDE:.*]] = arith.remui %[[I]], %c2
+  // CHECK-NEXT:   %[[SECOND:.*]] = arith.cmpi ne, %[[SIDE]], %c0
+  // CHECK-NEXT:   scf.while
+  // CHECK:          %[[SBLOCKS:.*]] = arith.ceildivui %{{.*}}, %c128
+  // CHECK-NEXT:     %[[SPAIRS:.*]] = arith.ceildivui %[[SBLOCKS]], %c2
+  // CHECK-NEXT:     %[[SUNITS:.*]] = arith.muli %{{.*}}, %[[SPAIRS]]
+  // CHECK:          arith.cmpi uge, %[[UNIT]], %{{.*}}
+  // CHECK:        %[[INPAIR:.*]] = arith.select %[[SECOND]], %{{.*}}, %{{.*}} : index
+  // CHECK:        } {attn.tile_loop}
+  func.func @varlen_causal(%q: memref<?x?x128xbf16>, %k: memref<?x?x128xbf16>,
+                           %v: memref<?x?x128xbf16>, %o: memref<?x?x128xbf16>,
+                           %cq: memref<?xi32>, %ck: memref<?xi32>) {
+    attn.attention %q, %k, %v, %o varlen(%cq, %ck : memref<?xi32>, memref<?xi32>)
+      {causal, scale = 0.0883883 : f32}
       : memref<?x?x128xbf16>, memref<?x?x128xbf16>, memref<?x?x128xbf16>, memref<?x?x128xbf16>
     return
   }

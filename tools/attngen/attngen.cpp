@@ -139,8 +139,8 @@ static cl::opt<cl::boolOrDefault> persistentGrid(
     "persistent",
     cl::desc("sm_90a: CTAs loop over tiles (one per SM) instead of one CTA "
              "per tile; the default is on for unmasked d64 and d128 kernels "
-             "and for causal masks up to d128 and at d256 (--persistent=false: "
-             "one CTA per tile, kernel suffix _nopers)"),
+             "and for causal masks up to d128 and at d256, varlen included "
+             "(--persistent=false: one CTA per tile, kernel suffix _nopers)"),
     cl::cat(category));
 static cl::opt<bool> noFlushDenormals(
     "no-ftz",

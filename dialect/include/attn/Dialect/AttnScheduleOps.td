@@ -344,7 +344,10 @@ def Attn_TmaStoreOp : Attn_Op<"tma_store"> {
     issues a `cp.async.bulk.tensor` store per swizzle panel and commits them
     as one bulk group. Rows at or past the tensor's N and columns past its
     head dimension are not written (the TMA box is clipped at the tensor's
-    bounds). The buffer's writes must be visible to the async proxy
+    bounds). A packed (varlen) `dst` [total, H, D] takes a sequence
+    (`!attn.seq`) for `batch`; the box is clipped at `total` only, so rows
+    past the sequence are written into the next one: store only tiles that
+    lie inside their sequence. The buffer's writes must be visible to the async proxy
     (`attn.store_smem`) and ordered before this op by a barrier of the
     warpgroup; the buffer may be written again only after
     `attn.tma_store_wait`.
@@ -355,10 +358,10 @@ def Attn_TmaStoreOp : Attn_Op<"tma_store"> {
   }];
   let arguments = (ins Arg<Attn_AnySmemTile, "", [MemRead]>:$buffer,
                        Arg<AnyMemRef, "", [MemWrite]>:$dst,
-                       Index:$batch, Index:$row, Index:$head);
+                       Attn_BatchIndex:$batch, Index:$row, Index:$head);
   let assemblyFormat = [{
     $buffer `->` $dst `[` $batch `,` $row `,` $head `]` attr-dict `:`
-    qualified(type($buffer)) `,` type($dst)
+    qualified(type($buffer)) `,` custom<DataTensorType>(type($dst), type($batch))
   }];
   let hasVerifier = 1;
 }

@@ -32,8 +32,9 @@ def Attn_SequenceOp : Attn_Op<"sequence"> {
 
     The verifier checks that `cu_seqlens` is a contiguous rank-1 i32 memref.
 
-    sm_80 and sm_90a: two `ld.global` of 32 bits, a min, a max and a
-    subtraction, once per CTA.
+    sm_80 and sm_90a: two `ld.global.nc` of 32 bits (L1-cached: a
+    persistent CTA reads them at every tile), a min, a max and a
+    subtraction.
 
     ```mlir
     %seq, %len = attn.sequence %cu_seqlens_q[%b] rows %total_q : memref<?xi32>

@@ -282,13 +282,18 @@ def AttnPersistent : Pass<"attn-persistent", "ModuleOp"> {
     tile then has one stage and a release after its last reader
     (`attn-multibuffer`), which is where the producer refills it.
 
-    A varlen kernel (only with `--persistent=true`) has its program inside
-    attn-tile's guard `scf.if %row < %len`: its tile space is
-    (`max_seqlen_q` / block_m, heads, sequences), read with
-    `attn.problem_size`, and a tile that fails the guard loads nothing, so
-    the counts add `select(%live, visited, 0)` and `select(%live, 1, 0)`
-    (the loop bounds are cloned in front of the guard). Not the default:
-    mixed lengths ran 11-14% slower than one CTA per tile on the H200.
+    A varlen kernel has its program inside attn-tile's guard
+    `scf.if %row < %len`; its loop runs over the tile space
+    (`max_seqlen_q` / block_m, heads, sequences, read with
+    `attn.problem_size`), but number t is the t-th live tile, counted
+    sequence by sequence (H * ceil(len / block_m) per sequence; causal,
+    H * ceil(m / 2) pair units within it, two numbers each). An `scf.while`
+    over `cu_seqlens_q` walks on from the sequence of the CTA's previous
+    tile (carried in two more iteration arguments) to the one holding t;
+    numbers past the last sequence get a query block past the tensor and
+    fail the guard. A tile that fails it loads nothing, so the counts add
+    `select(%live, visited, 0)` and `select(%live, 1, 0)` (the loop bounds
+    are cloned in front of the guard).
 
     Before:
     ```mlir
@@ -509,7 +514,11 @@ def AttnTmaStore : Pass<"attn-tma-store", "ModuleOp"> {
     Barrier ids come from `attn/Passes/NamedBarriers.h` (7 + warpgroup).
     A kernel whose buffers leave no room for the tile (head dims past 176:
     the K/V pipes take the shared memory) keeps its register stores; so do f32
-    partial outputs, packed (varlen) and head-packed tiles.
+    partial outputs and head-packed tiles. A packed (varlen) output [total,
+    H, D] takes the TMA store for the tiles inside their sequence and keeps
+    the register store, in the else branch of an `scf.if %row + M <= %len`,
+    for a sequence's last, partial tile: the TMA clips at the tensor's
+    last row, not at the sequence's.
 
     Before:
     ```mlir
