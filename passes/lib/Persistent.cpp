@@ -382,6 +382,11 @@ FailureOr<TileProgram> analyze(func::FuncOp kernel, GridAttr grid) {
     return kernel.emitOpError("needs 'attn.tensors' naming its q and k "
                               "arguments, whose sizes give the tile space; "
                               "run attn-tile first");
+  if (kernel->hasAttr(kVarlenAttrName) && !names("cu_seqlens_q"))
+    return kernel.emitOpError("is a varlen kernel whose 'attn.tensors' name "
+                              "no cu_seqlens_q argument; attn-persistent "
+                              "numbers its tiles by the query sequences' "
+                              "lengths; run attn-tile first");
   TileProgram program;
   Block &entry = kernel.getBody().front();
   // Where the copies and loops are: the entry block, or a varlen guard's.

@@ -58,3 +58,17 @@ module attributes {attn.target = #attn.target<sm_90a>} {
     return
   }
 }
+
+// -----
+
+// The live tiles are numbered by the query sequences' lengths, so a varlen
+// kernel must say which argument is cu_seqlens_q.
+module attributes {attn.target = #attn.target<sm_90a>} {
+  // expected-error @+1 {{'func.func' op is a varlen kernel whose 'attn.tensors' name no cu_seqlens_q argument; attn-persistent numbers its tiles by the query sequences' lengths; run attn-tile first}}
+  func.func @varlen_unnamed(%q: memref<?x?x128xbf16>, %k: memref<?x?x128xbf16>,
+                            %v: memref<?x?x128xbf16>, %o: memref<?x?x128xbf16>,
+                            %cq: memref<?xi32>, %ck: memref<?xi32>)
+      attributes {attn.kernel, attn.varlen, attn.tensors = ["q", "k", "v", "o", "cu_q", "cu_k"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = max_seqlen_q, tile = 64>, #attn.grid_dim<size = num_heads, tile = 1>, #attn.grid_dim<size = batch, tile = 1>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+    return
+  }
+}
