@@ -53,6 +53,19 @@ constexpr int64_t kMaxCtasPerSm = 32;
 /// The tile dimensions of a forward kernel: query block, head, batch.
 constexpr unsigned kTileDims = 3;
 
+/// The kernel argument `attn.tensors` names `role`; null when none does.
+Value argumentOfRole(func::FuncOp kernel, StringRef role) {
+  auto roles = kernel->getAttrOfType<ArrayAttr>(kTensorsAttrName);
+  if (!roles)
+    return Value();
+  for (auto [i, name] : llvm::enumerate(roles)) {
+    auto text = dyn_cast<StringAttr>(name);
+    if (text && text.getValue() == role)
+      return kernel.getArgument(i);
+  }
+  return Value();
+}
+
 /// The size `kind` of the kernel, read off its tensors by role (q for the
 /// query sizes, k for the key/value ones; `attn.tensors` names both).
 Value problemSize(OpBuilder &b, func::FuncOp kernel, SizeKind kind) {
@@ -60,13 +73,9 @@ Value problemSize(OpBuilder &b, func::FuncOp kernel, SizeKind kind) {
   // of their own ([total, H, D] tensors have neither).
   if (kernel->hasAttr(kVarlenAttrName))
     return ProblemSizeOp::create(b, kernel.getLoc(), b.getIndexType(), kind);
-  auto roles = kernel->getAttrOfType<ArrayAttr>(kTensorsAttrName);
   bool query = kind == SizeKind::batch || kind == SizeKind::nq ||
                kind == SizeKind::num_heads;
-  Value tensor;
-  for (auto [i, name] : llvm::enumerate(roles))
-    if (cast<StringAttr>(name).getValue() == (query ? "q" : "k"))
-      tensor = kernel.getArgument(i);
+  Value tensor = argumentOfRole(kernel, query ? "q" : "k");
   int64_t dim = kind == SizeKind::batch                        ? 0
                 : kind == SizeKind::nq || kind == SizeKind::nk ? 1
                                                                : 2;
@@ -129,6 +138,26 @@ SmallVector<Value> tileCoordinates(OpBuilder &b, Location loc, Value t,
           arith::DivUIOp::create(b, loc, rest, heads)};
 }
 
+/// How many of numbers 0 .. total - 1 CTA `cta` of `ctas` takes when each
+/// takes every ctas-th from its own: ceil((total - cta) / ctas).
+Value shareOf(OpBuilder &b, Location loc, Value total, Value cta, Value ctas) {
+  Value left = arith::SubIOp::create(
+      b, loc, arith::MaxUIOp::create(b, loc, total, cta), cta);
+  return arith::CeilDivUIOp::create(b, loc, left, ctas);
+}
+
+/// Unit `pair` of a head's `blocks` query blocks (CausalUnits): the longer
+/// block of the pair (blocks - 1 - odd - pair, pair), and the head's last
+/// block, the unit alone of an odd count.
+std::pair<Value, Value> longerOfPair(OpBuilder &b, Location loc, Value blocks,
+                                     Value odd, Value pair) {
+  Value last = arith::SubIOp::create(
+      b, loc, blocks, arith::ConstantIndexOp::create(b, loc, 1));
+  Value longer = arith::SubIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, last, odd), pair);
+  return {longer, last};
+}
+
 /// A causal kernel's tiles, dealt out in units of equal length. Query block
 /// q of a head visits about q + 1 key blocks, so blocks i and m - 1 - i of
 /// the head's m pair up into m + 1 (m even); with m odd, blocks i and
@@ -156,15 +185,9 @@ struct CausalUnits {
     pairs = arith::MulIOp::create(b, loc, headBatch, half);
     Value units = arith::AddIOp::create(
         b, loc, pairs, arith::MulIOp::create(b, loc, headBatch, odd));
-    pairsHere = share(b, loc, pairs);
-    tilesHere = arith::AddIOp::create(b, loc, share(b, loc, units), pairsHere);
-  }
-
-  /// How many of units 0 .. total - 1 this CTA takes: ceil((total - c) / P).
-  Value share(OpBuilder &b, Location loc, Value total) const {
-    Value left = arith::SubIOp::create(
-        b, loc, arith::MaxUIOp::create(b, loc, total, cta), cta);
-    return arith::CeilDivUIOp::create(b, loc, left, ctas);
+    pairsHere = shareOf(b, loc, pairs, cta, ctas);
+    tilesHere = arith::AddIOp::create(b, loc, shareOf(b, loc, units, cta, ctas),
+                                      pairsHere);
   }
 
   /// The (query block, head, batch) of this CTA's tile number `u`: its pairs
@@ -187,9 +210,7 @@ struct CausalUnits {
         b, loc, isPair, arith::DivUIOp::create(b, loc, unit, perHead),
         arith::SubIOp::create(b, loc, unit, pairs));
     Value pair = arith::RemUIOp::create(b, loc, unit, perHead);
-    Value last = arith::SubIOp::create(b, loc, qBlocks, c1);
-    Value longer = arith::SubIOp::create(
-        b, loc, arith::SubIOp::create(b, loc, last, odd), pair);
+    auto [longer, last] = longerOfPair(b, loc, qBlocks, odd, pair);
     Value shorter = arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::ne, arith::RemUIOp::create(b, loc, u, c2),
         arith::ConstantIndexOp::create(b, loc, 0));
@@ -218,22 +239,22 @@ struct VarlenTiles {
 
   VarlenTiles(OpBuilder &b, Location loc, func::FuncOp kernel,
               ArrayRef<Value> extents, int64_t blockM, bool causal)
-      : heads(extents[1]), causal(causal) {
-    auto roles = kernel->getAttrOfType<ArrayAttr>(kTensorsAttrName);
-    for (auto [i, name] : llvm::enumerate(roles)) {
-      StringRef role = cast<StringAttr>(name).getValue();
-      if (role == "cu_seqlens_q")
-        cuSeqlens = kernel.getArgument(i);
-      if (role == "q")
-        totalRows = memref::DimOp::create(b, loc, kernel.getArgument(i), 0);
-    }
-    batches = extents[2];
+      : cuSeqlens(argumentOfRole(kernel, "cu_seqlens_q")),
+        totalRows(
+            memref::DimOp::create(b, loc, argumentOfRole(kernel, "q"), 0)),
+        batches(extents[2]), heads(extents[1]), causal(causal) {
     blockRows = arith::ConstantIndexOp::create(b, loc, blockM);
     deadBlock = arith::CeilDivUIOp::create(b, loc, totalRows, blockRows);
   }
 
-  /// Sequence `batch`'s query blocks (batch < B; at least one, so that
-  /// divisions by it are safe where the sequence is empty).
+  /// `batch` clamped into [0, B - 1], for reading cu_seqlens_q.
+  Value inRangeSequence(OpBuilder &b, Location loc, Value batch) const {
+    Value last = arith::SubIOp::create(
+        b, loc, batches, arith::ConstantIndexOp::create(b, loc, 1));
+    return arith::MinUIOp::create(b, loc, batch, last);
+  }
+
+  /// Sequence `batch`'s query blocks (batch < B).
   Value queryBlocks(OpBuilder &b, Location loc, Value batch) const {
     auto seq = SequenceOp::create(b, loc, cuSeqlens, batch, totalRows);
     return arith::CeilDivUIOp::create(b, loc, seq.getLength(), blockRows);
@@ -256,11 +277,9 @@ struct VarlenTiles {
     auto walk = scf::WhileOp::create(
         b, loc, TypeRange{index, index, index}, ValueRange{batch, first},
         [&](OpBuilder &wb, Location wl, ValueRange args) {
-          Value c1 = arith::ConstantIndexOp::create(wb, wl, 1);
           Value inRange = arith::CmpIOp::create(
               wb, wl, arith::CmpIPredicate::ult, args[0], batches);
-          Value last = arith::SubIOp::create(wb, wl, batches, c1);
-          Value seq = arith::MinUIOp::create(wb, wl, args[0], last);
+          Value seq = inRangeSequence(wb, wl, args[0]);
           Value end = arith::AddIOp::create(
               wb, wl, args[1], numbersOf(wb, wl, queryBlocks(wb, wl, seq)));
           Value past =
@@ -288,8 +307,9 @@ struct VarlenTiles {
     Value c2 = arith::ConstantIndexOp::create(b, loc, 2);
     Value live = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, batch,
                                        batches);
-    Value seq = arith::MinUIOp::create(
-        b, loc, batch, arith::SubIOp::create(b, loc, batches, c1));
+    Value seq = inRangeSequence(b, loc, batch);
+    // At least one block, so that the divisions are safe where the
+    // sequence is empty (it holds no number then, so its tiles are dead).
     Value blocks = arith::MaxUIOp::create(b, loc, queryBlocks(b, loc, seq), c1);
     Value local = arith::SubIOp::create(b, loc, n, first);
     Value perHead =
@@ -303,12 +323,7 @@ struct VarlenTiles {
       Value odd = arith::RemUIOp::create(b, loc, blocks, c2);
       Value isPair =
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, block, half);
-      Value longer = arith::SubIOp::create(
-          b, loc,
-          arith::SubIOp::create(b, loc,
-                                arith::SubIOp::create(b, loc, blocks, c1), odd),
-          block);
-      Value lone = arith::SubIOp::create(b, loc, blocks, c1);
+      auto [longer, lone] = longerOfPair(b, loc, blocks, odd, block);
       Value inPair = arith::SelectOp::create(b, loc, second, block, longer);
       block = arith::SelectOp::create(b, loc, isPair, inPair, lone);
       Value firstTile = arith::XOrIOp::create(
@@ -371,12 +386,8 @@ FailureOr<TileProgram> analyze(func::FuncOp kernel, GridAttr grid) {
            << "attn-persistent expects the (query block, head, batch) tile "
               "space of attn-tile, but 'attn.grid' has "
            << grid.getTiles().size() << " dimensions";
-  auto roles = kernel->getAttrOfType<ArrayAttr>(kTensorsAttrName);
   auto names = [&](StringRef role) {
-    return roles && llvm::any_of(roles, [&](Attribute name) {
-             auto text = dyn_cast<StringAttr>(name);
-             return text && text.getValue() == role;
-           });
+    return static_cast<bool>(argumentOfRole(kernel, role));
   };
   if (!names("q") || !names("k"))
     return kernel.emitOpError("needs 'attn.tensors' naming its q and k "
@@ -480,10 +491,8 @@ LogicalResult makePersistent(func::FuncOp kernel, int64_t ctasPerSm) {
       Value unitSpace = arith::MulIOp::create(
           b, loc, arith::MulIOp::create(b, loc, extents[1], extents[2]),
           arith::CeilDivUIOp::create(b, loc, extents[0], c2));
-      Value left = arith::SubIOp::create(
-          b, loc, arith::MaxUIOp::create(b, loc, unitSpace, cta), cta);
-      upper = arith::MulIOp::create(
-          b, loc, arith::CeilDivUIOp::create(b, loc, left, ctas), c2);
+      upper = arith::MulIOp::create(b, loc,
+                                    shareOf(b, loc, unitSpace, cta, ctas), c2);
     }
   } else if (causal) {
     units.emplace(b, loc, extents, cta, ctas);

@@ -100,7 +100,8 @@ void rewrite(WarpSpecializeOp ws, ArrayRef<StoreOp> stores,
     // The TMA clips a packed tensor's box at its last row, not at the
     // sequence's: a tile that ends past its sequence keeps the register
     // store, which stops there.
-    if (auto seq = store.getBatch().getDefiningOp<SequenceOp>()) {
+    auto seq = store.getBatch().getDefiningOp<SequenceOp>();
+    if (seq) {
       int64_t rows = cast<RegTileType>(store.getValue().getType()).getRows();
       Value end = arith::AddIOp::create(
           b, sl, store.getRow(), arith::ConstantIndexOp::create(b, sl, rows));
@@ -120,7 +121,7 @@ void rewrite(WarpSpecializeOp ws, ArrayRef<StoreOp> stores,
     NamedBarrierSyncOp::create(b, sl, id, threads);
     TmaStoreOp::create(b, sl, buffer, store.getDst(), store.getBatch(),
                        store.getRow(), store.getHead());
-    if (!isa<SeqType>(store.getBatch().getType()))
+    if (!seq)
       store.erase();
   }
   // The CTA's shared memory must outlive the last store's read of it.
