@@ -174,8 +174,9 @@ def self_test():
         assert layout != "qkv" or (heads[0] == heads[1] and lq == lk), name
     assert any(c[7] == "qkv" for c in cases) and any(c[7] == "padded" for c in cases)
     assert any(c[8] > 0 for c in cases)
-    assert sanitize_cases(cases) and all(c[4] == 128 and c[5] == "bf16"
+    assert sanitize_cases(cases) and all(c[4] in (64, 128, 256) and c[5] == "bf16"
                                          for c in sanitize_cases(cases))
+    assert {c[4] for c in sanitize_cases(cases)} == {64, 128, 256}
     assert any(c[6] not in BASE_MASKS for c in sanitize_cases(cases))
     assert set(SM80_COMBOS) <= set(combos)
     for quick in (False, True):
@@ -316,11 +317,14 @@ def correctness_cases(quick):
 
 def sanitize_cases(cases):
     """The few small cases compute-sanitizer runs: bf16 d128, a plain and a
-    causal one and two windows."""
+    causal one and two windows; and a causal case at d64 and at d256, whose
+    persistent schedules (pair units, the TMA epilogue) differ in tiles."""
     d128 = [c for c in cases if c[4] == 128 and c[5] == "bf16"]
     plain = [c for c in d128 if c[6] in BASE_MASKS][:3]
     windows = [c for c in d128 if c[6] not in BASE_MASKS][:2]
-    return plain + windows
+    others = [next(c for c in cases if c[4] == d and c[5] == "bf16" and c[6] == "bottom-right")
+              for d in (64, 256) if any(c[4] == d for c in cases)]
+    return plain + windows + others
 
 
 def sm80_cases(cases):
@@ -618,7 +622,7 @@ def main():
     parser.add_argument("--bench-head-dims", default="128",
                         help="head dims to time, e.g. 64,128,256 (H = 2048 / D)")
     parser.add_argument("--sanitize", action="store_true",
-                        help="5 small correctness cases and the argument checks, no bench "
+                        help="7 small correctness cases and the argument checks, no bench "
                              "(for compute-sanitizer)")
     parser.add_argument("--self-test", action="store_true",
                         help="check the pure-Python helpers (no torch, no GPU)")
