@@ -3,6 +3,7 @@
 #define ATTNGEN_JIT_COMPILE_H
 
 #include "attn/Codegen/Codegen.h"
+#include "attn/Spec/Spec.h"
 #include "attngen/attngen.h"
 
 #include <string>

@@ -27,6 +27,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "attn/Codegen/Codegen.h"
+#include "attn/Spec/Spec.h"
 #include "attn/Passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "attn/Codegen/Codegen.h"
+#include "attn/Spec/Spec.h"
 #include "attn/Passes/Passes.h"
 #include "attn/Passes/TileConfig.h"
 

@@ -1,22 +1,11 @@
-//===- Pipeline.cpp - spec -> module -> pass pipelines --------------------===//
+//===- Pipeline.cpp - spec checks, defaults, name, module, pipeline -------===//
 #include "KvCacheSpec.h"
-#include "attn/Codegen/Codegen.h"
+#include "attn/Spec/Spec.h"
 #include "attn/Passes/Passes.h"
 #include "attn/Passes/TileConfig.h"
 
-#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
-#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
-#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
-#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
-#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
-#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 
 #include <fmt/format.h>
@@ -26,9 +15,6 @@
 using namespace mlir;
 using namespace mlir::attn;
 
-/// Index bitwidth of the kernels: every index (rows, blocks) fits in 32 bits
-/// and 64-bit integer math is slow on the GPU; addresses are built in i64.
-static constexpr unsigned kIndexBitwidth = 32;
 /// K/V pipe depth of the warp-specialized kernels (FlashAttention-3's).
 static constexpr int64_t kDefaultStages = 2;
 /// Largest window side: the kernels' index arithmetic is 32-bit (the
@@ -439,31 +425,4 @@ void mlir::attn::addFa3SchedulePasses(OpPassManager &pm,
     pm.addPass(createAttnTmaStore());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-}
-
-void mlir::attn::buildLoweringPipeline(OpPassManager &pm,
-                                       bool flushDenormals) {
-  AttnToNVVMOptions lowering;
-  lowering.flushDenormals = flushDenormals;
-  pm.addPass(createAttnToNVVM(lowering));
-  pm.addPass(createSCFToControlFlowPass());
-  ArithToLLVMConversionPassOptions arith;
-  arith.indexBitwidth = kIndexBitwidth;
-  pm.addPass(createArithToLLVMConversionPass(arith));
-  ConvertControlFlowToLLVMPassOptions cf;
-  cf.indexBitwidth = kIndexBitwidth;
-  pm.addPass(createConvertControlFlowToLLVMPass(cf));
-  pm.addPass(createConvertNVVMToLLVMPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
-  pm.addPass(createCanonicalizerPass());
-}
-
-void mlir::attn::registerCodegenDialects(DialectRegistry &registry) {
-  registry.insert<AttnDialect, arith::ArithDialect, func::FuncDialect,
-                  memref::MemRefDialect, scf::SCFDialect,
-                  cf::ControlFlowDialect, LLVM::LLVMDialect,
-                  NVVM::NVVMDialect, vector::VectorDialect>();
-  registerBuiltinDialectTranslation(registry);
-  registerLLVMDialectTranslation(registry);
-  registerNVVMDialectTranslation(registry);
 }

@@ -8,7 +8,7 @@
 #ifndef ATTN_CODEGEN_LIB_KVCACHESPEC_H
 #define ATTN_CODEGEN_LIB_KVCACHESPEC_H
 
-#include "attn/Codegen/Codegen.h"
+#include "attn/Spec/Spec.h"
 #include "attn/Passes/TileConfig.h"
 
 namespace mlir::attn {
