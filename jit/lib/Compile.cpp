@@ -80,72 +80,29 @@ attngen_status attngen::readSpec(const attngen_spec *spec, TargetKind arch,
                 "the spec's struct_size is {}: initialise the spec with "
                 "attngen_spec_init before setting its fields",
                 spec->struct_size);
-  // Fields appended since: a caller built against an older header leaves
-  // them out (a smaller struct_size) and gets their defaults.
-  auto hasField = [&](size_t offset, size_t size) {
-    return spec->struct_size >= offset + size;
-  };
-  int causalAlign = ATTNGEN_CAUSAL_TOP_LEFT;
-  if (hasField(offsetof(attngen_spec, causal_align), sizeof(int)))
-    causalAlign = spec->causal_align;
-  if (causalAlign != ATTNGEN_CAUSAL_TOP_LEFT &&
-      causalAlign != ATTNGEN_CAUSAL_BOTTOM_RIGHT)
-    return fail(ATTNGEN_ERROR_INVALID_SPEC,
-                "causal_align {} is not supported; supported: "
-                "ATTNGEN_CAUSAL_TOP_LEFT ({}), ATTNGEN_CAUSAL_BOTTOM_RIGHT ({})",
-                causalAlign, int(ATTNGEN_CAUSAL_TOP_LEFT),
-                int(ATTNGEN_CAUSAL_BOTTOM_RIGHT));
-  if (spec->dtype != ATTNRT_DTYPE_F16 && spec->dtype != ATTNRT_DTYPE_BF16)
-    return fail(ATTNGEN_ERROR_INVALID_SPEC,
-                "dtype {} is not supported; supported: ATTNRT_DTYPE_F16 ({}), "
-                "ATTNRT_DTYPE_BF16 ({})",
-                spec->dtype, int(ATTNRT_DTYPE_F16), int(ATTNRT_DTYPE_BF16));
-  for (int flag : {spec->causal, spec->with_lse})
-    if (flag != 0 && flag != 1)
-      return fail(ATTNGEN_ERROR_INVALID_SPEC,
-                  "causal and with_lse must be 0 or 1, got {}", flag);
-  int varlen = 0;
-  if (hasField(offsetof(attngen_spec, varlen), sizeof(int)))
-    varlen = spec->varlen;
-  if (varlen != 0 && varlen != 1)
-    return fail(ATTNGEN_ERROR_INVALID_SPEC, "varlen must be 0 or 1, got {}",
-                varlen);
   out = AttentionSpec();
   out.target = arch;
-  out.headDim = spec->head_dim;
-  out.bf16 = spec->dtype == ATTNRT_DTYPE_BF16;
-  out.causal = spec->causal;
-  out.causalAlign = causalAlign == ATTNGEN_CAUSAL_BOTTOM_RIGHT
-                        ? CausalAlign::bottom_right
-                        : CausalAlign::top_left;
-  out.scale = spec->scale;
-  if (hasField(offsetof(attngen_spec, softcap), sizeof(double)))
-    out.softcap = spec->softcap;
-  if (hasField(offsetof(attngen_spec, window_left), sizeof(int)))
-    out.windowLeft = spec->window_left;
-  if (hasField(offsetof(attngen_spec, window_right), sizeof(int)))
-    out.windowRight = spec->window_right;
-  out.withLse = spec->with_lse;
-  out.varlen = varlen == 1;
-  out.blockM = spec->block_m;
-  out.blockN = spec->block_n;
-  out.numWarps = spec->num_warps;
-  // The KV-cache fields, each read only where the caller's struct has it.
-  int kvCache = 0, splitKv = 0;
-  if (hasField(offsetof(attngen_spec, kv_cache), sizeof(int)))
-    kvCache = spec->kv_cache;
-  if (hasField(offsetof(attngen_spec, page_size), sizeof(int)))
-    out.pageSize = spec->page_size;
-  if (hasField(offsetof(attngen_spec, split_kv), sizeof(int)))
-    splitKv = spec->split_kv;
-  if (hasField(offsetof(attngen_spec, head_pack), sizeof(int)))
-    out.headPack = spec->head_pack;
-  for (int flag : {kvCache, splitKv})
-    if (flag != 0 && flag != 1)
-      return fail(ATTNGEN_ERROR_INVALID_SPEC,
-                  "kv_cache and split_kv must be 0 or 1, got {}", flag);
-  out.kvCache = kvCache;
-  out.splitKv = splitKv;
+  // Each C field of spec_fields.def, converted by its kind; fields appended
+  // since the caller's header (a smaller struct_size) keep their defaults.
+  std::string error;
+#define SPEC_FIELD(G, InC, Member, name, json, Kind, ...)                      \
+  ATTNGEN_READ_##InC(Member, name, Kind)
+#define ATTNGEN_READ_NOC(Member, name, Kind)
+#define ATTNGEN_READ_C(Member, name, Kind)                                     \
+  if (error.empty() && spec->struct_size >= offsetof(attngen_spec, name) +     \
+                                                sizeof(spec->name)) {          \
+    auto value = spec::Kind::fromC(spec->name, #name);                         \
+    if (value)                                                                 \
+      out.Member = *value;                                                     \
+    else                                                                       \
+      error = llvm::toString(value.takeError());                               \
+  }
+#include "attnrt/spec_fields.def"
+#undef SPEC_FIELD
+#undef ATTNGEN_READ_C
+#undef ATTNGEN_READ_NOC
+  if (!error.empty())
+    return fail(ATTNGEN_ERROR_INVALID_SPEC, "{}", error);
   if (llvm::Error error = validateSpec(out))
     return fail(ATTNGEN_ERROR_INVALID_SPEC, "{} (arch {})",
                 llvm::toString(std::move(error)), archName(arch));
@@ -155,29 +112,7 @@ attngen_status attngen::readSpec(const attngen_spec *spec, TargetKind arch,
 }
 
 std::string attngen::cacheKey(const AttentionSpec &spec) {
-  // The default scale is spelled out so that scale=0 and an explicit
-  // 1/sqrt(d) share a kernel; %a keeps every bit of the double.
-  double scale = softmaxScaleOf(spec);
-  // Decoding kernels append their fields (a dense kernel's key is as it
-  // was); a combine kernel depends on none of the mask's.
-  std::string decoding;
-  if (spec.kvCache)
-    decoding = fmt::format(" kv_cache=1 page={} split={} pack={} combine={}",
-                           spec.pageSize, int(spec.splitKv), spec.headPack,
-                           int(spec.combine));
-  return fmt::format("attn_fwd arch={} dtype={} d={} causal={} "
-                     "causal_align={} window_left={} window_right={} "
-                     "scale={} softcap={} lse={} block_m={} "
-                     "block_n={} warps={} block_skip={} varlen={}{} compiler={}",
-                     archName(spec.target), spec.bf16 ? "bf16" : "f16",
-                     spec.headDim, int(spec.causal),
-                     stringifyCausalAlign(spec.causalAlign), spec.windowLeft,
-                     spec.windowRight,
-                     fmt::format("{:a}", scale),
-                     fmt::format("{:a}", spec.softcap), int(spec.withLse),
-                     spec.blockM, spec.blockN, spec.numWarps,
-                     int(spec.skipMaskedBlocks), int(spec.varlen), decoding,
-                     compilerId());
+  return specKey(spec) + " compiler=" + compilerId();
 }
 
 attngen_status attngen::compileKernel(const AttentionSpec &spec,
@@ -220,7 +155,8 @@ attngen_status attngen::compileKernel(const AttentionSpec &spec,
   if (!metadata)
     return fail(ATTNGEN_ERROR_COMPILE, "no launch metadata for {}: {}", name,
                 llvm::toString(metadata.takeError()));
-  auto ptx = emitPtx(*module, spec.target);
+  auto ptx = emitPtx(*module, spec.target, /*emitLlvm=*/false,
+                     spec.llvmOptLevel);
   if (!ptx)
     return fail(ATTNGEN_ERROR_COMPILE, "PTX emission for {} failed: {}", name,
                 llvm::toString(ptx.takeError()));

@@ -277,11 +277,15 @@ void attngen_spec_init_sized(attngen_spec *spec, size_t size) {
   if (!spec || size < offsetof(attngen_spec, causal_align))
     return;
   attngen_spec defaults{};
-  defaults.dtype = ATTNRT_DTYPE_BF16;
-  defaults.head_dim = 128;
-  defaults.with_lse = 1;
-  defaults.window_left = defaults.window_right = -1;
-  defaults.head_pack = 1;
+  // The table's defaults, as the C struct holds them.
+#define SPEC_FIELD(G, InC, Member, name, json, Kind, Default, ...)             \
+  ATTNGEN_DEFAULT_##InC(name, Default)
+#define ATTNGEN_DEFAULT_C(name, Default) defaults.name = Default;
+#define ATTNGEN_DEFAULT_NOC(name, Default)
+#include "attnrt/spec_fields.def"
+#undef SPEC_FIELD
+#undef ATTNGEN_DEFAULT_C
+#undef ATTNGEN_DEFAULT_NOC
   size = std::min(size, sizeof(attngen_spec));
   defaults.struct_size = size;
   std::memcpy(spec, &defaults, size);

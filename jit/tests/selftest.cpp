@@ -552,7 +552,7 @@ void testCache() {
   // Corrupt entries: each is detected, never used, and rebuilt.
   std::string entry;
   for (const std::string &path : entries(dir, ".kernel"))
-    if (readFile(path).find("arch=sm_90a dtype=bf16 d=128 causal=0") != std::string::npos)
+    if (readFile(path).find("arch=sm_90a dtype=bf16 head_dim=128 causal=0") != std::string::npos)
       entry = path;
   expect(!entry.empty(), "found the entry");
   std::string good = readFile(entry);
@@ -828,7 +828,7 @@ void testKvCache() {
   bad = spec;
   bad.split_kv = 2;
   expectError(attngen_spec_check(&bad, "sm_90a"), ATTNGEN_ERROR_INVALID_SPEC,
-              "kv_cache and split_kv must be 0 or 1, got 2",
+              "split_kv must be 0 or 1, got 2",
               "split_kv outside 0/1");
   bad = spec;
   bad.causal_align = ATTNGEN_CAUSAL_TOP_LEFT;

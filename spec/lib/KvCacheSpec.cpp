@@ -188,7 +188,7 @@ AttentionSpec mlir::attn::combineSpecOf(const AttentionSpec &split) {
   AttentionSpec spec;
   spec.target = split.target;
   spec.headDim = split.headDim;
-  spec.bf16 = split.bf16;
+  spec.dtype = split.dtype;
   spec.withLse = split.withLse;
   spec.llvmOptLevel = split.llvmOptLevel;
   spec.kvCache = true;

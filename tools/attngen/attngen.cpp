@@ -14,6 +14,7 @@
 #include "attn/Spec/Spec.h"
 #include "attn/Passes/Passes.h"
 #include "attn/Passes/TileConfig.h"
+#include "SpecOptions.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -48,8 +49,13 @@
 using namespace mlir;
 using namespace mlir::attn;
 namespace cl = llvm::cl;
+namespace cli = attngen::cli;
 
-static cl::OptionCategory category("attngen options");
+cl::OptionCategory &attngen::cli::specCategory() {
+  static cl::OptionCategory category("attngen options");
+  return category;
+}
+static cl::OptionCategory &category = cli::specCategory();
 static cl::OptionCategory mlirCategory(
     "MLIR options (--print-ir-* is accepted for --mlir-print-ir-*)");
 
@@ -64,136 +70,8 @@ static cl::opt<std::string> metadataFile(
     cl::desc("Where to write the launch metadata JSON (default with "
              "--emit=ptx and -o X.ptx: X.json)"),
     cl::value_desc("file"), cl::init(""), cl::cat(category));
-static cl::opt<std::string> arch("arch", cl::desc("Target: sm_80 or sm_90a"),
-                                 cl::init("sm_90a"), cl::cat(category));
-static cl::opt<int64_t>
-    headDim("head-dim",
-            cl::desc("Head dimension: a multiple of 8 from 8 to 256"),
-            cl::init(128), cl::cat(category));
-static cl::opt<std::string> dtype("dtype", cl::desc("Element type: f16 or bf16"),
-                                  cl::init("bf16"), cl::cat(category));
-static cl::opt<bool> causal("causal",
-                            cl::desc("Causal mask (top-left aligned unless "
-                                     "--causal-align says otherwise)"),
-                            cl::cat(category));
-static cl::opt<std::string> causalAlign(
-    "causal-align",
-    cl::desc("Diagonal of a causal mask or a window when Nq != Nk: top-left "
-             "(default; query i sees keys j <= i, as PyTorch's is_causal) or "
-             "bottom-right (j <= i + Nk - Nq, as FlashAttention)"),
-    cl::init("top-left"), cl::cat(category));
-static cl::opt<std::string> window(
-    "window",
-    cl::desc("Sliding window L,R (FlashAttention's window_size): query i sees "
-             "keys within L before and R after its diagonal; -1: unbounded "
-             "side (default -1,-1: no window; L,0 is a causal window)"),
-    cl::value_desc("L,R"), cl::init("-1,-1"), cl::cat(category));
-static cl::opt<double> scale("scale",
-                             cl::desc("Softmax scale (default 1/sqrt(head dim))"),
-                             cl::init(0.0), cl::cat(category));
-static cl::opt<double> softcap(
-    "softcap",
-    cl::desc("Soft cap c of the scores: c * tanh(scale * QK^T / c) before the "
-             "softmax (Gemma 2, Grok); 0 (default): none"),
-    cl::init(0.0), cl::cat(category));
-static cl::opt<bool> noLse("no-lse", cl::desc("Do not write the log-sum-exp"),
-                           cl::cat(category));
-static cl::opt<int64_t> blockM("block-m", cl::desc("Override query rows per CTA"),
-                               cl::init(0), cl::cat(category));
-static cl::opt<int64_t> blockN("block-n",
-                               cl::desc("Override key/value rows per iteration"),
-                               cl::init(0), cl::cat(category));
-static cl::opt<int64_t> numWarps("num-warps", cl::desc("Override warps per CTA"),
-                                 cl::init(0), cl::cat(category));
-static cl::opt<bool> noBlockSkip(
-    "no-block-skip",
-    cl::desc("Leave out attn-causal-blocks: mask every block (ablation)"),
-    cl::cat(category));
-static cl::opt<bool> noWarpSpecialize(
-    "no-warp-specialize",
-    cl::desc("sm_90a: one role for all warps, FlashAttention-2 style (ablation)"),
-    cl::cat(category));
-static cl::opt<int64_t> stages(
-    "stages", cl::desc("sm_90a: K/V pipe stages (default 2)"), cl::init(0),
-    cl::cat(category));
-static cl::opt<bool> noIntraWgOverlap(
-    "no-intra-wg-overlap",
-    cl::desc("sm_90a: do not overlap the softmax with the GEMMs (ablation)"),
-    cl::cat(category));
-static cl::opt<bool> noPingpong(
-    "no-pingpong",
-    cl::desc("sm_90a: do not alternate the consumer warpgroups (ablation)"),
-    cl::cat(category));
-static cl::opt<bool> noBoundedSoftmax(
-    "no-bounded-softmax",
-    cl::desc("Keep the running max of a soft-capped bf16 softmax instead of "
-             "a fixed offset (ablation)"),
-    cl::cat(category));
-static cl::opt<cl::boolOrDefault> tmaStore(
-    "tma-store",
-    cl::desc("sm_90a: store the output through shared memory and the TMA; "
-             "the default is on wherever the tile fits, up to d176 "
-             "(--tma-store=false: from registers, kernel suffix _notma; "
-             "--tma-store=true is refused where it cannot apply)"),
-    cl::cat(category));
-static cl::opt<cl::boolOrDefault> persistentGrid(
-    "persistent",
-    cl::desc("sm_90a: CTAs loop over tiles (one per SM) instead of one CTA "
-             "per tile; the default is on for unmasked d64 and d128 kernels "
-             "and for causal masks up to d128 and at d256, varlen included "
-             "(--persistent=false: one CTA per tile, kernel suffix _nopers)"),
-    cl::cat(category));
-static cl::opt<bool> noFlushDenormals(
-    "no-ftz",
-    cl::desc("Keep f32 denormals in the kernel (IEEE exp2: a range fix-up "
-             "around every exponential; ablation)"),
-    cl::cat(category));
-static cl::opt<bool> varlen(
-    "varlen",
-    cl::desc("Variable-length batch: packed [total, H, D] tensors with int32 "
-             "cu_seqlens_q/k [B + 1] (flash_attn_varlen_func's layout); the "
-             "grid covers max_seqlen_q, kernel names get _varlen"),
-    cl::cat(category));
-static cl::opt<std::string> exp2Emulate(
-    "exp2-emulate",
-    cl::desc("Fraction of the score exponentials computed by a polynomial on "
-             "the FMA pipe instead of MUFU.EX2: 0 (default), k/8, 1/4, 3/8, "
-             "1/2, ... 1 (a multiple of 1/8; the name gets _exp2emu<k>o8)"),
-    cl::value_desc("F"), cl::init("0"), cl::cat(category));
-// Decoding with a KV cache (attn.attention_kvcache; docs/DESIGN.md
-// "Decoding").
-static cl::opt<bool> kvCache(
-    "kv-cache",
-    cl::desc("A KV-cache kernel (flash_attn_with_kvcache): each sequence "
-             "attends to the first cache_seqlens[b] keys of its cache; "
-             "--causal is bottom-right to them"),
-    cl::cat(category));
-static cl::opt<int64_t> pagedKv(
-    "paged-kv",
-    cl::desc("KV cache in pages of this many rows (a multiple of 16): "
-             "k/v [num_blocks, page_size, Hkv, D] and a block table "
-             "(implies --kv-cache)"),
-    cl::value_desc("page-size"), cl::init(0), cl::cat(category));
-static cl::opt<bool> splitKv(
-    "split-kv",
-    cl::desc("Split each sequence's keys over CTAs (flash-decoding): "
-             "partial results go to a workspace that the --combine kernel "
-             "merges (implies --kv-cache)"),
-    cl::cat(category));
-static cl::opt<int64_t> headPack(
-    "head-pack",
-    cl::desc("Query heads sharing a key/value head packed into one tile "
-             "(GQA decoding; default 1)"),
-    cl::init(1), cl::cat(category));
-static cl::opt<bool> combineKernel(
-    "combine",
-    cl::desc("The combine kernel of a --split-kv spec (merges the splits' "
-             "partial outputs and LSEs)"),
-    cl::cat(category));
-static cl::opt<int> llvmOptLevel(
-    "llvm-opt-level", cl::desc("LLVM optimisation level before the NVPTX "
-                               "backend: 1, 2 or 3 (default)"),
-    cl::init(3), cl::cat(category));
+/// One option per spec field (spec_fields.def): --head-dim, --causal, ...
+static cli::SpecOptions options;
 static cl::opt<std::string> emit(
     "emit",
     cl::desc("What to write: mlir (tile program after the FlashAttention "
@@ -295,37 +173,6 @@ static const char *findTooDeepNesting(StringRef buffer) {
   return nullptr;
 }
 
-/// A --flag=true|false option as a spec field: unset unless given.
-static std::optional<bool> askedChoice(cl::boolOrDefault value) {
-  if (value == cl::BOU_UNSET)
-    return std::nullopt;
-  return value == cl::BOU_TRUE;
-}
-
-/// Reads --exp2-emulate's fraction, "0", "1" or "k/n" with 0 <= k <= n, as
-/// eighths; false unless it is a whole number of eighths.
-static bool parseExp2Emulate(StringRef text, int64_t &eighths) {
-  constexpr int64_t kEighths = 8;
-  auto [num, den] = text.trim().split('/');
-  int64_t k = 0, n = 1;
-  if (num.trim().getAsInteger(10, k) ||
-      (!den.empty() && den.trim().getAsInteger(10, n)) ||
-      (den.empty() && text.contains('/')))
-    return false;
-  if (n <= 0 || k < 0 || k > n || (k * kEighths) % n != 0)
-    return false;
-  eighths = k * kEighths / n;
-  return true;
-}
-
-/// Reads --window's "L,R" (two integers, -1 for an unbounded side); the
-/// ranges are validateSpec's to check.
-static bool parseWindow(StringRef text, int64_t &left, int64_t &right) {
-  auto [l, r] = text.split(',');
-  return !r.contains(',') && !l.trim().getAsInteger(10, left) &&
-         !r.trim().getAsInteger(10, right);
-}
-
 namespace {
 
 /// How far an input module has come: attngen resumes from there.
@@ -339,15 +186,8 @@ enum class Stage {
 struct ModuleKernel {
   Stage stage = Stage::problem;
   Operation *op = nullptr; ///< attn.attention, or the kernel function
-  int64_t headDim = 0;
-  bool bf16 = true;
-  bool causal = false;
-  CausalAlign causalAlign = CausalAlign::top_left;
-  int64_t windowLeft = -1, windowRight = -1; ///< -1: unbounded
-  bool withLse = true;
-  float scale = 0;
-  float softcap = 0; ///< 0: none
-  bool varlen = false;
+  /// The problem fields the module fixes (the others keep their defaults).
+  AttentionSpec problem;
   std::optional<TileConfig> tiling; ///< fixed once tiled
 };
 
@@ -367,50 +207,62 @@ static ModuleKernel describeKernel(Operation *op, Stage stage) {
   ModuleKernel kernel;
   kernel.stage = stage;
   kernel.op = op;
+  AttentionSpec &problem = kernel.problem;
   auto readScale = [&](Operation *holder) {
     if (auto attr = holder->getAttrOfType<FloatAttr>("attn.scale"))
-      kernel.scale = attr.getValueAsDouble();
+      problem.scale = attr.getValueAsDouble();
     if (auto attr = holder->getAttrOfType<FloatAttr>("attn.softcap"))
-      kernel.softcap = attr.getValueAsDouble();
+      problem.softcap = attr.getValueAsDouble();
     if (auto attr = holder->getAttrOfType<CausalAlignAttr>("attn.causal_align"))
-      kernel.causalAlign = attr.getValue();
+      problem.causalAlign = attr.getValue();
     if (auto attr = holder->getAttrOfType<IntegerAttr>("attn.window_left"))
-      kernel.windowLeft = attr.getInt();
+      problem.windowLeft = attr.getInt();
     if (auto attr = holder->getAttrOfType<IntegerAttr>("attn.window_right"))
-      kernel.windowRight = attr.getInt();
+      problem.windowRight = attr.getInt();
+  };
+  // The decoding kernels' facts, which attn-tile puts on the kernel.
+  auto readDecoding = [&](Operation *holder) {
+    problem.kvCache = holder->hasAttr(kKvCacheAttrName);
+    problem.splitKv = holder->hasAttr(kSplitKvAttrName);
+    problem.combine = holder->hasAttr(kCombineAttrName);
+    if (auto attr = holder->getAttrOfType<IntegerAttr>(kPageSizeAttrName))
+      problem.pageSize = attr.getInt();
+    if (auto attr = holder->getAttrOfType<IntegerAttr>(kHeadPackAttrName))
+      problem.headPack = attr.getInt();
   };
   if (auto attention = dyn_cast<AttentionOp>(op)) {
-    kernel.headDim = attention.getHeadDim();
-    kernel.bf16 = attention.getElementType().isBF16();
-    kernel.causal = attention.getCausal();
-    kernel.withLse = attention.getLse() != nullptr;
-    kernel.scale = attention.getScale().convertToFloat();
+    problem.headDim = attention.getHeadDim();
+    problem.dtype = attention.getElementType().isBF16() ? DType::bf16 : DType::f16;
+    problem.causal = attention.getCausal();
+    problem.withLse = attention.getLse() != nullptr;
+    problem.scale = attention.getScale().convertToFloat();
     if (attention.isBottomRight())
-      kernel.causalAlign = CausalAlign::bottom_right;
-    kernel.windowLeft = attention.getLeftBound().value_or(-1);
+      problem.causalAlign = CausalAlign::bottom_right;
+    problem.windowLeft = attention.getLeftBound().value_or(-1);
     if (IntegerAttr right = attention.getWindowRightAttr())
-      kernel.windowRight = right.getInt();
+      problem.windowRight = right.getInt();
     if (std::optional<APFloat> cap = attention.getSoftcap())
-      kernel.softcap = cap->convertToFloat();
-    kernel.varlen = attention.isVarlen();
+      problem.softcap = cap->convertToFloat();
+    problem.varlen = attention.isVarlen();
   } else if (auto func = dyn_cast<func::FuncOp>(op)) {
     // A tiled kernel takes q, k, v, o[, lse][, cu_seqlens_q, cu_seqlens_k]
     // (attn.tensors names them): q is [B, N, H, D] or, packed, [total, H, D].
-    kernel.varlen = func->hasAttr(kVarlenAttrName);
+    problem.varlen = func->hasAttr(kVarlenAttrName);
     auto q = func.getNumArguments() ? dyn_cast<MemRefType>(
                                           func.getArgumentTypes().front())
                                     : MemRefType();
-    if (q && q.getRank() != (kernel.varlen ? 3 : 4))
+    if (q && q.getRank() != (problem.varlen ? 3 : 4))
       q = MemRefType();
-    kernel.headDim = q ? q.getDimSize(q.getRank() - 1) : 0;
-    kernel.bf16 = q && q.getElementType().isBF16();
-    kernel.causal = func->hasAttr(kCausalAttrName);
+    problem.headDim = q ? q.getDimSize(q.getRank() - 1) : 0;
+    problem.dtype = q && q.getElementType().isBF16() ? DType::bf16 : DType::f16;
+    problem.causal = func->hasAttr(kCausalAttrName);
     auto roles = func->getAttrOfType<ArrayAttr>(kTensorsAttrName);
-    kernel.withLse =
+    problem.withLse =
         roles ? llvm::is_contained(roles, StringAttr::get(func.getContext(),
                                                           "lse"))
               : func.getNumArguments() == 5;
     readScale(func);
+    readDecoding(func);
     if (auto tiling = func->getAttrOfType<TilingAttr>(kTilingAttrName))
       kernel.tiling = TileConfig{tiling.getBlockM(), tiling.getBlockN(),
                                  tiling.getNumWarps()};
@@ -419,14 +271,15 @@ static ModuleKernel describeKernel(Operation *op, Stage stage) {
       auto attr = op->getAttrOfType<IntegerAttr>(name);
       return attr ? attr.getInt() : 0;
     };
-    kernel.headDim = getInt("attn.head_dim");
+    problem.headDim = getInt("attn.head_dim");
     auto dtypeAttr = op->getAttrOfType<StringAttr>("attn.dtype");
-    kernel.bf16 = dtypeAttr && dtypeAttr.getValue() == "bf16";
-    kernel.causal = op->hasAttr(kCausalAttrName);
+    problem.dtype = dtypeAttr && dtypeAttr.getValue() == "bf16" ? DType::bf16 : DType::f16;
+    problem.causal = op->hasAttr(kCausalAttrName);
     auto lse = op->getAttrOfType<BoolAttr>("attn.lse");
-    kernel.withLse = lse && lse.getValue();
-    kernel.varlen = op->hasAttr(kVarlenAttrName);
+    problem.withLse = lse && lse.getValue();
+    problem.varlen = op->hasAttr(kVarlenAttrName);
     readScale(op);
+    readDecoding(op);
     kernel.tiling = TileConfig{getInt("attn.block_m"), getInt("attn.block_n"),
                                getInt("attn.num_threads") / 32};
   }
@@ -469,6 +322,26 @@ static FailureOr<ModuleKernel> findKernel(ModuleOp module, StringRef file) {
   return describeKernel(kernels[0].first, kernels[0].second);
 }
 
+/// A problem field as the kernel holds it: a canonical mask, the scale
+/// spelled out, reals as the f32 of the IR.
+static AttentionSpec problemAsHeld(const AttentionSpec &spec) {
+  // A causal mask with a right window side is no mask at all (validateSpec
+  // refuses it): it stays as it is, to differ from every kernel.
+  AttentionSpec held =
+      spec.causal && spec.windowRight > 0 ? spec : canonicalSpec(spec);
+  held.scale = static_cast<float>(softmaxScaleOf(held));
+  held.softcap = static_cast<float>(held.softcap);
+  return held;
+}
+
+/// A field's value as the kernel holds it, for messages (reals as f32).
+template <class Kind, class T> static std::string heldText(const T &value) {
+  if constexpr (std::is_same_v<Kind, spec::Real>)
+    return fmt::format("{}", static_cast<float>(value));
+  else
+    return Kind::text(value);
+}
+
 /// Checks the spec flags given on the command line against an input module:
 /// a flag the module leaves open takes effect (the target of a module
 /// without attn.target, the tile overrides before tiling); one that
@@ -487,83 +360,65 @@ static FailureOr<AttentionSpec> mergeSpecFlags(ModuleOp module,
   };
   AttentionSpec spec = flags;
   if (auto target = module->getAttrOfType<TargetAttr>(kTargetAttrName)) {
-    if (arch.getNumOccurrences() && target.getKind() != flags.target)
+    if (options.target.given() && target.getKind() != flags.target)
       return module.emitError() << fmt::format(
-                 "--arch={} contradicts the module's attn.target {}; drop "
-                 "the flag or change the module",
-                 arch.getValue(), stringifyTargetKind(target.getKind()).str());
+                 "{} contradicts the module's attn.target {}; drop the flag "
+                 "or change the module",
+                 options.target.asGiven(),
+                 stringifyTargetKind(target.getKind()).str());
     spec.target = target.getKind();
   } else {
     module->setAttr(kTargetAttrName,
                     TargetAttr::get(module.getContext(), flags.target));
   }
-  if (headDim.getNumOccurrences() && headDim != kernel.headDim)
-    return contradicts(fmt::format("--head-dim={}", headDim.getValue()),
-                       std::to_string(kernel.headDim), "head dimension");
-  const char *moduleDtype = kernel.bf16 ? "bf16" : "f16";
-  if (dtype.getNumOccurrences() && dtype != moduleDtype)
-    return contradicts("--dtype=" + dtype.getValue(), moduleDtype,
-                       "element type");
-  if (causal.getNumOccurrences() && causal != kernel.causal)
-    return contradicts(fmt::format("--causal={}", causal.getValue()),
-                       kernel.causal ? "true" : "false", "causal =");
-  if (causalAlign.getNumOccurrences() &&
-      (causalAlign == "bottom-right") !=
-          (kernel.causalAlign == CausalAlign::bottom_right))
-    return contradicts("--causal-align=" + causalAlign.getValue(),
-                       kernel.causalAlign == CausalAlign::bottom_right
-                           ? "bottom-right"
-                           : "top-left",
-                       "causal alignment");
-  // A causal kernel's right side is 0, which --window may spell -1 or 0.
-  bool windowAgrees = flags.windowLeft == kernel.windowLeft &&
-                      (kernel.causal ? flags.windowRight <= 0
-                                     : flags.windowRight == kernel.windowRight);
-  if (window.getNumOccurrences() && !windowAgrees)
-    return contradicts("--window=" + window.getValue(),
-                       fmt::format("{},{}", kernel.windowLeft,
-                                   kernel.causal ? 0 : kernel.windowRight),
-                       "window");
-  if (softcap.getNumOccurrences() &&
-      static_cast<float>(softcap) != kernel.softcap)
-    return contradicts(fmt::format("--softcap={}", softcap.getValue()),
-                       fmt::format("{}", kernel.softcap), "softcap");
-  if (noLse.getNumOccurrences() && !noLse != kernel.withLse)
-    return contradicts(fmt::format("--no-lse={}", noLse.getValue()),
-                       kernel.withLse ? "operand" : "(none)", "lse");
-  if (varlen.getNumOccurrences() && varlen != kernel.varlen)
-    return contradicts(fmt::format("--varlen={}", varlen.getValue()),
-                       kernel.varlen ? "true" : "false", "varlen =");
-  if (scale.getNumOccurrences()) {
-    double asked = scale > 0 ? scale : 1.0 / std::sqrt(double(kernel.headDim));
-    if (static_cast<float>(asked) != kernel.scale)
-      return contradicts(fmt::format("--scale={}", scale.getValue()),
-                         fmt::format("{}", kernel.scale), "scale");
+  // Every problem field is the module's. The given flags laid over the
+  // module's fields must describe the same problem, compared in the
+  // kernel's own terms (a canonical mask, the scale spelled out, f32 reals);
+  // the first field that differs is refused, naming its flag.
+  AttentionSpec merged = kernel.problem;
+#define SPEC_FIELD(G, InC, Member, ...)                                        \
+  if (spec::Group::G == spec::Group::PROBLEM && options.given(options.Member)) \
+    merged.Member = flags.Member;
+#include "attnrt/spec_fields.def"
+#undef SPEC_FIELD
+  AttentionSpec asked = problemAsHeld(merged),
+                held = problemAsHeld(kernel.problem);
+  std::optional<std::string> differs;
+#define SPEC_FIELD(G, InC, Member, name, json, Kind, ...)                      \
+  if constexpr (spec::Group::G == spec::Group::PROBLEM) {                      \
+    if (asked.Member != held.Member) {                                         \
+      std::string what = #name " =";                                           \
+      std::string value = heldText<spec::Kind>(held.Member);                   \
+      if (options.given(options.Member))                                       \
+        return contradicts(options.asGiven(options.Member), value, what);      \
+      if (!differs)                                                            \
+        differs = what + " " + value;                                          \
+    }                                                                          \
+    spec.Member = kernel.problem.Member;                                       \
   }
-  spec.headDim = kernel.headDim;
-  spec.bf16 = kernel.bf16;
-  spec.causal = kernel.causal;
-  spec.causalAlign = kernel.causalAlign;
-  spec.windowLeft = kernel.windowLeft;
-  spec.windowRight = kernel.windowRight;
-  spec.withLse = kernel.withLse;
-  spec.scale = kernel.scale;
-  spec.softcap = kernel.softcap;
-  spec.varlen = kernel.varlen;
+#include "attnrt/spec_fields.def"
+#undef SPEC_FIELD
+  if (differs)
+    return op->emitError() << fmt::format(
+               "the flags contradict this kernel's {}; drop them or change "
+               "the module",
+               *differs);
   if (kernel.tiling) {
-    std::tuple<const char *, cl::opt<int64_t> &, int64_t> overrides[] = {
-        {"block-m", blockM, kernel.tiling->blockM},
-        {"block-n", blockN, kernel.tiling->blockN},
-        {"num-warps", numWarps, kernel.tiling->numWarps}};
-    for (auto &[name, flag, value] : overrides)
-      if (flag.getNumOccurrences() && flag != value)
-        return contradicts(fmt::format("--{}={}", name, flag.getValue()),
-                           std::to_string(value), name);
-    if (noBlockSkip.getNumOccurrences())
+    std::tuple<const char *, const cli::NumberOption<int64_t> &, int64_t>
+        overrides[] = {{"block-m", options.blockM, kernel.tiling->blockM},
+                       {"block-n", options.blockN, kernel.tiling->blockN},
+                       {"num-warps", options.numWarps, kernel.tiling->numWarps}};
+    for (auto &[name, option, value] : overrides) {
+      int64_t given = 0;
+      llvm::cantFail(option.read(given));
+      if (option.given() && given != value)
+        return contradicts(option.asGiven(), std::to_string(value), name);
+    }
+    if (options.skipMaskedBlocks.given())
       return op->emitError("--no-block-skip has no effect on a kernel that "
                            "is already tiled; pass it when tiling");
     // attn-online-softmax marks the exponentials; a tiled module has them.
-    if (exp2Emulate.getNumOccurrences())
+    if (options.exp2EmulatedEighths.given())
       return op->emitError("--exp2-emulate has no effect on a kernel that "
                            "is already tiled; pass it when tiling");
     spec.blockM = kernel.tiling->blockM;
@@ -632,64 +487,19 @@ int main(int argc, char **argv) {
       static_cast<int>(args.size()), args.data(),
       "attngen: FlashAttention-class kernels from a declarative spec\n");
 
-  AttentionSpec spec;
-  if (arch == "sm_80")
-    spec.target = TargetKind::sm_80;
-  else if (arch == "sm_90a")
-    spec.target = TargetKind::sm_90a;
-  else
-    return fail(fmt::format("unsupported --arch={}; supported: sm_80, sm_90a",
-                            arch.getValue()));
-  if (dtype != "bf16" && dtype != "f16")
-    return fail(fmt::format("unsupported --dtype={}; supported: f16, bf16",
-                            dtype.getValue()));
-  if (causalAlign != "top-left" && causalAlign != "bottom-right")
-    return fail(fmt::format("unsupported --causal-align={}; supported: "
-                            "top-left, bottom-right",
-                            causalAlign.getValue()));
   if (emit != "mlir" && emit != "nvvm" && emit != "llvm" && emit != "ptx")
     return fail(fmt::format("unsupported --emit={}; supported: mlir, nvvm, "
                             "llvm, ptx",
                             emit.getValue()));
-  spec.bf16 = dtype == "bf16";
-  spec.headDim = headDim;
-  spec.causal = causal;
-  spec.causalAlign = causalAlign == "bottom-right" ? CausalAlign::bottom_right
-                                                   : CausalAlign::top_left;
-  if (!parseWindow(window, spec.windowLeft, spec.windowRight))
-    return fail(fmt::format("invalid --window={}; give two integers L,R, each "
-                            "-1 (unbounded) or a number of keys, e.g. "
-                            "--window=256,0",
-                            window.getValue()));
-  spec.scale = scale;
-  spec.softcap = softcap;
-  spec.withLse = !noLse;
-  spec.blockM = blockM;
-  spec.blockN = blockN;
-  spec.numWarps = numWarps;
-  spec.skipMaskedBlocks = !noBlockSkip;
-  spec.warpSpecialize = !noWarpSpecialize;
-  spec.stages = stages;
-  spec.intraWgOverlap = !noIntraWgOverlap;
-  spec.pingpong = !noPingpong;
-  spec.boundedSoftmax = !noBoundedSoftmax;
-  spec.tmaStore = askedChoice(tmaStore);
-  spec.persistent = askedChoice(persistentGrid);
-  spec.flushDenormals = !noFlushDenormals;
-  spec.varlen = varlen;
-  if (!parseExp2Emulate(exp2Emulate, spec.exp2EmulatedEighths))
-    return fail(fmt::format("invalid --exp2-emulate={}; give a fraction from "
-                            "0 to 1 in eighths: 0, 1/8, 1/4, 3/8, 1/2, 5/8, "
-                            "3/4, 7/8 or 1",
-                            exp2Emulate.getValue()));
-  spec.llvmOptLevel = llvmOptLevel;
-  spec.kvCache = kvCache || pagedKv != 0 || splitKv || combineKernel;
-  spec.pageSize = pagedKv;
-  spec.splitKv = splitKv;
-  spec.headPack = headPack;
-  spec.combine = combineKernel;
-  // A KV cache's causal diagonal is bottom-right (flash_attn_with_kvcache).
-  if (spec.kvCache && spec.causal && !causalAlign.getNumOccurrences())
+  llvm::Expected<AttentionSpec> flags = options.read();
+  if (!flags)
+    return fail(llvm::toString(flags.takeError()));
+  AttentionSpec spec = *flags;
+  // A paged, split or combine kernel is a KV-cache kernel, whose causal
+  // diagonal is bottom-right (flash_attn_with_kvcache).
+  spec.kvCache = spec.kvCache || spec.pageSize != 0 || spec.splitKv ||
+                 spec.combine;
+  if (spec.kvCache && spec.causal && !options.causalAlign.given())
     spec.causalAlign = CausalAlign::bottom_right;
   FailureOr<std::string> metaPath = metadataPath();
   if (failed(metaPath))

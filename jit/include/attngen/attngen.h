@@ -74,62 +74,53 @@ typedef enum attngen_status {
  *  (attngen_spec::causal_align). */
 typedef enum attngen_causal_align {
   /** Query i sees keys j <= i, as PyTorch's is_causal (the default). */
-  ATTNGEN_CAUSAL_TOP_LEFT = 0,
+  ATTNGEN_CAUSAL_TOP_LEFT = ATTNRT_CAUSAL_ALIGN_TOP_LEFT,
   /** Query i sees keys j <= i + Nk - Nq, as FlashAttention >= 2.1; rows with
    *  i + Nk - Nq < 0 see no key (output 0, LSE -inf). */
-  ATTNGEN_CAUSAL_BOTTOM_RIGHT = 1
+  ATTNGEN_CAUSAL_BOTTOM_RIGHT = ATTNRT_CAUSAL_ALIGN_BOTTOM_RIGHT
 } attngen_causal_align;
 
 /**
- * One forward-attention kernel variant. Always start from
- * attngen_spec_init(): it sets struct_size, which lets later versions of
- * the library append fields without breaking callers built against this
- * header.
+ * One attention kernel variant. Always start from attngen_spec_init(): it
+ * sets struct_size and the defaults, which lets later versions of the
+ * library append fields without breaking callers built against this header.
+ *
+ * The fields are the C rows of attnrt/spec_fields.def, in its order (each
+ * with its meaning, default and CLI flag there):
+ *
+ *   int dtype;          ATTNRT_DTYPE_F16 or ATTNRT_DTYPE_BF16 (default)
+ *   int head_dim;       a multiple of 8 from 8 to 256 (default 128)
+ *   int causal;         1: causal mask, aligned as causal_align says
+ *   double scale;       softmax scale; 0 (default): 1/sqrt(head_dim)
+ *   int with_lse;       1 (default): the kernel can write the log-sum-exp
+ *   int block_m, block_n, num_warps;   tile overrides; 0: the tuned choice
+ *   int causal_align;   an attngen_causal_align (default top-left);
+ *                       bottom-right needs causal = 1 or a window
+ *   double softcap;     scores become c * tanh(scale * s / c); 0: none
+ *   int window_left, window_right;     sliding window around the diagonal
+ *                       (flash_attn's window_size); -1 (default): unbounded
+ *                       side; with causal = 1 window_right is -1 or 0
+ *   int varlen;         1: packed [total, H, D] tensors with cu_seqlens_q/k
+ *   int kv_cache;       1: a KV-cache kernel (flash_attn_with_kvcache);
+ *                       causal needs causal_align bottom-right
+ *   int page_size;      > 0: a paged cache (a multiple of 16); 0: contiguous
+ *   int split_kv;       1: split each sequence's keys over CTAs; the JIT
+ *                       compiles the combine kernel with it
+ *   int head_pack;      query heads per tile (GQA decoding); 1 (default)
+ *
+ * A struct_size that ends before a field reads it as its default.
  */
+#define ATTNGEN_SPEC_MEMBER_C(name, Kind) ATTNRT_SPEC_CTYPE_##Kind name;
+#define ATTNGEN_SPEC_MEMBER_NOC(name, Kind)
+#define SPEC_FIELD(Group, InC, Member, name, json, Kind, ...)                  \
+  ATTNGEN_SPEC_MEMBER_##InC(name, Kind)
 typedef struct attngen_spec {
   size_t struct_size; /**< sizeof(attngen_spec), set by attngen_spec_init */
-  int dtype;          /**< ATTNRT_DTYPE_F16 or ATTNRT_DTYPE_BF16 (default) */
-  int head_dim;       /**< a multiple of 8 from 8 to 256 (default 128) */
-  int causal;         /**< 1: causal mask, aligned as causal_align says */
-  double scale;       /**< softmax scale; 0 (default): 1/sqrt(head_dim) */
-  int with_lse;       /**< 1 (default): the kernel can write the log-sum-exp */
-  int block_m;        /**< tile overrides; 0 (default): the tuned choice */
-  int block_n;
-  int num_warps;
-  /* Appended after version 0.1.0; a struct_size that ends before a field
-   * reads it as its default. */
-  int causal_align;   /**< an attngen_causal_align; ATTNGEN_CAUSAL_TOP_LEFT
-                           (default). ATTNGEN_CAUSAL_BOTTOM_RIGHT needs
-                           causal = 1 or a window */
-  double softcap;     /**< soft cap c: scores become c * tanh(scale * s / c)
-                           before the softmax (Gemma 2, Grok); 0 (default):
-                           none; else positive and finite */
-  /** Sliding window (local attention, flash_attn's window_size): query i
-   *  sees keys j with d - window_left <= j <= d + window_right around its
-   *  diagonal d (i, or i + Nk - Nq bottom-right: causal_align); -1 (the
-   *  default) leaves a side unbounded, else 0 to INT32_MAX keys. With
-   *  causal = 1, window_right must be -1 or 0; (L, 0) is a causal window. */
-  int window_left;
-  int window_right;
-  /* ---- Variable-length batches (appended) ---- */
-  int varlen;         /**< 1: packed [total, H, D] tensors with cu_seqlens_q/k
-                           (flash_attn_varlen_func's layout; the varlen
-                           fields of attnrt_forward_args); 0 (default):
-                           [B, N, H, D] */
-  /* ---- Decoding with a KV cache (appended after varlen; docs/JIT.md
-   * "KV cache (decoding)"). A struct_size that ends before them reads them
-   * as 0, 0, 0, 1. */
-  int kv_cache;       /**< 1: a KV-cache kernel (flash_attn_with_kvcache):
-                           sequence b attends to its first cache_seqlens[b]
-                           keys; causal needs causal_align bottom-right */
-  int page_size;      /**< > 0: a paged cache of pages of this many rows (a
-                           multiple of 16); 0 (default): contiguous */
-  int split_kv;       /**< 1: split each sequence's keys over CTAs
-                           (flash-decoding); the JIT compiles the combine
-                           kernel with it and launches both */
-  int head_pack;      /**< query heads sharing a key/value head packed into
-                           one tile (GQA decoding); 1 (default): none */
+#include "attnrt/spec_fields.def"
 } attngen_spec;
+#undef SPEC_FIELD
+#undef ATTNGEN_SPEC_MEMBER_C
+#undef ATTNGEN_SPEC_MEMBER_NOC
 
 /** Options of a JIT. Start from attngen_jit_options_init(). */
 typedef struct attngen_jit_options {

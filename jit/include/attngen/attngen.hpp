@@ -54,48 +54,51 @@ enum class CausalAlign {
   bottomRight = ATTNGEN_CAUSAL_BOTTOM_RIGHT ///< j <= i + Nk - Nq, FlashAttention's
 };
 
-/// One forward-attention kernel variant (see attngen_spec).
+namespace detail {
+/// The C++ type of each kind of spec field (attnrt/spec_fields.def), and
+/// its conversion from and to the C struct's value.
+template <class T, class C = int> struct Field {
+  using type = T;
+  static type fromC(C v) { return static_cast<type>(v); }
+  static C toC(type v) { return static_cast<C>(v); }
+};
+namespace kind {
+using Bool = Field<bool>;
+using NoBool = Field<bool>;
+using Int = Field<int>;
+using Window = Field<int>;
+using Real = Field<double, double>;
+using Element = Field<DType>;
+using Align = Field<CausalAlign>;
+} // namespace kind
+} // namespace detail
+
+/// One attention kernel variant: the C rows of attnrt/spec_fields.def (see
+/// attngen_spec), with the table's defaults. A causal KV-cache kernel needs
+/// causalAlign = bottomRight.
 struct Spec {
-  DType dtype = DType::bf16;
-  int headDim = 128; ///< a multiple of 8 from 8 to 256
-  bool causal = false;
-  CausalAlign causalAlign = CausalAlign::topLeft; ///< causal or a window
-  double scale = 0; ///< 0: 1/sqrt(headDim)
-  double softcap = 0; ///< soft cap c (c * tanh(scale * s / c)); 0: none
-  /// Sliding window around the diagonal (flash_attn's window_size): keys
-  /// windowLeft before to windowRight after it; -1: unbounded side.
-  int windowLeft = -1, windowRight = -1;
-  bool withLse = true;
-  int blockM = 0, blockN = 0, numWarps = 0; ///< 0: tuned defaults
-  /// Packed [total, H, D] tensors with cu_seqlens (see varlenArgs).
-  bool varlen = false;
-  // Decoding with a KV cache (see attngen_spec): causal needs
-  // causalAlign = bottomRight.
-  bool kvCache = false; ///< flash_attn_with_kvcache's problem
-  int pageSize = 0;     ///< > 0: paged K/V (pages of this many rows)
-  bool splitKv = false; ///< split the keys over CTAs (+ the combine kernel)
-  int headPack = 1;     ///< query heads per tile (GQA decoding)
+#define SPEC_FIELD(Group, InC, Member, name, json, Kind, Default, ...)        \
+  ATTNGEN_HPP_MEMBER_##InC(Member, Kind, Default)
+#define ATTNGEN_HPP_MEMBER_C(Member, Kind, Default)                            \
+  detail::kind::Kind::type Member = detail::kind::Kind::fromC(Default);
+#define ATTNGEN_HPP_MEMBER_NOC(Member, Kind, Default)
+#include "attnrt/spec_fields.def"
+#undef SPEC_FIELD
+#undef ATTNGEN_HPP_MEMBER_C
+#undef ATTNGEN_HPP_MEMBER_NOC
 
   attngen_spec toC() const {
     attngen_spec spec;
     attngen_spec_init(&spec);
-    spec.dtype = static_cast<int>(dtype);
-    spec.head_dim = headDim;
-    spec.causal = causal;
-    spec.scale = scale;
-    spec.with_lse = withLse;
-    spec.block_m = blockM;
-    spec.block_n = blockN;
-    spec.num_warps = numWarps;
-    spec.causal_align = static_cast<int>(causalAlign);
-    spec.softcap = softcap;
-    spec.window_left = windowLeft;
-    spec.window_right = windowRight;
-    spec.varlen = varlen;
-    spec.kv_cache = kvCache;
-    spec.page_size = pageSize;
-    spec.split_kv = splitKv;
-    spec.head_pack = headPack;
+#define SPEC_FIELD(Group, InC, Member, name, json, Kind, ...)                  \
+  ATTNGEN_HPP_TO_C_##InC(Member, name, Kind)
+#define ATTNGEN_HPP_TO_C_C(Member, name, Kind)                                 \
+  spec.name = detail::kind::Kind::toC(Member);
+#define ATTNGEN_HPP_TO_C_NOC(Member, name, Kind)
+#include "attnrt/spec_fields.def"
+#undef SPEC_FIELD
+#undef ATTNGEN_HPP_TO_C_C
+#undef ATTNGEN_HPP_TO_C_NOC
     return spec;
   }
 };

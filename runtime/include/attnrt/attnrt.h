@@ -81,6 +81,27 @@ typedef enum attnrt_dtype {
   ATTNRT_DTYPE_BF16 = 2  /**< bfloat16, metadata "dtype": "bf16" */
 } attnrt_dtype;
 
+/** The C type of each kind of spec field (attnrt/spec_fields.def lists the
+ *  fields: attngen_spec and attnrt_kernel_info are expanded from it). */
+#define ATTNRT_SPEC_CTYPE_Bool int
+#define ATTNRT_SPEC_CTYPE_NoBool int
+#define ATTNRT_SPEC_CTYPE_Combine int
+#define ATTNRT_SPEC_CTYPE_Int int
+#define ATTNRT_SPEC_CTYPE_Window int
+#define ATTNRT_SPEC_CTYPE_Eighths int
+#define ATTNRT_SPEC_CTYPE_Tri int
+#define ATTNRT_SPEC_CTYPE_Element int
+#define ATTNRT_SPEC_CTYPE_Align int
+#define ATTNRT_SPEC_CTYPE_Arch int
+#define ATTNRT_SPEC_CTYPE_Real double
+
+/** Where the diagonal of a causal mask or a window sits when nq != nk
+ *  (metadata "causal_align"; attngen_spec::causal_align). */
+typedef enum attnrt_causal_align {
+  ATTNRT_CAUSAL_ALIGN_TOP_LEFT = 0,    /**< row i's diagonal is key i */
+  ATTNRT_CAUSAL_ALIGN_BOTTOM_RIGHT = 1 /**< row i's is key i + nk - nq */
+} attnrt_causal_align;
+
 /** The causal mask of a kernel (attnrt_kernel_info::causal; metadata
  *  "causal" and "causal_align"). Non-zero means causal, whichever way it is
  *  aligned. */

@@ -10,6 +10,7 @@
 #define ATTN_SPEC_SPEC_H
 
 #include "attn/Dialect/AttnDialect.h"
+#include "attn/Dialect/SpecKinds.h"
 #include "attn/Passes/BoundedSoftmax.h"
 #include "attn/Passes/TileConfig.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -22,64 +23,58 @@
 
 namespace mlir::attn {
 
-/// What a user asks for: one forward-attention kernel variant.
+/// What a user asks for: one attention kernel variant. Its fields are the
+/// rows of attnrt/spec_fields.def, each of its kind's type (SpecKinds.h),
+/// its default the table's.
 struct AttentionSpec {
-  TargetKind target = TargetKind::sm_90a;
-  int64_t headDim = 128;
-  bool bf16 = true; ///< false: f16
-  bool causal = false;
-  /// Where the diagonal of a causal mask or a window sits when Nq != Nk.
-  CausalAlign causalAlign = CausalAlign::top_left;
-  /// Sliding window (FlashAttention's window_size): query i sees keys j with
-  /// i + off - windowLeft <= j <= i + off + windowRight around its diagonal
-  /// i + off; -1: that side is unbounded. causal is windowRight = 0.
-  int64_t windowLeft = -1, windowRight = -1;
-  double scale = 0; ///< 0: 1/sqrt(head_dim)
-  /// Soft cap c of the scores, c * tanh(scale * s / c); 0: none.
-  double softcap = 0;
-  bool withLse = true;
-  // Tile overrides (0: chosen by attn-tile).
-  int64_t blockM = 0, blockN = 0, numWarps = 0;
-  bool skipMaskedBlocks = true; ///< run attn-causal-blocks
-  int llvmOptLevel = 3;         ///< LLVM optimisation level: 1, 2 or 3
-  // The FlashAttention-3 schedule (sm_90a; each switch is one pass).
-  bool warpSpecialize = true; ///< attn-warp-specialize
-  int64_t stages = 0;         ///< attn-multibuffer stages (0: default, 2)
-  bool intraWgOverlap = true; ///< attn-intra-wg-overlap
-  bool pingpong = true;       ///< attn-pingpong
-  /// attn-tma-store: the output through shared memory and the TMA. Unset:
-  /// usesTmaStore's default (wherever the tile fits: up to d176); true
-  /// asks for it (refused where it cannot apply), false never.
-  std::optional<bool> tmaStore;
-  /// attn-persistent: CTAs loop over tiles. Unset: usesPersistentGrid's
-  /// default (on for the unmasked d64 and d128 kernels of the FA3 schedule
-  /// and for causal masks up to d128 and at d256, where the H200 measured
-  /// it faster; docs/PERF.md).
-  std::optional<bool> persistent;
-  /// Flush f32 denormals to zero in the kernel (ex2.approx.ftz: one MUFU op
-  /// per exponential); false is the IEEE ablation.
-  bool flushDenormals = true;
-  /// Variable-length batch: packed [total, H, D] tensors with cu_seqlens
-  /// (flash_attn_varlen_func's layout), one sequence per batch entry.
-  bool varlen = false;
-  /// Eighths of the score exponentials computed in software on the FMA pipe
-  /// (attn-online-softmax's exp2-emulate, 0 to 8); 0: all on MUFU.EX2.
-  int64_t exp2EmulatedEighths = 0;
-  /// attn-bounded-softmax: a soft cap's bf16 kernels run the softmax with a
-  /// fixed max (no row max, no rescale); false keeps the running max.
-  bool boundedSoftmax = true;
-
-  // ---- Decoding with a KV cache (attn.attention_kvcache), docs/DESIGN.md
-  // "Decoding". A KV-cache kernel reads cache_seqlens; causal means
-  // bottom-right to each sequence's keys.
-  bool kvCache = false;  ///< an attn.attention_kvcache kernel
-  int64_t pageSize = 0;  ///< > 0: paged K/V, pages of this many rows
-  bool splitKv = false;  ///< split the keys over CTAs (needs the combine)
-  int64_t headPack = 1;  ///< query heads packed per tile (GQA decoding)
-  /// The split-KV combine kernel (attn.combine_splits) of this spec rather
-  /// than the split kernel itself.
-  bool combine = false;
+#define SPEC_FIELD(Group, InC, Member, name, json, Kind, Default, ...)        \
+  spec::Kind::Type Member = spec::Kind::fromDefault(Default);
+#include "attnrt/spec_fields.def"
+#undef SPEC_FIELD
 };
+
+namespace spec {
+
+/// The table's groups (spec_fields.def).
+enum class Group { TARGET, PROBLEM, TILING, SCHEDULE, BACKEND };
+
+/// What the table says of one field, besides its type and value.
+struct FieldInfo {
+  Group group;
+  bool inC;         ///< a member of attngen_spec
+  const char *name; ///< attngen_spec's member; the cache key's
+  const char *json; ///< the metadata key (PROBLEM fields)
+  const char *flag; ///< the CLI flag without dashes ("" for none)
+  const char *help;
+  bool key;     ///< part of the JIT's cache key
+  int nameRank; ///< where its part of the kernel name goes
+};
+
+/// The FieldInfo of each field, as fieldInfo_<Member>.
+#define SPEC_FIELD(G, InC, Member, name, json, Kind, Default, Flag, Help,   \
+                   Key, Rank, Rule, Check)                                   \
+  inline constexpr FieldInfo fieldInfo_##Member = {                          \
+      Group::G, #InC[0] == 'C', #name, #json, Flag, Help, #Key[0] == 'K',    \
+      Rank};
+#include "attnrt/spec_fields.def"
+#undef SPEC_FIELD
+
+/// Calls `visit(info, Kind(), value)` for every field of `spec`, in table
+/// order (`value` a reference to the member).
+template <class Spec, class Visit>
+void forEachField(Spec &s, Visit &&visit) {
+#define SPEC_FIELD(G, InC, Member, name, json, Kind, ...)                    \
+  visit(fieldInfo_##Member, Kind(), s.Member);
+#include "attnrt/spec_fields.def"
+#undef SPEC_FIELD
+}
+
+} // namespace spec
+
+/// The spec's fields that form the JIT's cache key, as `name=value` words
+/// in table order (with the default scale spelled out, so that 0 and an
+/// explicit 1/sqrt(head_dim) share a kernel).
+std::string specKey(const AttentionSpec &spec);
 
 /// Checks a spec (head dim, scale, window, tile overrides, LLVM optimisation
 /// level) and returns an error that says what is supported. The CLI and the
@@ -106,7 +101,7 @@ inline bool usesFa3Schedule(const AttentionSpec &spec) {
 /// most 50 on bf16; BoundedSoftmax.h says why). Its tiles follow it either
 /// way; with the pass switched off the kernel is named _runmax.
 inline bool boundedSoftmaxApplies(const AttentionSpec &spec) {
-  return isFixedMaxSoftcap(spec.softcap, spec.bf16);
+  return isFixedMaxSoftcap(spec.softcap, spec.dtype == DType::bf16);
 }
 
 /// A dense spec's tile configuration: its target's tuned tiles for its head
@@ -130,21 +125,30 @@ inline double softmaxScaleOf(const AttentionSpec &spec) {
 }
 
 /// Whether a valid spec's kernel loops over tiles (attn-persistent): as
-/// asked, else by default for the sm_90a FlashAttention-3 schedule of an
-/// unmasked dense kernel of head dim 64 or 128, and of a causal one (no
-/// window) up to d128 and at d256, whose tiles go out in units of equal
-/// length. Its CTAs then hide the next tile's Q and first K loads under
-/// the current tile's last blocks and epilogue: d128 N=1k 593 against 570
-/// TFLOPS, causal 458 against 422 (docs/PERF.md). Causal d160/d192 (they
-/// spill), windows and the other head dims stay one CTA per tile.
+/// asked, else persistentByDefault. Its CTAs then hide the next tile's Q
+/// and first K loads under the current tile's last blocks and epilogue.
 bool usesPersistentGrid(const AttentionSpec &spec);
+
+/// Whether the kernel is persistent when the spec does not say: the sm_90a
+/// FlashAttention-3 schedule of an unmasked dense kernel of head dim 64 or
+/// 128, and of a causal one (no window) up to d128 and at d256
+/// (docs/PERF.md has the measurements behind the choice).
+bool persistentByDefault(const AttentionSpec &spec);
 
 /// Whether a valid spec's kernel stores its output through shared memory
 /// and the TMA (attn-tma-store; dense sm_90a FlashAttention-3 kernels
-/// only): as asked, else wherever the output tile fits beside Q and the
-/// K/V pipes, every head dim up to d176 (d184 and up have no room). On the
-/// H200 it gives +5-15% at N = 1k and -2% to +4% at 8k (docs/PERF.md).
+/// only): as asked, else tmaStoreByDefault.
 bool usesTmaStore(const AttentionSpec &spec);
+
+/// Whether the output goes through the TMA when the spec does not say:
+/// wherever the output tile fits beside Q and the K/V pipes, every head dim
+/// up to d176 (d184 and up have no room).
+bool tmaStoreByDefault(const AttentionSpec &spec);
+
+/// Whether attn-tma-store can apply to a tile configuration: one 64-row
+/// slice per consumer warpgroup, and room for the output tile beside Q and
+/// the K/V pipes (what the pass checks on the IR).
+llvm::Error checkTmaStoreFits(const TileConfig &config, int64_t headDim);
 
 /// The spec of the combine kernel that merges the partial results of the
 /// split-KV spec `split` (same target, dtype, head dim, LSE, head packing

@@ -1,0 +1,102 @@
+//===- SpecKinds.cpp - the kinds of spec fields ----------------------------===//
+#include "attn/Dialect/SpecKinds.h"
+#include "attn/Dialect/AttnDialect.h"
+
+#include <fmt/format.h>
+
+using namespace mlir::attn;
+using namespace mlir::attn::spec;
+
+llvm::Error spec::fieldError(const std::string &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+llvm::Expected<bool> Bool::fromC(int v, llvm::StringRef name) {
+  if (v != 0 && v != 1)
+    return fieldError(fmt::format("{} must be 0 or 1, got {}", name.str(), v));
+  return v == 1;
+}
+
+std::optional<int64_t> Eighths::parse(llvm::StringRef text) {
+  constexpr int64_t kEighths = 8;
+  auto [num, den] = text.trim().split('/');
+  int64_t k = 0, n = 1;
+  if (num.trim().getAsInteger(10, k) ||
+      (!den.empty() && den.trim().getAsInteger(10, n)) ||
+      (den.empty() && text.contains('/')))
+    return std::nullopt;
+  if (n <= 0 || k < 0 || k > n || (k * kEighths) % n != 0)
+    return std::nullopt;
+  return k * kEighths / n;
+}
+
+std::string Real::text(double v) { return fmt::format("{}", v); }
+
+std::string Real::key(double v) { return fmt::format("{:a}", v); }
+
+llvm::Expected<DType> Element::fromC(int v, llvm::StringRef) {
+  if (v != ATTNRT_DTYPE_F16 && v != ATTNRT_DTYPE_BF16)
+    return fieldError(fmt::format(
+        "dtype {} is not supported; supported: ATTNRT_DTYPE_F16 ({}), "
+        "ATTNRT_DTYPE_BF16 ({})",
+        v, int(ATTNRT_DTYPE_F16), int(ATTNRT_DTYPE_BF16)));
+  return fromDefault(v);
+}
+
+std::optional<DType> Element::parse(llvm::StringRef text) {
+  if (text == "f16")
+    return DType::f16;
+  if (text == "bf16")
+    return DType::bf16;
+  return std::nullopt;
+}
+
+CausalAlign Align::fromDefault(int v) {
+  return v == ATTNRT_CAUSAL_ALIGN_BOTTOM_RIGHT ? CausalAlign::bottom_right
+                                               : CausalAlign::top_left;
+}
+
+llvm::Expected<CausalAlign> Align::fromC(int v, llvm::StringRef) {
+  if (v != ATTNRT_CAUSAL_ALIGN_TOP_LEFT && v != ATTNRT_CAUSAL_ALIGN_BOTTOM_RIGHT)
+    return fieldError(fmt::format(
+        "causal_align {} is not supported; supported: "
+        "ATTNGEN_CAUSAL_TOP_LEFT ({}), ATTNGEN_CAUSAL_BOTTOM_RIGHT ({})",
+        v, int(ATTNRT_CAUSAL_ALIGN_TOP_LEFT),
+        int(ATTNRT_CAUSAL_ALIGN_BOTTOM_RIGHT)));
+  return fromDefault(v);
+}
+
+int Align::toC(CausalAlign v) {
+  return v == CausalAlign::bottom_right ? ATTNRT_CAUSAL_ALIGN_BOTTOM_RIGHT
+                                        : ATTNRT_CAUSAL_ALIGN_TOP_LEFT;
+}
+
+std::string Align::text(CausalAlign v) {
+  return v == CausalAlign::bottom_right ? "bottom-right" : "top-left";
+}
+
+std::string Align::key(CausalAlign v) { return stringifyCausalAlign(v).str(); }
+
+std::optional<CausalAlign> Align::parse(llvm::StringRef text) {
+  if (text == "top-left")
+    return CausalAlign::top_left;
+  if (text == "bottom-right")
+    return CausalAlign::bottom_right;
+  return std::nullopt;
+}
+
+TargetKind Arch::fromDefault(int v) {
+  return v == 0 ? TargetKind::sm_80 : TargetKind::sm_90a;
+}
+
+int Arch::toC(TargetKind v) { return v == TargetKind::sm_80 ? 0 : 1; }
+
+std::string Arch::text(TargetKind v) { return stringifyTargetKind(v).str(); }
+
+std::optional<TargetKind> Arch::parse(llvm::StringRef text) {
+  if (text == "sm_80")
+    return TargetKind::sm_80;
+  if (text == "sm_90a")
+    return TargetKind::sm_90a;
+  return std::nullopt;
+}

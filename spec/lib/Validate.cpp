@@ -1,0 +1,172 @@
+//===- Validate.cpp - which specs are valid --------------------------------===//
+//
+// Each field's own check (the table's Check column), then the rules across
+// fields. The CLI and the C API both call validateSpec, so they accept the
+// same specs; every message says what is supported.
+//
+//===----------------------------------------------------------------------===//
+#include "KvCacheSpec.h"
+#include "attn/Spec/Spec.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::attn;
+using spec::FieldInfo;
+
+/// Largest window side: the kernels' index arithmetic is 32-bit (the
+/// verifier's bound on window_left / window_right).
+static constexpr int64_t kMaxWindowSide = std::numeric_limits<int32_t>::max();
+/// exp2 emulation counts eighths of the score blocks.
+static constexpr int64_t kExp2EmulationPeriod = 8;
+
+namespace {
+
+llvm::Error specError(const std::string &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+//===----------------------------------------------------------------------===//
+// The Check column of spec_fields.def
+//===----------------------------------------------------------------------===//
+
+template <class T>
+llvm::Error checkNone(const FieldInfo &, const T &) {
+  return llvm::Error::success();
+}
+
+llvm::Error checkHeadDimField(const FieldInfo &, int64_t headDim) {
+  return checkHeadDim(headDim);
+}
+
+llvm::Error checkScaleField(const FieldInfo &, double scale) {
+  if (scale == 0)
+    return llvm::Error::success();
+  if (llvm::Error error = checkSoftmaxScale(scale))
+    return specError(llvm::toString(std::move(error)) +
+                     " (or 0 for 1/sqrt(head_dim))");
+  return llvm::Error::success();
+}
+
+/// A tile override: 0 (the tuned choice) or positive; whether the tiles fit
+/// is the tile configuration's check.
+llvm::Error checkOverrideField(const FieldInfo &field, int64_t value) {
+  if (value < 0)
+    return specError(fmt::format("{} = {} must be 0 (tuned default) or positive",
+                                 field.flag, value));
+  return llvm::Error::success();
+}
+
+/// The cap takes the softmax scale's place in the kernel (f32, folded into
+/// exp2's constant), so it obeys the same rule.
+llvm::Error checkSoftcapField(const FieldInfo &, double softcap) {
+  if (softcap == 0)
+    return llvm::Error::success();
+  if (llvm::Error error = checkSoftmaxScale(softcap, "softcap", "softcap"))
+    return specError(llvm::toString(std::move(error)) +
+                     " (or 0 for no soft cap)");
+  return llvm::Error::success();
+}
+
+llvm::Error checkWindowSideField(const FieldInfo &field, int64_t value) {
+  if (value >= -1 && value <= kMaxWindowSide)
+    return llvm::Error::success();
+  llvm::StringRef side = llvm::StringRef(field.name).rsplit('_').second;
+  return specError(fmt::format("window {} = {} is out of range; use -1 "
+                               "(unbounded) or 0 to {} keys",
+                               side.str(), value, kMaxWindowSide));
+}
+
+llvm::Error checkStagesField(const FieldInfo &, int64_t stages) {
+  if (stages < 0 || stages > kMaxPipeStages)
+    return specError(fmt::format("stages = {} is out of range; use 1 to {}",
+                                 stages, kMaxPipeStages));
+  return llvm::Error::success();
+}
+
+llvm::Error checkEighthsField(const FieldInfo &, int64_t eighths) {
+  if (eighths >= 0 && eighths <= kExp2EmulationPeriod)
+    return llvm::Error::success();
+  return specError(fmt::format("exp2 emulation = {}/{} is out of range; use 0 "
+                               "(all exponentials on MUFU) to {}/{}",
+                               eighths, kExp2EmulationPeriod,
+                               kExp2EmulationPeriod, kExp2EmulationPeriod));
+}
+
+llvm::Error checkOptLevelField(const FieldInfo &, int64_t level) {
+  if (level >= 1 && level <= 3)
+    return llvm::Error::success();
+  return specError(fmt::format("llvm-opt-level = {} is not supported; "
+                               "supported: 1, 2, 3",
+                               level));
+}
+
+} // namespace
+
+llvm::Error mlir::attn::checkTmaStoreFits(const TileConfig &config,
+                                          int64_t headDim) {
+  if (config.blockM != 16 * config.numWarps)
+    return specError(fmt::format(
+        "--tma-store needs one 64-row slice per consumer warpgroup "
+        "(block-m = 16 x num-warps), got block-m = {} with {} warps",
+        config.blockM, config.numWarps));
+  int64_t bytes = sharedMemoryBytes(config, headDim, /*outputTile=*/true);
+  if (bytes > maxSharedMemoryBytes(TargetKind::sm_90a))
+    return specError(fmt::format(
+        "--tma-store needs {} KB of shared memory for d{} ({}x{} tiles, the "
+        "output tile beside Q and the K/V pipes), more than the {} KB of a "
+        "CTA; leave it out (the registers store O)",
+        bytes / 1024, headDim, config.blockM, config.blockN,
+        maxSharedMemoryBytes(TargetKind::sm_90a) / 1024));
+  return llvm::Error::success();
+}
+
+llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
+  // Each field's own check, in table order.
+#define SPEC_FIELD(G, InC, Member, name, json, Kind, Default, Flag, Help, Key, \
+                   Rank, Rule, Check)                                          \
+  if (llvm::Error error = Check(spec::fieldInfo_##Member, spec.Member))        \
+    return error;
+#include "attnrt/spec_fields.def"
+#undef SPEC_FIELD
+
+  // The rules across fields.
+  if (spec.causal && spec.windowRight > 0)
+    return specError(
+        fmt::format("window right = {} with a causal mask: a causal "
+                    "row sees no key right of its diagonal; use "
+                    "window right 0 or -1 with causal, or drop "
+                    "causal for a window that looks ahead",
+                    spec.windowRight));
+  if (spec.causalAlign == CausalAlign::bottom_right && !hasDiagonal(spec))
+    return specError("causal alignment bottom-right needs a causal mask or a "
+                     "window (it places their diagonal): set causal (--causal) "
+                     "or a window (--window=L,R), or leave the alignment "
+                     "top-left");
+  if (usesFa3Schedule(spec) && spec.intraWgOverlap && spec.stages == 1)
+    return specError("intra-warpgroup overlap needs 2 or more stages; use "
+                     "--stages=2 or --no-intra-wg-overlap");
+  bool decoding = spec.kvCache || spec.pageSize != 0 || spec.splitKv ||
+                  spec.headPack != 1 || spec.combine;
+  bool tmaStoreAsked = spec.tmaStore.value_or(false);
+  if (tmaStoreAsked && decoding)
+    return specError(
+        "--tma-store is for prefill kernels: a decoding kernel stores "
+        "its few query rows from registers; leave it out");
+  if (tmaStoreAsked && !usesFa3Schedule(spec))
+    return specError(
+        "--tma-store needs the sm_90a warp-specialized schedule, "
+        "whose consumer warpgroups each store their rows; leave it "
+        "out or drop --no-warp-specialize");
+  // Decoding kernels have tiles of their own (KvCacheSpec.cpp).
+  if (decoding)
+    return validateKvCacheSpec(spec);
+  TileConfig config = tileConfigOf(spec);
+  if (llvm::Error error = checkTileConfig(config, spec.target, spec.headDim))
+    return error;
+  if (tmaStoreAsked)
+    return checkTmaStoreFits(config, spec.headDim);
+  return llvm::Error::success();
+}
