@@ -432,7 +432,7 @@ LogicalResult KernelLowering::lowerWarpSpecialize(WarpSpecializeOp op) {
   // peeled masked loop then spills more (d256: 204 bytes against 84, 585
   // TFLOPS against 616; docs/PERF.md). One consumer warpgroup (the decoding
   // kernels) has no warpgroup-dependent descriptors to gain.
-  bool wideCausal = func->hasAttr(kCausalAttrName) && l->headDim > 192;
+  bool wideCausal = isCausalKernel(func) && l->headDim > 192;
   if (!wideCausal && l->numWarps() > kWarpgroupWarps)
     l->warp = NVVM::ShflOp::create(b, loc, b.getI32Type(), l->i32(-1), l->warp,
                                    l->i32(0), l->i32(0x1f), NVVM::ShflKind::idx,
@@ -903,8 +903,8 @@ LogicalResult KernelLowering::run() {
     l->tensorElement[static_cast<int>(role)] =
         cast<MemRefType>(arg.getType()).getElementType();
   }
-  if (auto pageSize = func->getAttrOfType<IntegerAttr>(kPageSizeAttrName))
-    l->pageSize = pageSize.getInt();
+  if (std::optional<AttentionProblem> problem = getProblem(func))
+    l->pageSize = problem->pageSize;
 
   // Thread coordinates and the 1024-byte aligned shared-memory base.
   l->tid = NVVM::ThreadIdXOp::create(b, func.getLoc(), i32);
@@ -932,32 +932,15 @@ LogicalResult KernelLowering::run() {
                               << maxSharedMemoryBytes(target)
                               << " a CTA may use";
 
-  // Launch metadata for the runtime.
-  kernel->setAttr("attn.block_m", b.getI64IntegerAttr(tiling.getBlockM()));
-  kernel->setAttr("attn.block_n", b.getI64IntegerAttr(tiling.getBlockN()));
+  // Launch metadata for the runtime: the problem and tiling it was built
+  // for, and what the lowering derived (threads, shared memory, TMA).
+  for (StringRef name : {kProblemAttrName, kTilingAttrName})
+    if (Attribute attr = func->getAttr(name))
+      kernel->setAttr(name, attr);
   kernel->setAttr("attn.num_threads", b.getI64IntegerAttr(threads));
   kernel->setAttr("attn.smem_bytes", b.getI64IntegerAttr(l->smemBytes));
-  kernel->setAttr("attn.head_dim", b.getI64IntegerAttr(l->headDim));
-  kernel->setAttr("attn.dtype", b.getStringAttr(l->elementType.isBF16()
-                                                    ? "bf16"
-                                                    : "f16"));
   kernel->setAttr("attn.uses_tma", b.getBoolAttr(usesTma));
-  // Whether the kernel writes the log-sum-exp: a kernel without the lse
-  // argument has no lse parameter, so the runtime must refuse a pointer.
-  kernel->setAttr("attn.lse",
-                  b.getBoolAttr(llvm::is_contained(abi->tensors, Tensor::Lse)));
   kernel->setAttr(kGridAttrName, grid);
-  const StringRef problemAttrNames[] = {
-      kCausalAttrName,    "attn.causal_align", "attn.scale",   "attn.softcap",
-      "attn.window_left", "attn.window_right", kVarlenAttrName};
-  for (StringRef name : problemAttrNames)
-    if (Attribute attr = func->getAttr(name))
-      kernel->setAttr(name, attr);
-  // The decoding kernels' facts (docs/ABI.md "KV cache and split-KV").
-  for (StringRef name : {kKvCacheAttrName, kPageSizeAttrName, kHeadPackAttrName,
-                         kSplitKvAttrName, kCombineAttrName})
-    if (Attribute attr = func->getAttr(name))
-      kernel->setAttr(name, attr);
   kernel->setAttr("attn.params", abiParamsAttr(ctx, *abi));
   // The metadata's exp2_emulated_eighths: the most any score exp2 asked for.
   int64_t emulatedEighths = 0;

@@ -141,7 +141,7 @@ static FailureOr<SmallVector<Tensor>> readTensorRoles(func::FuncOp kernel) {
   }
   // A split-KV combine kernel merges partial results into o; every other
   // kernel reads q, k, v and writes o.
-  if (kernel->hasAttr(kCombineAttrName)) {
+  if (isCombineKernel(kernel)) {
     for (Tensor required : {Tensor::OPartial, Tensor::LsePartial, Tensor::O})
       if (!llvm::is_contained(roles, required))
         return kernel.emitOpError()

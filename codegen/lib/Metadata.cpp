@@ -32,36 +32,27 @@ llvm::Expected<KernelMetadata> mlir::attn::readKernelMetadata(ModuleOp module) {
   };
   meta.kernel = kernel.getName().str();
   meta.target = getTarget(module).value_or(TargetKind::sm_90a);
-  meta.dtype = kernel->getAttrOfType<StringAttr>("attn.dtype").str();
-  meta.headDim = getInt("attn.head_dim");
-  meta.causal = kernel->hasAttr(kCausalAttrName);
-  if (auto align = kernel->getAttrOfType<CausalAlignAttr>("attn.causal_align"))
-    meta.causalAlign = align.getValue();
-  if (auto scale = kernel->getAttrOfType<FloatAttr>("attn.scale"))
-    meta.scale = scale.getValueAsDouble();
-  // The scale goes into JSON, which has no inf or nan.
-  if (llvm::Error error = checkSoftmaxScale(meta.scale))
+  std::optional<AttentionProblem> problem = getProblem(kernel);
+  auto tiling = kernel->getAttrOfType<TilingAttr>(kTilingAttrName);
+  if (!problem || !tiling)
+    return fail("kernel " + meta.kernel + " has no attn.problem or "
+                "attn.tiling (run attn-to-nvvm on a tiled kernel)");
+  meta.problem = *problem;
+  // The scale and the cap go into JSON, which has no inf or nan.
+  if (llvm::Error error = checkSoftmaxScale(meta.problem.scale))
     return fail("kernel " + meta.kernel + ": " +
                 llvm::toString(std::move(error)));
-  if (auto left = kernel->getAttrOfType<IntegerAttr>("attn.window_left"))
-    meta.windowLeft = left.getInt();
-  if (auto right = kernel->getAttrOfType<IntegerAttr>("attn.window_right"))
-    meta.windowRight = right.getInt();
-  if (auto cap = kernel->getAttrOfType<FloatAttr>("attn.softcap"))
-    meta.softcap = cap.getValueAsDouble();
-  if (meta.softcap != 0)
-    if (llvm::Error error = checkSoftmaxScale(meta.softcap, "softcap", "softcap"))
+  if (meta.problem.softcap != 0)
+    if (llvm::Error error =
+            checkSoftmaxScale(meta.problem.softcap, "softcap", "softcap"))
       return fail("kernel " + meta.kernel + ": " +
                   llvm::toString(std::move(error)));
   meta.exp2EmulatedEighths = getInt("attn.exp2_emulated_eighths");
-  meta.blockM = getInt("attn.block_m");
-  meta.blockN = getInt("attn.block_n");
+  meta.blockM = tiling.getBlockM();
+  meta.blockN = tiling.getBlockN();
   meta.numThreads = getInt("attn.num_threads");
   meta.smemBytes = getInt("attn.smem_bytes");
   meta.usesTma = kernel->getAttrOfType<BoolAttr>("attn.uses_tma").getValue();
-  auto lse = kernel->getAttrOfType<BoolAttr>("attn.lse");
-  meta.writesLse = lse && lse.getValue();
-  meta.varlen = kernel->hasAttr("attn.varlen");
   for (Attribute entry : kernel->getAttrOfType<ArrayAttr>("attn.params")) {
     auto fields = cast<DictionaryAttr>(entry);
     auto text = [&](StringRef key) {
@@ -91,15 +82,22 @@ llvm::Expected<KernelMetadata> mlir::attn::readKernelMetadata(ModuleOp module) {
          dim.getTimes() ? stringifySizeKind(*dim.getTimes()).str() : ""});
   }
   meta.ctasPerSm = grid.getCtasPerSm();
-  if (kernel->hasAttr(kCombineAttrName))
-    meta.kind = "combine";
-  meta.kvCache = kernel->hasAttr(kKvCacheAttrName);
-  meta.splitKv = kernel->hasAttr(kSplitKvAttrName);
-  if (auto pageSize = kernel->getAttrOfType<IntegerAttr>(kPageSizeAttrName))
-    meta.pageSize = pageSize.getInt();
-  if (auto pack = kernel->getAttrOfType<IntegerAttr>(kHeadPackAttrName))
-    meta.headPack = pack.getInt();
   return meta;
+}
+
+/// A problem field's metadata value: the kind's JSON form.
+template <class Kind, class T>
+static llvm::json::Value jsonOf(const AttentionProblem &problem, Kind,
+                                const T &value) {
+  if constexpr (std::is_same_v<Kind, spec::Element>)
+    return spec::Element::text(value);
+  else if constexpr (std::is_same_v<Kind, spec::Align>)
+    // "none" where there is no diagonal to place.
+    return problem.hasDiagonal() ? spec::Align::key(value) : "none";
+  else if constexpr (std::is_same_v<Kind, spec::Combine>)
+    return value ? "combine" : "forward";
+  else
+    return value;
 }
 
 std::string mlir::attn::metadataToJson(const KernelMetadata &meta) {
@@ -127,33 +125,21 @@ std::string mlir::attn::metadataToJson(const KernelMetadata &meta) {
       {"format", "attngen-kernel-v2"},
       {"kernel", meta.kernel},
       {"arch", stringifyTargetKind(meta.target)},
-      {"dtype", meta.dtype},
-      {"head_dim", meta.headDim},
-      {"causal", meta.causal},
-      {"causal_align", meta.hasDiagonal()
-                           ? stringifyCausalAlign(meta.causalAlign)
-                           : "none"},
-      {"window_left", meta.windowLeft},
-      {"window_right", meta.windowRight},
-      {"lse", meta.writesLse},
-      {"scale", meta.scale},
-      {"softcap", meta.softcap},
       {"block_m", meta.blockM},
       {"block_n", meta.blockN},
       {"num_threads", meta.numThreads},
       {"smem_bytes", meta.smemBytes},
       {"uses_tma", meta.usesTma},
-      {"varlen", meta.varlen},
       {"grid", llvm::json::Object{{"tiles", std::move(tiles)},
                                   {"ctas_per_sm", meta.ctasPerSm}}},
       {"params", std::move(params)},
-      // Decoding kernels (docs/ABI.md "KV cache and split-KV").
-      {"kind", meta.kind},
-      {"kv_cache", meta.kvCache},
-      {"page_size", meta.pageSize},
-      {"head_pack", meta.headPack},
-      {"split_kv", meta.splitKv},
   };
+  // The problem: each PROBLEM field under its metadata key.
+  spec::forEachFieldOf<spec::Group::PROBLEM>(
+      meta.problem, [&](const spec::FieldInfo &field, auto kind,
+                        const auto &value) {
+        object[field.json] = jsonOf(meta.problem, kind, value);
+      });
   // Only a kernel that emulates says so: the runtime ignores the key (it
   // changes no launch), it tells a benchmark which variant ran.
   if (meta.exp2EmulatedEighths > 0)

@@ -4,6 +4,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -121,4 +122,82 @@ llvm::Error mlir::attn::checkHeadDim(int64_t headDim) {
         "q, k and v with zero columns to {} and drop the extra output columns",
         kHeadDimMultiple, llvm::alignTo(headDim, kHeadDimMultiple)));
   return llvm::Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// The attn.* attributes on other dialects' ops
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// One attn.* attribute that passes hand each other, and what it must be.
+struct KnownAttribute {
+  llvm::StringLiteral name;
+  bool (*accepts)(Attribute);
+  const char *what;
+};
+
+template <class T> bool is(Attribute attr) { return isa<T>(attr); }
+
+bool isStringArray(Attribute attr) {
+  auto array = dyn_cast<ArrayAttr>(attr);
+  return array && llvm::all_of(array, [](Attribute a) { return isa<StringAttr>(a); });
+}
+
+const KnownAttribute kKnownAttributes[] = {
+    {kTargetAttrName, is<TargetAttr>, "a #attn.target"},
+    {kTilingAttrName, is<TilingAttr>, "a #attn.tiling"},
+    {kProblemAttrName, is<ProblemAttr>, "an #attn.problem"},
+    {kGridAttrName, is<GridAttr>, "an #attn.grid"},
+    {kKernelAttrName, is<UnitAttr>, "a unit attribute"},
+    {kTileLoopAttrName, is<UnitAttr>, "a unit attribute"},
+    {kTensorsAttrName, isStringArray, "an array of tensor role names"},
+    // The lowered kernel's launch facts (attn-to-nvvm).
+    {"attn.params", is<ArrayAttr>, "an array of parameter dictionaries"},
+    {"attn.num_threads", is<IntegerAttr>, "an integer"},
+    {"attn.smem_bytes", is<IntegerAttr>, "an integer"},
+    {"attn.uses_tma", is<BoolAttr>, "a boolean"},
+    {"attn.exp2_emulated_eighths", is<IntegerAttr>, "an integer"},
+};
+} // namespace
+
+/// Every attn.* attribute is one the passes know, of the kind they read: a
+/// misspelled or mistyped fact is an error, never silently dropped. A
+/// kernel's #attn.problem must agree with its output tensor.
+LogicalResult AttnDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  const KnownAttribute *known = llvm::find_if(
+      kKnownAttributes, [&](const KnownAttribute &k) { return k.name == name; });
+  if (known == std::end(kKnownAttributes)) {
+    std::string names;
+    for (const KnownAttribute &k : kKnownAttributes)
+      names += (names.empty() ? "" : ", ") + k.name.str();
+    return op->emitError() << "unknown attribute '" << name
+                           << "' of the attn dialect; it knows " << names;
+  }
+  if (!known->accepts(attr.getValue()))
+    return op->emitError() << "'" << name << "' must be " << known->what
+                           << ", got " << attr.getValue();
+  auto problem = dyn_cast<ProblemAttr>(attr.getValue());
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  auto roles = op->getAttrOfType<ArrayAttr>(kTensorsAttrName);
+  if (!problem || !func || !roles || func.isExternal() ||
+      roles.size() != func.getNumArguments())
+    return success();
+  // The output tensor of a tile program has the problem's head dim and
+  // element type.
+  for (auto [role, arg] : llvm::zip(roles, func.getArguments())) {
+    auto memref = dyn_cast<MemRefType>(arg.getType());
+    if (cast<StringAttr>(role).getValue() != "o" || !memref)
+      continue;
+    const AttentionProblem &p = problem.getValue();
+    Type element = memref.getElementType();
+    bool dtypeAgrees = p.dtype == DType::bf16 ? element.isBF16() : element.isF16();
+    if (memref.getDimSize(memref.getRank() - 1) != p.headDim || !dtypeAgrees)
+      return op->emitError()
+             << "attn.problem says head_dim = " << p.headDim << " and dtype = "
+             << spec::Element::text(p.dtype) << " but the kernel's o is "
+             << memref;
+  }
+  return success();
 }

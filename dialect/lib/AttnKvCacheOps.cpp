@@ -107,6 +107,38 @@ Type AttentionKvCacheOp::getElementType() {
   return cast<MemRefType>(getQ().getType()).getElementType();
 }
 
+/// flash_attn_with_kvcache's problem: a causal mask is bottom-right, per
+/// sequence.
+AttentionProblem AttentionKvCacheOp::problem() {
+  AttentionProblem problem;
+  problem.dtype = getElementType().isBF16() ? DType::bf16 : DType::f16;
+  problem.headDim = getHeadDim();
+  problem.causal = getCausal();
+  if (problem.causal)
+    problem.causalAlign = CausalAlign::bottom_right;
+  problem.scale = getScale().convertToDouble();
+  if (std::optional<APFloat> cap = getSoftcap())
+    problem.softcap = cap->convertToDouble();
+  problem.withLse = getLse() != nullptr;
+  problem.kvCache = true;
+  problem.pageSize = getPageSize();
+  problem.splitKv = isSplit();
+  problem.headPack = headPack();
+  return problem;
+}
+
+AttentionProblem CombineSplitsOp::problem() {
+  auto o = cast<MemRefType>(getO().getType());
+  AttentionProblem problem;
+  problem.dtype = o.getElementType().isBF16() ? DType::bf16 : DType::f16;
+  problem.headDim = o.getDimSize(o.getRank() - 1);
+  problem.scale = 1.0;
+  problem.withLse = getLse() != nullptr;
+  problem.headPack = headPack();
+  problem.combine = true;
+  return problem;
+}
+
 int64_t AttentionKvCacheOp::getPageSize() {
   if (!getBlockTable())
     return 0;

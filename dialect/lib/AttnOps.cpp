@@ -165,6 +165,24 @@ Type AttentionOp::getElementType() {
   return cast<MemRefType>(getQ().getType()).getElementType();
 }
 
+AttentionProblem AttentionOp::problem() {
+  AttentionProblem problem;
+  problem.dtype = getElementType().isBF16() ? DType::bf16 : DType::f16;
+  problem.headDim = getHeadDim();
+  problem.causal = getCausal();
+  problem.scale = getScale().convertToDouble();
+  problem.withLse = getLse() != nullptr;
+  if (isBottomRight())
+    problem.causalAlign = CausalAlign::bottom_right;
+  if (std::optional<APFloat> cap = getSoftcap())
+    problem.softcap = cap->convertToDouble();
+  problem.windowLeft = getLeftBound().value_or(-1);
+  if (IntegerAttr right = getWindowRightAttr())
+    problem.windowRight = right.getInt();
+  problem.varlen = isVarlen();
+  return problem;
+}
+
 LogicalResult mlir::attn::verifyUnitLastStride(Operation *op, MemRefType type,
                                                StringRef name) {
   SmallVector<int64_t> strides;

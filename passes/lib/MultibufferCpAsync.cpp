@@ -291,7 +291,7 @@ struct LoopNest {
 /// whose query block lies inside their sequence run it.
 Block &programBlock(func::FuncOp func) {
   Block &body = func.getBody().front();
-  if (!func->hasAttr(kVarlenAttrName))
+  if (!isVarlenKernel(func))
     return body;
   for (auto guard : body.getOps<scf::IfOp>())
     if (guard.getNumResults() == 0 && guard.getElseRegion().empty() &&

@@ -71,7 +71,7 @@ Value argumentOfRole(func::FuncOp kernel, StringRef role) {
 Value problemSize(OpBuilder &b, func::FuncOp kernel, SizeKind kind) {
   // A packed (varlen) kernel's batch and longest sequence are launch sizes
   // of their own ([total, H, D] tensors have neither).
-  if (kernel->hasAttr(kVarlenAttrName))
+  if (isVarlenKernel(kernel))
     return ProblemSizeOp::create(b, kernel.getLoc(), b.getIndexType(), kind);
   bool query = kind == SizeKind::batch || kind == SizeKind::nq ||
                kind == SizeKind::num_heads;
@@ -393,7 +393,7 @@ FailureOr<TileProgram> analyze(func::FuncOp kernel, GridAttr grid) {
     return kernel.emitOpError("needs 'attn.tensors' naming its q and k "
                               "arguments, whose sizes give the tile space; "
                               "run attn-tile first");
-  if (kernel->hasAttr(kVarlenAttrName) && !names("cu_seqlens_q"))
+  if (isVarlenKernel(kernel) && !names("cu_seqlens_q"))
     return kernel.emitOpError("is a varlen kernel whose 'attn.tensors' name "
                               "no cu_seqlens_q argument; attn-persistent "
                               "numbers its tiles by the query sequences' "
@@ -402,7 +402,7 @@ FailureOr<TileProgram> analyze(func::FuncOp kernel, GridAttr grid) {
   Block &entry = kernel.getBody().front();
   // Where the copies and loops are: the entry block, or a varlen guard's.
   Block *tileBody = &entry;
-  if (kernel->hasAttr(kVarlenAttrName)) {
+  if (isVarlenKernel(kernel)) {
     FailureOr<scf::IfOp> guard = varlenGuard(kernel);
     if (failed(guard))
       return failure();
@@ -480,7 +480,7 @@ LogicalResult makePersistent(func::FuncOp kernel, int64_t ctasPerSm) {
   // CTA walks its own tiles 0 .. tilesHere - 1 (CausalUnits).
   // Varlen: numbers of live tiles (VarlenTiles); a causal CTA's two
   // numbers per unit, 0 .. 2 * (its share of the unit space) - 1.
-  bool causal = kernel->hasAttr(kCausalAttrName);
+  bool causal = isCausalKernel(kernel);
   std::optional<CausalUnits> units;
   std::optional<VarlenTiles> varlen;
   Value lower = causal ? c0 : cta, upper = tiles, step = causal ? c1 : ctas;

@@ -286,20 +286,8 @@ struct AttnTilePass : public mlir::attn::impl::AttnTileBase<AttnTilePass> {
       func->setAttr(kTensorsAttrName, tensorRoles(op));
       func->setAttr(kGridAttrName,
                     forwardGrid(&getContext(), config, op.isVarlen()));
-      if (op.isVarlen())
-        func->setAttr(kVarlenAttrName, UnitAttr::get(&getContext()));
-      func->setAttr("attn.scale", op.getScaleAttr());
-      if (FloatAttr cap = op.getSoftcapAttr())
-        func->setAttr("attn.softcap", cap);
-      if (op.getCausal())
-        func->setAttr(kCausalAttrName, UnitAttr::get(&getContext()));
-      if (op.isBottomRight())
-        func->setAttr("attn.causal_align", op.getCausalAlignAttr());
-      // The window travels with the kernel to its metadata.
-      if (IntegerAttr left = op.getWindowLeftAttr())
-        func->setAttr("attn.window_left", left);
-      if (IntegerAttr right = op.getWindowRightAttr())
-        func->setAttr("attn.window_right", right);
+      func->setAttr(kProblemAttrName,
+                    ProblemAttr::get(&getContext(), op.problem()));
       TileProgramBuilder(op, config, *target).build();
     }
     // The decoding kernels (TileKvCache.cpp, TileCombine.cpp).

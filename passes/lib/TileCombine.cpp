@@ -118,8 +118,6 @@ void mlir::attn::tileCombine(CombineSplitsOp op, func::FuncOp func,
                                                     pack),
                                    GridDimAttr::get(ctx, SizeKind::batch, 1)}),
                               /*ctasPerSm=*/0));
-  func->setAttr("attn.scale", ab.getF32FloatAttr(1.0f));
-  func->setAttr(kCombineAttrName, UnitAttr::get(ctx));
-  func->setAttr(kHeadPackAttrName, ab.getI64IntegerAttr(pack));
+  func->setAttr(kProblemAttrName, ProblemAttr::get(ctx, op.problem()));
   op.erase();
 }

@@ -320,19 +320,6 @@ void mlir::attn::tileKvCache(AttentionKvCacheOp op, func::FuncOp func,
   func->setAttr(kTensorsAttrName, kvCacheTensorRoles(op));
   func->setAttr(kGridAttrName,
                 kvCacheGrid(ctx, config, op.headPack(), op.isSplit()));
-  func->setAttr("attn.scale", op.getScaleAttr());
-  if (FloatAttr cap = op.getSoftcapAttr())
-    func->setAttr("attn.softcap", cap);
-  if (op.getCausal()) {
-    // flash_attn_with_kvcache's diagonal: bottom-right, per sequence.
-    func->setAttr(kCausalAttrName, UnitAttr::get(ctx));
-    func->setAttr("attn.causal_align",
-                  CausalAlignAttr::get(ctx, CausalAlign::bottom_right));
-  }
-  func->setAttr(kKvCacheAttrName, UnitAttr::get(ctx));
-  func->setAttr(kPageSizeAttrName, b.getI64IntegerAttr(op.getPageSize()));
-  func->setAttr(kHeadPackAttrName, b.getI64IntegerAttr(op.headPack()));
-  if (op.isSplit())
-    func->setAttr(kSplitKvAttrName, UnitAttr::get(ctx));
+  func->setAttr(kProblemAttrName, ProblemAttr::get(ctx, op.problem()));
   KvCacheProgramBuilder(op, config, target).build();
 }

@@ -668,7 +668,7 @@ std::vector<int64_t> persistentTiles(int64_t pid, int64_t programs,
 /// unit of work (attn-persistent's pair of query blocks) above another.
 void checkTileCoverage(Checker &c, func::FuncOp func, const MaskCase &m,
                        const Pipeline &p, int64_t &cases) {
-  bool causal = func->hasAttr(kCausalAttrName);
+  bool causal = isCausalKernel(func);
   for (int64_t n : {int64_t(1), int64_t(129), int64_t(1000)})
     for (auto [heads, batch] : {std::pair<int64_t, int64_t>(3, 1), {2, 3}})
       for (int64_t programs : {1, 2, 5, 7, 132}) {
@@ -722,7 +722,7 @@ void checkProgram(Checker &c, func::FuncOp func, const MaskCase &m,
   const int64_t lengths[] = {1, 17, 64, 65, 129, 333, 1000};
   if (p.persistent) {
     // CTAs that each loop over several query blocks.
-    bool causal = func->hasAttr(kCausalAttrName);
+    bool causal = isCausalKernel(func);
     for (int64_t nq : lengths)
       for (int64_t nk : lengths) {
         int64_t qBlocks = (nq + p.blockM - 1) / p.blockM;

@@ -10,15 +10,11 @@
 
 #include <fmt/format.h>
 
-#include <limits>
 
 using namespace mlir;
 using namespace mlir::attn;
 using spec::FieldInfo;
 
-/// Largest window side: the kernels' index arithmetic is 32-bit (the
-/// verifier's bound on window_left / window_right).
-static constexpr int64_t kMaxWindowSide = std::numeric_limits<int32_t>::max();
 /// exp2 emulation counts eighths of the score blocks.
 static constexpr int64_t kExp2EmulationPeriod = 8;
 
@@ -29,26 +25,9 @@ llvm::Error specError(const std::string &message) {
 }
 
 //===----------------------------------------------------------------------===//
-// The Check column of spec_fields.def
+// The Check column of spec_fields.def (the PROBLEM rows' are in the
+// dialect's Problem.cpp, which #attn.problem's verifier shares)
 //===----------------------------------------------------------------------===//
-
-template <class T>
-llvm::Error checkNone(const FieldInfo &, const T &) {
-  return llvm::Error::success();
-}
-
-llvm::Error checkHeadDimField(const FieldInfo &, int64_t headDim) {
-  return checkHeadDim(headDim);
-}
-
-llvm::Error checkScaleField(const FieldInfo &, double scale) {
-  if (scale == 0)
-    return llvm::Error::success();
-  if (llvm::Error error = checkSoftmaxScale(scale))
-    return specError(llvm::toString(std::move(error)) +
-                     " (or 0 for 1/sqrt(head_dim))");
-  return llvm::Error::success();
-}
 
 /// A tile override: 0 (the tuned choice) or positive; whether the tiles fit
 /// is the tile configuration's check.
@@ -59,25 +38,7 @@ llvm::Error checkOverrideField(const FieldInfo &field, int64_t value) {
   return llvm::Error::success();
 }
 
-/// The cap takes the softmax scale's place in the kernel (f32, folded into
-/// exp2's constant), so it obeys the same rule.
-llvm::Error checkSoftcapField(const FieldInfo &, double softcap) {
-  if (softcap == 0)
-    return llvm::Error::success();
-  if (llvm::Error error = checkSoftmaxScale(softcap, "softcap", "softcap"))
-    return specError(llvm::toString(std::move(error)) +
-                     " (or 0 for no soft cap)");
-  return llvm::Error::success();
-}
 
-llvm::Error checkWindowSideField(const FieldInfo &field, int64_t value) {
-  if (value >= -1 && value <= kMaxWindowSide)
-    return llvm::Error::success();
-  llvm::StringRef side = llvm::StringRef(field.name).rsplit('_').second;
-  return specError(fmt::format("window {} = {} is out of range; use -1 "
-                               "(unbounded) or 0 to {} keys",
-                               side.str(), value, kMaxWindowSide));
-}
 
 llvm::Error checkStagesField(const FieldInfo &, int64_t stages) {
   if (stages < 0 || stages > kMaxPipeStages)
@@ -124,27 +85,18 @@ llvm::Error mlir::attn::checkTmaStoreFits(const TileConfig &config,
 }
 
 llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
-  // Each field's own check, in table order.
+  // The problem's checks, then each other field's own, in table order.
+  if (llvm::Error error = verifyProblem(spec))
+    return error;
 #define SPEC_FIELD(G, InC, Member, name, json, Kind, Default, Flag, Help, Key, \
                    Rank, Rule, Check)                                          \
-  if (llvm::Error error = Check(spec::fieldInfo_##Member, spec.Member))        \
-    return error;
+  if (spec::Group::G != spec::Group::PROBLEM)                                  \
+    if (llvm::Error error = Check(spec::fieldInfo_##Member, spec.Member))      \
+      return error;
 #include "attnrt/spec_fields.def"
 #undef SPEC_FIELD
 
   // The rules across fields.
-  if (spec.causal && spec.windowRight > 0)
-    return specError(
-        fmt::format("window right = {} with a causal mask: a causal "
-                    "row sees no key right of its diagonal; use "
-                    "window right 0 or -1 with causal, or drop "
-                    "causal for a window that looks ahead",
-                    spec.windowRight));
-  if (spec.causalAlign == CausalAlign::bottom_right && !hasDiagonal(spec))
-    return specError("causal alignment bottom-right needs a causal mask or a "
-                     "window (it places their diagonal): set causal (--causal) "
-                     "or a window (--window=L,R), or leave the alignment "
-                     "top-left");
   if (usesFa3Schedule(spec) && spec.intraWgOverlap && spec.stages == 1)
     return specError("intra-warpgroup overlap needs 2 or more stages; use "
                      "--stages=2 or --no-intra-wg-overlap");

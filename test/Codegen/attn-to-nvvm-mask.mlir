@@ -47,8 +47,7 @@ module attributes {attn.target = #attn.target<sm_80>} {
 // The same lowering on sm_90a; the kernel keeps the alignment for the metadata.
 module attributes {attn.target = #attn.target<sm_90a>} {
   // CHECK-LABEL: llvm.func @bottom_right_sm90a(
-  // CHECK-SAME: attn.causal
-  // CHECK-SAME: attn.causal_align = #attn.causal_align<bottom_right>
+  // CHECK-SAME: causal = true,{{.*}} causal_align = bottom_right,
   // CHECK: %[[OFF:.*]] = arith.subi %{{[0-9]+}}, %{{[0-9]+}} : i32
   // CHECK-NEXT: arith.addi %{{[0-9]+}}, %[[OFF]] : i32
   // CHECK-NEXT: arith.constant 0xFF800000 : f32
@@ -70,8 +69,7 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 // with its column offset as an immediate (sle right, sgt left) and selects.
 module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK-LABEL: llvm.func @window_sm80(
-  // CHECK-SAME: attn.causal_align = #attn.causal_align<bottom_right>
-  // CHECK-SAME: attn.window_left = 100 : i64, attn.window_right = 50 : i64
+  // CHECK-SAME: causal_align = bottom_right, softcap = 0.0, window_left = 100, window_right = 50,
   // CHECK: %[[OFF:.*]] = arith.subi %[[KV:[0-9]+]], %{{[0-9]+}} : i32
   // CHECK-NEXT: %[[DIAG:.*]] = arith.addi %{{[0-9]+}}, %[[OFF]] : i32
   // CHECK-NEXT: arith.constant 0xFF800000 : f32
@@ -111,8 +109,7 @@ module attributes {attn.target = #attn.target<sm_80>} {
 // cap.
 module attributes {attn.target = #attn.target<sm_90a>} {
   // CHECK-LABEL: llvm.func @causal_window_sm90a(
-  // CHECK-SAME: attn.causal
-  // CHECK-SAME: attn.window_left = 256 : i64
+  // CHECK-SAME: causal = true,{{.*}} window_left = 256,
   // CHECK: %[[L:.*]] = arith.constant 256 : i32
   // CHECK: %[[LIM:.*]] = arith.minsi %{{[0-9]+}}, %{{[0-9]+}} : i32
   // CHECK-NEXT: %[[REL:.*]] = arith.subi %[[LIM]], %{{[0-9]+}} : i32

@@ -7,9 +7,10 @@ module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK-LABEL: llvm.func @fwd(
   // CHECK-SAME: !llvm.ptr<1> {llvm.noalias}
   // CHECK-SAME: %arg16: i64, %arg17: i32, %arg18: i32, %arg19: i32, %arg20: i32, %arg21: i32)
-  // CHECK-SAME: attn.block_m = 128 : i64
   // CHECK-SAME: attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 128>, #attn.grid_dim<size = num_heads, tile = 1>, #attn.grid_dim<size = batch, tile = 1>], ctas_per_sm = 0>
   // CHECK-SAME: attn.num_threads = 128 : i64
+  // CHECK-SAME: attn.problem = #attn.problem<dtype = f16, head_dim = 64, causal = true,
+  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128,
   // CHECK-SAME: attn.uses_tma = false
   // CHECK-SAME: nvvm.kernel
   // CHECK-SAME: nvvm.maxntid = array<i32: 128, 1, 1>

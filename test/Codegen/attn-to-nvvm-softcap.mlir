@@ -6,7 +6,7 @@
 // exp2's constant is cap * log2(e) (30 * 1.4427 = 43.28).
 module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK-LABEL: llvm.func @softcap_sm80(
-  // CHECK-SAME: attn.softcap = 3.000000e+01 : f32
+  // CHECK-SAME: softcap = 30.0,
   // CHECK: %[[C:.*]] = arith.constant 0.00416666688 : f32
   // CHECK-NEXT: %[[X:.*]] = arith.mulf %{{.*}}, %[[C]] : f32
   // CHECK-NEXT: llvm.intr.tanh(%[[X]]) {fastmathFlags = #llvm.fastmath<afn>} : (f32) -> f32
@@ -23,7 +23,7 @@ module attributes {attn.target = #attn.target<sm_80>} {
 
 module attributes {attn.target = #attn.target<sm_90a>} {
   // CHECK-LABEL: llvm.func @softcap_sm90a(
-  // CHECK-SAME: attn.softcap = 5.000000e+01 : f32
+  // CHECK-SAME: softcap = 50.0,
   // CHECK: %[[C:.*]] = arith.constant 0.00176776689 : f32
   // CHECK-NEXT: %[[X:.*]] = arith.mulf %{{.*}}, %[[C]] : f32
   // CHECK-NEXT: llvm.intr.tanh(%[[X]]) {fastmathFlags = #llvm.fastmath<afn>} : (f32) -> f32

@@ -12,7 +12,7 @@ module attributes {attn.target = #attn.target<sm_90a>} {
   // CHECK-SAME: attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = max_seqlen_q, tile = 64>
   // CHECK-SAME: {kind = "pointer", name = "lse", tensor = "lse"}, {kind = "pointer", name = "cu_seqlens_q", tensor = "cu_seqlens_q"}, {kind = "pointer", name = "cu_seqlens_k", tensor = "cu_seqlens_k"}, {dim = "n", kind = "stride", name = "q_stride_n", tensor = "q"}, {dim = "h", kind = "stride", name = "q_stride_h", tensor = "q"}
   // CHECK-SAME: {kind = "size", name = "num_kv_heads", size = "num_kv_heads"}, {kind = "size", name = "max_seqlen_q", size = "max_seqlen_q"}]
-  // CHECK-SAME: attn.varlen
+  // CHECK-SAME: attn.problem = #attn.problem<{{.*}}varlen = true,
   // CHECK: %[[P0:.*]] = llvm.getelementptr %[[CUQ]][%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i32
   // CHECK-NEXT: %[[C0:.*]] = llvm.inline_asm has_side_effects "ld.global.nc.b32 $0, [$1];", "=r,l" %[[P0]] : (!llvm.ptr<1>) -> i32
   // CHECK-NEXT: %[[START:.*]] = arith.minui %[[C0]], %[[TOTAL:.*]] : i32

@@ -215,7 +215,7 @@ module attributes {attn.target = #attn.target<sm_80>} {
   func.func @cu_seqlens_q_only(%q: memref<?x?x64xbf16>, %k: memref<?x?x64xbf16>,
                                %v: memref<?x?x64xbf16>, %o: memref<?x?x64xbf16>,
                                %cq: memref<?xi32>)
-      attributes {attn.kernel, attn.varlen, attn.tensors = ["q", "k", "v", "o", "cu_seqlens_q"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = max_seqlen_q, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+      attributes {attn.kernel, attn.problem = #attn.problem<head_dim = 64, varlen = true, scale = 0.125>, attn.tensors = ["q", "k", "v", "o", "cu_seqlens_q"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = max_seqlen_q, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
     return
   }
 }
@@ -228,7 +228,7 @@ module attributes {attn.target = #attn.target<sm_80>} {
   func.func @varlen_rank4(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x64xbf16>,
                           %v: memref<?x?x64xbf16>, %o: memref<?x?x64xbf16>,
                           %cq: memref<?xi32>, %ck: memref<?xi32>)
-      attributes {attn.kernel, attn.varlen, attn.tensors = ["q", "k", "v", "o", "cu_seqlens_q", "cu_seqlens_k"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = max_seqlen_q, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+      attributes {attn.kernel, attn.problem = #attn.problem<head_dim = 64, varlen = true, scale = 0.125>, attn.tensors = ["q", "k", "v", "o", "cu_seqlens_q", "cu_seqlens_k"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = max_seqlen_q, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
     return
   }
 }
@@ -240,7 +240,7 @@ module attributes {attn.target = #attn.target<sm_80>} {
   func.func @sequence_of_q(%q: memref<?x?x64xbf16>, %k: memref<?x?x64xbf16>,
                            %v: memref<?x?x64xbf16>, %o: memref<?x?x64xbf16>,
                            %cq: memref<?xi32>, %ck: memref<?xi32>, %bad: memref<?xi32>)
-      attributes {attn.kernel, attn.varlen, attn.tensors = ["q", "k", "v", "o", "cu_seqlens_q", "cu_seqlens_k", "lse"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = max_seqlen_q, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+      attributes {attn.kernel, attn.problem = #attn.problem<head_dim = 64, varlen = true, scale = 0.125>, attn.tensors = ["q", "k", "v", "o", "cu_seqlens_q", "cu_seqlens_k", "lse"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = max_seqlen_q, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
     %c0 = arith.constant 0 : index
     // expected-error @+1 {{'attn.sequence' op must read the kernel's "cu_seqlens_q" or "cu_seqlens_k" argument}}
     %s, %n = attn.sequence %bad[%c0] rows %c0 : memref<?xi32>
@@ -255,7 +255,7 @@ module attributes {attn.target = #attn.target<sm_80>} {
   func.func @sequence_carried(%q: memref<?x?x64xbf16>, %k: memref<?x?x64xbf16>,
                               %v: memref<?x?x64xbf16>, %o: memref<?x?x64xbf16>,
                               %cq: memref<?xi32>, %ck: memref<?xi32>)
-      attributes {attn.kernel, attn.varlen, attn.tensors = ["q", "k", "v", "o", "cu_seqlens_q", "cu_seqlens_k"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = max_seqlen_q, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+      attributes {attn.kernel, attn.problem = #attn.problem<head_dim = 64, varlen = true, scale = 0.125>, attn.tensors = ["q", "k", "v", "o", "cu_seqlens_q", "cu_seqlens_k"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = max_seqlen_q, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %s, %n = attn.sequence %cq[%c0] rows %c0 : memref<?xi32>

@@ -581,3 +581,54 @@ func.func @exp2_diff_emulated_row_vector(%m: !attn.regs<64xf32, row>) {
   %a = attn.exp2_diff %m, %m {emulated_eighths = 4, scale_log2e = 0.18 : f32} : !attn.regs<64xf32, row>, !attn.regs<64xf32, row>
   return
 }
+
+// -----
+
+// expected-error @+1 {{unknown attribute 'attn.casual' of the attn dialect; it knows attn.target, attn.tiling, attn.problem, attn.grid, attn.kernel, attn.tile_loop, attn.tensors, attn.params, attn.num_threads, attn.smem_bytes, attn.uses_tma, attn.exp2_emulated_eighths}}
+func.func @unknown_attribute() attributes {attn.casual} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'attn.tiling' must be a #attn.tiling, got #attn.target<sm_80>}}
+func.func @mistyped_attribute() attributes {attn.tiling = #attn.target<sm_80>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#attn.problem has no field 'casual'; its fields: dtype, head_dim, causal, scale, with_lse, causal_align, softcap, window_left, window_right, varlen, kv_cache, page_size, split_kv, head_pack, combine}}
+func.func @problem_unknown_field() attributes {attn.problem = #attn.problem<casual = true, scale = 0.125>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#attn.problem has 'scale' twice}}
+func.func @problem_field_twice() attributes {attn.problem = #attn.problem<scale = 0.125, scale = 0.5>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{invalid #attn.problem: window right = 64 with a causal mask: a causal row sees no key right of its diagonal; use window right 0 or -1 with causal, or drop causal for a window that looks ahead}}
+func.func @problem_causal_window_right() attributes {attn.problem = #attn.problem<causal = true, window_right = 64, scale = 0.125>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{invalid #attn.problem: the scale of a kernel is spelled out (positive), got 0.000000e+00}}
+func.func @problem_default_scale() attributes {attn.problem = #attn.problem<head_dim = 64>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{attn.problem says head_dim = 128 and dtype = bf16 but the kernel's o is 'memref<?x?x?x64xbf16>'}}
+func.func @problem_disagrees_with_o(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
+                                    %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>)
+    attributes {attn.kernel, attn.tensors = ["q", "k", "v", "o"], attn.problem = #attn.problem<scale = 0.125>} {
+  return
+}

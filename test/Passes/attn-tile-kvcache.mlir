@@ -6,12 +6,8 @@
 // the sequence, the outputs or the partials by num_splits.
 module attributes {attn.target = #attn.target<sm_90a>} {
 // CHECK-LABEL: func.func @split
-// CHECK-SAME: attn.causal_align = #attn.causal_align<bottom_right>
 // CHECK-SAME: attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 16, times = num_splits>, #attn.grid_dim<size = num_heads, tile = 4>, #attn.grid_dim<size = batch, tile = 1>], ctas_per_sm = 0>
-// CHECK-SAME: attn.head_pack = 4 : i64
-// CHECK-SAME: attn.kv_cache
-// CHECK-SAME: attn.page_size = 0 : i64
-// CHECK-SAME: attn.split_kv
+// CHECK-SAME: causal = true,{{.*}} causal_align = bottom_right,{{.*}} kv_cache = true, page_size = 0, split_kv = true, head_pack = 4, combine = false>
 // CHECK-SAME: attn.tensors = ["q", "k", "v", "o", "cache_seqlens", "lse", "o_partial", "lse_partial"]
 // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 64, block_n = 128, num_warps = 4>
 // CHECK:      %[[X:.*]] = attn.program_id 0
@@ -56,7 +52,7 @@ func.func @split(%q: memref<?x?x?x128xbf16>, %kc: memref<?x?x?x128xbf16>, %vc: m
 // pages, the key block of 128 rows covers two pages of 64.
 module attributes {attn.target = #attn.target<sm_90a>} {
 // CHECK-LABEL: func.func @paged
-// CHECK-SAME: attn.page_size = 64 : i64
+// CHECK-SAME: kv_cache = true, page_size = 64,
 // CHECK-SAME: attn.tensors = ["q", "k", "v", "o", "cache_seqlens", "block_table"]
 // CHECK:      %[[MB:.*]] = memref.dim %arg5, %{{.*}} : memref<?x?xi32>
 // CHECK-NEXT: %[[CAP:.*]] = arith.muli %[[MB]], %{{.*}} : index
@@ -78,8 +74,8 @@ func.func @paged(%q: memref<?x?x?x64xf16>, %kc: memref<?x64x?x64xf16>, %vc: memr
 // the running max, sum and output, then O = acc / l, LSE = m + log(l).
 module attributes {attn.target = #attn.target<sm_90a>} {
 // CHECK-LABEL: func.func @combine
-// CHECK-SAME: attn.combine
 // CHECK-SAME: attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 16>, #attn.grid_dim<size = num_heads, tile = 4>, #attn.grid_dim<size = batch, tile = 1>], ctas_per_sm = 0>
+// CHECK-SAME: combine = true>
 // CHECK-SAME: attn.tensors = ["o_partial", "lse_partial", "o", "lse"]
 // CHECK:      %[[NS:.*]] = attn.problem_size num_splits
 // CHECK:      scf.for %{{.*}} = %{{.*}} to %[[NS]] step %{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}, %[[M:.*]] = %{{.*}}, %[[L:.*]] = %{{.*}})

@@ -8,8 +8,8 @@
 module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK-LABEL: func.func @varlen
   // CHECK-SAME: attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = max_seqlen_q, tile = 128>, #attn.grid_dim<size = num_heads, tile = 1>, #attn.grid_dim<size = batch, tile = 1>], ctas_per_sm = 0>
+  // CHECK-SAME: varlen = true,
   // CHECK-SAME: attn.tensors = ["q", "k", "v", "o", "lse", "cu_seqlens_q", "cu_seqlens_k"]
-  // CHECK-SAME: attn.varlen
   // CHECK-DAG: %[[QB:.*]] = attn.program_id 0
   // CHECK-DAG: %[[H:.*]] = attn.program_id 1
   // CHECK-DAG: %[[B:.*]] = attn.program_id 2

@@ -51,7 +51,7 @@ module attributes {attn.target = #attn.target<sm_80>} {
 // sm_90a d64: one warpgroup, 64x128 tiles; the causal flag reaches the mask.
 module attributes {attn.target = #attn.target<sm_90a>} {
   // CHECK-LABEL: func.func @causal
-  // CHECK-SAME: attn.causal
+  // CHECK-SAME: attn.problem = #attn.problem<dtype = f16, head_dim = 64, causal = true, scale = 0.125, with_lse = false, causal_align = top_left,
   // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 64, block_n = 128, num_warps = 4>
   // CHECK: attn.mask {{.*}} {causal} : !attn.regs<64x128xf32, acc>
   // CHECK-NOT: attn.store_rows
@@ -70,7 +70,7 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 // kernel's attributes.
 module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK-LABEL: func.func @bottom_right
-  // CHECK-SAME: attn.causal, attn.causal_align = #attn.causal_align<bottom_right>
+  // CHECK-SAME: attn.problem = #attn.problem<dtype = f16, head_dim = 64, causal = true, scale = 0.125, with_lse = false, causal_align = bottom_right,
   // CHECK: %[[NQ:.*]] = memref.dim %arg0, %c1{{(_[0-9]+)?}} : memref<?x?x?x64xf16>
   // CHECK: attn.mask {{.*}} q_len %[[NQ]] {causal, causal_align = #attn.causal_align<bottom_right>}
   // OVERRIDE-LABEL: func.func @bottom_right
@@ -89,7 +89,7 @@ module attributes {attn.target = #attn.target<sm_80>} {
 // LSE, so the softmax and the LSE see c * tanh(scale * s / c).
 module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK-LABEL: func.func @softcap
-  // CHECK-SAME: attn.scale = 1.250000e-01 : f32, attn.softcap = 3.000000e+01 : f32
+  // CHECK-SAME: scale = 0.125, with_lse = false, causal_align = top_left, softcap = 30.0,
   // CHECK: %[[S:.*]] = attn.mma
   // CHECK-NEXT: %[[T:.*]] = attn.softcap %[[S]] {scale = 0.00416666688 : f32}
   // CHECK-NEXT: %[[SM:.*]] = attn.mask %[[T]], {{.*}} {causal}
@@ -110,8 +110,7 @@ module attributes {attn.target = #attn.target<sm_80>} {
 // length, bottom-right), the kernel function carries it for the metadata.
 module attributes {attn.target = #attn.target<sm_90a>} {
   // CHECK-LABEL: func.func @window
-  // CHECK-SAME: attn.causal_align = #attn.causal_align<bottom_right>
-  // CHECK-SAME: attn.window_left = 100 : i64, attn.window_right = 50 : i64
+  // CHECK-SAME: causal_align = bottom_right, softcap = 0.0, window_left = 100, window_right = 50,
   // CHECK: %[[NQ:.*]] = memref.dim %arg0, %c1{{(_[0-9]+)?}} : memref<?x?x?x128xbf16>
   // CHECK: attn.mask %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} q_len %[[NQ]] {causal_align = #attn.causal_align<bottom_right>, window_left = 100 : i64, window_right = 50 : i64}
   func.func @window(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,

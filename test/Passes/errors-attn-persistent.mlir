@@ -54,7 +54,7 @@ module attributes {attn.target = #attn.target<sm_90a>} {
   func.func @varlen(%q: memref<?x?x128xbf16>, %k: memref<?x?x128xbf16>,
                     %v: memref<?x?x128xbf16>, %o: memref<?x?x128xbf16>,
                     %cq: memref<?xi32>, %ck: memref<?xi32>)
-      attributes {attn.kernel, attn.varlen, attn.tensors = ["q", "k", "v", "o", "cu_seqlens_q", "cu_seqlens_k"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = max_seqlen_q, tile = 64>, #attn.grid_dim<size = num_heads, tile = 1>, #attn.grid_dim<size = batch, tile = 1>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+      attributes {attn.kernel, attn.problem = #attn.problem<varlen = true, scale = 0.125>, attn.tensors = ["q", "k", "v", "o", "cu_seqlens_q", "cu_seqlens_k"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = max_seqlen_q, tile = 64>, #attn.grid_dim<size = num_heads, tile = 1>, #attn.grid_dim<size = batch, tile = 1>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
     return
   }
 }
@@ -68,7 +68,7 @@ module attributes {attn.target = #attn.target<sm_90a>} {
   func.func @varlen_unnamed(%q: memref<?x?x128xbf16>, %k: memref<?x?x128xbf16>,
                             %v: memref<?x?x128xbf16>, %o: memref<?x?x128xbf16>,
                             %cq: memref<?xi32>, %ck: memref<?xi32>)
-      attributes {attn.kernel, attn.varlen, attn.tensors = ["q", "k", "v", "o", "cu_q", "cu_k"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = max_seqlen_q, tile = 64>, #attn.grid_dim<size = num_heads, tile = 1>, #attn.grid_dim<size = batch, tile = 1>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+      attributes {attn.kernel, attn.problem = #attn.problem<varlen = true, scale = 0.125>, attn.tensors = ["q", "k", "v", "o", "cu_q", "cu_k"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = max_seqlen_q, tile = 64>, #attn.grid_dim<size = num_heads, tile = 1>, #attn.grid_dim<size = batch, tile = 1>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
     return
   }
 }

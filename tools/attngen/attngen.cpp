@@ -202,87 +202,27 @@ static std::string kernelNameOf(Operation *op) {
   return "<no function>";
 }
 
-/// Reads what the kernel op of `stage` fixes of the spec.
-static ModuleKernel describeKernel(Operation *op, Stage stage) {
+/// Reads what the kernel op of `stage` fixes of the spec: the problem of
+/// the attn.attention op, or the #attn.problem and #attn.tiling of a tiled
+/// or lowered kernel.
+static FailureOr<ModuleKernel> describeKernel(Operation *op, Stage stage) {
   ModuleKernel kernel;
   kernel.stage = stage;
   kernel.op = op;
-  AttentionSpec &problem = kernel.problem;
-  auto readScale = [&](Operation *holder) {
-    if (auto attr = holder->getAttrOfType<FloatAttr>("attn.scale"))
-      problem.scale = attr.getValueAsDouble();
-    if (auto attr = holder->getAttrOfType<FloatAttr>("attn.softcap"))
-      problem.softcap = attr.getValueAsDouble();
-    if (auto attr = holder->getAttrOfType<CausalAlignAttr>("attn.causal_align"))
-      problem.causalAlign = attr.getValue();
-    if (auto attr = holder->getAttrOfType<IntegerAttr>("attn.window_left"))
-      problem.windowLeft = attr.getInt();
-    if (auto attr = holder->getAttrOfType<IntegerAttr>("attn.window_right"))
-      problem.windowRight = attr.getInt();
-  };
-  // The decoding kernels' facts, which attn-tile puts on the kernel.
-  auto readDecoding = [&](Operation *holder) {
-    problem.kvCache = holder->hasAttr(kKvCacheAttrName);
-    problem.splitKv = holder->hasAttr(kSplitKvAttrName);
-    problem.combine = holder->hasAttr(kCombineAttrName);
-    if (auto attr = holder->getAttrOfType<IntegerAttr>(kPageSizeAttrName))
-      problem.pageSize = attr.getInt();
-    if (auto attr = holder->getAttrOfType<IntegerAttr>(kHeadPackAttrName))
-      problem.headPack = attr.getInt();
-  };
   if (auto attention = dyn_cast<AttentionOp>(op)) {
-    problem.headDim = attention.getHeadDim();
-    problem.dtype = attention.getElementType().isBF16() ? DType::bf16 : DType::f16;
-    problem.causal = attention.getCausal();
-    problem.withLse = attention.getLse() != nullptr;
-    problem.scale = attention.getScale().convertToFloat();
-    if (attention.isBottomRight())
-      problem.causalAlign = CausalAlign::bottom_right;
-    problem.windowLeft = attention.getLeftBound().value_or(-1);
-    if (IntegerAttr right = attention.getWindowRightAttr())
-      problem.windowRight = right.getInt();
-    if (std::optional<APFloat> cap = attention.getSoftcap())
-      problem.softcap = cap->convertToFloat();
-    problem.varlen = attention.isVarlen();
-  } else if (auto func = dyn_cast<func::FuncOp>(op)) {
-    // A tiled kernel takes q, k, v, o[, lse][, cu_seqlens_q, cu_seqlens_k]
-    // (attn.tensors names them): q is [B, N, H, D] or, packed, [total, H, D].
-    problem.varlen = func->hasAttr(kVarlenAttrName);
-    auto q = func.getNumArguments() ? dyn_cast<MemRefType>(
-                                          func.getArgumentTypes().front())
-                                    : MemRefType();
-    if (q && q.getRank() != (problem.varlen ? 3 : 4))
-      q = MemRefType();
-    problem.headDim = q ? q.getDimSize(q.getRank() - 1) : 0;
-    problem.dtype = q && q.getElementType().isBF16() ? DType::bf16 : DType::f16;
-    problem.causal = func->hasAttr(kCausalAttrName);
-    auto roles = func->getAttrOfType<ArrayAttr>(kTensorsAttrName);
-    problem.withLse =
-        roles ? llvm::is_contained(roles, StringAttr::get(func.getContext(),
-                                                          "lse"))
-              : func.getNumArguments() == 5;
-    readScale(func);
-    readDecoding(func);
-    if (auto tiling = func->getAttrOfType<TilingAttr>(kTilingAttrName))
-      kernel.tiling = TileConfig{tiling.getBlockM(), tiling.getBlockN(),
-                                 tiling.getNumWarps()};
-  } else {
-    auto getInt = [&](StringRef name) {
-      auto attr = op->getAttrOfType<IntegerAttr>(name);
-      return attr ? attr.getInt() : 0;
-    };
-    problem.headDim = getInt("attn.head_dim");
-    auto dtypeAttr = op->getAttrOfType<StringAttr>("attn.dtype");
-    problem.dtype = dtypeAttr && dtypeAttr.getValue() == "bf16" ? DType::bf16 : DType::f16;
-    problem.causal = op->hasAttr(kCausalAttrName);
-    auto lse = op->getAttrOfType<BoolAttr>("attn.lse");
-    problem.withLse = lse && lse.getValue();
-    problem.varlen = op->hasAttr(kVarlenAttrName);
-    readScale(op);
-    readDecoding(op);
-    kernel.tiling = TileConfig{getInt("attn.block_m"), getInt("attn.block_n"),
-                               getInt("attn.num_threads") / 32};
+    static_cast<AttentionProblem &>(kernel.problem) = attention.problem();
+    return kernel;
   }
+  std::optional<AttentionProblem> problem = getProblem(op);
+  auto tiling = op->getAttrOfType<TilingAttr>(kTilingAttrName);
+  if (!problem || !tiling)
+    return op->emitError("a tiled or lowered kernel carries its "
+                         "#attn.problem and #attn.tiling (attn.problem, "
+                         "attn.tiling); this one lacks them: compile it "
+                         "from its attn.attention op");
+  static_cast<AttentionProblem &>(kernel.problem) = *problem;
+  kernel.tiling = TileConfig{tiling.getBlockM(), tiling.getBlockN(),
+                             tiling.getNumWarps()};
   return kernel;
 }
 

@@ -37,39 +37,21 @@ struct GridTile {
   std::string times; ///< a size multiplying the tiles ("num_splits"), or ""
 };
 
-/// Everything the runtime needs to launch a kernel (see docs/ABI.md).
+/// Everything the runtime needs to launch a kernel (see docs/ABI.md): the
+/// problem it computes (#attn.problem) and the launch facts the lowering
+/// derived.
 struct KernelMetadata {
   std::string kernel;
   TargetKind target = TargetKind::sm_90a;
-  std::string dtype;
-  int64_t headDim = 0;
-  bool causal = false;
-  /// Meaningful with causal or a window.
-  CausalAlign causalAlign = CausalAlign::top_left;
-  int64_t windowLeft = -1, windowRight = -1; ///< -1: unbounded
-  double scale = 0;
-  double softcap = 0; ///< 0: no soft cap
+  AttentionProblem problem;
   int64_t blockM = 0, blockN = 0, numThreads = 0, smemBytes = 0;
   bool usesTma = false;
-  bool writesLse = false; ///< the kernel writes LSE when given a pointer
-  bool varlen = false;    ///< packed tensors + cu_seqlens (docs/ABI.md)
   std::vector<KernelParam> params;
   std::vector<GridTile> gridTiles;
   int64_t ctasPerSm = 0; ///< 0: one CTA per tile; > 0: persistent
   /// Eighths of the score exponentials in software (0: none; the JSON has
   /// "exp2_emulated_eighths" only when > 0).
   int64_t exp2EmulatedEighths = 0;
-
-  /// Whether the mask has a diagonal to align (causal or a window).
-  bool hasDiagonal() const {
-    return causal || windowLeft >= 0 || windowRight >= 0;
-  }
-  // Decoding kernels (docs/ABI.md "KV cache and split-KV").
-  std::string kind = "forward"; ///< "forward" or "combine"
-  bool kvCache = false;
-  int64_t pageSize = 0;
-  int64_t headPack = 1;
-  bool splitKv = false;
 };
 
 /// Adds attn-to-nvvm and the upstream conversions to the LLVM dialect;

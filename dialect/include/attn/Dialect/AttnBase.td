@@ -32,6 +32,7 @@ def Attn_Dialect : Dialect {
     void registerTypes();
   }];
   let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -160,6 +161,34 @@ def Attn_TilingAttr : Attn_Attr<"Tiling", "tiling"> {
   let parameters = (ins "int64_t":$block_m, "int64_t":$block_n,
                         "int64_t":$num_warps);
   let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Attn_ProblemAttr : Attn_Attr<"Problem", "problem"> {
+  let summary = "What an attention kernel computes";
+  let description = [{
+    The PROBLEM fields of `attnrt/spec_fields.def` (dtype, head dim, mask,
+    scale, soft cap, batch layout, KV cache), typed and in one place:
+    `attn-tile` records the problem of the op it tiles on the kernel as
+    `attn.problem`, the passes that depend on it (the persistent tile order,
+    the lowering) read it there, `attn-to-nvvm` carries it to the lowered
+    kernel and the launch metadata is written from it. Every field is
+    printed, by its name in the table; the parser takes any subset (the
+    others keep their defaults) and refuses an unknown name.
+
+    The verifier runs the problem checks every request passes (head dim,
+    scale, soft cap, window sides, the mask's rules), and a kernel's scale
+    is spelled out (positive).
+
+    ```mlir
+    #attn.problem<dtype = bf16, head_dim = 128, causal = true,
+                  scale = 0.08838834613561630, with_lse = true, ...>
+    ```
+  }];
+  let parameters = (ins
+    AttrParameter<"::mlir::attn::AttentionProblem",
+                  "the problem's fields (attnrt/spec_fields.def)">:$value);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
 }
 
 def Attn_GridDimAttr : Attn_Attr<"GridDim", "grid_dim"> {

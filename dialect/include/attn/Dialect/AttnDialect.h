@@ -11,6 +11,7 @@
 #include "llvm/Support/Error.h"
 
 #include "attn/Dialect/AttnDialect.h.inc"
+#include "attn/Dialect/Problem.h"
 
 namespace mlir::attn {
 /// Most stages a shared-memory pipe may have (more never fit in shared memory
@@ -53,24 +54,28 @@ constexpr llvm::StringLiteral kGridAttrName = "attn.grid";
 /// Name of the unit attribute marking the scf.for over a persistent
 /// kernel's tiles (attn-persistent), as opposed to a key/value loop.
 constexpr llvm::StringLiteral kTileLoopAttrName = "attn.tile_loop";
-/// Name of the unit attribute marking a causal kernel (attn-tile sets it
-/// from the problem op; the tile order, the lowering and the metadata read
-/// it).
-constexpr llvm::StringLiteral kCausalAttrName = "attn.causal";
-/// Name of the unit attribute marking a kernel over a packed,
-/// variable-length batch (its tensors are [total, H, D], with cu_seqlens).
-constexpr llvm::StringLiteral kVarlenAttrName = "attn.varlen";
+/// Name of the kernel attribute holding its #attn.problem (attn-tile sets
+/// it from the op it tiles; the tile order, the lowering and the metadata
+/// read it).
+constexpr llvm::StringLiteral kProblemAttrName = "attn.problem";
 
-/// Kernel attributes of the decoding kernels (attn-tile sets them, attn-to-nvvm
-/// carries them to the lowered kernel, the metadata reports them):
-/// a KV-cache kernel (attn.attention_kvcache), its page size (0: contiguous
-/// cache), the query heads packed per tile, whether it splits the keys, and
-/// the split-KV combine kernel (attn.combine_splits).
-constexpr llvm::StringLiteral kKvCacheAttrName = "attn.kv_cache";
-constexpr llvm::StringLiteral kPageSizeAttrName = "attn.page_size";
-constexpr llvm::StringLiteral kHeadPackAttrName = "attn.head_pack";
-constexpr llvm::StringLiteral kSplitKvAttrName = "attn.split_kv";
-constexpr llvm::StringLiteral kCombineAttrName = "attn.combine";
+/// The #attn.problem of a kernel (a tile program or a lowered kernel), if
+/// it has one.
+std::optional<AttentionProblem> getProblem(Operation *kernel);
+/// Whether `kernel`'s #attn.problem has a causal mask / a packed
+/// (variable-length) batch / is the split-KV combine.
+inline bool isCausalKernel(Operation *kernel) {
+  std::optional<AttentionProblem> problem = getProblem(kernel);
+  return problem && problem->causal;
+}
+inline bool isVarlenKernel(Operation *kernel) {
+  std::optional<AttentionProblem> problem = getProblem(kernel);
+  return problem && problem->varlen;
+}
+inline bool isCombineKernel(Operation *kernel) {
+  std::optional<AttentionProblem> problem = getProblem(kernel);
+  return problem && problem->combine;
+}
 
 /// Whether `op` reads or produces a register tile (consumer work, in warp
 /// specialization's terms).

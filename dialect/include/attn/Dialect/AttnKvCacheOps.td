@@ -108,6 +108,8 @@ def Attn_AttentionKvCacheOp : Attn_Op<"attention_kvcache",
     int64_t getPageSize();
     /// Whether the kernel splits the keys over CTAs (has the partials).
     bool isSplit() { return getOPartial() != nullptr; }
+    /// The problem this op states (attn-tile records it as #attn.problem).
+    AttentionProblem problem();
   }];
 }
 
@@ -146,6 +148,9 @@ def Attn_CombineSplitsOp : Attn_Op<"combine_splits"> {
   let extraClassDeclaration = [{
     /// Query heads per tile (1: no packing).
     int64_t headPack() { return getHeadPack().value_or(1); }
+    /// The combine kernel's problem: O's dtype and head dim, the LSE, the
+    /// packing, scale 1 (the splits applied theirs).
+    AttentionProblem problem();
   }];
 }
 

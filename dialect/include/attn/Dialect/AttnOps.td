@@ -116,6 +116,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
   let extraClassDeclaration = [{
     int64_t getHeadDim();
     Type getElementType();
+    /// The problem this op states (attn-tile records it as #attn.problem).
+    AttentionProblem problem();
     /// Whether the mask has a diagonal to place: causal or a window side.
     bool hasDiagonal() {
       return getCausal() || getWindowLeftAttr() || getWindowRightAttr();

@@ -10,7 +10,7 @@
 #define ATTN_SPEC_SPEC_H
 
 #include "attn/Dialect/AttnDialect.h"
-#include "attn/Dialect/SpecKinds.h"
+#include "attn/Dialect/Problem.h"
 #include "attn/Passes/BoundedSoftmax.h"
 #include "attn/Passes/TileConfig.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -25,51 +25,27 @@ namespace mlir::attn {
 
 /// What a user asks for: one attention kernel variant. Its fields are the
 /// rows of attnrt/spec_fields.def, each of its kind's type (SpecKinds.h),
-/// its default the table's.
-struct AttentionSpec {
-#define SPEC_FIELD(Group, InC, Member, name, json, Kind, Default, ...)        \
+/// its default the table's: the problem's (AttentionProblem) and the
+/// target, tiling, schedule and backend rows.
+struct AttentionSpec : AttentionProblem {
+#define SPEC_FIELD(G, InC, Member, name, json, Kind, Default, ...)            \
+  ATTN_SPEC_MEMBER_##G(Member, Kind, Default)
+#define ATTN_SPEC_MEMBER_PROBLEM(...)
+#define ATTN_SPEC_MEMBER_OTHER(Member, Kind, Default)                          \
   spec::Kind::Type Member = spec::Kind::fromDefault(Default);
+#define ATTN_SPEC_MEMBER_TARGET ATTN_SPEC_MEMBER_OTHER
+#define ATTN_SPEC_MEMBER_TILING ATTN_SPEC_MEMBER_OTHER
+#define ATTN_SPEC_MEMBER_SCHEDULE ATTN_SPEC_MEMBER_OTHER
+#define ATTN_SPEC_MEMBER_BACKEND ATTN_SPEC_MEMBER_OTHER
 #include "attnrt/spec_fields.def"
 #undef SPEC_FIELD
+#undef ATTN_SPEC_MEMBER_PROBLEM
+#undef ATTN_SPEC_MEMBER_OTHER
+#undef ATTN_SPEC_MEMBER_TARGET
+#undef ATTN_SPEC_MEMBER_TILING
+#undef ATTN_SPEC_MEMBER_SCHEDULE
+#undef ATTN_SPEC_MEMBER_BACKEND
 };
-
-namespace spec {
-
-/// The table's groups (spec_fields.def).
-enum class Group { TARGET, PROBLEM, TILING, SCHEDULE, BACKEND };
-
-/// What the table says of one field, besides its type and value.
-struct FieldInfo {
-  Group group;
-  bool inC;         ///< a member of attngen_spec
-  const char *name; ///< attngen_spec's member; the cache key's
-  const char *json; ///< the metadata key (PROBLEM fields)
-  const char *flag; ///< the CLI flag without dashes ("" for none)
-  const char *help;
-  bool key;     ///< part of the JIT's cache key
-  int nameRank; ///< where its part of the kernel name goes
-};
-
-/// The FieldInfo of each field, as fieldInfo_<Member>.
-#define SPEC_FIELD(G, InC, Member, name, json, Kind, Default, Flag, Help,   \
-                   Key, Rank, Rule, Check)                                   \
-  inline constexpr FieldInfo fieldInfo_##Member = {                          \
-      Group::G, #InC[0] == 'C', #name, #json, Flag, Help, #Key[0] == 'K',    \
-      Rank};
-#include "attnrt/spec_fields.def"
-#undef SPEC_FIELD
-
-/// Calls `visit(info, Kind(), value)` for every field of `spec`, in table
-/// order (`value` a reference to the member).
-template <class Spec, class Visit>
-void forEachField(Spec &s, Visit &&visit) {
-#define SPEC_FIELD(G, InC, Member, name, json, Kind, ...)                    \
-  visit(fieldInfo_##Member, Kind(), s.Member);
-#include "attnrt/spec_fields.def"
-#undef SPEC_FIELD
-}
-
-} // namespace spec
 
 /// The spec's fields that form the JIT's cache key, as `name=value` words
 /// in table order (with the default scale spelled out, so that 0 and an

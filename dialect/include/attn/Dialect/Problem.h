@@ -1,0 +1,77 @@
+//===- Problem.h - what an attention kernel computes ------------*- C++ -*-===//
+//
+// The PROBLEM rows of attnrt/spec_fields.def as one struct: the problem an
+// attention kernel solves (dtype, head dim, mask, scale, soft cap, batch
+// layout, KV cache). attn-tile records it on the kernel as #attn.problem,
+// every later pass and the metadata read it from there, and the spec of a
+// request (AttentionSpec) extends it with the tiling and schedule choices.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTN_DIALECT_PROBLEM_H
+#define ATTN_DIALECT_PROBLEM_H
+
+#include "attn/Dialect/SpecFields.h"
+
+#include "llvm/ADT/Hashing.h"
+#include "llvm/Support/Error.h"
+
+namespace mlir::attn {
+
+/// What an attention kernel computes: each PROBLEM row of spec_fields.def,
+/// of its kind's type, its default the table's.
+struct AttentionProblem {
+#define SPEC_FIELD(G, InC, Member, name, json, Kind, Default, ...)            \
+  ATTN_PROBLEM_MEMBER_##G(Member, Kind, Default)
+#define ATTN_PROBLEM_MEMBER_PROBLEM(Member, Kind, Default)                     \
+  spec::Kind::Type Member = spec::Kind::fromDefault(Default);
+#define ATTN_PROBLEM_MEMBER_TARGET(...)
+#define ATTN_PROBLEM_MEMBER_TILING(...)
+#define ATTN_PROBLEM_MEMBER_SCHEDULE(...)
+#define ATTN_PROBLEM_MEMBER_BACKEND(...)
+#include "attnrt/spec_fields.def"
+#undef SPEC_FIELD
+#undef ATTN_PROBLEM_MEMBER_PROBLEM
+#undef ATTN_PROBLEM_MEMBER_TARGET
+#undef ATTN_PROBLEM_MEMBER_TILING
+#undef ATTN_PROBLEM_MEMBER_SCHEDULE
+#undef ATTN_PROBLEM_MEMBER_BACKEND
+
+  /// Whether the mask has a diagonal to align: causal or a window side.
+  bool hasDiagonal() const {
+    return causal || windowLeft >= 0 || windowRight >= 0;
+  }
+  /// This problem's fields, compared field by field.
+  bool sameProblem(const AttentionProblem &other) const;
+  bool operator==(const AttentionProblem &other) const {
+    return sameProblem(other);
+  }
+};
+
+llvm::hash_code hash_value(const AttentionProblem &problem);
+
+/// Checks what every problem must satisfy, whether a request or a kernel's:
+/// each PROBLEM field's own check (head dim, scale, soft cap, window sides),
+/// then the mask's rules (a causal mask has no right window side; a
+/// bottom-right alignment needs a diagonal). The message says what is
+/// supported.
+llvm::Error verifyProblem(const AttentionProblem &problem);
+
+namespace spec {
+// The Check column of the PROBLEM rows (the others are the spec's, in
+// spec/lib/Validate.cpp).
+template <class T>
+llvm::Error checkNone(const FieldInfo &, const T &) {
+  return llvm::Error::success();
+}
+llvm::Error checkHeadDimField(const FieldInfo &, int64_t headDim);
+/// A scale: 0 (1/sqrt(head_dim)) or one checkSoftmaxScale accepts.
+llvm::Error checkScaleField(const FieldInfo &, double scale);
+/// A soft cap: 0 (none) or one checkSoftmaxScale accepts as a cap.
+llvm::Error checkSoftcapField(const FieldInfo &, double softcap);
+/// A window side: -1 (unbounded) or 0 to INT32_MAX keys.
+llvm::Error checkWindowSideField(const FieldInfo &field, int64_t value);
+} // namespace spec
+
+} // namespace mlir::attn
+
+#endif // ATTN_DIALECT_PROBLEM_H
