@@ -42,8 +42,8 @@ import time
 import traceback
 
 # --------------------------------------------------------------------------------------
-# ctypes mirror of runtime/include/attnrt/attnrt.h (checked against the library's
-# attnrt_sizeof_* at load time).
+# The runtime's C API: its constants, and its structs as the library describes them
+# (python/attngen/_abi.py, loaded by path: the package itself needs libattngen).
 # --------------------------------------------------------------------------------------
 
 ATTNRT_ABI_VERSION = 2
@@ -52,110 +52,35 @@ ATTNRT_ERROR_INVALID_ARGUMENT = 1
 ATTNRT_ERROR_UNSUPPORTED_DEVICE = 5
 ATTNRT_DTYPE_F16 = 1
 ATTNRT_DTYPE_BF16 = 2
-ATTNRT_MAX_KERNEL_NAME = 256
-#: attnrt_kernel_info.causal values (attnrt_causal).
-ATTNRT_CAUSAL_NONE = 0
-ATTNRT_CAUSAL_TOP_LEFT = 1
-ATTNRT_CAUSAL_BOTTOM_RIGHT = 2
+#: attnrt_kernel_info.causal_align values (attnrt_causal_align).
+ATTNRT_CAUSAL_ALIGN_TOP_LEFT = 0
+ATTNRT_CAUSAL_ALIGN_BOTTOM_RIGHT = 1
 
 
-class KernelInfo(ctypes.Structure):
-    """struct attnrt_kernel_info."""
-
-    _fields_ = [
-        ("kernel", ctypes.c_char * ATTNRT_MAX_KERNEL_NAME),
-        ("arch", ctypes.c_char * 16),
-        ("dtype", ctypes.c_int),
-        ("head_dim", ctypes.c_int),
-        ("causal", ctypes.c_int),
-        ("block_m", ctypes.c_int),
-        ("block_n", ctypes.c_int),
-        ("num_threads", ctypes.c_int),
-        ("smem_bytes", ctypes.c_int),
-        ("uses_tma", ctypes.c_int),
-        ("tma_box_cols", ctypes.c_int),
-        ("tma_box_rows_q", ctypes.c_int),
-        ("tma_box_rows_k", ctypes.c_int),
-        ("tma_box_rows_v", ctypes.c_int),
-        ("scale", ctypes.c_double),
-        ("device", ctypes.c_int),
-        ("cc_major", ctypes.c_int),
-        ("cc_minor", ctypes.c_int),
-        ("num_regs", ctypes.c_int),
-        ("local_bytes", ctypes.c_int),
-        ("static_smem_bytes", ctypes.c_int),
-        ("max_threads_per_block", ctypes.c_int),
-        ("lse", ctypes.c_int),
-        ("grid_dims", ctypes.c_int),
-        ("grid_size", ctypes.c_int * 3),
-        ("grid_tile", ctypes.c_int * 3),
-        ("ctas_per_sm", ctypes.c_int),
-        ("num_sms", ctypes.c_int),
-        # Variable-length batches (appended; 0 for the dense kernels here).
-        ("varlen", ctypes.c_int),
-        # KV cache and split-KV (appended after varlen; forward, 0 here).
-        ("kind", ctypes.c_int),
-        ("kv_cache", ctypes.c_int),
-        ("page_size", ctypes.c_int),
-        ("head_pack", ctypes.c_int),
-        ("split_kv", ctypes.c_int),
-        ("grid_times", ctypes.c_int * 3),
-        ("tma_box_rows_o", ctypes.c_int),
-    ]
-
-    def as_dict(self):
-        out = {}
-        for name, _ in self._fields_:
-            value = getattr(self, name)
-            if isinstance(value, bytes):
-                value = value.decode()
-            elif isinstance(value, ctypes.Array):
-                value = list(value)
-            out[name] = value
-        return out
+def _load_abi():
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python",
+                        "attngen", "_abi.py")
+    spec = importlib.util.spec_from_file_location("attngen_abi", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-class ForwardArgs(ctypes.Structure):
-    """struct attnrt_forward_args: element strides over dims [B, N, H, D]."""
-
-    _fields_ = [
-        ("q", ctypes.c_void_p),
-        ("k", ctypes.c_void_p),
-        ("v", ctypes.c_void_p),
-        ("o", ctypes.c_void_p),
-        ("lse", ctypes.c_void_p),
-        ("batch", ctypes.c_int64),
-        ("nq", ctypes.c_int64),
-        ("nk", ctypes.c_int64),
-        ("num_heads", ctypes.c_int64),
-        ("num_kv_heads", ctypes.c_int64),
-        ("head_dim", ctypes.c_int64),
-        ("q_strides", ctypes.c_int64 * 4),
-        ("k_strides", ctypes.c_int64 * 4),
-        ("v_strides", ctypes.c_int64 * 4),
-        ("o_strides", ctypes.c_int64 * 4),
-        ("dtype", ctypes.c_int),
-        # Variable-length batches (appended; left zero: dense kernels).
-        ("cu_seqlens_q", ctypes.c_void_p),
-        ("cu_seqlens_k", ctypes.c_void_p),
-        ("max_seqlen_q", ctypes.c_int64),
-        ("max_seqlen_k", ctypes.c_int64),
-        # KV cache and split-KV (appended after varlen; left zero: the dense
-        # kernels here read none of it).
-        ("cache_seqlens", ctypes.c_void_p),
-        ("block_table", ctypes.c_void_p),
-        ("block_table_stride", ctypes.c_int64),
-        ("max_blocks", ctypes.c_int64),
-        ("num_blocks", ctypes.c_int64),
-        ("page_size", ctypes.c_int64),
-        ("num_splits", ctypes.c_int64),
-        ("workspace", ctypes.c_void_p),
-        ("workspace_bytes", ctypes.c_size_t),
-    ]
+_abi = _load_abi()
 
 
-class FatalCudaError(RuntimeError):
-    """A kernel faulted: its CUDA context is dead, the kernel's remaining checks are skipped."""
+def struct_dict(struct):
+    """A ctypes struct's members as a dict (strings decoded, arrays as lists)."""
+    out = {}
+    for name, _ in struct._fields_:
+        value = getattr(struct, name)
+        if isinstance(value, bytes):
+            value = value.decode()
+        elif isinstance(value, ctypes.Array):
+            value = list(value)
+        out[name] = value
+    return out
 
 
 class AttnrtError(RuntimeError):
@@ -174,8 +99,8 @@ class Runtime:
         lib.attnrt_status_name.restype = ctypes.c_char_p
         lib.attnrt_status_name.argtypes = [ctypes.c_int]
         lib.attnrt_abi_version.restype = ctypes.c_int
-        lib.attnrt_sizeof_forward_args.restype = ctypes.c_size_t
-        lib.attnrt_sizeof_kernel_info.restype = ctypes.c_size_t
+        self.KernelInfo = KernelInfo = _abi.struct_type(lib, "attnrt_kernel_info")
+        self.ForwardArgs = ForwardArgs = _abi.struct_type(lib, "attnrt_forward_args")
         lib.attnrt_module_load_files.restype = ctypes.c_int
         lib.attnrt_module_load_files.argtypes = [
             ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
@@ -193,13 +118,6 @@ class Runtime:
             raise RuntimeError(
                 f"{path} implements ABI {lib.attnrt_abi_version()}, this script "
                 f"ABI {ATTNRT_ABI_VERSION}: update gpu/check_and_bench.py")
-        for name, struct, size_fn in (
-                ("attnrt_forward_args", ForwardArgs, lib.attnrt_sizeof_forward_args),
-                ("attnrt_kernel_info", KernelInfo, lib.attnrt_sizeof_kernel_info)):
-            if size_fn() != ctypes.sizeof(struct):
-                raise RuntimeError(
-                    f"sizeof({name}) is {size_fn()} in {path} but {ctypes.sizeof(struct)} "
-                    f"in this script: the ctypes mirror is out of date")
 
     def error(self, status):
         name = self.lib.attnrt_status_name(status).decode()
@@ -220,7 +138,7 @@ class Module:
     def __init__(self, runtime, handle):
         self.rt = runtime
         self.handle = handle
-        self.info = KernelInfo()
+        self.info = runtime.KernelInfo()
         status = runtime.lib.attnrt_module_info(handle, ctypes.byref(self.info))
         if status != ATTNRT_OK:
             raise runtime.error(status)
@@ -234,7 +152,7 @@ class Module:
         """attnrt_forward_args for tensors with logical shape [B, N, H, D]."""
         import torch
 
-        a = ForwardArgs()
+        a = self.rt.ForwardArgs()
         a.q, a.k, a.v, a.o = q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr()
         a.lse = lse.data_ptr() if lse is not None else None
         a.batch, a.nq, a.num_heads, a.head_dim = q.shape
@@ -564,8 +482,11 @@ def attention_tflops(b, h, n, d, causal, ms, visible_per_head=None):
 # One kernel
 # --------------------------------------------------------------------------------------
 
-CAUSAL_NAMES = {ATTNRT_CAUSAL_NONE: "no", ATTNRT_CAUSAL_TOP_LEFT: "top-left",
-                ATTNRT_CAUSAL_BOTTOM_RIGHT: "bottom-right"}
+def causal_name(info):
+    """How a kernel_info dict's mask reads: no, top-left or bottom-right."""
+    if not info["causal"]:
+        return "no"
+    return "bottom-right" if info["causal_align"] == ATTNRT_CAUSAL_ALIGN_BOTTOM_RIGHT else "top-left"
 
 
 def log(name, text):
@@ -834,7 +755,7 @@ def run_kernel(args, name, ptx_path, json_path):
             if e.status == ATTNRT_ERROR_UNSUPPORTED_DEVICE:
                 result["skipped"] = True
             raise
-        info = module.info.as_dict()
+        info = struct_dict(module.info)
         # The soft cap and the window change nothing at launch, so attnrt_kernel_info
         # lacks them: the reference takes the mask from the metadata file.
         info["mask"] = read_mask(json_path)
@@ -842,7 +763,7 @@ def run_kernel(args, name, ptx_path, json_path):
         result["info"] = info
         window = "({},{})".format(*info["mask"]["window"]) if has_window(info["mask"]) else "none"
         log(name, f"loaded: {info['arch']} {'bf16' if info['dtype'] == ATTNRT_DTYPE_BF16 else 'f16'} "
-                  f"d={info['head_dim']} causal={CAUSAL_NAMES.get(info['causal'], info['causal'])} "
+                  f"d={info['head_dim']} causal={causal_name(info)} "
                   f"window={window} "
                   f"align={'bottom-right' if info['mask']['bottom_right'] else 'top-left'} "
                   f"softcap={info['softcap']} block_m={info['block_m']} "

@@ -31,7 +31,7 @@ def main():
     torch.zeros(1, device="cuda")
     rt = cb.Runtime(args.lib)
     module = rt.load(args.ptx, args.json)
-    info = module.info.as_dict()
+    info = cb.struct_dict(module.info)
     dtype = torch.bfloat16 if info["dtype"] == cb.ATTNRT_DTYPE_BF16 else torch.float16
     d = info["head_dim"]
     ok = True

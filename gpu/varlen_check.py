@@ -357,7 +357,7 @@ def run_sm80_case(torch, cb, attngen, rt, modules, tmpdir, case):
                                     align == "bottom-right", window)
     out, guards = guarded(torch, tuple(q.shape), dtype, cb)
     lse, lse_guards = guarded(torch, (h, q.shape[0]), torch.float32, cb)
-    a = cb.ForwardArgs()
+    a = rt.ForwardArgs()
     a.q, a.k, a.v, a.o, a.lse = (q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
                                  lse.data_ptr())
     a.batch, a.nq, a.nk = len(lq), q.shape[0], k.shape[0]

@@ -1,9 +1,12 @@
 """ctypes binding of libattngen's C API (jit/include/attngen/attngen.h and
-runtime/include/attnrt/attnrt.h). Private: use the functions of `attngen`."""
+runtime/include/attnrt/attnrt.h): its functions, and its structs as the
+library describes them (_abi). Private: use the functions of `attngen`."""
 
 import ctypes
 import glob
 import os
+
+from . import _abi
 
 # Values of attnrt_dtype.
 DTYPE_F16 = 1
@@ -20,85 +23,21 @@ STATUS_INVALID_ARGUMENT = 1
 STATUS_INVALID_SPEC = 10
 
 
-class ForwardArgs(ctypes.Structure):
-    """attnrt_forward_args."""
-    _fields_ = [
-        ("q", ctypes.c_void_p), ("k", ctypes.c_void_p), ("v", ctypes.c_void_p),
-        ("o", ctypes.c_void_p), ("lse", ctypes.c_void_p),
-        ("batch", ctypes.c_int64), ("nq", ctypes.c_int64), ("nk", ctypes.c_int64),
-        ("num_heads", ctypes.c_int64), ("num_kv_heads", ctypes.c_int64),
-        ("head_dim", ctypes.c_int64),
-        ("q_strides", ctypes.c_int64 * 4), ("k_strides", ctypes.c_int64 * 4),
-        ("v_strides", ctypes.c_int64 * 4), ("o_strides", ctypes.c_int64 * 4),
-        ("dtype", ctypes.c_int),
-        # Variable-length batches (appended).
-        ("cu_seqlens_q", ctypes.c_void_p), ("cu_seqlens_k", ctypes.c_void_p),
-        ("max_seqlen_q", ctypes.c_int64), ("max_seqlen_k", ctypes.c_int64),
-        # KV cache and split-KV (appended after the varlen block).
-        ("cache_seqlens", ctypes.c_void_p), ("block_table", ctypes.c_void_p),
-        ("block_table_stride", ctypes.c_int64), ("max_blocks", ctypes.c_int64),
-        ("num_blocks", ctypes.c_int64), ("page_size", ctypes.c_int64),
-        ("num_splits", ctypes.c_int64), ("workspace", ctypes.c_void_p),
-        ("workspace_bytes", ctypes.c_size_t),
-    ]
+# The C API's structs, built from the library's description of them when
+# it is loaded (_abi.struct_type): attnrt_forward_args, attnrt_kernel_info,
+# attngen_spec, attngen_jit_options, attngen_jit_stats.
+ForwardArgs = KernelInfo = Spec = JitOptions = JitStats = None
 
 
-class KernelInfo(ctypes.Structure):
-    """attnrt_kernel_info."""
-    _fields_ = [
-        ("kernel", ctypes.c_char * 256), ("arch", ctypes.c_char * 16),
-        ("dtype", ctypes.c_int), ("head_dim", ctypes.c_int), ("causal", ctypes.c_int),
-        ("block_m", ctypes.c_int), ("block_n", ctypes.c_int),
-        ("num_threads", ctypes.c_int), ("smem_bytes", ctypes.c_int),
-        ("uses_tma", ctypes.c_int), ("tma_box_cols", ctypes.c_int),
-        ("tma_box_rows_q", ctypes.c_int), ("tma_box_rows_k", ctypes.c_int),
-        ("tma_box_rows_v", ctypes.c_int), ("scale", ctypes.c_double),
-        ("device", ctypes.c_int), ("cc_major", ctypes.c_int), ("cc_minor", ctypes.c_int),
-        ("num_regs", ctypes.c_int), ("local_bytes", ctypes.c_int),
-        ("static_smem_bytes", ctypes.c_int), ("max_threads_per_block", ctypes.c_int),
-        ("lse", ctypes.c_int),
-        ("grid_dims", ctypes.c_int), ("grid_size", ctypes.c_int * 3),
-        ("grid_tile", ctypes.c_int * 3), ("ctas_per_sm", ctypes.c_int),
-        ("num_sms", ctypes.c_int),
-        # Variable-length batches (appended).
-        ("varlen", ctypes.c_int),
-        # KV cache and split-KV (appended after varlen).
-        ("kind", ctypes.c_int), ("kv_cache", ctypes.c_int), ("page_size", ctypes.c_int),
-        ("head_pack", ctypes.c_int), ("split_kv", ctypes.c_int),
-        ("grid_times", ctypes.c_int * 3),
-        # The output through the TMA (appended).
-        ("tma_box_rows_o", ctypes.c_int),
-    ]
-
-
-class Spec(ctypes.Structure):
-    """attngen_spec."""
-    _fields_ = [
-        ("struct_size", ctypes.c_size_t), ("dtype", ctypes.c_int),
-        ("head_dim", ctypes.c_int), ("causal", ctypes.c_int),
-        ("scale", ctypes.c_double), ("with_lse", ctypes.c_int),
-        ("block_m", ctypes.c_int), ("block_n", ctypes.c_int), ("num_warps", ctypes.c_int),
-        ("causal_align", ctypes.c_int), ("softcap", ctypes.c_double),
-        ("window_left", ctypes.c_int), ("window_right", ctypes.c_int),
-        # Variable-length batches (appended).
-        ("varlen", ctypes.c_int),
-        # Decoding with a KV cache (appended after varlen).
-        ("kv_cache", ctypes.c_int), ("page_size", ctypes.c_int), ("split_kv", ctypes.c_int),
-        ("head_pack", ctypes.c_int),
-    ]
-
-
-class JitOptions(ctypes.Structure):
-    """attngen_jit_options."""
-    _fields_ = [("struct_size", ctypes.c_size_t), ("cache_dir", ctypes.c_char_p),
-                ("disk_cache", ctypes.c_int)]
-
-
-class JitStats(ctypes.Structure):
-    """attngen_jit_stats."""
-    _fields_ = [(name, ctypes.c_uint64) for name in (
-        "requests", "memory_hits", "disk_hits", "compiles", "disk_writes",
-        "corrupt_entries", "module_loads")]
+def _build_structs(lib):
+    global ForwardArgs, KernelInfo, Spec, JitOptions, JitStats
+    def build(name):
+        return _abi.struct_type(lib, name, "attngen_struct_fields")
+    ForwardArgs = build("attnrt_forward_args")
+    KernelInfo = build("attnrt_kernel_info")
+    Spec = build("attngen_spec")
+    JitOptions = build("attngen_jit_options")
+    JitStats = build("attngen_jit_stats")
 
 
 def _candidates():
@@ -116,6 +55,7 @@ def _candidates():
 
 
 def _bind(lib):
+    _build_structs(lib)
     c = ctypes
     P = c.c_void_p
     signatures = {
@@ -123,10 +63,6 @@ def _bind(lib):
         "attngen_status_name": (c.c_char_p, [c.c_int]),
         "attngen_version": (c.c_char_p, []),
         "attngen_compiler_id": (c.c_char_p, []),
-        "attngen_sizeof_spec": (c.c_size_t, []),
-        "attngen_sizeof_jit_stats": (c.c_size_t, []),
-        "attnrt_sizeof_forward_args": (c.c_size_t, []),
-        "attnrt_sizeof_kernel_info": (c.c_size_t, []),
         "attngen_spec_init_sized": (None, [c.POINTER(Spec), c.c_size_t]),
         "attngen_jit_options_init": (None, [c.POINTER(JitOptions)]),
         "attngen_spec_check": (c.c_int, [c.POINTER(Spec), c.c_char_p]),
@@ -158,15 +94,6 @@ def _bind(lib):
         function = getattr(lib, name)
         function.restype = restype
         function.argtypes = argtypes
-    # The structs above must be the library's.
-    for name, struct in (("attngen_sizeof_spec", Spec), ("attngen_sizeof_jit_stats", JitStats),
-                         ("attnrt_sizeof_forward_args", ForwardArgs),
-                         ("attnrt_sizeof_kernel_info", KernelInfo)):
-        if getattr(lib, name)() != ctypes.sizeof(struct):
-            raise ImportError(
-                f"attngen: {name}() is {getattr(lib, name)()} but the Python binding's struct "
-                f"is {ctypes.sizeof(struct)} bytes: the library and the package are from "
-                "different versions; reinstall the package")
     return lib
 
 

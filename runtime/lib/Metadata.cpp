@@ -471,28 +471,133 @@ attnrt_status readGrid(const JsonValue &root, attnrt_kernel_info &info) {
   return gridReader.getInt("ctas_per_sm", 0, kMaxCtasPerSm, info.ctas_per_sm);
 }
 
-/// Reads the decoding kernels' keys ("kind", "kv_cache", "page_size",
-/// "head_pack", "split_kv"). attngen writes all of them; a file without
-/// them (an older compiler's) describes a dense forward kernel.
-attnrt_status readKvCacheKeys(const JsonValue &root, attnrt_kernel_info &info) {
+//===----------------------------------------------------------------------===//
+// The problem: the PROBLEM rows of spec_fields.def, each under its metadata
+// key, read by its kind; then the rules across them.
+//===----------------------------------------------------------------------===//
+
+/// The range of an integer problem key (others: any int).
+struct IntRange {
+  const char *key;
+  long long lo, hi;
+};
+constexpr IntRange kIntRanges[] = {{"head_dim", 1, kMaxHeadDim},
+                                   {"window_left", -1, kMaxWindowSide},
+                                   {"window_right", -1, kMaxWindowSide},
+                                   {"page_size", 0, kMaxPageSize},
+                                   {"head_pack", 1, kMaxHeadPack}};
+/// Keys metadata written before variable-length batches and the KV cache
+/// lacks: they read as their defaults when absent.
+constexpr const char *kOptionalKeys[] = {"varlen",   "kind",      "kv_cache",
+                                         "split_kv", "page_size", "head_pack"};
+
+/// How a problem field of each kind is read from its key (spec_fields.def's
+/// kinds, as the C struct holds them).
+namespace kind {
+struct Bool {
+  static attnrt_status read(MetadataReader &r, const char *key, int &out) { return r.getBool(key, out); }
+};
+using NoBool = Bool;
+struct Int {
+  static attnrt_status read(MetadataReader &r, const char *key, int &out) {
+    long long lo = INT32_MIN, hi = INT32_MAX;
+    for (const IntRange &range : kIntRanges)
+      if (std::strcmp(range.key, key) == 0)
+        lo = range.lo, hi = range.hi;
+    return r.getInt(key, lo, hi, out);
+  }
+};
+using Window = Int;
+struct Real {
+  /// The scale is positive; a soft cap may be 0 (none).
+  static attnrt_status read(MetadataReader &r, const char *key, double &out) {
+    return r.getFiniteReal(key, /*allowZero=*/std::strcmp(key, "scale") != 0, out);
+  }
+};
+struct Element {
+  static attnrt_status read(MetadataReader &r, const char *key, int &out) {
+    static constexpr const char *names[] = {"f16", "bf16"};
+    int index = 0;
+    if (attnrt_status s = r.getChoice(key, names, 2, index))
+      return s;
+    out = index == 0 ? ATTNRT_DTYPE_F16 : ATTNRT_DTYPE_BF16;
+    return ATTNRT_OK;
+  }
+};
+struct Align {
+  /// "none" (no diagonal) reads as top-left; readProblem checks it fits.
+  static attnrt_status read(MetadataReader &r, const char *key, int &out) {
+    static constexpr const char *names[] = {"top_left", "bottom_right", "none"};
+    int index = 0;
+    if (attnrt_status s = r.getChoice(key, names, 3, index))
+      return s;
+    out = index == 1 ? ATTNRT_CAUSAL_ALIGN_BOTTOM_RIGHT : ATTNRT_CAUSAL_ALIGN_TOP_LEFT;
+    return ATTNRT_OK;
+  }
+};
+struct Combine {
+  static attnrt_status read(MetadataReader &r, const char *key, int &out) {
+    return r.getChoice(key, kKindNames, 2, out);
+  }
+};
+} // namespace kind
+
+/// Reads one problem field: its key, or its default where an optional key
+/// is absent.
+template <class Kind, class T>
+attnrt_status readProblemField(MetadataReader &reader, const JsonValue &root, const char *key,
+                               T defaultValue, T &out) {
+  out = defaultValue;
+  if (!root.find(key))
+    for (const char *optional : kOptionalKeys)
+      if (std::strcmp(optional, key) == 0)
+        return ATTNRT_OK;
+  return Kind::read(reader, key, out);
+}
+
+attnrt_status readProblem(const JsonValue &root, attnrt_kernel_info &info) {
   MetadataReader reader(root);
-  info.kind = ATTNRT_KERNEL_FORWARD;
-  info.head_pack = 1;
-  if (root.find("kind"))
-    if (attnrt_status s = reader.getChoice("kind", kKindNames, 2, info.kind))
-      return s;
-  if (root.find("kv_cache"))
-    if (attnrt_status s = reader.getBool("kv_cache", info.kv_cache))
-      return s;
-  if (root.find("split_kv"))
-    if (attnrt_status s = reader.getBool("split_kv", info.split_kv))
-      return s;
-  if (root.find("page_size"))
-    if (attnrt_status s = reader.getInt("page_size", 0, kMaxPageSize, info.page_size))
-      return s;
-  if (root.find("head_pack"))
-    if (attnrt_status s = reader.getInt("head_pack", 1, kMaxHeadPack, info.head_pack))
-      return s;
+#define SPEC_FIELD(Group, InC, Member, name, json, Kind, Default, ...)         \
+  ATTNRT_READ_##Group(json, Kind, Default)
+#define ATTNRT_READ_PROBLEM(json, Kind, Default)                               \
+  if (attnrt_status s = readProblemField<kind::Kind>(reader, root, #json,      \
+                                                     decltype(info.json)(Default), info.json)) \
+    return s;
+#define ATTNRT_READ_TARGET(...)
+#define ATTNRT_READ_TILING(...)
+#define ATTNRT_READ_SCHEDULE(...)
+#define ATTNRT_READ_BACKEND(...)
+#include "attnrt/spec_fields.def"
+#undef SPEC_FIELD
+#undef ATTNRT_READ_PROBLEM
+#undef ATTNRT_READ_TARGET
+#undef ATTNRT_READ_TILING
+#undef ATTNRT_READ_SCHEDULE
+#undef ATTNRT_READ_BACKEND
+
+  if (info.head_dim % (kTmaInnerAlignBytes / kElementBytes) != 0)
+    return fail(ATTNRT_ERROR_INVALID_METADATA,
+                "kernel metadata key \"head_dim\" = %d is not a multiple of 8: attngen kernels copy "
+                "16-byte chunks of a row; %s",
+                info.head_dim, kRegenerate);
+  if (info.causal && info.window_right > 0)
+    return fail(ATTNRT_ERROR_INVALID_METADATA,
+                "kernel metadata says \"causal\": true with \"window_right\" = %d, but a causal "
+                "row sees no key right of its diagonal (window_right is -1 or 0 then); %s",
+                info.window_right, kRegenerate);
+  // causal_align places the diagonal of a causal mask or a window.
+  bool diagonal = info.causal || info.window_left >= 0 || info.window_right >= 0;
+  std::string align;
+  if (attnrt_status s = reader.getString("causal_align", align))
+    return s;
+  if ((align == "none") == diagonal)
+    return fail(ATTNRT_ERROR_INVALID_METADATA,
+                "kernel metadata key \"causal_align\" = \"%s\" does not fit \"causal\": %s, "
+                "\"window_left\": %d, \"window_right\": %d: it must be \"none\" for a kernel "
+                "without a causal mask or a window and \"top_left\" or \"bottom_right\" for "
+                "one with either; %s",
+                align.c_str(), info.causal ? "true" : "false", info.window_left, info.window_right,
+                kRegenerate);
   if (info.page_size % kPageRowMultiple != 0)
     return fail(ATTNRT_ERROR_INVALID_METADATA,
                 "kernel metadata key \"page_size\" = %d is not a multiple of 16; %s",
@@ -542,66 +647,7 @@ attnrt_status readMetadata(const JsonValue &root, attnrt_kernel_info &info, Kern
                 text.c_str(), kRegenerate);
   std::memcpy(info.arch, text.c_str(), text.size() + 1);
 
-  if (attnrt_status s = reader.getString("dtype", text))
-    return s;
-  if (text == "f16")
-    info.dtype = ATTNRT_DTYPE_F16;
-  else if (text == "bf16")
-    info.dtype = ATTNRT_DTYPE_BF16;
-  else
-    return fail(ATTNRT_ERROR_INVALID_METADATA,
-                "kernel metadata key \"dtype\" = \"%s\" is not supported: it must be \"f16\" or "
-                "\"bf16\"; %s",
-                text.c_str(), kRegenerate);
-
-  if (attnrt_status s = reader.getInt("head_dim", 1, kMaxHeadDim, info.head_dim))
-    return s;
-  if (info.head_dim % (kTmaInnerAlignBytes / kElementBytes) != 0)
-    return fail(ATTNRT_ERROR_INVALID_METADATA,
-                "kernel metadata key \"head_dim\" = %d is not a multiple of 8: attngen kernels copy "
-                "16-byte chunks of a row; %s",
-                info.head_dim, kRegenerate);
-  int causal = 0;
-  if (attnrt_status s = reader.getBool("causal", causal))
-    return s;
-  // The window is baked into the kernel and changes nothing at launch:
-  // checked, not kept (attnrt_kernel_info has no room left for it).
-  int windowLeft = -1, windowRight = -1;
-  if (attnrt_status s = reader.getInt("window_left", -1, kMaxWindowSide, windowLeft))
-    return s;
-  if (attnrt_status s = reader.getInt("window_right", -1, kMaxWindowSide, windowRight))
-    return s;
-  if (causal && windowRight > 0)
-    return fail(ATTNRT_ERROR_INVALID_METADATA,
-                "kernel metadata says \"causal\": true with \"window_right\" = %d, but a causal "
-                "row sees no key right of its diagonal (window_right is -1 or 0 then); %s",
-                windowRight, kRegenerate);
-  // causal_align places the diagonal of a causal mask or a window.
-  bool diagonal = causal || windowLeft >= 0 || windowRight >= 0;
-  if (attnrt_status s = reader.getString("causal_align", text))
-    return s;
-  int align = -1;
-  if (text == "top_left")
-    align = ATTNRT_CAUSAL_TOP_LEFT;
-  else if (text == "bottom_right")
-    align = ATTNRT_CAUSAL_BOTTOM_RIGHT;
-  if ((text == "none") == diagonal || (text != "none" && align < 0))
-    return fail(ATTNRT_ERROR_INVALID_METADATA,
-                "kernel metadata key \"causal_align\" = \"%s\" does not fit \"causal\": %s, "
-                "\"window_left\": %d, \"window_right\": %d: it must be \"none\" for a kernel "
-                "without a causal mask or a window and \"top_left\" or \"bottom_right\" for "
-                "one with either; %s",
-                text.c_str(), causal ? "true" : "false", windowLeft, windowRight, kRegenerate);
-  // attnrt_causal reports causal masks only: a window alone is not causal.
-  info.causal = causal ? align : ATTNRT_CAUSAL_NONE;
-  if (attnrt_status s = reader.getBool("lse", info.lse))
-    return s;
-  if (attnrt_status s = reader.getPositiveReal("scale", info.scale))
-    return s;
-  // The soft cap is baked into the kernel and changes nothing at launch:
-  // checked, not kept (attnrt_kernel_info has no room left for it).
-  double softcap = 0;
-  if (attnrt_status s = reader.getNonNegativeReal("softcap", softcap))
+  if (attnrt_status s = readProblem(root, info))
     return s;
   if (attnrt_status s = reader.getInt("block_m", 1, kMaxBlockRows, info.block_m))
     return s;
@@ -623,13 +669,6 @@ attnrt_status readMetadata(const JsonValue &root, attnrt_kernel_info &info, Kern
                 "kernel metadata says \"uses_tma\": true with \"arch\": \"%s\", but TMA exists only "
                 "on sm_90a; %s",
                 info.arch, kRegenerate);
-  // Added with variable-length batches: metadata written before has no
-  // "varlen" key and describes a dense kernel.
-  if (root.find("varlen"))
-    if (attnrt_status s = reader.getBool("varlen", info.varlen))
-      return s;
-  if (attnrt_status s = readKvCacheKeys(root, info))
-    return s;
   if (attnrt_status s = readGrid(root, info))
     return s;
   return readParams(root, info, abi);

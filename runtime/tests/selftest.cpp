@@ -10,6 +10,7 @@
 
 #include "attnrt/attnrt.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -242,13 +243,38 @@ void testMetadata() {
   expectStatus("metadata: sm_80 kernel parses", s, ATTNRT_OK);
   report(s == ATTNRT_OK && info.dtype == ATTNRT_DTYPE_F16 && info.uses_tma == 0 && info.head_dim == 64,
          "metadata: sm_80 fields read back");
-  report(s == ATTNRT_OK && info.causal == ATTNRT_CAUSAL_NONE,
-         "metadata: a non-causal kernel reads as ATTNRT_CAUSAL_NONE");
+  report(s == ATTNRT_OK && info.causal == 0 && info.causal_align == ATTNRT_CAUSAL_ALIGN_TOP_LEFT,
+         "metadata: a non-causal kernel reads as causal 0");
   s = attnrt_metadata_parse(toJson(with(sm90aFields(), "causal_align", "\"bottom_right\"")).c_str(),
                             &info);
   expectStatus("metadata: bottom-right causal kernel parses", s, ATTNRT_OK);
-  report(s == ATTNRT_OK && info.causal == ATTNRT_CAUSAL_BOTTOM_RIGHT,
-         "metadata: bottom-right causal reads as ATTNRT_CAUSAL_BOTTOM_RIGHT");
+  report(s == ATTNRT_OK && info.causal == 1 && info.causal_align == ATTNRT_CAUSAL_ALIGN_BOTTOM_RIGHT,
+         "metadata: bottom-right causal reads as causal 1, causal_align bottom-right");
+  s = attnrt_metadata_parse(toJson(with(sm90aFields(), "softcap", "30")).c_str(), &info);
+  report(s == ATTNRT_OK && info.softcap == 30.0,
+         "metadata: the soft cap reads back (attnrt_kernel_info::softcap)");
+
+  // The layouts bindings build their structs from: every member where the
+  // compiler put it, the size the struct's.
+  size_t count = 0, size = 0;
+  const attnrt_field *fields = attnrt_struct_fields("attnrt_kernel_info", &count, &size);
+  bool softcapAt = false, headDimAt = false;
+  for (size_t i = 0; fields && i < count; ++i) {
+    std::string name = fields[i].name;
+    softcapAt |= name == "softcap" && fields[i].offset == offsetof(attnrt_kernel_info, softcap) &&
+                 fields[i].type == ATTNRT_FIELD_DOUBLE && fields[i].count == 1;
+    headDimAt |= name == "head_dim" && fields[i].offset == offsetof(attnrt_kernel_info, head_dim) &&
+                 fields[i].type == ATTNRT_FIELD_INT;
+  }
+  report(fields && size == sizeof(attnrt_kernel_info) && softcapAt && headDimAt,
+         "layout: attnrt_kernel_info's members as compiled");
+  fields = attnrt_struct_fields("attnrt_forward_args", &count, &size);
+  report(fields && size == sizeof(attnrt_forward_args) && fields[0].type == ATTNRT_FIELD_POINTER &&
+             std::string(fields[11].name) == "q_strides" && fields[11].count == 4 &&
+             fields[11].offset == offsetof(attnrt_forward_args, q_strides),
+         "layout: attnrt_forward_args's members as compiled");
+  report(attnrt_struct_fields("attnrt_nothing", &count, &size) == nullptr,
+         "layout: another name has none");
 
   // Every key is required and must have its type.
   const std::vector<std::pair<std::string, std::string>> wrongTypes = {
@@ -283,7 +309,7 @@ void testMetadata() {
       {"kernel", "\"\"", "not a PTX entry name"},
       {"arch", "\"sm_75\"", "\"arch\" = \"sm_75\" is not supported"},
       {"arch", "\"sm_90\"", "it must be \"sm_80\" or \"sm_90a\""},
-      {"dtype", "\"fp32\"", "\"dtype\" = \"fp32\" is not supported"},
+      {"dtype", "\"fp32\"", "\"dtype\" = \"fp32\" is not one of \"f16\", \"bf16\""},
       {"head_dim", "0", "\"head_dim\" = 0 is out of range"},
       {"head_dim", "100", "\"head_dim\" = 100 is not a multiple of 8"},
       {"head_dim", "512", "\"head_dim\" = 512 is out of range"},
@@ -313,7 +339,8 @@ void testMetadata() {
       {"window_right", "2147483648", "\"window_right\" = 2147483648 is out of range"},
       {"window_right", "5", "\"causal\": true with \"window_right\" = 5, but a causal row sees "
                             "no key right of its diagonal"},
-      {"causal_align", "\"bottom-right\"", "\"causal_align\" = \"bottom-right\" does not fit"}};
+      {"causal_align", "\"bottom-right\"",
+       "\"causal_align\" = \"bottom-right\" is not one of \"top_left\", \"bottom_right\", \"none\""}};
   for (const BadValue &bad : badValues) {
     s = attnrt_metadata_parse(toJson(with(sm90aFields(), bad.key, bad.value)).c_str(), &info);
     expectStatus(std::string("metadata: bad value \"") + bad.key + "\" = " + bad.value, s,
@@ -338,21 +365,23 @@ void testMetadata() {
   expectStatus("metadata: an alignment on a kernel without causal or window", s,
                ATTNRT_ERROR_INVALID_METADATA,
                {"\"causal_align\" = \"top_left\" does not fit \"causal\": false"});
-  // A sliding window: its alignment is given, but only a causal mask is
-  // reported in attnrt_kernel_info::causal.
+  // A sliding window: its sides and alignment read back; causal is the
+  // causal mask only.
   Fields window = with(with(sm80Fields(), "window_left", "100"), "window_right", "50");
   s = attnrt_metadata_parse(toJson(with(window, "causal_align", "\"bottom_right\"")).c_str(), &info);
   expectStatus("metadata: a bottom-right window kernel parses", s, ATTNRT_OK);
-  report(s == ATTNRT_OK && info.causal == ATTNRT_CAUSAL_NONE,
-         "metadata: a window alone reads as ATTNRT_CAUSAL_NONE");
+  report(s == ATTNRT_OK && info.causal == 0 && info.window_left == 100 && info.window_right == 50 &&
+             info.causal_align == ATTNRT_CAUSAL_ALIGN_BOTTOM_RIGHT,
+         "metadata: a window alone reads back its sides and alignment, causal 0");
   s = attnrt_metadata_parse(toJson(window).c_str(), &info);
   expectStatus("metadata: a window without an alignment", s, ATTNRT_ERROR_INVALID_METADATA,
                {"\"causal_align\" = \"none\" does not fit", "\"window_left\": 100"});
   s = attnrt_metadata_parse(
       toJson(with(with(sm90aFields(), "window_left", "256"), "window_right", "0")).c_str(), &info);
   expectStatus("metadata: a causal window with window_right 0 parses", s, ATTNRT_OK);
-  report(s == ATTNRT_OK && info.causal == ATTNRT_CAUSAL_TOP_LEFT,
-         "metadata: a causal window reads as causal");
+  report(s == ATTNRT_OK && info.causal == 1 && info.causal_align == ATTNRT_CAUSAL_ALIGN_TOP_LEFT &&
+             info.window_left == 256,
+         "metadata: a causal window reads as causal, its left side kept");
   s = attnrt_metadata_parse(toJson(with(sm80Fields(), "uses_tma", "true")).c_str(), &info);
   expectStatus("metadata: uses_tma on sm_80", s, ATTNRT_ERROR_INVALID_METADATA,
                {"\"uses_tma\": true with \"arch\": \"sm_80\""});

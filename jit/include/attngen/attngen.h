@@ -124,23 +124,16 @@ typedef struct attngen_spec {
 
 /** Options of a JIT. Start from attngen_jit_options_init(). */
 typedef struct attngen_jit_options {
-  size_t struct_size; /**< sizeof(attngen_jit_options) */
-  /** Cache folder; NULL or "": ATTNGEN_CACHE_DIR, else
-   *  $XDG_CACHE_HOME/attngen, else $HOME/.cache/attngen. */
-  const char *cache_dir;
-  /** 0: memory cache only. Default 1 (unless ATTNGEN_DISABLE_DISK_CACHE=1). */
-  int disk_cache;
+#define ATTNGEN_FIELD(type, name) type name;
+#include "attngen/jit_options.def"
+#undef ATTNGEN_FIELD
 } attngen_jit_options;
 
 /** Counters of one JIT since its creation. */
 typedef struct attngen_jit_stats {
-  uint64_t requests;        /**< get_kernel + compile calls */
-  uint64_t memory_hits;     /**< served from memory */
-  uint64_t disk_hits;       /**< read from the disk cache */
-  uint64_t compiles;        /**< compiled from scratch */
-  uint64_t disk_writes;     /**< entries written to disk */
-  uint64_t corrupt_entries; /**< disk entries rejected (and rebuilt) */
-  uint64_t module_loads;    /**< PTX loaded into a CUDA context */
+#define ATTNGEN_FIELD(type, name) type name;
+#include "attngen/jit_stats.def"
+#undef ATTNGEN_FIELD
 } attngen_jit_stats;
 
 typedef struct attngen_jit attngen_jit;
@@ -163,6 +156,14 @@ ATTNGEN_API const char *attngen_compiler_id(void);
 /** sizeof of the structs as compiled into the library (for bindings). */
 ATTNGEN_API size_t attngen_sizeof_spec(void);
 ATTNGEN_API size_t attngen_sizeof_jit_stats(void);
+/** The members of one of the C API's structs, in order, as this library
+ *  lays them out: "attngen_spec", "attngen_jit_options",
+ *  "attngen_jit_stats", and the runtime's "attnrt_forward_args" and
+ *  "attnrt_kernel_info" (attnrt_struct_fields). Bindings build their
+ *  structs from this instead of keeping a copy. NULL for another name. */
+ATTNGEN_API const attnrt_field *attngen_struct_fields(const char *name,
+                                                      size_t *count,
+                                                      size_t *size);
 
 /* ---- Specs -------------------------------------------------------------- */
 

@@ -102,14 +102,6 @@ typedef enum attnrt_causal_align {
   ATTNRT_CAUSAL_ALIGN_BOTTOM_RIGHT = 1 /**< row i's is key i + nk - nq */
 } attnrt_causal_align;
 
-/** The causal mask of a kernel (attnrt_kernel_info::causal; metadata
- *  "causal" and "causal_align"). Non-zero means causal, whichever way it is
- *  aligned. */
-typedef enum attnrt_causal {
-  ATTNRT_CAUSAL_NONE = 0,        /**< no mask ("causal_align": "none") */
-  ATTNRT_CAUSAL_TOP_LEFT = 1,    /**< row i sees cols j <= i ("top_left") */
-  ATTNRT_CAUSAL_BOTTOM_RIGHT = 2 /**< j <= i + nk - nq ("bottom_right") */
-} attnrt_causal;
 
 /** A problem size of a forward call, as the metadata's "grid" and "size"
  *  parameters name it. */
@@ -143,66 +135,50 @@ typedef enum attnrt_kernel_kind {
  * What a kernel's metadata says, plus what the driver reports once the
  * module is loaded. Filled by attnrt_metadata_parse (device fields -1) and
  * attnrt_module_info.
+ *
+ * The launch facts of kernel_info.def, then the kernel's problem: every
+ * PROBLEM row of spec_fields.def under its metadata key, as the C struct
+ * holds it (int for flags and enums, double for reals):
+ *
+ *   int dtype;          an attnrt_dtype
+ *   int head_dim;       D
+ *   int causal;         1: a causal mask
+ *   double scale;       the softmax scale baked into the kernel
+ *   int lse;            1: writes LSE when args.lse is not NULL; 0: built
+ *                       without LSE (a _nolse kernel), args.lse must be NULL
+ *   int causal_align;   an attnrt_causal_align: where the diagonal of the
+ *                       causal mask or window sits (top-left without one)
+ *   double softcap;     the soft cap (0: none)
+ *   int window_left, window_right;   the sliding window (-1: unbounded)
+ *   int varlen;         1: packed [total, H, D] tensors and cu_seqlens
+ *   int kv_cache;       1: reads K/V as a KV cache (attnrt_forward_args'
+ *                       KV-cache fields)
+ *   int page_size;      > 0: a paged cache of pages of this many rows
+ *   int split_kv;       1: splits each sequence's keys over num_splits CTAs
+ *   int head_pack;      query heads per tile (GQA packing); 1: none
+ *   int kind;           an attnrt_kernel_kind
  */
+#define ATTNRT_INFO_PROBLEM(json, Kind) ATTNRT_SPEC_CTYPE_##Kind json;
+#define ATTNRT_INFO_TARGET(json, Kind)
+#define ATTNRT_INFO_TILING(json, Kind)
+#define ATTNRT_INFO_SCHEDULE(json, Kind)
+#define ATTNRT_INFO_BACKEND(json, Kind)
+#define SPEC_FIELD(Group, InC, Member, name, json, Kind, ...)                  \
+  ATTNRT_INFO_##Group(json, Kind)
 typedef struct attnrt_kernel_info {
-  char kernel[ATTNRT_MAX_KERNEL_NAME]; /**< PTX .entry name */
-  char arch[16];      /**< "sm_80" or "sm_90a" */
-  int dtype;          /**< an attnrt_dtype */
-  int head_dim;       /**< D */
-  int causal;         /**< an attnrt_causal: 0 none, 1 top-left, 2 bottom-right */
-  int block_m;        /**< query rows per tile */
-  int block_n;        /**< key rows per inner iteration (informative) */
-  int num_threads;    /**< blockDim.x */
-  int smem_bytes;     /**< dynamic shared memory per CTA */
-  int uses_tma;       /**< 1: the kernel takes TMA descriptors (sm_90a) */
-  int tma_box_cols;   /**< TMA box inner extent (elements); 0 without TMA */
-  int tma_box_rows_q; /**< TMA box rows for Q (0: no descriptor) */
-  int tma_box_rows_k; /**< TMA box rows for K (0: no descriptor) */
-  int tma_box_rows_v; /**< TMA box rows for V (0: no descriptor) */
-  double scale;       /**< softmax scale baked into the kernel */
-  /* Filled once loaded on a device; -1 from attnrt_metadata_parse. */
-  int device;            /**< CUDA device ordinal */
-  int cc_major;          /**< device compute capability */
-  int cc_minor;
-  int num_regs;          /**< registers per thread (CU_FUNC_ATTRIBUTE_NUM_REGS) */
-  int local_bytes;       /**< local memory per thread: > 0 means spills */
-  int static_smem_bytes; /**< static shared memory per CTA */
-  int max_threads_per_block; /**< limit given the kernel's registers */
-  /* Appended to keep the offsets above (it fits the old tail padding). */
-  int lse;            /**< 1: the kernel writes LSE when args.lse is not NULL;
-                           0: built without LSE (metadata "lse": false, a
-                           _nolse name), args.lse must be NULL */
-  /* ABI v2: the grid rule (metadata "grid"). The tile space has grid_dims
-   * dimensions; dimension i has ceil(size(grid_size[i]) / grid_tile[i])
-   * tiles. With ctas_per_sm == 0 the launch grid is the tile space; with
-   * ctas_per_sm > 0 the kernel is persistent: gridDim.x =
-   * min(ctas_per_sm * num_sms, number of tiles), each CTA loops over tiles. */
-  int grid_dims;      /**< 1 to 3 */
-  int grid_size[3];   /**< an attnrt_size per dimension */
-  int grid_tile[3];   /**< >= 1 */
-  int ctas_per_sm;    /**< 0: one CTA per tile; > 0: persistent */
-  int num_sms;        /**< multiprocessors of the device; -1 from
-                           attnrt_metadata_parse */
-  /* ---- Variable-length batches (appended) ---- */
-  int varlen;         /**< 1: the kernel takes packed [total, H, D] tensors
-                           and cu_seqlens (metadata "varlen": true; see
-                           attnrt_forward_args); 0: [B, N, H, D] */
-  /* KV cache and split-KV (docs/ABI.md "KV cache and split-KV"; metadata
-   * "kind", "kv_cache", "page_size", "head_pack", "split_kv" and the grid
-   * tiles' "times"). */
-  int kind;           /**< an attnrt_kernel_kind */
-  int kv_cache;       /**< 1: reads K/V as a KV cache (the KV-cache fields of
-                           attnrt_forward_args) */
-  int page_size;      /**< > 0: a paged cache of pages of this many rows */
-  int head_pack;      /**< query heads per tile (GQA packing); 1: none */
-  int split_kv;       /**< 1: splits each sequence's keys over num_splits
-                           CTAs (with a combine kernel when > 1) */
-  int grid_times[3];  /**< an attnrt_size multiplying dimension i's tiles,
-                           or -1 */
-  /* ---- The output through the TMA (appended) ---- */
-  int tma_box_rows_o; /**< TMA box rows for O (0: the kernel stores O from
-                           registers, no descriptor) */
+#define ATTNRT_FIELD(type, name) type name;
+#define ATTNRT_ARRAY(type, name, n) type name[n];
+#include "attnrt/kernel_info.def"
+#undef ATTNRT_FIELD
+#undef ATTNRT_ARRAY
+#include "attnrt/spec_fields.def"
 } attnrt_kernel_info;
+#undef SPEC_FIELD
+#undef ATTNRT_INFO_PROBLEM
+#undef ATTNRT_INFO_TARGET
+#undef ATTNRT_INFO_TILING
+#undef ATTNRT_INFO_SCHEDULE
+#undef ATTNRT_INFO_BACKEND
 
 /**
  * One attention forward call: O = softmax(scale * Q K^T [+ causal mask]) V.
@@ -232,75 +208,11 @@ typedef struct attnrt_kernel_info {
  * - LSE is the natural-log log-sum-exp of the scaled (masked) scores.
  */
 typedef struct attnrt_forward_args {
-  const void *q;
-  const void *k;
-  const void *v;
-  void *o;
-  float *lse;           /**< may be NULL */
-  int64_t batch;        /**< B */
-  int64_t nq;           /**< query rows per (batch, head) */
-  int64_t nk;           /**< key/value rows per (batch, kv head) */
-  int64_t num_heads;    /**< H */
-  int64_t num_kv_heads; /**< Hkv */
-  int64_t head_dim;     /**< D; must equal the kernel's head_dim */
-  int64_t q_strides[4]; /**< element strides of dims [B, N, H, D] */
-  int64_t k_strides[4];
-  int64_t v_strides[4];
-  int64_t o_strides[4];
-  int dtype;            /**< an attnrt_dtype; must equal the kernel's */
-
-  /* ---- Variable-length (packed) batches, appended ----------------------
-   * For a varlen kernel (attnrt_kernel_info::varlen, flash_attn_varlen_func's
-   * layout); all zero (NULL) for a dense one. The sequences of the batch
-   * are packed along the rows: Q and O are [total_q, H, D], K and V
-   * [total_k, Hkv, D], LSE is [H, total_q]; nq and nk hold total_q and
-   * total_k, and strides[0] (the batch stride) is unused. Sequence b is
-   * query rows cu_seqlens_q[b] .. cu_seqlens_q[b+1] - 1 and key rows
-   * cu_seqlens_k[b] .. cu_seqlens_k[b+1] - 1: each vector has batch + 1
-   * int32 entries in device memory, starts at 0, never decreases and ends
-   * at total_q (total_k). A sequence may be empty; one without keys gets
-   * O = 0 and LSE = -inf. max_seqlen_q / max_seqlen_k are at least the
-   * longest query / key length: the grid covers max_seqlen_q rows per
-   * sequence (a larger value only adds CTAs that exit at once).
-   * The kernel never reads or writes outside its tensors whatever
-   * cu_seqlens holds; its values are checked by attnrt_check_cu_seqlens,
-   * which attnrt_forward runs on a copy once attnrt_set_seqlen_checks(1)
-   * (or ATTNRT_CHECK_SEQLENS=1) asks for it. */
-  const int32_t *cu_seqlens_q; /**< [batch + 1] int32, device memory */
-  const int32_t *cu_seqlens_k; /**< [batch + 1] int32, device memory */
-  int64_t max_seqlen_q;        /**< >= every query length; the grid's rows */
-  int64_t max_seqlen_k;        /**< >= every key length */
-  /* ---- KV cache and split-KV, appended after the varlen block. Read only
-   * by kernels whose
-   * metadata says "kv_cache": true and by their combine kernels; zeroed,
-   * they mean: every sequence holds nk keys, no block table, the runtime
-   * chooses the splits, no workspace. (docs/ABI.md "KV cache and
-   * split-KV".)
-   *
-   * Contiguous cache: k and v are [batch, nk, Hkv, D] (nk: a sequence's
-   * capacity). Paged cache: k and v are [num_blocks, page_size, Hkv, D]
-   * (k_strides/v_strides over those dims), key n of sequence b is row
-   * n % page_size of page block_table[b * block_table_stride +
-   * n / page_size], and nk must be max_blocks * page_size. */
-  const int32_t *cache_seqlens; /**< [batch] int32 device array: sequence b
-                                     attends to its first cache_seqlens[b]
-                                     keys (clamped to [0, nk] in the kernel);
-                                     NULL: all nk */
-  const int32_t *block_table;   /**< [batch, max_blocks] int32 device array
-                                     (paged kernels only, else NULL) */
-  int64_t block_table_stride;   /**< elements between rows of block_table */
-  int64_t max_blocks;           /**< block_table columns */
-  int64_t num_blocks;           /**< pages in k and v (their dim 0) */
-  int64_t page_size;            /**< rows per page: the kernel's page_size
-                                     (0 for a contiguous cache) */
-  int64_t num_splits;           /**< split-KV kernels: 0 lets the runtime
-                                     choose (attnrt_kvcache_plan), 1 none,
-                                     2..ATTNRT_MAX_SPLITS splits */
-  void *workspace;              /**< device memory for the partial results
-                                     of num_splits > 1 (16-byte aligned);
-                                     NULL otherwise */
-  size_t workspace_bytes;       /**< its size: at least what
-                                     attnrt_kvcache_plan returns */
+#define ATTNRT_FIELD(type, name) type name;
+#define ATTNRT_ARRAY(type, name, n) type name[n];
+#include "attnrt/forward_args.def"
+#undef ATTNRT_FIELD
+#undef ATTNRT_ARRAY
 } attnrt_forward_args;
 
 /** Most splits a split-KV call may use. */
@@ -323,9 +235,38 @@ ATTNRT_API const char *attnrt_status_name(attnrt_status status);
 ATTNRT_API int attnrt_abi_version(void);
 
 /** sizeof(attnrt_forward_args) / sizeof(attnrt_kernel_info) as compiled
- *  into the library; bindings (ctypes) compare them with their own. */
+ *  into the library. */
 ATTNRT_API size_t attnrt_sizeof_forward_args(void);
 ATTNRT_API size_t attnrt_sizeof_kernel_info(void);
+
+/** The C type of a struct member (attnrt_field::type). */
+typedef enum attnrt_field_type {
+  ATTNRT_FIELD_INT = 0,     /**< int */
+  ATTNRT_FIELD_INT64 = 1,   /**< int64_t */
+  ATTNRT_FIELD_UINT64 = 2,  /**< uint64_t, size_t */
+  ATTNRT_FIELD_DOUBLE = 3,  /**< double */
+  ATTNRT_FIELD_POINTER = 4, /**< a data pointer */
+  ATTNRT_FIELD_STRING = 5,  /**< const char *, a NUL-terminated string */
+  ATTNRT_FIELD_CHAR = 6     /**< char (an array of them: a fixed-size string) */
+} attnrt_field_type;
+
+/** One member of a struct of the C API, as the library was compiled. */
+typedef struct attnrt_field {
+#define ATTNRT_FIELD(type, name) type name;
+#include "attnrt/field.def"
+#undef ATTNRT_FIELD
+} attnrt_field;
+
+/**
+ * The members of the runtime's struct `name` ("attnrt_forward_args",
+ * "attnrt_kernel_info", or "attnrt_field" itself), in order, as this library lays them out: a binding
+ * (the Python package, gpu/'s scripts) builds its struct from them instead
+ * of keeping a copy. `count` gets the number of members and `size` the
+ * struct's sizeof; either may be NULL. NULL for any other name.
+ */
+ATTNRT_API const attnrt_field *attnrt_struct_fields(const char *name,
+                                                    size_t *count,
+                                                    size_t *size);
 
 /* ---- Metadata and argument checks (no GPU needed) ----------------------- */
 
