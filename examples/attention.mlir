@@ -3,8 +3,9 @@
 // the module's attn.target; attngen takes --arch instead when it is missing.
 //
 //   build/bin/attngen examples/attention.mlir -o attention.ptx   # + attention.json
-//   build/bin/attngen-opt examples/attention.mlir -attn-tile -attn-causal-blocks \
-//       -attn-online-softmax -attn-to-nvvm
+//   build/bin/attngen-opt examples/attention.mlir --attn-pipeline   # what attngen runs
+//   build/bin/attngen-opt examples/attention.mlir -attn-configure -attn-tile \
+//       -attn-causal-blocks -attn-online-softmax      # a few passes, one by one
 //
 // Q [B, Nq, H, 128], K and V [B, Nk, Hkv, 128], O like Q, LSE [B, H, Nq] f32;
 // sizes and strides are dynamic (the last dim contiguous), scale = 1/sqrt(128).

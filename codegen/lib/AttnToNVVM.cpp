@@ -934,7 +934,7 @@ LogicalResult KernelLowering::run() {
 
   // Launch metadata for the runtime: the problem and tiling it was built
   // for, and what the lowering derived (threads, shared memory, TMA).
-  for (StringRef name : {kProblemAttrName, kTilingAttrName})
+  for (StringRef name : {kProblemAttrName, kTilingAttrName, kScheduleAttrName})
     if (Attribute attr = func->getAttr(name))
       kernel->setAttr(name, attr);
   kernel->setAttr("attn.num_threads", b.getI64IntegerAttr(threads));
@@ -974,8 +974,12 @@ struct AttnToNVVMPass
     for (func::FuncOp func : kernels) {
       auto lowering = *target == TargetKind::sm_90a ? createSm90Lowering()
                                                     : createSm80Lowering();
-      if (failed(KernelLowering(func, *target, std::move(lowering),
-                                flushDenormals)
+      // The kernel's schedule says its denormal mode; the option, when
+      // given, overrides it.
+      bool flush = flushDenormals.hasValue()
+                       ? bool(flushDenormals)
+                       : scheduleApplies(func, &AttentionSchedule::flushDenormals);
+      if (failed(KernelLowering(func, *target, std::move(lowering), flush)
                      .run()))
         return signalPassFailure();
     }

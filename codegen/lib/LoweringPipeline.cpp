@@ -26,11 +26,8 @@ using namespace mlir::attn;
 /// and 64-bit integer math is slow on the GPU; addresses are built in i64.
 static constexpr unsigned kIndexBitwidth = 32;
 
-void mlir::attn::buildLoweringPipeline(OpPassManager &pm,
-                                       bool flushDenormals) {
-  AttnToNVVMOptions lowering;
-  lowering.flushDenormals = flushDenormals;
-  pm.addPass(createAttnToNVVM(lowering));
+void mlir::attn::buildLoweringPipeline(OpPassManager &pm) {
+  pm.addPass(createAttnToNVVM());
   pm.addPass(createSCFToControlFlowPass());
   ArithToLLVMConversionPassOptions arith;
   arith.indexBitwidth = kIndexBitwidth;

@@ -147,6 +147,7 @@ const KnownAttribute kKnownAttributes[] = {
     {kTargetAttrName, is<TargetAttr>, "a #attn.target"},
     {kTilingAttrName, is<TilingAttr>, "a #attn.tiling"},
     {kProblemAttrName, is<ProblemAttr>, "an #attn.problem"},
+    {kScheduleAttrName, is<ScheduleAttr>, "an #attn.schedule"},
     {kGridAttrName, is<GridAttr>, "an #attn.grid"},
     {kKernelAttrName, is<UnitAttr>, "a unit attribute"},
     {kTileLoopAttrName, is<UnitAttr>, "a unit attribute"},

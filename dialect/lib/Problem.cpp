@@ -93,18 +93,21 @@ llvm::Error mlir::attn::verifyProblem(const AttentionProblem &problem) {
 }
 
 bool AttentionProblem::sameProblem(const AttentionProblem &other) const {
-#define SPEC_FIELD(G, InC, Member, ...) ATTN_SAME_##G(Member)
-#define ATTN_SAME_PROBLEM(Member)                                              \
-  if (!(Member == other.Member))                                               \
-    return false;
-#define ATTN_SAME_TARGET(...)
-#define ATTN_SAME_TILING(...)
-#define ATTN_SAME_SCHEDULE(...)
-#define ATTN_SAME_BACKEND(...)
-#include "attnrt/spec_fields.def"
-#undef SPEC_FIELD
-#undef ATTN_SAME_PROBLEM
-  return true;
+  bool same = true;
+  spec::forEachFieldPairOf<spec::Group::PROBLEM>(
+      *this, other, [&](const FieldInfo &, auto, const auto &a, const auto &b) {
+        same = same && a == b;
+      });
+  return same;
+}
+
+bool AttentionSchedule::operator==(const AttentionSchedule &other) const {
+  bool same = true;
+  spec::forEachFieldPairOf<spec::Group::SCHEDULE>(
+      *this, other, [&](const FieldInfo &, auto, const auto &a, const auto &b) {
+        same = same && a == b;
+      });
+  return same;
 }
 
 /// A field's value as something llvm::hash_combine takes.
@@ -115,19 +118,23 @@ template <class T> static auto hashOf(const T &value) {
     return value;
 }
 
-llvm::hash_code mlir::attn::hash_value(const AttentionProblem &problem) {
-  llvm::hash_code hash = llvm::hash_value(0);
-#define SPEC_FIELD(G, InC, Member, ...) ATTN_SAME_##G(Member)
-#define ATTN_SAME_PROBLEM(Member)                                              \
-  hash = llvm::hash_combine(hash, hashOf(problem.Member));
-#include "attnrt/spec_fields.def"
-#undef SPEC_FIELD
-#undef ATTN_SAME_PROBLEM
-#undef ATTN_SAME_TARGET
-#undef ATTN_SAME_TILING
-#undef ATTN_SAME_SCHEDULE
-#undef ATTN_SAME_BACKEND
+/// The hash of the fields of group `G` of `fields`.
+template <spec::Group G, class Struct>
+static llvm::hash_code hashFields(const Struct &fields) {
+  llvm::hash_code hash = llvm::hash_value(static_cast<int>(G));
+  spec::forEachFieldOf<G>(fields, [&](const FieldInfo &, auto,
+                                      const auto &value) {
+    hash = llvm::hash_combine(hash, hashOf(value));
+  });
   return hash;
+}
+
+llvm::hash_code mlir::attn::hash_value(const AttentionProblem &problem) {
+  return hashFields<spec::Group::PROBLEM>(problem);
+}
+
+llvm::hash_code mlir::attn::hash_value(const AttentionSchedule &schedule) {
+  return hashFields<spec::Group::SCHEDULE>(schedule);
 }
 
 //===----------------------------------------------------------------------===//
@@ -185,14 +192,15 @@ ParseResult parseValue(AsmParser &p, CausalAlign &v) {
 }
 } // namespace
 
-/// `#attn.problem<dtype = bf16, head_dim = 128, causal = true, ...>`: every
-/// PROBLEM field of spec_fields.def by its name, in table order.
-void ProblemAttr::print(AsmPrinter &p) const {
-  const AttentionProblem &problem = getValue();
+namespace {
+/// Prints `<name = value, ...>` for every field of group `G` of `fields`,
+/// by its name in spec_fields.def, in table order.
+template <spec::Group G, class Struct>
+void printFields(AsmPrinter &p, const Struct &fields) {
   p << "<";
   llvm::StringRef separator = "";
-  spec::forEachFieldOf<spec::Group::PROBLEM>(
-      problem, [&](const FieldInfo &field, auto, const auto &value) {
+  spec::forEachFieldOf<G>(
+      fields, [&](const FieldInfo &field, auto, const auto &value) {
         p << separator << field.name << " = ";
         printValue(p, value);
         separator = ", ";
@@ -200,51 +208,89 @@ void ProblemAttr::print(AsmPrinter &p) const {
   p << ">";
 }
 
-/// Any subset of the fields, in any order, each once; those left out keep
-/// their defaults. An unknown name is an error that lists the known ones.
-Attribute ProblemAttr::parse(AsmParser &p, Type) {
-  AttentionProblem problem;
+/// Parses what printFields prints: any subset of the fields, in any order,
+/// each once; those left out keep their defaults. An unknown name is an
+/// error that lists the known ones.
+template <spec::Group G, class Struct>
+ParseResult parseFields(AsmParser &p, Struct &fields, StringRef attrName) {
   llvm::StringSet<> seen;
   if (p.parseLess())
-    return {};
+    return failure();
   if (succeeded(p.parseOptionalGreater()))
-    return getChecked([&] { return p.emitError(p.getNameLoc()); },
-                      p.getContext(), problem);
+    return success();
   do {
     SMLoc loc = p.getCurrentLocation();
     std::string name;
     if (p.parseKeywordOrString(&name) || p.parseEqual())
-      return {};
-    if (!seen.insert(name).second) {
-      p.emitError(loc, "#attn.problem has '") << name << "' twice";
-      return {};
-    }
+      return failure();
+    if (!seen.insert(name).second)
+      return p.emitError(loc) << attrName << " has '" << name << "' twice";
     bool known = false;
     ParseResult result = success();
-    spec::forEachFieldOf<spec::Group::PROBLEM>(
-        problem, [&](const FieldInfo &field, auto, auto &value) {
-          if (known || name != field.name)
-            return;
-          known = true;
-          result = parseValue(p, value);
-        });
+    spec::forEachFieldOf<G>(fields,
+                            [&](const FieldInfo &field, auto, auto &value) {
+                              if (known || name != field.name)
+                                return;
+                              known = true;
+                              result = parseValue(p, value);
+                            });
     if (!known) {
       std::string names;
-      spec::forEachFieldOf<spec::Group::PROBLEM>(
-          problem, [&](const FieldInfo &field, auto, auto &) {
-            names += (names.empty() ? "" : ", ") + std::string(field.name);
-          });
-      p.emitError(loc, "#attn.problem has no field '")
-          << name << "'; its fields: " << names;
-      return {};
+      spec::forEachFieldOf<G>(fields, [&](const FieldInfo &field, auto, auto &) {
+        names += (names.empty() ? "" : ", ") + std::string(field.name);
+      });
+      return p.emitError(loc) << attrName << " has no field '" << name
+                              << "'; its fields: " << names;
     }
     if (failed(result))
-      return {};
+      return failure();
   } while (succeeded(p.parseOptionalComma()));
-  if (p.parseGreater())
+  return p.parseGreater();
+}
+} // namespace
+
+/// `#attn.problem<dtype = bf16, head_dim = 128, causal = true, ...>`.
+void ProblemAttr::print(AsmPrinter &p) const {
+  printFields<spec::Group::PROBLEM>(p, getValue());
+}
+
+Attribute ProblemAttr::parse(AsmParser &p, Type) {
+  AttentionProblem problem;
+  if (failed(parseFields<spec::Group::PROBLEM>(p, problem, "#attn.problem")))
     return {};
   return getChecked([&] { return p.emitError(p.getNameLoc()); },
                     p.getContext(), problem);
+}
+
+/// `#attn.schedule<block_skip = true, warp_specialize = true, ...>`.
+void ScheduleAttr::print(AsmPrinter &p) const {
+  printFields<spec::Group::SCHEDULE>(p, getValue());
+}
+
+Attribute ScheduleAttr::parse(AsmParser &p, Type) {
+  AttentionSchedule schedule;
+  if (failed(parseFields<spec::Group::SCHEDULE>(p, schedule, "#attn.schedule")))
+    return {};
+  return getChecked([&] { return p.emitError(p.getNameLoc()); },
+                    p.getContext(), schedule);
+}
+
+LogicalResult
+ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                     AttentionSchedule schedule) {
+  constexpr int64_t kEighths = 8;
+  if (schedule.exp2EmulatedEighths < 0 ||
+      schedule.exp2EmulatedEighths > kEighths)
+    return emitError() << "invalid #attn.schedule: exp2_emulated_eighths = "
+                       << schedule.exp2EmulatedEighths
+                       << " is not a number of eighths from 0 to 8";
+  return success();
+}
+
+std::optional<AttentionSchedule> mlir::attn::getSchedule(Operation *kernel) {
+  if (auto attr = kernel->getAttrOfType<ScheduleAttr>(kScheduleAttrName))
+    return attr.getValue();
+  return std::nullopt;
 }
 
 LogicalResult ProblemAttr::verify(function_ref<InFlightDiagnostic()> emitError,
@@ -263,4 +309,19 @@ std::optional<AttentionProblem> mlir::attn::getProblem(Operation *kernel) {
   if (auto attr = kernel->getAttrOfType<ProblemAttr>(kProblemAttrName))
     return attr.getValue();
   return std::nullopt;
+}
+
+std::optional<AttentionProblem> mlir::attn::problemOfKernel(Operation *func) {
+  if (std::optional<AttentionProblem> problem = getProblem(func))
+    return problem;
+  std::optional<AttentionProblem> found;
+  func->walk([&](Operation *op) {
+    if (auto attention = dyn_cast<AttentionOp>(op))
+      found = attention.problem();
+    else if (auto kv = dyn_cast<AttentionKvCacheOp>(op))
+      found = kv.problem();
+    else if (auto combine = dyn_cast<CombineSplitsOp>(op))
+      found = combine.problem();
+  });
+  return found;
 }

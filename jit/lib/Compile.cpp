@@ -3,6 +3,7 @@
 #include "Log.h"
 #include "Status.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -117,14 +118,17 @@ std::string attngen::cacheKey(const AttentionSpec &spec) {
 
 attngen_status attngen::compileKernel(const AttentionSpec &spec,
                                       CompiledKernel &out) {
-  std::string name = kernelName(spec);
-  Progress progress(name);
-
   DialectRegistry registry;
   registerCodegenDialects(registry);
   // One small function per compile: a thread pool would only cost start-up.
   MLIRContext context(registry, MLIRContext::Threading::DISABLED);
   context.loadAllAvailableDialects();
+  // The driver's problem module, configured and named (spec/lib).
+  OwningOpRef<ModuleOp> module = buildKernelModule(context, spec);
+  std::string name =
+      cast<func::FuncOp>(module->getBody()->front()).getName().str();
+  Progress progress(name);
+
   // Collect diagnostics into the error instead of printing them.
   std::string diagnostics;
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
@@ -133,10 +137,9 @@ attngen_status attngen::compileKernel(const AttentionSpec &spec,
     return success();
   });
 
-  OwningOpRef<ModuleOp> module = buildSpecModule(context, spec);
   progress.stageDone("built the attn.attention module");
   PassManager tile(&context);
-  buildTilePipeline(tile, spec);
+  buildAttnTilePipeline(tile);
   if (failed(tile.run(*module)))
     return fail(ATTNGEN_ERROR_COMPILE,
                 "the FlashAttention passes failed on {} (a compiler bug; "
@@ -144,7 +147,7 @@ attngen_status attngen::compileKernel(const AttentionSpec &spec,
                 name, diagnostics);
   progress.stageDone("ran the FlashAttention passes");
   PassManager lower(&context);
-  buildLoweringPipeline(lower, spec.flushDenormals);
+  buildLoweringPipeline(lower);
   if (failed(lower.run(*module)))
     return fail(ATTNGEN_ERROR_COMPILE,
                 "lowering {} to NVVM failed (a compiler bug; please report "

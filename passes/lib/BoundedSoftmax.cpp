@@ -18,6 +18,8 @@
 #include "attn/Passes/BoundedSoftmax.h"
 #include "attn/Passes/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 #include <limits>
 
 #define DEBUG_TYPE "attn-bounded-softmax"
@@ -115,6 +117,10 @@ struct AttnBoundedSoftmaxPass
     getOperation().walk<WalkOrder::PreOrder>([&](OnlineSoftmaxOp op) {
       if (op.getFixedMax() || !isBoundedByOne(op.getScores()) ||
           !probsAreBf16(op))
+        return;
+      // The kernel's schedule may keep the running max (the ablation).
+      auto func = op->getParentOfType<func::FuncOp>();
+      if (func && !scheduleApplies(func, &AttentionSchedule::boundedSoftmax))
         return;
       std::optional<double> offset =
           boundedSoftmaxOffset(op.getScale().convertToDouble());

@@ -348,15 +348,18 @@ struct AttnCausalBlocksPass
   void runOnOperation() override {
     getOperation().walk([&](func::FuncOp func) {
       auto tiling = func->getAttrOfType<TilingAttr>(kTilingAttrName);
-      if (!tiling)
+      if (!tiling || !scheduleApplies(func, &AttentionSchedule::skipMaskedBlocks))
         return;
+      // The peel option, when given; else the kernel's tiling says.
+      bool peelMasked =
+          peel.hasValue() ? bool(peel) : tiling.getPeelMaskedBlocks();
       SmallVector<std::pair<scf::ForOp, MaskOp>> loops;
       func.walk([&](scf::ForOp loop) {
         if (MaskOp mask = findMask(loop))
           loops.emplace_back(loop, mask);
       });
       for (auto [loop, mask] : loops)
-        if (failed(peelMaskedBlocks(loop, mask, tiling, peel)))
+        if (failed(peelMaskedBlocks(loop, mask, tiling, peelMasked)))
           return signalPassFailure();
     });
   }

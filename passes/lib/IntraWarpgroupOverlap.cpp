@@ -283,7 +283,8 @@ struct AttnIntraWgOverlapPass
     module.walk([&](scf::ForOp loop) {
       auto func = loop->getParentOfType<func::FuncOp>();
       if (func && func->hasAttr(kKernelAttrName) &&
-          !loop.getBody()->getOps<MmaOp>().empty())
+          !loop.getBody()->getOps<MmaOp>().empty() &&
+          scheduleApplies(func, &AttentionSchedule::intraWgOverlap))
         loops.push_back(loop);
     });
     if (loops.empty())

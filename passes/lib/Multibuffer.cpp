@@ -159,15 +159,33 @@ struct AttnMultibufferPass
                          << " is out of range; use 1 to " << kMaxPipeStages;
       return signalPassFailure();
     }
+    std::optional<TargetKind> target = getTarget(module);
+    // The stages of each kernel: the option when given; else its tiling's,
+    // where its schedule has pipes (sm_90a: warp specialization's mbarrier
+    // pipes; sm_80: rings of two or more stages); else the option's default.
+    llvm::DenseMap<Operation *, int64_t> stagesOf;
+    auto stagesFor = [&](func::FuncOp func) -> int64_t {
+      if (stages.hasValue() || !func || !getSchedule(func))
+        return stages;
+      auto [it, inserted] = stagesOf.try_emplace(func, 0);
+      if (inserted) {
+        auto tiling = func->getAttrOfType<TilingAttr>(kTilingAttrName);
+        int64_t depth = tiling ? tiling.getStages() : 0;
+        bool pipes = target == TargetKind::sm_80
+                         ? depth > 1
+                         : scheduleApplies(func, &AttentionSchedule::warpSpecialize);
+        it->second = pipes ? std::max<int64_t>(depth, 1) : 0;
+      }
+      return it->second;
+    };
     SmallVector<AllocSmemOp> allocs;
     module.walk([&](AllocSmemOp alloc) {
       bool copied = llvm::any_of(alloc->getUsers(), [](Operation *user) {
         return isa<CopyAsyncOp>(user);
       });
-      if (copied)
+      if (copied && stagesFor(alloc->getParentOfType<func::FuncOp>()) > 0)
         allocs.push_back(alloc);
     });
-    std::optional<TargetKind> target = getTarget(module);
     if (!allocs.empty() && !target) {
       module.emitError("attn-multibuffer needs the module attribute "
                        "'attn.target' (mbarrier pipes on sm_90a, cp.async "
@@ -176,8 +194,9 @@ struct AttnMultibufferPass
     }
     SetVector<func::FuncOp> funcs;
     for (AllocSmemOp alloc : allocs) {
-      funcs.insert(alloc->getParentOfType<func::FuncOp>());
-      if (failed(convertBuffer(alloc, stages)))
+      auto func = alloc->getParentOfType<func::FuncOp>();
+      funcs.insert(func);
+      if (failed(convertBuffer(alloc, stagesFor(func))))
         return signalPassFailure();
     }
     // sm_80: every thread fills and reads, so the ring is a schedule of the
@@ -190,7 +209,7 @@ struct AttnMultibufferPass
                            "func.func has none");
           return signalPassFailure();
         }
-        if (failed(scheduleCpAsyncPipes(func, stages)))
+        if (failed(scheduleCpAsyncPipes(func, stagesFor(func))))
           return signalPassFailure();
       }
   }

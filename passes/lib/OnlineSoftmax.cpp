@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "attn/Passes/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -40,12 +42,18 @@ FloatAttr foldLog2e(OpBuilder &b, FloatAttr scale) {
 /// With `emulatedEighths` > 0, p's exp2_diff says which eighths of its
 /// fragment blocks take the software exp2.
 struct ExpandOnlineSoftmax : public OpRewritePattern<OnlineSoftmaxOp> {
-  ExpandOnlineSoftmax(MLIRContext *ctx, int64_t emulatedEighths)
-      : OpRewritePattern(ctx), emulatedEighths(emulatedEighths) {}
-  int64_t emulatedEighths;
+  ExpandOnlineSoftmax(MLIRContext *ctx, std::optional<int64_t> emulatedEighths)
+      : OpRewritePattern(ctx), asked(emulatedEighths) {}
+  /// The pass's exp2-emulate when given; else each kernel's schedule says.
+  std::optional<int64_t> asked;
   LogicalResult matchAndRewrite(OnlineSoftmaxOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
+    int64_t emulatedEighths = asked.value_or(0);
+    if (!asked)
+      if (auto func = op->getParentOfType<func::FuncOp>())
+        if (std::optional<AttentionSchedule> schedule = getSchedule(func))
+          emulatedEighths = schedule->exp2EmulatedEighths;
     FloatAttr c = foldLog2e(rewriter, op.getScaleAttr());
     Type rowType = op.getMax().getType();
     // A fixed max (attn-bounded-softmax) is the offset itself: no row max,
@@ -107,7 +115,9 @@ struct AttnOnlineSoftmaxPass
       return signalPassFailure();
     }
     RewritePatternSet patterns(&getContext());
-    patterns.add<ExpandOnlineSoftmax>(&getContext(), eighths);
+    patterns.add<ExpandOnlineSoftmax>(
+        &getContext(),
+        exp2Emulate.hasValue() ? std::optional<int64_t>(eighths) : std::nullopt);
     patterns.add<ExpandSoftmaxFinalize>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();

@@ -608,7 +608,8 @@ struct AttnPersistentPass
     module.walk([&](func::FuncOp func) {
       auto grid = func->getAttrOfType<GridAttr>(kGridAttrName);
       if (func->hasAttr(kKernelAttrName) &&
-          (!grid || grid.getCtasPerSm() == 0))
+          (!grid || grid.getCtasPerSm() == 0) &&
+          scheduleApplies(func, &AttentionSchedule::persistent))
         kernels.push_back(func);
     });
     for (func::FuncOp kernel : kernels)

@@ -17,6 +17,7 @@
 #include "attn/Passes/NamedBarriers.h"
 #include "attn/Passes/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
 #define DEBUG_TYPE "attn-pingpong"
@@ -101,8 +102,10 @@ struct AttnPingpongPass
   void runOnOperation() override {
     SmallVector<WarpSpecializeOp> kernels;
     getOperation().walk([&](WarpSpecializeOp ws) {
+      auto func = ws->getParentOfType<func::FuncOp>();
       if (ws.getConsumerWarpgroups() >= 2 &&
-          ws.getConsumers().front().getOps<NamedBarrierSyncOp>().empty())
+          ws.getConsumers().front().getOps<NamedBarrierSyncOp>().empty() &&
+          (!func || scheduleApplies(func, &AttentionSchedule::pingpong)))
         kernels.push_back(ws);
     });
     for (WarpSpecializeOp ws : kernels) {

@@ -243,6 +243,19 @@ GridAttr forwardGrid(MLIRContext *ctx, const TileConfig &config,
       /*ctasPerSm=*/0);
 }
 
+/// The tiles attn-configure chose for the kernel `func` (its attn.tiling);
+/// an error on `op` if none was chosen.
+FailureOr<TileConfig> chosenTiling(func::FuncOp func, Operation *op) {
+  auto tiling = func->getAttrOfType<TilingAttr>(kTilingAttrName);
+  if (!tiling)
+    return op->emitOpError("needs its function's 'attn.tiling', which "
+                           "attn-configure chooses: run attn-configure (or "
+                           "attn-pipeline) before attn-tile");
+  return TileConfig{tiling.getBlockM(), tiling.getBlockN(),
+                    tiling.getNumWarps(), tiling.getStages(),
+                    tiling.getPeelMaskedBlocks()};
+}
+
 struct AttnTilePass : public mlir::attn::impl::AttnTileBase<AttnTilePass> {
   using AttnTileBase::AttnTileBase;
 
@@ -260,35 +273,25 @@ struct AttnTilePass : public mlir::attn::impl::AttnTileBase<AttnTilePass> {
       auto func = op->getParentOfType<func::FuncOp>();
       if (failed(checkKernelShape(op, func)))
         return signalPassFailure();
-      // A window masks like a causal kernel (edge blocks, per-row limits).
-      bool masked = op.hasDiagonal();
-      FloatAttr cap = op.getSoftcapAttr();
-      bool fixedMaxSoftcap =
-          cap && isFixedMaxSoftcap(cap.getValueAsDouble(),
-                                   op.getElementType().isBF16());
-      TileConfig config = resolveTileConfig(
-          *target, op.getHeadDim(), masked, blockM, blockN, numWarps,
-          warpSpecialize && *target == TargetKind::sm_90a, stages,
-          /*window=*/false, fixedMaxSoftcap);
+      FailureOr<TileConfig> config = chosenTiling(func, op);
+      if (failed(config))
+        return signalPassFailure();
       if (llvm::Error error =
-              checkTileConfig(config, *target, op.getHeadDim())) {
+              checkTileConfig(*config, *target, op.getHeadDim())) {
         op.emitOpError() << "invalid tile configuration: "
                          << llvm::toString(std::move(error));
         return signalPassFailure();
       }
       LLVM_DEBUG(llvm::dbgs() << "tiling " << func.getName() << " with "
-                              << config.blockM << "x" << config.blockN << ", "
-                              << config.numWarps << " warps\n");
+                              << config->blockM << "x" << config->blockN
+                              << ", " << config->numWarps << " warps\n");
       func->setAttr(kKernelAttrName, UnitAttr::get(&getContext()));
-      func->setAttr(kTilingAttrName,
-                    TilingAttr::get(&getContext(), config.blockM,
-                                    config.blockN, config.numWarps));
       func->setAttr(kTensorsAttrName, tensorRoles(op));
       func->setAttr(kGridAttrName,
-                    forwardGrid(&getContext(), config, op.isVarlen()));
+                    forwardGrid(&getContext(), *config, op.isVarlen()));
       func->setAttr(kProblemAttrName,
                     ProblemAttr::get(&getContext(), op.problem()));
-      TileProgramBuilder(op, config, *target).build();
+      TileProgramBuilder(op, *config, *target).build();
     }
     // The decoding kernels (TileKvCache.cpp, TileCombine.cpp).
     if (failed(tileDecodingKernels(module, target)))
@@ -311,30 +314,29 @@ struct AttnTilePass : public mlir::attn::impl::AttnTileBase<AttnTilePass> {
       auto func = op->getParentOfType<func::FuncOp>();
       if (failed(checkProblemKernelShape(op, func)))
         return failure();
+      FailureOr<TileConfig> config = chosenTiling(func, op);
+      if (failed(config))
+        return failure();
       if (auto combine = dyn_cast<CombineSplitsOp>(op)) {
-        TileConfig config = combineTileConfig(blockM > 0 ? blockM : 64);
         int64_t pack = combine.headPack();
-        if (config.blockM % (16 * config.numWarps) != 0 ||
-            config.blockM % pack != 0 || (config.blockM / pack) % 8 != 0)
+        if (config->blockM % (16 * config->numWarps) != 0 ||
+            config->blockM % pack != 0 || (config->blockM / pack) % 8 != 0)
           return combine.emitOpError()
-                 << "invalid tile configuration: block-m = " << config.blockM
-                 << " must be a multiple of " << 16 * config.numWarps
+                 << "invalid tile configuration: block-m = " << config->blockM
+                 << " must be a multiple of " << 16 * config->numWarps
                  << " with 8 rows or more per packed head";
-        tileCombine(combine, func, config);
+        tileCombine(combine, func, *config);
         continue;
       }
       auto kv = cast<AttentionKvCacheOp>(op);
-      TileConfig config = resolveKvCacheTileConfig(
-          *target, kv.getHeadDim(), kv.getPageSize(), blockM, blockN,
-          numWarps, stages);
       if (llvm::Error error =
-              checkKvCacheTileConfig(config, *target, kv.getHeadDim(),
+              checkKvCacheTileConfig(*config, *target, kv.getHeadDim(),
                                      kv.getPageSize(), kv.headPack())) {
         kv.emitOpError() << "invalid tile configuration: "
                          << llvm::toString(std::move(error));
         return failure();
       }
-      tileKvCache(kv, func, config, *target);
+      tileKvCache(kv, func, *config, *target);
     }
     return success();
   }

@@ -105,9 +105,6 @@ void mlir::attn::tileCombine(CombineSplitsOp op, func::FuncOp func,
   if (op.getLse())
     roles.push_back("lse");
   func->setAttr(kKernelAttrName, UnitAttr::get(ctx));
-  func->setAttr(kTilingAttrName, TilingAttr::get(ctx, config.blockM,
-                                                 config.blockN,
-                                                 config.numWarps));
   func->setAttr(kTensorsAttrName, ab.getStrArrayAttr(roles));
   func->setAttr(kGridAttrName,
                 GridAttr::get(ctx,

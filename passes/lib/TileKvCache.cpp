@@ -314,9 +314,6 @@ void mlir::attn::tileKvCache(AttentionKvCacheOp op, func::FuncOp func,
   MLIRContext *ctx = op.getContext();
   Builder b(ctx);
   func->setAttr(kKernelAttrName, UnitAttr::get(ctx));
-  func->setAttr(kTilingAttrName, TilingAttr::get(ctx, config.blockM,
-                                                 config.blockN,
-                                                 config.numWarps));
   func->setAttr(kTensorsAttrName, kvCacheTensorRoles(op));
   func->setAttr(kGridAttrName,
                 kvCacheGrid(ctx, config, op.headPack(), op.isSplit()));

@@ -133,6 +133,8 @@ struct AttnTmaStorePass
     : public mlir::attn::impl::AttnTmaStoreBase<AttnTmaStorePass> {
   void runOnOperation() override {
     getOperation().walk([&](func::FuncOp func) {
+      if (!scheduleApplies(func, &AttentionSchedule::tmaStore))
+        return;
       SmallVector<WarpSpecializeOp> kernels;
       func.walk([&](WarpSpecializeOp ws) { kernels.push_back(ws); });
       for (WarpSpecializeOp ws : kernels) {

@@ -230,7 +230,8 @@ struct AttnWarpSpecializePass
     SmallVector<func::FuncOp> kernels;
     module.walk([&](func::FuncOp func) {
       if (func->hasAttr(kKernelAttrName) &&
-          func.getBody().front().getOps<WarpSpecializeOp>().empty())
+          func.getBody().front().getOps<WarpSpecializeOp>().empty() &&
+          scheduleApplies(func, &AttentionSchedule::warpSpecialize))
         kernels.push_back(func);
     });
     if (kernels.empty())

@@ -760,16 +760,18 @@ void checkProgram(Checker &c, func::FuncOp func, const MaskCase &m,
   }
 }
 
-/// attn-tile + attn-causal-blocks on sm_80 with the given tiles.
+/// attn-configure (sm_80, the given tiles, attn-tile's single buffers: the
+/// rings are below), attn-tile and attn-causal-blocks.
 LogicalResult runTilePasses(ModuleOp module, int64_t blockM, int64_t blockN,
                             bool peel) {
   PassManager pm(module.getContext());
-  AttnTileOptions tile;
-  tile.blockM = blockM;
-  tile.blockN = blockN;
-  tile.numWarps = 4;
-  tile.stages = 1; // attn-tile's single buffers (the rings: below)
-  pm.addPass(createAttnTile(tile));
+  AttentionSpec tiles;
+  tiles.blockM = blockM;
+  tiles.blockN = blockN;
+  tiles.numWarps = 4;
+  tiles.stages = 1;
+  pm.addPass(createAttnConfigure(tiles));
+  pm.addPass(createAttnTile());
   AttnCausalBlocksOptions blocks;
   blocks.peel = peel;
   pm.addPass(createAttnCausalBlocks(blocks));
@@ -849,9 +851,9 @@ int main() {
         c.expect(false, llvm::toString(std::move(error)));
         continue;
       }
-      OwningOpRef<ModuleOp> module = buildSpecModule(ctx, spec);
+      OwningOpRef<ModuleOp> module = buildKernelModule(ctx, spec);
       PassManager pm(&ctx);
-      buildTilePipeline(pm, spec);
+      buildAttnTilePipeline(pm);
       if (failed(pm.run(*module))) {
         c.where = std::string(f.name) + " " + m.str();
         c.expect(false, "the passes failed");

@@ -9,7 +9,8 @@ specs.txt, before and after a change.
 
 A kernel is compared with its name replaced by a placeholder in the PTX and
 the metadata, so a kernel renamed on purpose shows as a rename, not as a
-PTX difference; renames fail the comparison unless --renames accepts them.
+PTX difference; renames fail the comparison unless --renames accepts them,
+and so do the new messages of refused specs unless --messages does.
 Metadata keys that only the new output has are listed, not failed (a change
 may add keys); any other metadata difference fails. A refused spec's message
 and exit status are compared as they are."""
@@ -18,7 +19,6 @@ import argparse
 import concurrent.futures
 import json
 import os
-import re
 import subprocess
 import sys
 
@@ -100,7 +100,8 @@ def read_output(folder, index):
     meta = json.load(open(stem + ".json")) if os.path.exists(stem + ".json") else None
     name = meta.get("kernel") if meta else None
     if ptx is not None and name:
-        ptx = re.sub(r"\b" + re.escape(name) + r"\b", "@KERNEL", ptx)
+        # The entry and its parameters (<name>_param_<i>) carry the name.
+        ptx = ptx.replace(name, "@KERNEL")
     if meta:
         meta = dict(meta, kernel="@KERNEL")
     return err, ptx, meta, name
@@ -111,14 +112,19 @@ def compare(args):
     new_specs = json.load(open(os.path.join(args.new, "specs.json")))
     if base_specs != new_specs:
         sys.exit("the two folders were generated from different spec lists")
-    failures, renames, added_keys, same = [], [], set(), 0
+    failures, renames, messages, added_keys, same = [], [], [], set(), 0
     for index, (kind, text) in enumerate(base_specs):
         label = f"[{index:04d}] {kind}: {text}"
         b_err, b_ptx, b_meta, b_name = read_output(args.base, index)
         n_err, n_ptx, n_meta, n_name = read_output(args.new, index)
         problems = []
         if b_err != n_err:
-            problems.append(f"status/message:\n    before: {b_err!r}\n    after:  {n_err!r}")
+            change = f"status/message:\n    before: {b_err!r}\n    after:  {n_err!r}"
+            same_status = b_err.split("\n")[0] == n_err.split("\n")[0]
+            if args.messages and same_status:
+                messages.append(f"{label}\n  {change}")
+            else:
+                problems.append(change)
         if b_ptx != n_ptx:
             problems.append("PTX differs" if b_ptx and n_ptx else "PTX present in one only")
         if (b_meta is None) != (n_meta is None):
@@ -135,16 +141,18 @@ def compare(args):
             renames.append(f"{label}\n    {b_name} -> {n_name}")
         if problems:
             failures.append(label + "\n  " + "\n  ".join(problems))
-        elif b_name == n_name:
+        elif b_name == n_name and b_err == n_err:
             same += 1
     for failure in failures:
         print("DIFFERS " + failure)
     for rename in renames:
         print("RENAMED " + rename)
+    for message in messages:
+        print("MESSAGE " + message)
     if added_keys:
         print("metadata keys added: " + ", ".join(sorted(added_keys)))
     print(f"{len(base_specs)} specs: {same} identical, {len(renames)} renamed, "
-          f"{len(failures)} differ")
+          f"{len(messages)} with a new message, {len(failures)} differ")
     if failures or (renames and not args.renames):
         sys.exit(1)
 
@@ -163,6 +171,8 @@ def main():
     cmp.add_argument("new")
     cmp.add_argument("--renames", action="store_true",
                      help="accept kernels whose only change is their name")
+    cmp.add_argument("--messages", action="store_true",
+                     help="accept a refused spec's new message (same status)")
     args = parser.parse_args()
     generate(args) if args.command == "gen" else compare(args)
 

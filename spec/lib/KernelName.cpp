@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 #include <vector>
 
@@ -30,167 +31,225 @@ static constexpr int64_t kExp2EmulationPeriod = 8;
 
 namespace {
 
+/// What a name rule reads: the kernel's target, problem and configuration,
+/// and what configure() would choose with one choice left to its default.
+struct NameContext {
+  TargetKind target;
+  const AttentionProblem &problem;
+  const KernelConfig &config;
+
+  /// The configuration this kernel would have with `reset` applied to the
+  /// spec its configuration spells out (one choice back to its default).
+  KernelConfig byDefault(llvm::function_ref<void(AttentionSpec &)> reset) const {
+    AttentionSpec spec = specOfConfig(target, problem, config);
+    reset(spec);
+    return configure(spec);
+  }
+  const AttentionSchedule &schedule() const { return config.schedule; }
+  bool decoding() const { return problem.kvCache || problem.combine; }
+};
+
 //===----------------------------------------------------------------------===//
-// The NameRule column of spec_fields.def: each takes the canonical spec.
+// The NameRule column of spec_fields.def: the problem's parts, then one
+// suffix per choice that is not the default's.
 //===----------------------------------------------------------------------===//
 
-bool fa3(const AttentionSpec &s) { return usesFa3Schedule(s); }
-
-std::string nameNone(const AttentionSpec &) { return ""; }
+std::string nameNone(const NameContext &) { return ""; }
 
 /// attn_fwd, attn_kvcache or attn_combine.
-std::string namePrefix(const AttentionSpec &s) {
-  return s.combine ? "attn_combine" : s.kvCache ? "attn_kvcache" : "attn_fwd";
+std::string namePrefix(const NameContext &c) {
+  return c.problem.combine   ? "attn_combine"
+         : c.problem.kvCache ? "attn_kvcache"
+                             : "attn_fwd";
 }
 
-std::string nameArch(const AttentionSpec &s) {
-  return s.target == TargetKind::sm_90a ? "_sm90a" : "_sm80";
+std::string nameArch(const NameContext &c) {
+  return c.target == TargetKind::sm_90a ? "_sm90a" : "_sm80";
 }
 
-std::string nameDtype(const AttentionSpec &s) {
-  return "_" + spec::Element::text(s.dtype);
+std::string nameDtype(const NameContext &c) {
+  return "_" + spec::Element::text(c.problem.dtype);
 }
 
-std::string nameHeadDim(const AttentionSpec &s) {
-  return fmt::format("_d{}", s.headDim);
+std::string nameHeadDim(const NameContext &c) {
+  return fmt::format("_d{}", c.problem.headDim);
 }
 
-std::string nameVarlen(const AttentionSpec &s) {
-  return s.varlen && !s.combine ? "_varlen" : "";
+std::string nameVarlen(const NameContext &c) {
+  return c.problem.varlen ? "_varlen" : "";
 }
 
 /// _causal is top-left (PyTorch's is_causal), _causal_br bottom-right
 /// (FlashAttention's). A window: _window, _l<left> and _r<right> for its
 /// bounded sides (r0: causal), _br when bottom-right aligned:
 /// _window_l256_r0_br.
-std::string nameMask(const AttentionSpec &s) {
-  if (s.combine)
-    return "";
-  bool bottomRight = s.causalAlign == CausalAlign::bottom_right;
-  if (s.windowLeft >= 0 || s.windowRight >= 0) {
+std::string nameMask(const NameContext &c) {
+  const AttentionProblem &p = c.problem;
+  bool bottomRight = p.causalAlign == CausalAlign::bottom_right;
+  if (p.windowLeft >= 0 || p.windowRight >= 0) {
     std::string window = "_window";
-    if (s.windowLeft >= 0)
-      window += fmt::format("_l{}", s.windowLeft);
-    if (s.causal || s.windowRight >= 0)
-      window += fmt::format("_r{}", s.causal ? 0 : s.windowRight);
+    if (p.windowLeft >= 0)
+      window += fmt::format("_l{}", p.windowLeft);
+    if (p.causal || p.windowRight >= 0)
+      window += fmt::format("_r{}", p.causal ? 0 : p.windowRight);
     return bottomRight ? window + "_br" : window;
   }
-  if (s.causal)
+  if (p.causal)
     return bottomRight ? "_causal_br" : "_causal";
   return "";
 }
 
 /// A real number as an identifier, in its shortest round-trip spelling
 /// ('.' -> 'p', '-' -> 'm', '+' dropped): 30, 50p5, 1em05.
-std::string identifierOf(double value) {
+template <class Real> std::string identifierOf(Real value) {
   std::string text;
-  for (char c : fmt::format("{}", value))
-    if (c == '.')
+  for (char ch : fmt::format("{}", value))
+    if (ch == '.')
       text += 'p';
-    else if (c == '-')
+    else if (ch == '-')
       text += 'm';
-    else if (c != '+')
-      text += c;
+    else if (ch != '+')
+      text += ch;
   return text;
 }
 
-std::string nameSoftcap(const AttentionSpec &s) {
-  return s.softcap > 0 && !s.combine ? "_softcap" + identifierOf(s.softcap)
-                                     : "";
+std::string nameSoftcap(const NameContext &c) {
+  return c.problem.softcap > 0 ? "_softcap" + identifierOf(c.problem.softcap)
+                               : "";
 }
 
-std::string nameScale(const AttentionSpec &) { return ""; }
-
-std::string nameLse(const AttentionSpec &s) {
-  return s.withLse ? "" : "_nolse";
+/// A scale other than 1/sqrt(head_dim) (as the kernel's f32 holds it):
+/// _scale0p1.
+std::string nameScale(const NameContext &c) {
+  const AttentionProblem &p = c.problem;
+  float byDefault = static_cast<float>(1.0 / std::sqrt(double(p.headDim)));
+  if (p.combine || static_cast<float>(p.scale) == byDefault)
+    return "";
+  return "_scale" + identifierOf(static_cast<float>(p.scale));
 }
 
-std::string nameHeadPack(const AttentionSpec &s) {
-  return s.kvCache && s.headPack > 1 ? fmt::format("_pack{}", s.headPack)
-                                     : "";
+std::string nameLse(const NameContext &c) {
+  return c.problem.withLse ? "" : "_nolse";
 }
 
-std::string namePageSize(const AttentionSpec &s) {
-  return s.kvCache && s.pageSize > 0 ? fmt::format("_page{}", s.pageSize)
-                                     : "";
-}
-
-std::string nameSplitKv(const AttentionSpec &s) {
-  return s.splitKv && !s.combine ? "_split" : "";
-}
-
-// The schedule: a combine kernel has none of its own.
-
-std::string nameStages(const AttentionSpec &s) {
-  bool shown = s.target == TargetKind::sm_80 || fa3(s);
-  return !s.combine && shown && s.stages > 0 ? fmt::format("_s{}", s.stages)
-                                             : "";
-}
-
-std::string nameWarpSpecialize(const AttentionSpec &s) {
-  return !s.combine && s.target == TargetKind::sm_90a && !s.warpSpecialize
-             ? "_nows"
+std::string nameHeadPack(const NameContext &c) {
+  return c.decoding() && c.problem.headPack > 1
+             ? fmt::format("_pack{}", c.problem.headPack)
              : "";
 }
 
-std::string nameIntraWgOverlap(const AttentionSpec &s) {
-  return !s.combine && fa3(s) && !s.intraWgOverlap ? "_noovl" : "";
+std::string namePageSize(const NameContext &c) {
+  return c.problem.pageSize > 0 ? fmt::format("_page{}", c.problem.pageSize)
+                                : "";
 }
 
-std::string namePingpong(const AttentionSpec &s) {
-  return !s.combine && fa3(s) && !s.pingpong ? "_nopp" : "";
+std::string nameSplitKv(const NameContext &c) {
+  return c.problem.splitKv ? "_split" : "";
 }
 
-std::string nameTmaStore(const AttentionSpec &s) {
-  if (s.combine || !fa3(s) || !s.tmaStore || s.kvCache ||
-      *s.tmaStore == tmaStoreByDefault(s))
+std::string nameStages(const NameContext &c) {
+  int64_t stages = c.config.tiling.stages;
+  int64_t byDefault =
+      c.byDefault([](AttentionSpec &s) { s.stages = 0; }).tiling.stages;
+  return stages != byDefault ? fmt::format("_s{}", stages) : "";
+}
+
+/// A switch that is off where its default is on: `suffix`.
+std::string nameOff(const NameContext &c, bool AttentionSchedule::*on,
+                    bool AttentionSpec::*asked, const char *suffix) {
+  if (c.schedule().*on)
     return "";
-  return *s.tmaStore ? "_tma" : "_notma";
+  bool byDefault =
+      c.byDefault([&](AttentionSpec &s) { s.*asked = true; }).schedule.*on;
+  return byDefault ? suffix : "";
 }
 
-std::string namePersistent(const AttentionSpec &s) {
-  if (s.combine || !fa3(s) || !s.persistent ||
-      *s.persistent == persistentByDefault(s))
-    return "";
-  return *s.persistent ? "_pers" : "_nopers";
+std::string nameWarpSpecialize(const NameContext &c) {
+  return nameOff(c, &AttentionSchedule::warpSpecialize,
+                 &AttentionSpec::warpSpecialize, "_nows");
 }
 
-/// Tile overrides that change the tiles: _m<M>n<N>w<W>, so an override's
-/// kernel never shares the default's name.
-std::string nameTiles(const AttentionSpec &s) {
-  if (s.combine || s.kvCache || !overridesTiles(s))
-    return "";
-  TileConfig asked = tileConfigOf(s);
-  return fmt::format("_m{}n{}w{}", asked.blockM, asked.blockN, asked.numWarps);
+std::string nameIntraWgOverlap(const NameContext &c) {
+  return nameOff(c, &AttentionSchedule::intraWgOverlap,
+                 &AttentionSpec::intraWgOverlap, "_noovl");
 }
 
-std::string nameFtz(const AttentionSpec &s) {
-  return !s.combine && !s.flushDenormals ? "_noftz" : "";
+std::string namePingpong(const NameContext &c) {
+  return nameOff(c, &AttentionSchedule::pingpong, &AttentionSpec::pingpong,
+                 "_nopp");
+}
+
+std::string nameBlockSkip(const NameContext &c) {
+  return nameOff(c, &AttentionSchedule::skipMaskedBlocks,
+                 &AttentionSpec::skipMaskedBlocks, "_noskip");
+}
+
+std::string nameFtz(const NameContext &c) {
+  return nameOff(c, &AttentionSchedule::flushDenormals,
+                 &AttentionSpec::flushDenormals, "_noftz");
 }
 
 /// The soft cap's running max kept where attn-bounded-softmax would fix it.
-std::string nameBoundedSoftmax(const AttentionSpec &s) {
-  return !s.combine && !s.boundedSoftmax && boundedSoftmaxApplies(s)
-             ? "_runmax"
-             : "";
+std::string nameBoundedSoftmax(const NameContext &c) {
+  return nameOff(c, &AttentionSchedule::boundedSoftmax,
+                 &AttentionSpec::boundedSoftmax, "_runmax");
+}
+
+/// A switch that is not its default's either way: `on` or `off`.
+std::string nameEither(const NameContext &c, bool AttentionSchedule::*choice,
+                       std::optional<bool> AttentionSpec::*asked,
+                       const char *on, const char *off) {
+  bool byDefault =
+      c.byDefault([&](AttentionSpec &s) { s.*asked = std::nullopt; })
+          .schedule.*choice;
+  if (c.schedule().*choice == byDefault)
+    return "";
+  return c.schedule().*choice ? on : off;
+}
+
+std::string nameTmaStore(const NameContext &c) {
+  return nameEither(c, &AttentionSchedule::tmaStore, &AttentionSpec::tmaStore,
+                    "_tma", "_notma");
+}
+
+std::string namePersistent(const NameContext &c) {
+  return nameEither(c, &AttentionSchedule::persistent,
+                    &AttentionSpec::persistent, "_pers", "_nopers");
+}
+
+/// Tiles that are not the default's (given the rest of the schedule):
+/// _m<M>n<N>w<W>. A decoding kernel's name leaves its tiles out.
+std::string nameTiles(const NameContext &c) {
+  if (c.decoding())
+    return "";
+  const TileConfig &t = c.config.tiling;
+  TileConfig byDefault = c.byDefault([](AttentionSpec &s) {
+                           s.blockM = s.blockN = s.numWarps = 0;
+                         }).tiling;
+  if (t.blockM == byDefault.blockM && t.blockN == byDefault.blockN &&
+      t.numWarps == byDefault.numWarps)
+    return "";
+  return fmt::format("_m{}n{}w{}", t.blockM, t.blockN, t.numWarps);
 }
 
 /// Software exp2 for k eighths of the scores: _exp2emu<k>o8.
-std::string nameExp2Emulate(const AttentionSpec &s) {
-  if (s.combine || s.exp2EmulatedEighths <= 0)
-    return "";
-  return fmt::format("_exp2emu{}o{}", s.exp2EmulatedEighths,
-                     kExp2EmulationPeriod);
+std::string nameExp2Emulate(const NameContext &c) {
+  int64_t eighths = c.schedule().exp2EmulatedEighths;
+  return eighths > 0 ? fmt::format("_exp2emu{}o{}", eighths,
+                                   kExp2EmulationPeriod)
+                     : "";
 }
 
 } // namespace
 
-std::string mlir::attn::kernelName(const AttentionSpec &asked) {
-  AttentionSpec spec = canonicalSpec(asked);
+std::string mlir::attn::kernelName(TargetKind target,
+                                   const AttentionProblem &problem,
+                                   const KernelConfig &config) {
+  NameContext context{target, problem, config};
   std::vector<std::pair<int, std::string>> parts;
 #define SPEC_FIELD(G, InC, Member, name, json, Kind, Default, Flag, Help, Key, \
                    Rank, Rule, Check)                                          \
-  parts.emplace_back(Rank, Rule(spec));
+  parts.emplace_back(Rank, Rule(context));
 #include "attnrt/spec_fields.def"
 #undef SPEC_FIELD
   std::stable_sort(parts.begin(), parts.end(),
@@ -199,4 +258,23 @@ std::string mlir::attn::kernelName(const AttentionSpec &asked) {
   for (auto &[rank, part] : parts)
     name += part;
   return name;
+}
+
+std::string mlir::attn::kernelName(const AttentionSpec &asked) {
+  AttentionSpec spec = canonicalSpec(asked);
+  AttentionProblem problem = spec;
+  // The kernel's problem: a combine kernel's reads no cache (its op's
+  // problem), and its scale is 1.
+  if (spec.combine) {
+    problem = AttentionProblem();
+    problem.dtype = spec.dtype;
+    problem.headDim = spec.headDim;
+    problem.withLse = spec.withLse;
+    problem.headPack = spec.headPack;
+    problem.scale = 1.0;
+    problem.combine = true;
+  } else {
+    problem.scale = static_cast<float>(softmaxScaleOf(spec));
+  }
+  return kernelName(spec.target, problem, configure(spec));
 }

@@ -1,11 +1,9 @@
 //===- KvCacheSpec.cpp - specs of the decoding kernels --------------------===//
 #include "KvCacheSpec.h"
 
-#include "attn/Passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/Transforms/Passes.h"
 
 #include <fmt/format.h>
 
@@ -88,17 +86,6 @@ llvm::Error mlir::attn::validateKvCacheSpec(const AttentionSpec &spec) {
                                 spec.pageSize, spec.headPack);
 }
 
-std::string mlir::attn::kvCacheNameSuffix(const AttentionSpec &spec) {
-  std::string suffix;
-  if (spec.headPack > 1)
-    suffix += fmt::format("_pack{}", spec.headPack);
-  if (spec.pageSize > 0)
-    suffix += fmt::format("_page{}", spec.pageSize);
-  if (spec.splitKv && !spec.combine)
-    suffix += "_split";
-  return suffix;
-}
-
 OwningOpRef<ModuleOp> mlir::attn::buildKvCacheSpecModule(MLIRContext &ctx,
                                                          const AttentionSpec &spec,
                                                          StringRef name) {
@@ -152,36 +139,6 @@ OwningOpRef<ModuleOp> mlir::attn::buildKvCacheSpecModule(MLIRContext &ctx,
             spec.softcap > 0 ? b.getF32FloatAttr(spec.softcap) : FloatAttr(),
             pack);
       });
-}
-
-void mlir::attn::buildKvCacheTilePipeline(OpPassManager &pm,
-                                          const AttentionSpec &spec) {
-  TileConfig config = kvCacheTileConfig(spec);
-  AttnTileOptions tile;
-  tile.blockM = spec.blockM;
-  tile.blockN = spec.blockN;
-  tile.numWarps = spec.numWarps;
-  tile.stages = spec.stages;
-  pm.addPass(createAttnTile(tile));
-  // The KV-cache program masks under its own branch (no block skipping to
-  // do: its loop already covers the visible blocks of its split).
-  if (spec.boundedSoftmax)
-    pm.addPass(createAttnBoundedSoftmax());
-  pm.addPass(createAttnOnlineSoftmax());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
-  if (spec.combine)
-    return;
-  bool sm80 = spec.target == TargetKind::sm_80;
-  bool fa3 = usesFa3Schedule(spec);
-  if (sm80 && config.stages > 1) {
-    addSm80RingPasses(pm, config.stages);
-    return;
-  }
-  // sm_90a: a producer warpgroup streaming K/V through `stages`-deep pipes
-  // to one consumer warpgroup whose softmax overlaps its GEMMs.
-  if (fa3)
-    addFa3SchedulePasses(pm, spec, config.stages);
 }
 
 AttentionSpec mlir::attn::combineSpecOf(const AttentionSpec &split) {

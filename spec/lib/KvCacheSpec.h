@@ -1,8 +1,8 @@
 //===- KvCacheSpec.h - specs of the decoding kernels ------------*- C++ -*-===//
 //
 // The spec-level side of the KV-cache kernels (AttentionSpec::kvCache) and
-// their split-KV combine kernels (AttentionSpec::combine): checks, the
-// problem module, the pass pipeline. Pipeline.cpp dispatches here.
+// their split-KV combine kernels (AttentionSpec::combine): checks, tiles,
+// the problem module.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTN_CODEGEN_LIB_KVCACHESPEC_H
@@ -27,7 +27,7 @@ Type elementTypeOf(MLIRContext &ctx, const AttentionSpec &spec);
 
 /// `module attributes {attn.target} { func.func @<name>(args) { ... } }`:
 /// the problem module of a spec, whose function body `build` fills before
-/// its return (Pipeline.cpp; the dense and KV-cache problems share it).
+/// its return (ProblemModule.cpp; the dense and KV-cache problems share it).
 OwningOpRef<ModuleOp> buildProblemModule(
     MLIRContext &ctx, const AttentionSpec &spec, llvm::StringRef name,
     llvm::ArrayRef<Type> args,
@@ -38,23 +38,6 @@ OwningOpRef<ModuleOp> buildProblemModule(
 OwningOpRef<ModuleOp> buildKvCacheSpecModule(MLIRContext &ctx,
                                              const AttentionSpec &spec,
                                              llvm::StringRef name);
-
-/// The FlashAttention passes for a KV-cache or combine spec.
-void buildKvCacheTilePipeline(OpPassManager &pm, const AttentionSpec &spec);
-
-/// sm_80's K/V rings, `stages` deep (> 1), with the clean-up after them
-/// (Pipeline.cpp; the dense and KV-cache pipelines share it).
-void addSm80RingPasses(OpPassManager &pm, int64_t stages);
-
-/// sm_90a's FlashAttention-3 schedule after tiling: K/V pipes `stages` deep
-/// (0: the default), producer/consumer warpgroups, then the intra-warpgroup
-/// overlap and pingpong that `spec` leaves on, and the clean-up.
-void addFa3SchedulePasses(OpPassManager &pm, const AttentionSpec &spec,
-                          int64_t stages);
-
-/// The part of a KV-cache kernel's name after the common prefix: _pack<G>,
-/// _page<P>, _split.
-std::string kvCacheNameSuffix(const AttentionSpec &spec);
 
 } // namespace mlir::attn
 

@@ -584,7 +584,7 @@ func.func @exp2_diff_emulated_row_vector(%m: !attn.regs<64xf32, row>) {
 
 // -----
 
-// expected-error @+1 {{unknown attribute 'attn.casual' of the attn dialect; it knows attn.target, attn.tiling, attn.problem, attn.grid, attn.kernel, attn.tile_loop, attn.tensors, attn.params, attn.num_threads, attn.smem_bytes, attn.uses_tma, attn.exp2_emulated_eighths}}
+// expected-error @+1 {{unknown attribute 'attn.casual' of the attn dialect; it knows attn.target, attn.tiling, attn.problem, attn.schedule, attn.grid, attn.kernel, attn.tile_loop, attn.tensors, attn.params, attn.num_threads, attn.smem_bytes, attn.uses_tma, attn.exp2_emulated_eighths}}
 func.func @unknown_attribute() attributes {attn.casual} {
   return
 }

@@ -1,5 +1,5 @@
-// RUN: attngen-opt %s -split-input-file -attn-tile -attn-causal-blocks -attn-bounded-softmax | FileCheck %s
-// RUN: attngen-opt %s -split-input-file -attn-tile -attn-causal-blocks -attn-bounded-softmax -attn-online-softmax -canonicalize | FileCheck %s --check-prefix=EXPAND
+// RUN: attngen-opt %s -split-input-file -attn-configure=warp-specialize=false -attn-tile -attn-causal-blocks -attn-bounded-softmax | FileCheck %s
+// RUN: attngen-opt %s -split-input-file -attn-configure=warp-specialize=false -attn-tile -attn-causal-blocks -attn-bounded-softmax -attn-online-softmax -canonicalize | FileCheck %s --check-prefix=EXPAND
 
 // A soft cap of 30 on bf16: the max starts at the offset 0 and is yielded
 // unchanged through both loops of the causal kernel (the unmasked blocks,

@@ -1,4 +1,4 @@
-// RUN: attngen-opt %s -attn-tile -attn-causal-blocks=peel=false -split-input-file | FileCheck %s --check-prefix=ONE
+// RUN: attngen-opt %s -attn-configure=warp-specialize=false -attn-tile -attn-causal-blocks=peel=false -split-input-file | FileCheck %s --check-prefix=ONE
 
 // peel=false: the same bounds, one loop; the mask only runs from the first
 // block that needs it on, under a uniform branch.

@@ -1,4 +1,4 @@
-// RUN: attngen-opt %s -attn-tile -attn-causal-blocks -split-input-file | FileCheck %s
+// RUN: attngen-opt %s -attn-configure=warp-specialize=false -attn-tile -attn-causal-blocks -split-input-file | FileCheck %s
 
 // A sliding window on a packed (varlen) batch: the band is each sequence's
 // own. The bottom-right diagonal is shifted by the sequence's Nk - Nq (the

@@ -1,5 +1,5 @@
-// RUN: attngen-opt %s -attn-tile -attn-causal-blocks -split-input-file | FileCheck %s
-// RUN: attngen-opt %s -attn-tile -attn-causal-blocks -canonicalize -split-input-file | FileCheck %s --check-prefix=FOLD
+// RUN: attngen-opt %s -attn-configure=warp-specialize=false -attn-tile -attn-causal-blocks -split-input-file | FileCheck %s
+// RUN: attngen-opt %s -attn-configure=warp-specialize=false -attn-tile -attn-causal-blocks -canonicalize -split-input-file | FileCheck %s --check-prefix=FOLD
 
 // Causal: the loop bound stops after the diagonal (blocks above it are never
 // visited); an unmasked loop covers the blocks below the diagonal, and only

@@ -1,5 +1,5 @@
-// RUN: attngen-opt %s -attn-tile=warp-specialize=true -attn-online-softmax -canonicalize -cse -attn-multibuffer -attn-warp-specialize -attn-intra-wg-overlap -canonicalize -cse -split-input-file -verify-diagnostics | FileCheck %s
-// RUN: attngen-opt %s -attn-tile=warp-specialize=true -attn-causal-blocks=peel=false -attn-online-softmax -canonicalize -cse -attn-multibuffer -attn-warp-specialize -attn-intra-wg-overlap -canonicalize -cse -split-input-file | FileCheck %s --check-prefix=WINDOW
+// RUN: attngen-opt %s -attn-configure -attn-tile -attn-online-softmax -canonicalize -cse -attn-multibuffer -attn-warp-specialize -attn-intra-wg-overlap -canonicalize -cse -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: attngen-opt %s -attn-configure -attn-tile -attn-causal-blocks=peel=false -attn-online-softmax -canonicalize -cse -attn-multibuffer -attn-warp-specialize -attn-intra-wg-overlap -canonicalize -cse -split-input-file | FileCheck %s --check-prefix=WINDOW
 
 // The loop is rotated: a guarded prologue computes S_0 and its softmax;
 // each iteration issues S_j and P_{j-1} V_{j-1} asynchronously, waits for

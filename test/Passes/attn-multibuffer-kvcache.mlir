@@ -1,4 +1,4 @@
-// RUN: attngen-opt %s -split-input-file -attn-tile -attn-online-softmax -canonicalize -cse -attn-multibuffer=stages=2 | FileCheck %s
+// RUN: attngen-opt %s -split-input-file -attn-configure=warp-specialize=false -attn-tile -attn-online-softmax -canonicalize -cse -attn-multibuffer=stages=2 | FileCheck %s
 
 // sm_80 rings over a split's key range: every fill reads rows
 // fill * block_n + base (the split's first row), the prologue issues

@@ -1,6 +1,6 @@
-// RUN: attngen-opt %s -attn-tile -attn-causal-blocks -attn-online-softmax -canonicalize -cse -attn-multibuffer=stages=2 -canonicalize -cse -split-input-file | FileCheck %s
-// RUN: attngen-opt %s -attn-tile -attn-causal-blocks -attn-online-softmax -canonicalize -cse -attn-multibuffer=stages=3 -canonicalize -cse -split-input-file | FileCheck %s --check-prefix=S3
-// RUN: attngen-opt %s -attn-tile -attn-causal-blocks -attn-online-softmax -canonicalize -cse -attn-multibuffer=stages=1 -canonicalize -cse -split-input-file | FileCheck %s --check-prefix=S1
+// RUN: attngen-opt %s -attn-configure=warp-specialize=false -attn-tile -attn-causal-blocks -attn-online-softmax -canonicalize -cse -attn-multibuffer=stages=2 -canonicalize -cse -split-input-file | FileCheck %s
+// RUN: attngen-opt %s -attn-configure=warp-specialize=false -attn-tile -attn-causal-blocks -attn-online-softmax -canonicalize -cse -attn-multibuffer=stages=3 -canonicalize -cse -split-input-file | FileCheck %s --check-prefix=S3
+// RUN: attngen-opt %s -attn-configure=warp-specialize=false -attn-tile -attn-causal-blocks -attn-online-softmax -canonicalize -cse -attn-multibuffer=stages=1 -canonicalize -cse -split-input-file | FileCheck %s --check-prefix=S1
 
 // sm_80 rings: every fill runs stages - 1 blocks ahead of attn-tile's
 // single-buffer order, predicated on the block existing; the prologue

@@ -1,5 +1,5 @@
-// RUN: attngen-opt %s -attn-tile -attn-causal-blocks -attn-online-softmax -canonicalize -cse \
-// RUN:   -attn-multibuffer | FileCheck %s --check-prefix=RING
+// RUN: attngen-opt %s -attn-configure=warp-specialize=false -attn-tile -attn-causal-blocks -attn-online-softmax -canonicalize -cse \
+// RUN:   -attn-multibuffer=stages=2 | FileCheck %s --check-prefix=RING
 
 // sm_80 rings in a varlen kernel: the schedule stays inside the scf.if that
 // lets only CTAs whose query block lies in their sequence run the program,

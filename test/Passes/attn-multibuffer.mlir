@@ -1,5 +1,5 @@
-// RUN: attngen-opt %s -attn-tile=warp-specialize=true -attn-online-softmax -canonicalize -cse -attn-multibuffer -split-input-file -verify-diagnostics | FileCheck %s
-// RUN: attngen-opt %s -attn-tile=warp-specialize=true -attn-online-softmax -canonicalize -cse -attn-multibuffer=stages=3 -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=S3
+// RUN: attngen-opt %s -attn-configure -attn-tile -attn-online-softmax -canonicalize -cse -attn-multibuffer -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: attngen-opt %s -attn-configure -attn-tile -attn-online-softmax -canonicalize -cse -attn-multibuffer=stages=3 -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=S3
 
 // Q (filled once) becomes a one-stage pipe, K and V two-stage rings; every
 // copy acquires a stage and loads into it, every wait becomes a pipe_wait

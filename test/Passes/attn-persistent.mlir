@@ -1,5 +1,5 @@
-// RUN: attngen-opt %s -attn-tile=warp-specialize=true -attn-causal-blocks -attn-online-softmax -canonicalize -cse -attn-persistent -canonicalize -cse -split-input-file | FileCheck %s
-// RUN: attngen-opt %s -attn-tile=warp-specialize=true -attn-causal-blocks -attn-online-softmax -canonicalize -cse -attn-persistent -attn-multibuffer -split-input-file | FileCheck %s --check-prefix=PIPES
+// RUN: attngen-opt %s -attn-configure -attn-tile -attn-causal-blocks=peel=true -attn-online-softmax -canonicalize -cse -attn-persistent -canonicalize -cse -split-input-file | FileCheck %s
+// RUN: attngen-opt %s -attn-configure -attn-tile -attn-causal-blocks=peel=true -attn-online-softmax -canonicalize -cse -attn-persistent -attn-multibuffer -split-input-file | FileCheck %s --check-prefix=PIPES
 
 // The program becomes the body of a loop over tiles, from this CTA's id in
 // steps of the grid size; the grid rule says persistent (1 CTA per SM).

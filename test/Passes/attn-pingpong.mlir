@@ -1,5 +1,5 @@
-// RUN: attngen-opt %s -attn-tile=warp-specialize=true -attn-online-softmax -canonicalize -cse -attn-multibuffer -attn-warp-specialize -attn-intra-wg-overlap -attn-pingpong -canonicalize -cse -split-input-file | FileCheck %s
-// RUN: attngen-opt %s -attn-tile=warp-specialize=true -attn-online-softmax -canonicalize -cse -attn-multibuffer -attn-warp-specialize -attn-intra-wg-overlap -attn-pingpong | grep -c attn.named_barrier_sync | FileCheck %s --check-prefix=SYNCS
+// RUN: attngen-opt %s -attn-configure -attn-tile -attn-online-softmax -canonicalize -cse -attn-multibuffer -attn-warp-specialize -attn-intra-wg-overlap -attn-pingpong -canonicalize -cse -split-input-file | FileCheck %s
+// RUN: attngen-opt %s -attn-configure -attn-tile -attn-online-softmax -canonicalize -cse -attn-multibuffer -attn-warp-specialize -attn-intra-wg-overlap -attn-pingpong | grep -c attn.named_barrier_sync | FileCheck %s --check-prefix=SYNCS
 
 // Consumer warpgroup w waits on barrier 1 + w before each GEMM phase and
 // arrives on barrier 1 + (w + 1) % 2 after it; the last warpgroup opens the

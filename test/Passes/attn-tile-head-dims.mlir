@@ -1,5 +1,5 @@
-// RUN: attngen-opt %s -attn-tile -split-input-file | FileCheck %s
-// RUN: attngen-opt %s -attn-tile=warp-specialize=1 -split-input-file | FileCheck %s --check-prefix=FA3
+// RUN: attngen-opt %s -attn-configure=warp-specialize=false -attn-tile -split-input-file | FileCheck %s
+// RUN: attngen-opt %s -attn-configure -attn-tile -split-input-file | FileCheck %s --check-prefix=FA3
 
 // Head dims that are not 64, 128 or 256. The Q, K and V tiles carry D
 // rounded up to the MMA's 16-column k step, in the widest swizzle that
@@ -10,7 +10,7 @@
 // 8-column blocks); d64's 128x96 with 4 warps.
 module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK-LABEL: func.func @d40_sm80
-  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 96, num_warps = 4>
+  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 96, num_warps = 4{{[^>]*}}>
   // CHECK: %[[Q:.*]] = attn.alloc_smem : !attn.smem<128x48xbf16, swizzle = 32>
   // CHECK: %[[K:.*]] = attn.alloc_smem : !attn.smem<96x48xbf16, swizzle = 32>
   // CHECK: %[[V:.*]] = attn.alloc_smem : !attn.smem<96x48xbf16, swizzle = 32>
@@ -35,12 +35,12 @@ module attributes {attn.target = #attn.target<sm_80>} {
 // warpgroups on 192 rows).
 module attributes {attn.target = #attn.target<sm_90a>} {
   // CHECK-LABEL: func.func @d40_sm90a
-  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 64, block_n = 128, num_warps = 4>
+  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 64, block_n = 128, num_warps = 4{{[^>]*}}>
   // CHECK: attn.alloc_smem : !attn.smem<64x48xf16, swizzle = 32>
   // CHECK: attn.mma %{{.*}}, %{{.*}}, %{{.*}} : !attn.regs<64x128xf16, operand_a>, !attn.smem<128x48xf16, swizzle = 32>, !attn.regs<64x48xf32, acc> -> !attn.regs<64x48xf32, acc>
   // CHECK: attn.store %{{.*}} : !attn.regs<64x48xf32, acc>, memref<?x?x?x40xf16>
   // FA3-LABEL: func.func @d40_sm90a
-  // FA3-SAME: attn.tiling = #attn.tiling<block_m = 192, block_n = 128, num_warps = 12>
+  // FA3-SAME: attn.tiling = #attn.tiling<block_m = 192, block_n = 128, num_warps = 12{{[^>]*}}>
   func.func @d40_sm90a(%q: memref<?x?x?x40xf16>, %k: memref<?x?x?x40xf16>,
                        %v: memref<?x?x?x40xf16>, %o: memref<?x?x?x40xf16>) {
     attn.attention %q, %k, %v, %o {scale = 0.158 : f32}
@@ -56,7 +56,7 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 // warpgroups (FlashAttention-3's 192x144 spills with P in registers).
 module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK-LABEL: func.func @d96_sm80
-  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 64, num_warps = 4>
+  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 64, num_warps = 4{{[^>]*}}>
   // CHECK: attn.alloc_smem : !attn.smem<128x96xbf16, swizzle = 64>
   // CHECK: attn.alloc_smem : !attn.smem<64x96xbf16, swizzle = 64>
   // CHECK: attn.store %{{.*}} : !attn.regs<128x96xf32, acc>, memref<?x?x?x96xbf16>
@@ -72,7 +72,7 @@ module attributes {attn.target = #attn.target<sm_80>} {
 
 module attributes {attn.target = #attn.target<sm_90a>} {
   // FA3-LABEL: func.func @d96_sm90a
-  // FA3-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 144, num_warps = 8>
+  // FA3-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 144, num_warps = 8{{[^>]*}}>
   // FA3: attn.alloc_smem : !attn.smem<128x96xbf16, swizzle = 64>
   // FA3: attn.alloc_smem : !attn.smem<144x96xbf16, swizzle = 64>
   // FA3: attn.mma %{{.*}}, %{{.*}}, %{{.*}} : !attn.regs<128x144xbf16, operand_a>, !attn.smem<144x96xbf16, swizzle = 64>, !attn.regs<128x96xf32, acc> -> !attn.regs<128x96xf32, acc>
@@ -91,7 +91,7 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 // shared memory with two K/V stages, FlashAttention-3's 128x112 spills).
 module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK-LABEL: func.func @d192_sm80
-  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 64, num_warps = 8>
+  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 64, num_warps = 8{{[^>]*}}>
   // CHECK: attn.alloc_smem : !attn.smem<128x192xbf16, swizzle = 128>
   func.func @d192_sm80(%q: memref<?x?x?x192xbf16>, %k: memref<?x?x?x192xbf16>,
                        %v: memref<?x?x?x192xbf16>, %o: memref<?x?x?x192xbf16>) {
@@ -105,9 +105,9 @@ module attributes {attn.target = #attn.target<sm_80>} {
 
 module attributes {attn.target = #attn.target<sm_90a>} {
   // CHECK-LABEL: func.func @d192_sm90a
-  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>
+  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4{{[^>]*}}>
   // FA3-LABEL: func.func @d192_sm90a
-  // FA3-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 96, num_warps = 8>
+  // FA3-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 96, num_warps = 8{{[^>]*}}>
   // FA3: attn.alloc_smem : !attn.smem<96x192xbf16, swizzle = 128>
   func.func @d192_sm90a(%q: memref<?x?x?x192xbf16>, %k: memref<?x?x?x192xbf16>,
                         %v: memref<?x?x?x192xbf16>, %o: memref<?x?x?x192xbf16>) {
@@ -123,7 +123,7 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 // shape, and on sm_80 d112 and d120 d128's 128x64.
 module attributes {attn.target = #attn.target<sm_90a>} {
   // FA3-LABEL: func.func @d112_sm90a
-  // FA3-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 128, num_warps = 8>
+  // FA3-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 128, num_warps = 8{{[^>]*}}>
   // FA3: attn.alloc_smem : !attn.smem<128x112xbf16, swizzle = 32>
   func.func @d112_sm90a(%q: memref<?x?x?x112xbf16>, %k: memref<?x?x?x112xbf16>,
                         %v: memref<?x?x?x112xbf16>, %o: memref<?x?x?x112xbf16>) {
@@ -137,9 +137,9 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 
 module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK-LABEL: func.func @d120_sm80
-  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 64, num_warps = 4>
+  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 64, num_warps = 4{{[^>]*}}>
   // CHECK-LABEL: func.func @d112_sm80
-  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 64, num_warps = 4>
+  // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 64, num_warps = 4{{[^>]*}}>
   func.func @d120_sm80(%q: memref<?x?x?x120xbf16>, %k: memref<?x?x?x120xbf16>,
                        %v: memref<?x?x?x120xbf16>, %o: memref<?x?x?x120xbf16>) {
     attn.attention %q, %k, %v, %o {scale = 0.0913 : f32}

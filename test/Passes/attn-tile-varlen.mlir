@@ -1,4 +1,4 @@
-// RUN: attngen-opt %s -attn-tile -split-input-file | FileCheck %s
+// RUN: attngen-opt %s -attn-configure=warp-specialize=false -attn-tile -split-input-file | FileCheck %s
 
 // A packed (varlen) batch on sm_80: each CTA reads its sequence's rows from
 // cu_seqlens (queries and keys), skips the program when its query block

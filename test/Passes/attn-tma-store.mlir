@@ -1,5 +1,5 @@
-// RUN: attngen-opt %s -attn-tile=warp-specialize=true -attn-online-softmax -canonicalize -cse -attn-persistent -attn-multibuffer -attn-warp-specialize -attn-tma-store -split-input-file | FileCheck %s
-// RUN: attngen-opt %s -attn-tile=warp-specialize=true -attn-online-softmax -canonicalize -cse -attn-multibuffer -attn-warp-specialize -attn-tma-store -split-input-file | FileCheck %s --check-prefix=ONCE
+// RUN: attngen-opt %s -attn-configure -attn-tile -attn-online-softmax -canonicalize -cse -attn-persistent -attn-multibuffer -attn-warp-specialize -attn-tma-store -split-input-file | FileCheck %s
+// RUN: attngen-opt %s -attn-configure -attn-tile -attn-online-softmax -canonicalize -cse -attn-multibuffer -attn-warp-specialize -attn-tma-store -split-input-file | FileCheck %s --check-prefix=ONCE
 
 // A persistent CTA: each consumer warpgroup waits for the previous tile's
 // store to have read the buffer (wait, then its barrier 7 + wg), writes its

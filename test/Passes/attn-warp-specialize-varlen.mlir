@@ -1,4 +1,4 @@
-// RUN: attngen-opt %s -attn-tile=warp-specialize=true -attn-causal-blocks=peel=false \
+// RUN: attngen-opt %s -attn-configure -attn-tile -attn-causal-blocks=peel=false \
 // RUN:   -attn-online-softmax -canonicalize -cse -attn-multibuffer -attn-warp-specialize \
 // RUN:   -attn-intra-wg-overlap -attn-pingpong -canonicalize -cse | FileCheck %s --check-prefix=FA3
 

@@ -1,4 +1,4 @@
-// RUN: attngen-opt %s -attn-tile=warp-specialize=true -attn-causal-blocks -attn-online-softmax -canonicalize -cse -attn-multibuffer -attn-warp-specialize -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: attngen-opt %s -attn-configure -attn-tile -attn-causal-blocks -attn-online-softmax -canonicalize -cse -attn-multibuffer -attn-warp-specialize -split-input-file -verify-diagnostics | FileCheck %s
 
 // The producer keeps the pipe acquires and loads (and the loops that issue
 // them), the consumers everything else; pipes and scalars stay shared in

@@ -1,4 +1,4 @@
-// RUN: attngen-opt %s -attn-tile=warp-specialize=true -attn-online-softmax -canonicalize -cse -attn-multibuffer=stages=1 -attn-intra-wg-overlap -verify-diagnostics -split-input-file
+// RUN: attngen-opt %s -attn-configure -attn-tile -attn-online-softmax -canonicalize -cse -attn-multibuffer=stages=1 -attn-intra-wg-overlap -verify-diagnostics -split-input-file
 
 // One stage: the next K could only be loaded once this V is released, which
 // the rotated loop does after issuing the next S: refuse.

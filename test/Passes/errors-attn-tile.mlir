@@ -1,6 +1,6 @@
-// RUN: attngen-opt %s -attn-tile -split-input-file -verify-diagnostics
+// RUN: attngen-opt %s -attn-configure=warp-specialize=false -attn-tile -split-input-file -verify-diagnostics
 
-// expected-error @+1 {{attn-tile needs the module attribute 'attn.target' (#attn.target<sm_80> or #attn.target<sm_90a>)}}
+// expected-error @+1 {{attn-configure needs the module attribute 'attn.target' (#attn.target<sm_80> or #attn.target<sm_90a>)}}
 module {
   func.func @no_target(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
                        %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) {

@@ -1,4 +1,4 @@
-// RUN: attngen-opt %s -attn-tile=warp-specialize=true -attn-online-softmax -attn-warp-specialize -verify-diagnostics -split-input-file
+// RUN: attngen-opt %s -attn-configure -attn-tile -attn-online-softmax -attn-warp-specialize -verify-diagnostics -split-input-file
 
 // Without pipes the roles would have to share buffers through CTA barriers.
 module attributes {attn.target = #attn.target<sm_90a>} {

@@ -2,6 +2,7 @@
 #include "attn/Codegen/Codegen.h"
 #include "attn/Dialect/AttnDialect.h"
 #include "attn/Passes/Passes.h"
+#include "attn/Spec/Spec.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
@@ -21,6 +22,9 @@ int main(int argc, char **argv) {
                   mlir::LLVM::LLVMDialect, mlir::NVVM::NVVMDialect>();
   mlir::attn::registerAttnPasses();
   mlir::attn::registerCodegenPasses();
+  // attn-configure and the pipelines attngen runs (attn-pipeline replays
+  // attngen from a problem module to the LLVM dialect).
+  mlir::attn::registerSpecPasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   return mlir::asMainReturnCode(

@@ -44,6 +44,8 @@ public:
           cl::cat(specCategory()));
   }
   bool given() const { return option && option->getNumOccurrences(); }
+  /// The flag as written on the command line: --flag.
+  std::string flagName() const { return "--" + flag; }
   /// The option as it was given, for messages: --flag=value.
   std::string asGiven() const {
     if constexpr (std::is_same_v<CliType, cl::boolOrDefault>)

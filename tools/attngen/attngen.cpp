@@ -74,8 +74,10 @@ static cl::opt<std::string> metadataFile(
 static cli::SpecOptions options;
 static cl::opt<std::string> emit(
     "emit",
-    cl::desc("What to write: mlir (tile program after the FlashAttention "
-             "passes), nvvm (LLVM+NVVM dialects), llvm (LLVM IR), ptx"),
+    cl::desc("What to write: problem (the attn.attention module, configured: "
+             "what attngen-opt --attn-pipeline takes), mlir (tile program "
+             "after the FlashAttention passes), nvvm (LLVM+NVVM dialects), "
+             "llvm (LLVM IR), ptx"),
     cl::init("ptx"), cl::cat(category));
 
 /// MLIR's parser recurses once per nested region, block, attribute or type:
@@ -109,6 +111,7 @@ static std::vector<char *> aliasPassManagerFlags(int argc, char **argv,
 static void registerPipelinePasses() {
   registerAttnPasses();
   registerCodegenPasses();
+  registerSpecPasses();
   registerCanonicalizerPass();
   registerCSEPass();
   registerSCFToControlFlowPass();
@@ -186,7 +189,8 @@ enum class Stage {
 struct ModuleKernel {
   Stage stage = Stage::problem;
   Operation *op = nullptr; ///< attn.attention, or the kernel function
-  /// The problem fields the module fixes (the others keep their defaults).
+  /// The problem fields the module fixes, as a request (specOfProblem;
+  /// the target and the other fields are the flags').
   AttentionSpec problem;
   std::optional<TileConfig> tiling; ///< fixed once tiled
 };
@@ -210,7 +214,13 @@ static FailureOr<ModuleKernel> describeKernel(Operation *op, Stage stage) {
   kernel.stage = stage;
   kernel.op = op;
   if (auto attention = dyn_cast<AttentionOp>(op)) {
-    static_cast<AttentionProblem &>(kernel.problem) = attention.problem();
+    kernel.problem = specOfProblem(TargetKind::sm_90a, attention.problem());
+    // A problem module attngen configured (--emit=problem) has its tiles.
+    auto func = op->getParentOfType<func::FuncOp>();
+    if (auto tiling = func->getAttrOfType<TilingAttr>(kTilingAttrName))
+      kernel.tiling = TileConfig{tiling.getBlockM(), tiling.getBlockN(),
+                                 tiling.getNumWarps(), tiling.getStages(),
+                                 tiling.getPeelMaskedBlocks()};
     return kernel;
   }
   std::optional<AttentionProblem> problem = getProblem(op);
@@ -220,9 +230,10 @@ static FailureOr<ModuleKernel> describeKernel(Operation *op, Stage stage) {
                          "#attn.problem and #attn.tiling (attn.problem, "
                          "attn.tiling); this one lacks them: compile it "
                          "from its attn.attention op");
-  static_cast<AttentionProblem &>(kernel.problem) = *problem;
+  kernel.problem = specOfProblem(TargetKind::sm_90a, *problem);
   kernel.tiling = TileConfig{tiling.getBlockM(), tiling.getBlockN(),
-                             tiling.getNumWarps()};
+                             tiling.getNumWarps(), tiling.getStages(),
+                             tiling.getPeelMaskedBlocks()};
   return kernel;
 }
 
@@ -354,13 +365,21 @@ static FailureOr<AttentionSpec> mergeSpecFlags(ModuleOp module,
       if (option.given() && given != value)
         return contradicts(option.asGiven(), std::to_string(value), name);
     }
-    if (options.skipMaskedBlocks.given())
-      return op->emitError("--no-block-skip has no effect on a kernel that "
-                           "is already tiled; pass it when tiling");
-    // attn-online-softmax marks the exponentials; a tiled module has them.
-    if (options.exp2EmulatedEighths.given())
-      return op->emitError("--exp2-emulate has no effect on a kernel that "
-                           "is already tiled; pass it when tiling");
+    // The schedule is chosen with the tiles (#attn.schedule): a switch
+    // given now would change nothing.
+    std::string late;
+#define SPEC_FIELD(G, InC, Member, name, json, Kind, Default, Flag, ...)       \
+  if (spec::Group::G == spec::Group::SCHEDULE && late.empty() &&               \
+      options.Member.given())                                                  \
+    late = options.Member.flagName();
+#include "attnrt/spec_fields.def"
+#undef SPEC_FIELD
+    if (options.stages.given() && late.empty())
+      late = "--stages";
+    if (!late.empty())
+      return op->emitError() << late
+                             << " has no effect on a kernel that is already "
+                                "tiled (or configured); pass it when tiling";
     spec.blockM = kernel.tiling->blockM;
     spec.blockN = kernel.tiling->blockN;
     spec.numWarps = kernel.tiling->numWarps;
@@ -427,9 +446,10 @@ int main(int argc, char **argv) {
       static_cast<int>(args.size()), args.data(),
       "attngen: FlashAttention-class kernels from a declarative spec\n");
 
-  if (emit != "mlir" && emit != "nvvm" && emit != "llvm" && emit != "ptx")
-    return fail(fmt::format("unsupported --emit={}; supported: mlir, nvvm, "
-                            "llvm, ptx",
+  if (emit != "problem" && emit != "mlir" && emit != "nvvm" &&
+      emit != "llvm" && emit != "ptx")
+    return fail(fmt::format("unsupported --emit={}; supported: problem, "
+                            "mlir, nvvm, llvm, ptx",
                             emit.getValue()));
   llvm::Expected<AttentionSpec> flags = options.read();
   if (!flags)
@@ -460,6 +480,7 @@ int main(int argc, char **argv) {
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
 
   OwningOpRef<ModuleOp> module;
+  Operation *inputKernel = nullptr; ///< the input module's kernel op
   Stage stage = Stage::problem;
   if (!inputFile.empty()) {
     std::string error;
@@ -482,6 +503,7 @@ int main(int argc, char **argv) {
     FailureOr<ModuleKernel> kernel = findKernel(*module, inputFile);
     if (failed(kernel))
       return 1;
+    inputKernel = kernel->op;
     FailureOr<AttentionSpec> merged = mergeSpecFlags(*module, *kernel, spec);
     if (failed(merged))
       return 1;
@@ -490,6 +512,9 @@ int main(int argc, char **argv) {
     if (stage == Stage::lowered && emit == "mlir")
       return fail("the input is already lowered to the LLVM dialect; use "
                   "--emit=nvvm, llvm or ptx");
+    if (stage != Stage::problem && emit == "problem")
+      return fail("the input is already tiled; --emit=problem prints a "
+                  "problem module (attn.attention)");
   }
   if (llvm::Error error = validateSpec(spec))
     return fail(llvm::toString(std::move(error)));
@@ -507,21 +532,27 @@ int main(int argc, char **argv) {
           config.blockM, config.blockN, config.numWarps, spec.headDim,
           registers, kMaxRegistersPerThread);
   }
+  // The driver (spec/lib): the problem module, configured once
+  // (attn.tiling, attn.schedule) and, when built here, named after its
+  // configuration; an input module keeps its function's name.
   if (!module)
-    module = buildSpecModule(context, spec);
+    module = buildKernelModule(context, spec);
+  else if (stage == Stage::problem)
+    configureKernel(inputKernel->getParentOfType<func::FuncOp>(),
+                    canonicalSpec(spec), /*name=*/false);
 
   PassManager pm(&context);
   if (failed(applyPassManagerCLOptions(pm)))
     return 1;
-  if (stage == Stage::problem)
-    buildTilePipeline(pm, spec);
-  if (emit != "mlir" && stage != Stage::lowered)
-    buildLoweringPipeline(pm, spec.flushDenormals);
+  if (stage == Stage::problem && emit != "problem")
+    buildAttnTilePipeline(pm);
+  if (emit != "mlir" && emit != "problem" && stage != Stage::lowered)
+    buildLoweringPipeline(pm);
   if (failed(pm.run(*module)))
     return 1;
 
   std::string text;
-  if (emit == "mlir" || emit == "nvvm") {
+  if (emit == "mlir" || emit == "nvvm" || emit == "problem") {
     llvm::raw_string_ostream os(text);
     module->print(os);
   } else {

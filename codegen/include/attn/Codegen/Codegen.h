@@ -55,8 +55,8 @@ struct KernelMetadata {
 };
 
 /// Adds attn-to-nvvm and the upstream conversions to the LLVM dialect;
-/// `flushDenormals` is attn-to-nvvm's flush-denormals.
-void buildLoweringPipeline(OpPassManager &pm, bool flushDenormals = true);
+/// attn-to-nvvm follows each kernel's #attn.schedule (its denormal mode).
+void buildLoweringPipeline(OpPassManager &pm);
 
 /// Reads the launch metadata off a lowered module (attributes set by
 /// attn-to-nvvm on the kernel).

@@ -32,15 +32,18 @@ def AttnToNVVM : Pass<"attn-to-nvvm", "ModuleOp"> {
     The result still holds `scf`/`arith` ops; `attngen` finishes with the
     upstream conversions to LLVM before translating to LLVM IR.
 
-    With `flush-denormals` (the default) the kernel flushes f32 denormals to
-    zero (`denormal-fp-math-f32 = preserve-sign`): `ex2.approx.ftz.f32` is one
+    A kernel flushes f32 denormals to zero (`denormal-fp-math-f32 =
+    preserve-sign`) where its `#attn.schedule` says `flush_denormals = true`
+    (a kernel without a schedule does; the `flush-denormals` option, when
+    given, overrides both): `ex2.approx.ftz.f32` is one
     MUFU operation, where the IEEE form costs a range check and two
     predicated multiplies per exponential; denormal probabilities and
     rescale factors are below what the f32 row sum resolves.
   }];
   let options = [
     Option<"flushDenormals", "flush-denormals", "bool", "true",
-           "Flush f32 denormals to zero in the kernel (ftz arithmetic)">,
+           "Flush f32 denormals to zero in the kernel (ftz arithmetic); when "
+           "not given, as each kernel's #attn.schedule says">,
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
                            "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect",

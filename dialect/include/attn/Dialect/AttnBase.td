@@ -149,17 +149,32 @@ def Attn_TargetAttr : Attn_Attr<"Target", "target"> {
 def Attn_TilingAttr : Attn_Attr<"Tiling", "tiling"> {
   let summary = "Tile sizes and thread organisation of a tile program";
   let description = [{
-    Chosen by `attn-tile` from head dim, element type and target (each field can
-    be overridden). `block_m` query rows per CTA, `block_n` key/value rows per
-    loop iteration, `num_warps` warps per CTA (each warp owns 16-row slices of
-    the query block: warp `w` owns rows `16*w + 16*num_warps*t`).
+    Chosen once, by `attn-configure` (or the driver, which runs the same
+    choice), from the target, the problem and the tile overrides; recorded
+    on the kernel function as `attn.tiling`, which `attn-tile` reads and
+    every later pass and the metadata read. `block_m` query rows per CTA,
+    `block_n` key/value rows per loop iteration, `num_warps` warps per CTA
+    (the consumer warps of a warp-specialized kernel; each warp owns 16-row
+    slices of the query block: warp `w` owns rows `16*w + 16*num_warps*t`),
+    `stages` the K/V pipe depth (`attn-multibuffer`; 0 or 1: single
+    buffers), `peel_masked_blocks` whether `attn-causal-blocks` runs the
+    masked blocks in loops of their own. Fields at their defaults are not
+    printed.
 
     ```mlir
     #attn.tiling<block_m = 128, block_n = 64, num_warps = 4>
     ```
   }];
   let parameters = (ins "int64_t":$block_m, "int64_t":$block_n,
-                        "int64_t":$num_warps);
+                        "int64_t":$num_warps,
+                        DefaultValuedParameter<"int64_t", "0">:$stages,
+                        DefaultValuedParameter<"bool", "true">:$peel_masked_blocks);
+  let builders = [
+    AttrBuilder<(ins "int64_t":$block_m, "int64_t":$block_n,
+                     "int64_t":$num_warps), [{
+      return $_get($_ctxt, block_m, block_n, num_warps, 0, true);
+    }]>
+  ];
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
@@ -187,6 +202,34 @@ def Attn_ProblemAttr : Attn_Attr<"Problem", "problem"> {
   let parameters = (ins
     AttrParameter<"::mlir::attn::AttentionProblem",
                   "the problem's fields (attnrt/spec_fields.def)">:$value);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
+def Attn_ScheduleAttr : Attn_Attr<"Schedule", "schedule"> {
+  let summary = "Which FlashAttention techniques a kernel's schedule applies";
+  let description = [{
+    The SCHEDULE rows of `attnrt/spec_fields.def`, resolved for one kernel:
+    block skipping (`attn-causal-blocks`), warp specialization, the
+    intra-warpgroup overlap, pingpong, the TMA epilogue, the persistent
+    grid, f32 denormal flushing, software exp2 and the bounded softmax.
+    `attn-configure` chooses them (from the target, the problem and its
+    options) and records them on the kernel function as `attn.schedule`;
+    each technique's pass reads its switch there and leaves a kernel whose
+    schedule turns it off as it is (a kernel without `attn.schedule`, as in
+    a hand-written test, gets every pass that is run). The kernel name and
+    its ablation suffixes are read off it.
+
+    ```mlir
+    #attn.schedule<block_skip = true, warp_specialize = true,
+                   intra_wg_overlap = true, pingpong = true, tma_store = true,
+                   persistent = false, flush_denormals = true,
+                   exp2_emulated_eighths = 0, bounded_softmax = true>
+    ```
+  }];
+  let parameters = (ins
+    AttrParameter<"::mlir::attn::AttentionSchedule",
+                  "the schedule's switches (attnrt/spec_fields.def)">:$value);
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
 }

@@ -58,10 +58,27 @@ constexpr llvm::StringLiteral kTileLoopAttrName = "attn.tile_loop";
 /// it from the op it tiles; the tile order, the lowering and the metadata
 /// read it).
 constexpr llvm::StringLiteral kProblemAttrName = "attn.problem";
+/// Name of the kernel attribute holding its #attn.schedule (attn-configure
+/// sets it; each technique's pass reads its switch).
+constexpr llvm::StringLiteral kScheduleAttrName = "attn.schedule";
 
 /// The #attn.problem of a kernel (a tile program or a lowered kernel), if
 /// it has one.
 std::optional<AttentionProblem> getProblem(Operation *kernel);
+/// The problem of a kernel function: its #attn.problem once tiled, before
+/// that the problem() of the attn.attention, attn.attention_kvcache or
+/// attn.combine_splits it holds; none if it has neither.
+std::optional<AttentionProblem> problemOfKernel(Operation *func);
+
+/// The #attn.schedule of a kernel function, if it has one.
+std::optional<AttentionSchedule> getSchedule(Operation *kernel);
+/// Whether the schedule of `kernel` (a kernel function) turns the technique
+/// `on` (a member of AttentionSchedule) on: true without a schedule (a
+/// hand-written tile program gets every pass that is run).
+inline bool scheduleApplies(Operation *kernel, bool AttentionSchedule::*on) {
+  std::optional<AttentionSchedule> schedule = getSchedule(kernel);
+  return !schedule || (*schedule).*on;
+}
 /// Whether `kernel`'s #attn.problem has a causal mask / a packed
 /// (variable-length) batch / is the split-KV combine.
 inline bool isCausalKernel(Operation *kernel) {

@@ -49,6 +49,42 @@ struct AttentionProblem {
 
 llvm::hash_code hash_value(const AttentionProblem &problem);
 
+namespace spec {
+/// A field's type once chosen: a Tri (unset, true, false) resolves to true
+/// or false; every other kind keeps its type.
+template <class Kind> struct Resolved {
+  using Type = typename Kind::Type;
+};
+template <> struct Resolved<Tri> {
+  using Type = bool;
+};
+} // namespace spec
+
+/// Which techniques a kernel's schedule applies: each SCHEDULE row of
+/// spec_fields.def, resolved for one kernel (attn-configure chooses them;
+/// #attn.schedule carries them; each technique's pass reads its switch).
+struct AttentionSchedule {
+#define SPEC_FIELD(G, InC, Member, name, json, Kind, Default, ...)            \
+  ATTN_SCHEDULE_MEMBER_##G(Member, Kind)
+#define ATTN_SCHEDULE_MEMBER_SCHEDULE(Member, Kind)                            \
+  typename spec::Resolved<spec::Kind>::Type Member{};
+#define ATTN_SCHEDULE_MEMBER_PROBLEM(...)
+#define ATTN_SCHEDULE_MEMBER_TARGET(...)
+#define ATTN_SCHEDULE_MEMBER_TILING(...)
+#define ATTN_SCHEDULE_MEMBER_BACKEND(...)
+#include "attnrt/spec_fields.def"
+#undef SPEC_FIELD
+#undef ATTN_SCHEDULE_MEMBER_SCHEDULE
+#undef ATTN_SCHEDULE_MEMBER_PROBLEM
+#undef ATTN_SCHEDULE_MEMBER_TARGET
+#undef ATTN_SCHEDULE_MEMBER_TILING
+#undef ATTN_SCHEDULE_MEMBER_BACKEND
+
+  bool operator==(const AttentionSchedule &other) const;
+};
+
+llvm::hash_code hash_value(const AttentionSchedule &schedule);
+
 /// Checks what every problem must satisfy, whether a request or a kernel's:
 /// each PROBLEM field's own check (head dim, scale, soft cap, window sides),
 /// then the mask's rules (a causal mask has no right window side; a

@@ -55,6 +55,17 @@ void forEachFieldOf(Struct &s, Visit &&visit) {
 #undef SPEC_FIELD
 }
 
+/// Calls `visit(info, Kind(), a.Member, b.Member)` for the fields of group
+/// `Only` of two structs (comparisons, copies).
+template <Group Only, class A, class B, class Visit>
+void forEachFieldPairOf(A &a, B &b, Visit &&visit) {
+#define SPEC_FIELD(G, InC, Member, name, json, Kind, ...)                      \
+  if constexpr (Group::G == Only)                                              \
+    visit(fieldInfo_##Member, Kind(), a.Member, b.Member);
+#include "attnrt/spec_fields.def"
+#undef SPEC_FIELD
+}
+
 } // namespace spec
 
 } // namespace mlir::attn

@@ -35,15 +35,16 @@ def AttnTile : Pass<"attn-tile", "ModuleOp"> {
     The epilogue reads the sequence again rather than keep it live across
     the loop.
 
-    Tile sizes come from head dim, mask, soft cap and the module's
-    `#attn.target` (sm_80: 128 query rows, 4 warps, key blocks of 96 for
-    d64 and 64 for d96 and d128, 8 warps at d192, 64 x 64 for d256, with
-    two-stage K/V rings at d64, d96 and d192; sm_90a: 64 x 128 with one
-    warpgroup, two CTAs per SM; with `warp-specialize`, FlashAttention-3-like
-    shapes, and three consumer warpgroups on 192 x 64 for an unmasked d64 or
-    d128 soft cap of the fixed-max kind (bf16, cap <= 50)); a head dim
-    between the tuned ones (64, 96, 128, 192, 256) takes the next larger
-    one's shape. The options override them.
+    The tiles are the function's `attn.tiling`, chosen by `attn-configure`
+    (which runs `chooseTileConfig`: sm_80: 128 query rows, 4 warps, key
+    blocks of 96 for d64 and 64 for d96 and d128, 8 warps at d192, 64 x 64
+    for d256, with two-stage K/V rings at d64, d96 and d192; sm_90a without
+    warp specialization: 64 x 128 with one warpgroup, two CTAs per SM; with
+    it, FlashAttention-3-like shapes, and three consumer warpgroups on
+    192 x 64 for an unmasked d64 or d128 soft cap of the fixed-max kind
+    (bf16, cap <= 50); a head dim between the tuned ones (64, 96, 128, 192,
+    256) takes the next larger one's shape). attn-tile checks them and
+    chooses nothing: a function without `attn.tiling` is an error.
 
     Any head dim D that is a multiple of 8 up to 256 is tiled: the Q, K and
     V tiles have D rounded up to 16 columns (the MMA's k step; the copies
@@ -77,21 +78,6 @@ def AttnTile : Pass<"attn-tile", "ModuleOp"> {
     }
     ```
   }];
-  let options = [
-    Option<"blockM", "block-m", "int64_t", "0",
-           "Query rows per CTA (0: chosen from the spec and target)">,
-    Option<"blockN", "block-n", "int64_t", "0",
-           "Key/value rows per loop iteration (0: chosen)">,
-    Option<"numWarps", "num-warps", "int64_t", "0",
-           "Warps per CTA (0: chosen)">,
-    Option<"warpSpecialize", "warp-specialize", "bool", "false",
-           "Choose tiles for a warp-specialized kernel (sm_90a: FlashAttention-3 "
-           "shapes; attn-warp-specialize does the split)">,
-    Option<"stages", "stages", "int64_t", "0",
-           "K/V pipe stages the shared-memory budget must hold (0: the "
-           "target's default: sm_80 2 (d256 1), sm_90a none, or 2 when "
-           "warp-specialized)">,
-  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect",
                            "::mlir::memref::MemRefDialect"];

@@ -14,6 +14,7 @@
 #include "attn/Passes/BoundedSoftmax.h"
 #include "attn/Passes/TileConfig.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/Error.h"
 
@@ -131,18 +132,88 @@ llvm::Error checkTmaStoreFits(const TileConfig &config, int64_t headDim);
 /// and tile rows; no mask, scale or page size of its own).
 AttentionSpec combineSpecOf(const AttentionSpec &split);
 
-/// Builds `module { func.func @<name>(q, k, v, o, lse) { attn.attention } }`.
-OwningOpRef<ModuleOp> buildSpecModule(MLIRContext &ctx,
-                                      const AttentionSpec &spec);
+//===----------------------------------------------------------------------===//
+// A kernel's configuration: chosen once, carried in the IR
+//===----------------------------------------------------------------------===//
 
-/// The kernel name for a spec, e.g. attn_fwd_sm90a_bf16_d128_causal
-/// (`_causal_br` for a bottom-right aligned causal mask,
-/// `_window_l256_r0_br` for a bottom-right causal window of 256 keys).
+/// Everything chosen for a kernel beyond its problem: its tiles
+/// (#attn.tiling) and which techniques its schedule applies
+/// (#attn.schedule).
+struct KernelConfig {
+  TileConfig tiling;
+  AttentionSchedule schedule;
+};
+
+/// Chooses a valid, canonical spec's configuration, the one place the
+/// defaults are decided: the target's tuned tiles for its problem with the
+/// spec's overrides, and each technique where it applies, as asked or by
+/// default. attn-configure and the driver both call it.
+KernelConfig configure(const AttentionSpec &spec);
+
+/// The spec whose configuration is `config` with every choice spelled out
+/// (configure(specOfConfig(...)) == config): what a configured kernel's IR
+/// says, as a request.
+AttentionSpec specOfConfig(TargetKind target, const AttentionProblem &problem,
+                           const KernelConfig &config);
+
+/// The request spec of a kernel's problem: the problem's fields, and for a
+/// combine kernel (whose problem reads no cache) the KV-cache fields its
+/// request has.
+AttentionSpec specOfProblem(TargetKind target, const AttentionProblem &problem);
+
+/// The name of a configured kernel, read off its target, problem and
+/// configuration: a prefix for its kind, target, dtype and head dim, its
+/// problem's features, then a suffix for every choice that differs from
+/// what configure() would choose for it with that choice left to its
+/// default (so an ablation's kernel never shares a name or a cache entry
+/// with the default's, and an ablation equal to the default is the
+/// default): attn_fwd_sm90a_bf16_d128_causal, attn_fwd_sm90a_bf16_d64_
+/// window_l256_r0_br, attn_kvcache_sm90a_bf16_d128_pack4_page16_split,
+/// attn_fwd_sm90a_bf16_d128_nopp_m64n128w4.
+std::string kernelName(TargetKind target, const AttentionProblem &problem,
+                       const KernelConfig &config);
+
+/// The name of a valid spec's kernel (its configuration's).
 std::string kernelName(const AttentionSpec &spec);
 
-/// Adds the FlashAttention passes (tile, causal block skipping, online
-/// softmax) to `pm`.
-void buildTilePipeline(OpPassManager &pm, const AttentionSpec &spec);
+//===----------------------------------------------------------------------===//
+// The driver: the CLI and the JIT compile a spec the same way
+//===----------------------------------------------------------------------===//
+
+/// Builds the problem module of a valid spec (canonicalized here):
+/// `module attributes {attn.target} { func.func @<name>(...) attributes
+/// {attn.tiling, attn.schedule} { attn.attention ... } }`, configured by
+/// configure() and named by kernelName().
+OwningOpRef<ModuleOp> buildKernelModule(MLIRContext &ctx,
+                                        const AttentionSpec &spec);
+
+/// Records configure(spec) on the function that holds a problem op
+/// (attn.tiling, attn.schedule), leaving a function already configured as
+/// it is; with `name`, the function takes its kernel name.
+void configureKernel(Operation *func, const AttentionSpec &spec, bool name);
+
+/// The tile passes from a problem module to tile programs, every technique
+/// in its place: attn-configure (with `tuning`'s overrides and switches,
+/// for functions not yet configured), attn-tile, attn-causal-blocks,
+/// attn-bounded-softmax, attn-online-softmax, then attn-persistent,
+/// attn-multibuffer, attn-warp-specialize, attn-intra-wg-overlap,
+/// attn-pingpong and attn-tma-store, each applied where the kernel's
+/// #attn.schedule turns it on. Registered as attn-tile-pipeline.
+void buildAttnTilePipeline(OpPassManager &pm,
+                           const AttentionSpec &tuning = AttentionSpec());
+
+/// The tile passes and the lowering to the LLVM dialect: what attngen runs
+/// from a problem module to the module it emits PTX from. Registered as
+/// attn-pipeline.
+void buildAttnPipeline(OpPassManager &pm,
+                       const AttentionSpec &tuning = AttentionSpec());
+
+/// Registers attn-tile-pipeline, attn-lowering-pipeline and attn-pipeline
+/// (attngen-opt --attn-pipeline replays attngen) and attn-configure.
+void registerSpecPasses();
+
+/// An attn-configure pass whose overrides and switches are `tuning`'s.
+std::unique_ptr<Pass> createAttnConfigure(const AttentionSpec &tuning);
 
 } // namespace mlir::attn
 

@@ -1,0 +1,157 @@
+//===- Configure.cpp - choose a kernel's tiles and schedule, once ---------===//
+//
+// configure() is the one place where a kernel's tiles and its schedule are
+// decided, from the target, the problem and the request's overrides and
+// switches. attn-configure records its choice in the IR (#attn.tiling,
+// #attn.schedule); attngen's driver records the same for the modules it
+// builds; every pass, the lowering, the kernel name and the metadata read
+// it from there.
+//
+//===----------------------------------------------------------------------===//
+#include "KvCacheSpec.h"
+#include "TuningOptions.h"
+#include "attn/Spec/Spec.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#define DEBUG_TYPE "attn-configure"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_ATTNCONFIGURE
+#include "attn/Spec/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+
+KernelConfig mlir::attn::configure(const AttentionSpec &spec) {
+  KernelConfig config;
+  AttentionSchedule &s = config.schedule;
+  bool fa3 = usesFa3Schedule(spec);
+  if (spec.kvCache) {
+    // Decoding kernels: their own tiles; their programs mask under a branch
+    // of their own (no block skipping), and a combine kernel has no
+    // schedule beyond its loop over the splits.
+    config.tiling = kvCacheTileConfig(spec);
+    s.skipMaskedBlocks = false;
+    s.warpSpecialize = fa3 && !spec.combine;
+    s.tmaStore = false;
+    s.persistent = false;
+  } else {
+    // A window decides whether d256 peels its masked blocks; a rotated
+    // (intra-warpgroup overlapped) loop should not drain between the
+    // unmasked and the masked blocks, so without the rotation they peel.
+    AttentionSpec canonical = canonicalSpec(spec);
+    bool window = canonical.windowLeft >= 0 || canonical.windowRight > 0;
+    config.tiling = tileConfigOf(spec, window);
+    config.tiling.peelMaskedBlocks =
+        config.tiling.peelMaskedBlocks || !(fa3 && spec.intraWgOverlap);
+    s.skipMaskedBlocks = spec.skipMaskedBlocks;
+    s.warpSpecialize = fa3;
+    s.tmaStore = usesTmaStore(spec);
+    s.persistent = fa3 && usesPersistentGrid(spec);
+  }
+  s.intraWgOverlap = s.warpSpecialize && spec.intraWgOverlap;
+  s.pingpong = s.warpSpecialize && spec.pingpong;
+  s.flushDenormals = spec.flushDenormals;
+  s.exp2EmulatedEighths = spec.exp2EmulatedEighths;
+  s.boundedSoftmax = spec.boundedSoftmax && boundedSoftmaxApplies(spec);
+  return config;
+}
+
+AttentionSpec mlir::attn::specOfProblem(TargetKind target,
+                                        const AttentionProblem &problem) {
+  AttentionSpec spec;
+  static_cast<AttentionProblem &>(spec) = problem;
+  spec.target = target;
+  // A combine kernel's problem reads only the split-KV workspace; its
+  // request is that of the split kernel it combines.
+  if (problem.combine)
+    spec.kvCache = spec.splitKv = true;
+  return spec;
+}
+
+AttentionSpec mlir::attn::specOfConfig(TargetKind target,
+                                       const AttentionProblem &problem,
+                                       const KernelConfig &config) {
+  AttentionSpec spec = specOfProblem(target, problem);
+  const TileConfig &t = config.tiling;
+  const AttentionSchedule &s = config.schedule;
+  spec.blockM = t.blockM;
+  spec.blockN = t.blockN;
+  spec.numWarps = t.numWarps;
+  spec.stages = t.stages;
+  spec.skipMaskedBlocks = s.skipMaskedBlocks;
+  // sm_90a's switches as chosen; a kernel without warp specialization
+  // keeps the defaults of the techniques that need it.
+  spec.warpSpecialize = s.warpSpecialize || target != TargetKind::sm_90a;
+  spec.intraWgOverlap = s.intraWgOverlap || !s.warpSpecialize;
+  spec.pingpong = s.pingpong || !s.warpSpecialize;
+  spec.tmaStore = s.tmaStore;
+  spec.persistent = s.persistent;
+  spec.flushDenormals = s.flushDenormals;
+  spec.exp2EmulatedEighths = s.exp2EmulatedEighths;
+  spec.boundedSoftmax = s.boundedSoftmax || !boundedSoftmaxApplies(spec);
+  // A decoding kernel's schedule has no persistent grid or TMA epilogue to
+  // ask for (validateSpec refuses asking).
+  if (spec.kvCache)
+    spec.tmaStore = spec.persistent = std::nullopt;
+  return spec;
+}
+
+//===----------------------------------------------------------------------===//
+// attn-configure
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct AttnConfigurePass
+    : public mlir::attn::impl::AttnConfigureBase<AttnConfigurePass> {
+  using AttnConfigureBase::AttnConfigureBase;
+  AttnConfigurePass() = default;
+  AttnConfigurePass(const AttnConfigurePass &other)
+      : AttnConfigureBase(other) {}
+
+  template <class T> using ATTN_OPTION = Pass::Option<T>;
+#include "TuningOptionMembers.def"
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::optional<TargetKind> target = getTarget(module);
+    SmallVector<Operation *> kernels;
+    module.walk([&](func::FuncOp func) {
+      if (!func->hasAttr(kTilingAttrName) && problemOfKernel(func))
+        kernels.push_back(func);
+    });
+    if (kernels.empty())
+      return;
+    if (!target) {
+      module.emitError("attn-configure needs the module attribute "
+                       "'attn.target' (#attn.target<sm_80> or "
+                       "#attn.target<sm_90a>)");
+      return signalPassFailure();
+    }
+    for (Operation *func : kernels) {
+      AttentionSpec spec = specOfProblem(*target, *problemOfKernel(func));
+      if (llvm::Error error = tuning::readTuningOptions(*this, spec)) {
+        func->emitError() << llvm::toString(std::move(error));
+        return signalPassFailure();
+      }
+      if (llvm::Error error = validateSpec(spec)) {
+        func->emitError() << "cannot configure this kernel: "
+                          << llvm::toString(std::move(error));
+        return signalPassFailure();
+      }
+      configureKernel(func, canonicalSpec(spec), /*name=*/false);
+    }
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> mlir::attn::createAttnConfigure(const AttentionSpec &tuning) {
+  auto pass = std::make_unique<AttnConfigurePass>();
+  tuning::writeTuningOptions(tuning, *pass);
+  return pass;
+}

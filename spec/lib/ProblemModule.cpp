@@ -1,0 +1,111 @@
+//===- ProblemModule.cpp - a spec's problem module, configured and named --===//
+#include "KvCacheSpec.h"
+#include "attn/Spec/Spec.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+/// The problem module of a canonical spec, its function named `name`.
+static OwningOpRef<ModuleOp> buildProblemOpModule(MLIRContext &ctx,
+                                                  const AttentionSpec &spec,
+                                                  StringRef name) {
+  if (spec.kvCache)
+    return buildKvCacheSpecModule(ctx, spec, name);
+  Type element = elementTypeOf(ctx, spec);
+  Type f32 = Float32Type::get(&ctx);
+  int64_t dyn = ShapedType::kDynamic;
+  auto tensorType = MemRefType::get({dyn, dyn, dyn, spec.headDim}, element);
+  auto lseType = MemRefType::get({dyn, dyn, dyn}, f32);
+  // A packed (varlen) batch: [total, H, D] tensors, LSE [H, total_q], and
+  // where each sequence starts (int32 [B + 1]) for queries and keys.
+  if (spec.varlen) {
+    tensorType = MemRefType::get({dyn, dyn, spec.headDim}, element);
+    lseType = MemRefType::get({dyn, dyn}, f32);
+  }
+  SmallVector<Type> args(4, tensorType);
+  if (spec.withLse)
+    args.push_back(lseType);
+  if (spec.varlen)
+    args.append(2, MemRefType::get({dyn}, IntegerType::get(&ctx, 32)));
+  return buildProblemModule(
+      ctx, spec, name, args,
+      [&](OpBuilder &b, Location loc, Block &body) {
+        auto windowSide = [&](int64_t side) {
+          return side >= 0 ? b.getI64IntegerAttr(side) : IntegerAttr();
+        };
+        unsigned cuSeqlens = spec.withLse ? 5 : 4;
+        AttentionOp::create(
+            b, loc, body.getArgument(0), body.getArgument(1),
+            body.getArgument(2), body.getArgument(3),
+            spec.withLse ? body.getArgument(4) : Value(),
+            spec.varlen ? body.getArgument(cuSeqlens) : Value(),
+            spec.varlen ? body.getArgument(cuSeqlens + 1) : Value(),
+            spec.causal ? b.getUnitAttr() : UnitAttr(),
+            spec.causalAlign == CausalAlign::bottom_right
+                ? CausalAlignAttr::get(&ctx, CausalAlign::bottom_right)
+                : CausalAlignAttr(),
+            b.getF32FloatAttr(softmaxScaleOf(spec)),
+            spec.softcap > 0 ? b.getF32FloatAttr(spec.softcap) : FloatAttr(),
+            windowSide(spec.windowLeft), windowSide(spec.windowRight));
+      });
+}
+
+Type mlir::attn::elementTypeOf(MLIRContext &ctx, const AttentionSpec &spec) {
+  return spec.dtype == DType::bf16 ? Type(BFloat16Type::get(&ctx))
+                   : Type(Float16Type::get(&ctx));
+}
+
+OwningOpRef<ModuleOp> mlir::attn::buildProblemModule(
+    MLIRContext &ctx, const AttentionSpec &spec, StringRef name,
+    ArrayRef<Type> args,
+    function_ref<void(OpBuilder &, Location, Block &)> build) {
+  ctx.loadDialect<AttnDialect, func::FuncDialect, memref::MemRefDialect>();
+  OpBuilder b(&ctx);
+  Location loc = b.getUnknownLoc();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  (*module)->setAttr(kTargetAttrName, TargetAttr::get(&ctx, spec.target));
+  b.setInsertionPointToEnd(module->getBody());
+  auto func = func::FuncOp::create(b, loc, name, b.getFunctionType(args, {}));
+  Block *body = func.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  build(b, loc, *body);
+  func::ReturnOp::create(b, loc);
+  return module;
+}
+
+OwningOpRef<ModuleOp> mlir::attn::buildKernelModule(MLIRContext &ctx,
+                                                    const AttentionSpec &asked) {
+  AttentionSpec spec = canonicalSpec(asked);
+  OwningOpRef<ModuleOp> module = buildProblemOpModule(ctx, spec, "kernel");
+  configureKernel(&module->getBody()->front(), spec, /*name=*/true);
+  return module;
+}
+
+void mlir::attn::configureKernel(Operation *func, const AttentionSpec &spec,
+                                 bool name) {
+  MLIRContext *ctx = func->getContext();
+  if (!func->hasAttr(kTilingAttrName)) {
+    KernelConfig config = configure(spec);
+    const TileConfig &t = config.tiling;
+    func->setAttr(kTilingAttrName,
+                  TilingAttr::get(ctx, t.blockM, t.blockN, t.numWarps,
+                                  t.stages, t.peelMaskedBlocks));
+    func->setAttr(kScheduleAttrName, ScheduleAttr::get(ctx, config.schedule));
+  }
+  if (!name)
+    return;
+  auto tiling = func->getAttrOfType<TilingAttr>(kTilingAttrName);
+  auto schedule = func->getAttrOfType<ScheduleAttr>(kScheduleAttrName);
+  KernelConfig config{TileConfig{tiling.getBlockM(), tiling.getBlockN(),
+                                 tiling.getNumWarps(), tiling.getStages(),
+                                 tiling.getPeelMaskedBlocks()},
+                      schedule ? schedule.getValue() : AttentionSchedule()};
+  std::optional<AttentionProblem> problem = problemOfKernel(func);
+  assert(problem && "a problem module's function holds its problem op");
+  cast<func::FuncOp>(func).setSymName(
+      kernelName(spec.target, *problem, config));
+}
