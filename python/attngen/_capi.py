@@ -1,6 +1,8 @@
 """ctypes binding of libattngen's C API (jit/include/attngen/attngen.h and
-runtime/include/attnrt/attnrt.h): its functions, and its structs as the
-library describes them (_abi). Private: use the functions of `attngen`."""
+runtime/include/attnrt/attnrt.h): the library, loaded once at import (`lib`,
+`library_path`), its functions' signatures, its constants, and its structs as
+the library describes them (_abi). The bottom of the package: it imports no
+other module of it but _abi. Private: use the functions of `attngen`."""
 
 import ctypes
 import glob
@@ -30,9 +32,12 @@ ForwardArgs = KernelInfo = Spec = JitOptions = JitStats = None
 
 
 def _build_structs(lib):
+    """Lays out the structs as `lib` says, before any signature names them."""
     global ForwardArgs, KernelInfo, Spec, JitOptions, JitStats
+
     def build(name):
         return _abi.struct_type(lib, name, "attngen_struct_fields")
+
     ForwardArgs = build("attnrt_forward_args")
     KernelInfo = build("attnrt_kernel_info")
     Spec = build("attngen_spec")
@@ -55,6 +60,7 @@ def _candidates():
 
 
 def _bind(lib):
+    """Declares every function's types: ctypes would otherwise pass and return C ints."""
     _build_structs(lib)
     c = ctypes
     P = c.c_void_p
@@ -110,3 +116,6 @@ def load():
         "attngen: cannot load libattngen.so (" + where + "). Install the package with "
         "`pip install .` from the attngen source tree, build it with `bash scripts/build.sh "
         "attngen_jit`, or point ATTNGEN_LIBRARY at a libattngen.so")
+
+
+lib, library_path = load()

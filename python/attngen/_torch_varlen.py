@@ -1,17 +1,26 @@
-"""attngen.attention_varlen for PyTorch tensors: packed variable-length
-batches as flash_attn_varlen_func takes them. Input checks (the values of
-cu_seqlens through the runtime's attnrt_check_cu_seqlens), the torch custom
-op attngen::attention_varlen (torch.compile, CUDA graphs) and the launch."""
+"""attngen.attention_varlen on packed variable-length batches, as
+flash_attn_varlen_func takes them: its checks (the values of cu_seqlens
+through the runtime's attnrt_check_cu_seqlens), the torch custom op
+attngen::attention_varlen (torch.compile, CUDA graphs) and the launch."""
 
 import ctypes
 import math
 import numbers
 
 from . import _capi
-from . import (_causal_align_code, _lib, _normalize_scale, _raise, _softcap_value,
-               _window_sides, InvalidInputError)
-from ._torch_op import (_bad, _check_head_dim, _kernel_for, _refuse_backward, _use_custom_op,
-                        torch)
+from ._capi import lib
+from ._errors import invalid_argument
+from ._spec import call_options
+from ._torch_checks import (TensorLayout, check_devices, check_int32, check_is_tensor,
+                            check_qkv, check_tensors, require_torch, torch)
+from ._torch_launch import (forward_args, kernel_for, launch, outputs_like, refuse_backward,
+                            use_custom_op)
+
+_LAYOUT = TensorLayout(
+    function="attention_varlen", names=("q", "k", "v"), rank=3,
+    dims=" (total_tokens, heads, head_dim), the sequences packed along the rows",
+    rank_hint=" (for (batch, seqlen, heads, head_dim) tensors use attngen.attention)",
+    row_dims="the tokens and heads dimensions", kv_heads="k/v have")
 
 # The runtime's names for the sizes, and what a Python caller passed them as.
 _RUNTIME_NAMES = (("args.nq", "q.shape[0]"), ("args.nk", "k.shape[0]"),
@@ -19,81 +28,91 @@ _RUNTIME_NAMES = (("args.nq", "q.shape[0]"), ("args.nk", "k.shape[0]"),
                   ("args.max_seqlen_k", "max_seqlen_k"))
 
 
-def _check_tensor(function, name, t):
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"attngen.{function}: {name} must be a torch.Tensor, got "
-                        f"{type(t).__name__}")
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                     causal=False, window_size=(-1, -1), softcap=0.0, scale=None,
+                     return_lse=False, *, causal_align="bottom-right", check_seqlens=True):
+    """Attention over a packed batch of variable-length sequences, as
+    flash_attn_varlen_func: q (total_q, heads, head_dim), k and v (total_k,
+    kv_heads, head_dim), cu_seqlens_q and cu_seqlens_k int32 (batch + 1,) on
+    q's device (sequence b is rows cu_seqlens[b] .. cu_seqlens[b+1] - 1),
+    max_seqlen_q / max_seqlen_k ints at least the longest query / key length.
+    Each sequence is its own attention problem (empty ones included: a query
+    without keys gets out 0 and lse -inf). Returns out (total_q, heads,
+    head_dim), or (out, lse) with lse (heads, total_q) float32, flash_attn's
+    varlen layout.
+
+    causal is bottom-right aligned per sequence (query i of a sequence sees
+    its keys j <= i + seqlen_k - seqlen_q, as flash_attn); causal_align=
+    'top-left' aligns it as torch's is_causal. softcap and scale as in
+    attention(). window_size=(left, right) is a sliding window per sequence,
+    as flash_attn's: query i sees its sequence's keys from left before to
+    right after its diagonal (i + seqlen_k - seqlen_q bottom-right; -1: that
+    side unbounded); with causal=True right must be -1 or 0.
+
+    check_seqlens=True (the default) checks the values of cu_seqlens_q/k
+    against the tensors and max_seqlen_q/k before the launch: that copies
+    them to the host, a synchronization per call. It is skipped while a CUDA
+    graph is being captured and while tracing; pass False once the inputs
+    are known to be right (serving loops, benchmarks). The kernel never
+    reads or writes outside its tensors either way. Registered as the torch
+    op torch.ops.attngen.attention_varlen (torch.compile, CUDA graphs)."""
+    require_torch("attention_varlen")
+    cu_q, cu_k, max_q, max_k = cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k
+    options = _check_arguments(q, k, v, cu_q, cu_k, max_q, max_k, causal, window_size, softcap,
+                               scale, return_lse, causal_align, check_seqlens)
+    if use_custom_op(q, k, v, cu_q, cu_k):
+        out, lse = torch.ops.attngen.attention_varlen(
+            q, k, v, cu_q, cu_k, max_q, max_k, options.causal, options.scale, return_lse,
+            options.causal_align, options.softcap, options.window_left, options.window_right,
+            check_seqlens)
+    else:
+        out, lse = _forward(q, k, v, cu_q, cu_k, max_q, max_k, options.causal, options.scale,
+                            return_lse, options.causal_align, options.softcap,
+                            options.window_left, options.window_right, check_seqlens)
+    return (out, lse) if return_lse else out
 
 
-def _check_inputs(q, k, v, cu_q, cu_k, max_q, max_k, causal, window_size, softcap,
-                  return_lse, causal_align, check_seqlens):
-    names = ("q", "k", "v")
-    for name, t in zip(names, (q, k, v)):
-        _check_tensor("attention_varlen", name, t)
-        if t.dim() != 3:
-            _bad(f"{name} must be 3-D (total_tokens, heads, head_dim), the sequences packed "
-                 f"along the rows; got shape {tuple(t.shape)} (for (batch, seqlen, heads, "
-                 "head_dim) tensors use attngen.attention)")
-    for name, t in (("cu_seqlens_q", cu_q), ("cu_seqlens_k", cu_k)):
-        _check_tensor("attention_varlen", name, t)
-        if t.dtype != torch.int32:
-            _bad(f"{name} has dtype {t.dtype}; it must be torch.int32 (as flash_attn's): "
-                 "convert with .to(torch.int32)")
-        if t.dim() != 1 or t.numel() < 1:
-            _bad(f"{name} must be 1-D with batch + 1 entries (where each sequence starts, then "
-                 f"the total); got shape {tuple(t.shape)}")
-        if t.numel() > 1 and t.stride(0) != 1:
-            _bad(f"{name} must be contiguous (stride 1); got stride {t.stride(0)}: call "
-                 ".contiguous()")
-    if cu_q.numel() != cu_k.numel():
-        _bad(f"cu_seqlens_q has {cu_q.numel()} entries but cu_seqlens_k has {cu_k.numel()}: "
-             "both hold batch + 1 entries, one per sequence plus the total")
+def _check_arguments(q, k, v, cu_q, cu_k, max_q, max_k, causal, window_size, softcap, scale,
+                     return_lse, causal_align, check_seqlens):
+    """Everything but the values of cu_seqlens, the devices last; returns the
+    options."""
+    check_tensors(_LAYOUT, q, k, v)
+    options = call_options("attention_varlen", causal, scale, causal_align, softcap,
+                           window_size, return_lse=return_lse, check_seqlens=check_seqlens)
+    check_qkv(_LAYOUT, q, k, v)
+    _check_cu_seqlens(cu_q, cu_k)
     for name, value in (("max_seqlen_q", max_q), ("max_seqlen_k", max_k)):
-        if isinstance(value, bool) or not isinstance(value, (numbers.Integral, torch.SymInt)):
-            raise TypeError(f"attngen.attention_varlen: {name} must be an int (the longest "
-                            f"sequence's length), got {value!r}")
-        if not isinstance(value, torch.SymInt) and not 0 <= value < 2**31:
-            _bad(f"{name} = {value} is out of range: it must be 0 to 2^31 - 1")
-    # Everything that needs no GPU comes first, the devices last.
-    for name, value in (("causal", causal), ("return_lse", return_lse),
-                        ("check_seqlens", check_seqlens)):
-        if not isinstance(value, bool):
-            raise TypeError(f"attngen.attention_varlen: {name} must be a bool, got {value!r}")
-    _window_sides("attention_varlen", window_size)
-    _causal_align_code("attention_varlen", causal_align)
-    _softcap_value("attention_varlen", softcap)
-    for name, t in zip(names, (q, k, v)):
-        if t.dtype not in (torch.float16, torch.bfloat16):
-            _bad(f"{name} has dtype {t.dtype}; attngen supports torch.float16 and "
-                 "torch.bfloat16: convert with .to(torch.bfloat16)")
-        if t.dtype != q.dtype:
-            _bad(f"{name} has dtype {t.dtype} but q has {q.dtype}: use one dtype")
-    if tuple(k.shape) != tuple(v.shape):
-        _bad(f"k and v must have the same shape; got k {tuple(k.shape)} and v {tuple(v.shape)}")
-    _, h, d = q.shape
-    _, hkv, dk = k.shape
-    if dk != d:
-        _bad(f"q has head_dim {d} but k and v have head_dim {dk}")
-    _check_head_dim(d)
-    if hkv == 0 or h % hkv != 0:
-        _bad(f"q has {h} heads and k/v have {hkv}: the number of q heads must be a multiple "
-             "of the number of k/v heads (grouped-query attention)")
-    for name, t in zip(names, (q, k, v)):
-        strides = t.stride()
-        if strides[2] != 1:
-            _bad(f"{name} has strides {tuple(strides)}: the last dimension (head_dim) must be "
-                 "contiguous (stride 1); call .contiguous()")
-        for dim in range(2):
-            if t.shape[dim] > 1 and strides[dim] % 8 != 0:
-                _bad(f"{name} has strides {tuple(strides)}: the strides of the tokens and heads "
-                     "dimensions must be multiples of 8 elements (16 bytes); call .contiguous()")
-    for name, t in zip(names + ("cu_seqlens_q", "cu_seqlens_k"), (q, k, v, cu_q, cu_k)):
-        if t.device.type != "cuda":
-            _bad(f"{name} is on {t.device}; attngen runs on CUDA devices: move the tensors "
-                 "with .cuda()")
-        if t.device != q.device:
-            _bad(f"{name} is on {t.device} but q is on {q.device}: put every tensor on one "
-                 "device")
+        _check_max_seqlen(name, value)
+    check_devices(list(zip(_LAYOUT.names + ("cu_seqlens_q", "cu_seqlens_k"),
+                           (q, k, v, cu_q, cu_k))))
+    return options
+
+
+def _check_cu_seqlens(cu_q, cu_k):
+    """Both are contiguous int32 vectors of batch + 1 entries, as flash_attn's."""
+    for name, t in (("cu_seqlens_q", cu_q), ("cu_seqlens_k", cu_k)):
+        check_is_tensor("attention_varlen", name, t)
+        check_int32(name, t)
+        if t.dim() != 1 or t.numel() < 1:
+            raise invalid_argument(f"{name} must be 1-D with batch + 1 entries (where each "
+                                   "sequence starts, then the total); got shape "
+                                   f"{tuple(t.shape)}")
+        if t.numel() > 1 and t.stride(0) != 1:
+            raise invalid_argument(f"{name} must be contiguous (stride 1); got stride "
+                                   f"{t.stride(0)}: call .contiguous()")
+    if cu_q.numel() != cu_k.numel():
+        raise invalid_argument(f"cu_seqlens_q has {cu_q.numel()} entries but cu_seqlens_k has "
+                               f"{cu_k.numel()}: both hold batch + 1 entries, one per sequence "
+                               "plus the total")
+
+
+def _check_max_seqlen(name, value):
+    """An int (a SymInt while tracing) that fits the runtime's int32."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, torch.SymInt)):
+        raise TypeError(f"attngen.attention_varlen: {name} must be an int (the longest "
+                        f"sequence's length), got {value!r}")
+    if not isinstance(value, torch.SymInt) and not 0 <= value < 2**31:
+        raise invalid_argument(f"{name} = {value} is out of range: it must be 0 to 2^31 - 1")
 
 
 def _check_seqlen_values(q, k, cu_q, cu_k, max_q, max_k):
@@ -103,23 +122,22 @@ def _check_seqlen_values(q, k, cu_q, cu_k, max_q, max_k):
     args.max_seqlen_q, args.max_seqlen_k = max_q, max_k
     host_q, host_k = cu_q.cpu(), cu_k.cpu()
     pointer = ctypes.POINTER(ctypes.c_int32)
-    status = _lib.attnrt_check_cu_seqlens(ctypes.byref(args),
-                                          ctypes.cast(host_q.data_ptr(), pointer),
-                                          ctypes.cast(host_k.data_ptr(), pointer))
+    status = lib.attnrt_check_cu_seqlens(ctypes.byref(args),
+                                         ctypes.cast(host_q.data_ptr(), pointer),
+                                         ctypes.cast(host_k.data_ptr(), pointer))
     if status:
-        message = _lib.attnrt_last_error().decode()
+        message = lib.attnrt_last_error().decode()
         for runtime, python in _RUNTIME_NAMES:
             message = message.replace(runtime, python)
-        raise InvalidInputError(f"attngen.attention_varlen: {message} (check_seqlens=False "
-                                "skips this check)", "ATTNGEN_ERROR_INVALID_ARGUMENT")
+        raise invalid_argument(f"attngen.attention_varlen: {message} (check_seqlens=False "
+                               "skips this check)")
 
 
 def _forward(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_lse, causal_align,
              softcap, window_left, window_right, check_seqlens):
-    total_q, h, d = q.shape
-    out = torch.empty((total_q, h, d), dtype=q.dtype, device=q.device)
-    lse = torch.empty((h, total_q) if return_lse else (0,), dtype=torch.float32,
-                      device=q.device)
+    """The op's CUDA implementation and the eager path: the value check where
+    the host can read, then the launch."""
+    out, lse = outputs_like(q, return_lse)
     if check_seqlens and not torch.cuda.is_current_stream_capturing():
         _check_seqlen_values(q, k, cu_q, cu_k, max_q, max_k)
     _launch(q, k, v, cu_q, cu_k, max_q, max_k, out, lse if return_lse else None, causal,
@@ -131,11 +149,9 @@ def _launch(q, k, v, cu_q, cu_k, max_q, max_k, out, lse, causal, scale, causal_a
             softcap, window_left=-1, window_right=-1):
     """Runs the varlen kernel into `out` (total_q, H, D) and, unless None, `lse`
     (H, total_q) float32, both contiguous in their last dimension; the inputs
-    as _check_inputs accepts them. (gpu/varlen_check.py passes outputs of its
-    own, poisoned and guarded.)"""
-    total_q, h, d = q.shape
-    total_k, hkv, _ = k.shape
-    batch = cu_q.numel() - 1
+    as _check_arguments accepts them. (gpu/varlen_check.py passes outputs of
+    its own, poisoned and guarded.)"""
+    total_q, total_k, batch = q.shape[0], k.shape[0], cu_q.numel() - 1
     if batch == 0 or total_q == 0:
         return
     if total_k == 0:
@@ -144,25 +160,12 @@ def _launch(q, k, v, cu_q, cu_k, max_q, max_k, out, lse, causal, scale, causal_a
         if lse is not None:
             lse.fill_(-math.inf)
         return
-    kernel = _kernel_for(q.device, q.dtype, d, causal, causal_align, scale, softcap,
-                         window_left, window_right, varlen=True)
-    args = _capi.ForwardArgs()
-    args.q, args.k, args.v, args.o = q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr()
-    args.lse = lse.data_ptr() if lse is not None else None
-    args.batch, args.nq, args.nk = batch, total_q, total_k
-    args.num_heads, args.num_kv_heads, args.head_dim = h, hkv, d
-    # Packed tensors have no batch dimension (its stride is unused).
-    args.q_strides[:] = (0,) + tuple(q.stride())
-    args.k_strides[:] = (0,) + tuple(k.stride())
-    args.v_strides[:] = (0,) + tuple(v.stride())
-    args.o_strides[:] = (0,) + tuple(out.stride())
-    args.dtype = _capi.DTYPE_BF16 if q.dtype == torch.bfloat16 else _capi.DTYPE_F16
+    kernel = kernel_for(q, scale, causal=causal, causal_align=causal_align, softcap=softcap,
+                        window_size=(window_left, window_right), varlen=True)
+    args = forward_args(q, k, v, out, lse, batch, total_k)
     args.cu_seqlens_q, args.cu_seqlens_k = cu_q.data_ptr(), cu_k.data_ptr()
     args.max_seqlen_q, args.max_seqlen_k = max_q, max_k
-    stream = torch.cuda.current_stream(q.device).cuda_stream
-    status = _lib.attngen_kernel_forward(kernel, ctypes.byref(args), stream)
-    if status:
-        _raise(status)
+    launch(kernel, args, q.device)
 
 
 if torch is not None:
@@ -173,6 +176,7 @@ if torch is not None:
                              return_lse: bool, causal_align: str, softcap: float,
                              window_left: int, window_right: int,
                              check_seqlens: bool) -> tuple[torch.Tensor, torch.Tensor]:
+        """What traced calls (torch.compile, CUDA graphs, autograd) run."""
         return _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                         causal, scale, return_lse, causal_align, softcap, window_left,
                         window_right, check_seqlens)
@@ -181,37 +185,10 @@ if torch is not None:
     def _attention_varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                                max_seqlen_k, causal, scale, return_lse, causal_align, softcap,
                                window_left, window_right, check_seqlens):
-        total_q, h, d = q.shape
-        out = q.new_empty((total_q, h, d))
-        lse = q.new_empty((h, total_q) if return_lse else (0,), dtype=torch.float32)
-        return out, lse
+        """The outputs' shapes, for tracing with fake or meta tensors."""
+        return outputs_like(q, return_lse)
 
-    _refuse_backward(
+    refuse_backward(
         _attention_varlen_op,
         "attngen.attention_varlen has no backward pass yet: call it under torch.no_grad() "
         "or use flash_attn_varlen_func for training")
-
-
-def attention_varlen(q, k, v, cu_q, cu_k, max_q, max_k, causal, window_size, softcap, scale,
-                     return_lse, causal_align, check_seqlens):
-    if torch is None:
-        raise ImportError("attngen.attention_varlen needs PyTorch (pip install torch); "
-                          "attngen.compile works without it")
-    _check_inputs(q, k, v, cu_q, cu_k, max_q, max_k, causal, window_size, softcap,
-                  return_lse, causal_align, check_seqlens)
-    scale = _normalize_scale(scale)
-    softcap = _softcap_value("attention_varlen", softcap)
-    left, right = _window_sides("attention_varlen", window_size)
-    # Without a diagonal (no causal mask, no window) the alignment means
-    # nothing: one kernel serves both.
-    if not causal and left < 0 and right < 0:
-        causal_align = "top-left"
-    if _use_custom_op(q, k, v, cu_q, cu_k):
-        out, lse = torch.ops.attngen.attention_varlen(q, k, v, cu_q, cu_k, max_q, max_k,
-                                                      causal, scale, return_lse,
-                                                      causal_align, softcap, left, right,
-                                                      check_seqlens)
-    else:
-        out, lse = _forward(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_lse,
-                            causal_align, softcap, left, right, check_seqlens)
-    return (out, lse) if return_lse else out

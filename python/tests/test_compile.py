@@ -302,7 +302,7 @@ class CompileTest(unittest.TestCase):
     def test_metadata_that_is_not_json(self):
         # Python wraps a metadata parse failure in a clear AttngenError.
         attngen.compile(arch="sm_80", head_dim=64)
-        with mock.patch.object(attngen._lib, "attngen_compiled_metadata",
+        with mock.patch.object(attngen._capi.lib, "attngen_compiled_metadata",
                                lambda handle: b'{"scale": inf}'):
             with self.assertRaises(attngen.AttngenError) as caught:
                 attngen.compile(arch="sm_80", head_dim=64)

@@ -16,26 +16,26 @@ except ImportError:
 @unittest.skipIf(torch is None, "needs torch")
 class CustomOpHelperTest(unittest.TestCase):
     def test_refused_backward_says_why(self):
-        from attngen._torch_op import _refuse_backward
+        from attngen._torch_launch import refuse_backward
 
         @torch.library.custom_op("attngen_test::twice", mutates_args=(), device_types="cpu")
         def twice(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             return x * 2, x.new_zeros(0)
 
-        _refuse_backward(twice, "twice has no backward pass")
+        refuse_backward(twice, "twice has no backward pass")
         x = torch.ones(3, requires_grad=True)
         out, _ = twice(x)
         with self.assertRaisesRegex(NotImplementedError, "twice has no backward pass"):
             out.sum().backward()
 
     def test_outputs_like_a_padded_batch(self):
-        from attngen._torch_op import _outputs_like
+        from attngen._torch_launch import outputs_like
 
         q = torch.empty(2, 5, 3, 8, device="meta", dtype=torch.bfloat16)
-        out, lse = _outputs_like(q, return_lse=True)
+        out, lse = outputs_like(q, return_lse=True)
         self.assertEqual((out.shape, out.dtype), (q.shape, torch.bfloat16))
         self.assertEqual((lse.shape, lse.dtype), (torch.Size([2, 3, 5]), torch.float32))
-        _, no_lse = _outputs_like(q, return_lse=False)
+        _, no_lse = outputs_like(q, return_lse=False)
         self.assertEqual(no_lse.shape, torch.Size([0]))
 
 

@@ -304,7 +304,7 @@ class AttentionTest(unittest.TestCase):
     def test_eager_call_launches_directly(self):
         # A plain eager call never enters the custom op (whose first use costs
         # seconds of PyTorch set-up); calls autograd records do.
-        from attngen import _torch_op
+        from attngen._torch_launch import use_custom_op
         q, k, v = self.tensors()
         expected = attngen.attention(q, k, v)
         refuse = AssertionError("an eager call went through torch.ops.attngen.attention")
@@ -314,8 +314,8 @@ class AttentionTest(unittest.TestCase):
             self.assertTrue(torch.equal(attngen.attention(q, k, v), expected))
             with torch.no_grad():
                 attngen.attention(q.requires_grad_(True), k, v)
-        self.assertFalse(_torch_op._use_custom_op(q.detach(), k, v))
-        self.assertTrue(_torch_op._use_custom_op(q.requires_grad_(True), k, v))
+        self.assertFalse(use_custom_op(q.detach(), k, v))
+        self.assertTrue(use_custom_op(q.requires_grad_(True), k, v))
 
     def test_traced_calls_use_the_custom_op(self):
         # Fake tensors (torch.export, AOT tracing) go through the op and its

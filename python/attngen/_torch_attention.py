@@ -1,0 +1,100 @@
+"""attngen.attention on (batch, seqlen, heads, head_dim) torch tensors: its
+checks, the torch custom op attngen::attention (so torch.compile and
+torch.export trace it) and the launch. Eager calls launch directly (see
+_torch_launch.use_custom_op)."""
+
+from ._errors import invalid_argument
+from ._spec import call_options
+from ._torch_checks import (TensorLayout, check_devices, check_qkv, check_tensors,
+                            require_torch, torch)
+from ._torch_launch import (forward_args, kernel_for, launch, outputs_like, refuse_backward,
+                            use_custom_op)
+
+_LAYOUT = TensorLayout(function="attention", names=("q", "k", "v"), rank=4,
+                       dims=" (batch, seqlen, heads, head_dim)", rank_hint="",
+                       row_dims="the batch, seqlen and heads dimensions", kv_heads="k/v have")
+
+
+def attention(q, k, v, causal=False, scale=None, return_lse=False, *,
+              causal_align="bottom-right", softcap=0.0, window_size=(-1, -1)):
+    """softmax(scale * q @ k^T [causal mask]) @ v for (batch, seqlen, heads,
+    head_dim) tensors; returns out, or (out, lse) with lse (batch, heads,
+    seqlen_q) float32 (natural-log log-sum-exp of the scaled scores).
+
+    causal masks bottom-right aligned by default, as flash_attn_func: query i
+    sees keys j <= i + seqlen_k - seqlen_q, and a query row that sees no key
+    gets out 0 and lse -inf. causal_align='top-left' aligns it as torch's
+    is_causal instead (j <= i); both agree when seqlen_q == seqlen_k.
+    scale defaults to 1/sqrt(head_dim). softcap c > 0 soft-caps the scores,
+    c * tanh(scale * q @ k^T / c), before the mask and softmax (Gemma 2, as
+    flash_attn's softcap; lse is then that of the capped scores); 0.0: none.
+    window_size=(left, right) restricts query i to the keys from left before
+    to right after its diagonal (i + seqlen_k - seqlen_q bottom-right, as
+    flash_attn's window_size; -1: that side unbounded): (256, 0) is a causal
+    window of 256 keys, (-1, 0) plain causal; with causal=True right must be
+    -1 or 0. Registered as the torch op torch.ops.attngen.attention, which
+    torch.compile and torch.export trace; eager calls launch directly (the
+    op's first call costs seconds of PyTorch set-up)."""
+    require_torch("attention")
+    options = _check_arguments(q, k, v, causal, scale, return_lse, causal_align, softcap,
+                               window_size)
+    if use_custom_op(q, k, v):
+        out, lse = torch.ops.attngen.attention(q, k, v, options.causal, options.scale,
+                                               return_lse, options.causal_align,
+                                               options.softcap, options.window_left,
+                                               options.window_right)
+    else:
+        out, lse = _forward(q, k, v, options.causal, options.scale, return_lse,
+                            options.causal_align, options.softcap, options.window_left,
+                            options.window_right)
+    return (out, lse) if return_lse else out
+
+
+def _check_arguments(q, k, v, causal, scale, return_lse, causal_align, softcap, window_size):
+    """Everything the kernel assumes, the device last; returns the options."""
+    check_tensors(_LAYOUT, q, k, v)
+    options = call_options("attention", causal, scale, causal_align, softcap, window_size,
+                           return_lse=return_lse)
+    check_qkv(_LAYOUT, q, k, v)
+    batch, seqlen_q = q.shape[:2]
+    kv_batch, seqlen_k = k.shape[:2]
+    if kv_batch != batch:
+        raise invalid_argument(f"q has batch {batch} but k and v have batch {kv_batch}")
+    if seqlen_k == 0 and seqlen_q > 0 and batch > 0:
+        raise invalid_argument("k and v have sequence length 0: attention needs at least one "
+                               "key")
+    check_devices(list(zip(_LAYOUT.names, (q, k, v))))
+    return options
+
+
+def _forward(q, k, v, causal, scale, return_lse, causal_align, softcap, window_left,
+             window_right):
+    """Runs the kernel: the op's CUDA implementation and the eager path."""
+    out, lse = outputs_like(q, return_lse)
+    kernel = kernel_for(q, scale, causal=causal, causal_align=causal_align, softcap=softcap,
+                        window_size=(window_left, window_right))
+    args = forward_args(q, k, v, out, lse if return_lse else None, q.shape[0], k.shape[1])
+    launch(kernel, args, q.device)
+    return out, lse
+
+
+if torch is not None:
+    @torch.library.custom_op("attngen::attention", mutates_args=(), device_types="cuda")
+    def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
+                      scale: float, return_lse: bool, causal_align: str, softcap: float,
+                      window_left: int, window_right: int
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
+        """What traced calls (torch.compile, export, autograd) run on CUDA tensors."""
+        return _forward(q, k, v, causal, scale, return_lse, causal_align, softcap,
+                        window_left, window_right)
+
+    @_attention_op.register_fake
+    def _attention_fake(q, k, v, causal, scale, return_lse, causal_align, softcap,
+                        window_left, window_right):
+        """The outputs' shapes, for tracing with fake or meta tensors."""
+        return outputs_like(q, return_lse)
+
+    refuse_backward(
+        _attention_op,
+        "attngen.attention has no backward pass yet: call it under torch.no_grad() or "
+        "use torch.nn.functional.scaled_dot_product_attention for training")
