@@ -35,21 +35,14 @@ Exit status 0 when every check passed.
 """
 
 import argparse
-import json
 import math
 import os
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import check_and_bench as cb  # noqa: E402  (tolerances, timing)
+import torch
 
-os.environ.setdefault("ATTNGEN_CACHE_DIR", tempfile.mkdtemp(prefix="attngen-decode-"))
-
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
+import harness
 
 #: The package, imported by main() (the pure-Python parts, which
 #: gpu/check_reference.py checks on the CPU, need only torch).
@@ -57,36 +50,6 @@ attngen = None
 
 #: H200 HBM3e peak (TB/s), for the share of peak the benchmark prints.
 PEAK_TBPS = 4.8
-
-
-def reference(q, k_seqs, v_seqs, scale, causal, softcap):
-    """float32 attention of q [B, Nq, H, D] over per-sequence keys k_seqs[b]
-    [L_b, Hkv, D]; causal bottom-right to L_b. Rows that see no key: out 0,
-    lse -inf."""
-    b, nq, h, d = q.shape
-    outs, lses = [], []
-    for i in range(b):
-        kb, vb = k_seqs[i].float(), v_seqs[i].float()
-        length = kb.shape[0]
-        group = h // kb.shape[1]
-        qf = q[i].float().transpose(0, 1)                       # [H, Nq, D]
-        kf = kb.repeat_interleave(group, dim=1).transpose(0, 1)  # [H, L, D]
-        vf = vb.repeat_interleave(group, dim=1).transpose(0, 1)
-        s = torch.matmul(qf, kf.transpose(-1, -2)) * scale      # [H, Nq, L]
-        if softcap:
-            s = softcap * torch.tanh(s / softcap)
-        if causal:
-            rows = torch.arange(nq, device=q.device)[:, None]
-            cols = torch.arange(length, device=q.device)[None, :]
-            s = s.masked_fill(cols > rows + length - nq, float("-inf"))
-        lse = torch.logsumexp(s, dim=-1) if length else torch.full(
-            (h, nq), float("-inf"), device=q.device)
-        finite = torch.where(torch.isinf(lse), 0.0, lse)
-        p = torch.exp(s - finite[..., None]) if length else s
-        out = torch.matmul(p, vf) if length else torch.zeros(h, nq, d, device=q.device)
-        outs.append(out.transpose(0, 1))
-        lses.append(lse)
-    return torch.stack(outs), torch.stack(lses)
 
 
 def strided_view(t, pad):
@@ -132,19 +95,6 @@ def make_cache(b, capacity, hkv, d, dtype, lengths, page_size, seed, device="cud
     return view(kc), view(vc), table, keys, values
 
 
-def poisoned_call(q, kc, vc, lengths_t, table, kwargs, with_lse):
-    b, nq, h, d = q.shape
-    bait = torch.full((b, nq, h, d), float("nan"), dtype=q.dtype, device="cuda")
-    bait_lse = torch.full((b, h, nq) if with_lse else (0,), float("nan"), device="cuda")
-    ptrs = (bait.data_ptr(), bait_lse.data_ptr())
-    del bait, bait_lse
-    result = attngen.attention_with_kvcache(q, kc, vc, cache_seqlens=lengths_t,
-                                            block_table=table, return_lse=with_lse, **kwargs)
-    out, lse = result if with_lse else (result, None)
-    reused = out.data_ptr() == ptrs[0] and (lse is None or lse.data_ptr() == ptrs[1])
-    return out, lse, reused
-
-
 def cases(quick):
     """(B, Nq, H, Hkv, D, capacity, page_size, lengths, num_splits, strided)."""
     full = [
@@ -171,51 +121,55 @@ def cases(quick):
 VARIANTS = [(False, 0.0), (True, 0.0), (True, 30.0)]   # (causal, softcap)
 
 
+def correctness_row(ci, case, dtype, dname, causal, softcap):
+    """One correctness row: a case in one dtype and variant, into poisoned outputs,
+    judged against the float32 reference per sequence."""
+    b, nq, h, hkv, d, cap, page, lengths, splits, strided = case
+    torch.manual_seed(ci)
+    q = torch.randn(b, nq, h, d, device="cuda", dtype=dtype)
+    if softcap:
+        q = q * 4
+    if strided:
+        q = strided_view(q, 16)
+    kc, vc, table, keys, values = make_cache(b, cap, hkv, d, dtype, lengths, page,
+                                             seed=ci, strided=strided)
+    lengths_t = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+    with_lse = (ci + int(causal)) % 2 == 0
+    kwargs = dict(causal=causal, softcap=softcap, num_splits=splits)
+    row = dict(case=ci, b=b, nq=nq, h=h, hkv=hkv, d=d, capacity=cap, page=page,
+               lengths=lengths, num_splits=splits, dtype=dname, causal=causal,
+               softcap=softcap, lse=with_lse, strided=strided)
+    try:
+        out, lse, reused = harness.call_into_poisoned_blocks(
+            lambda: attngen.attention_with_kvcache(q, kc, vc, cache_seqlens=lengths_t,
+                                                   block_table=table, return_lse=with_lse,
+                                                   **kwargs),
+            ((b, nq, h, d), q.dtype), ((b, h, nq), torch.float32) if with_lse else None)
+        torch.cuda.synchronize()
+    except Exception as e:  # noqa: BLE001 - report and go on
+        row.update(passed=False, error=f"{type(e).__name__}: {e}")
+        return row
+    ref, ref_lse = harness.kvcache_reference(q, keys, values, 1 / math.sqrt(d), causal, softcap)
+    verdict = harness.judge(out, lse, ref, ref_lse, dname)
+    if with_lse:
+        row["lse_err"] = verdict["lse_err"]
+    row.update(rel=verdict["rel"], nan=verdict["nan"], empty_rows=verdict["empty_rows"],
+               empty_rows_zero=verdict["empty_rows_zero"], poison_reused=reused,
+               passed=verdict["passed"])
+    return row
+
+
 def correctness_case(ci, case):
     """The rows of one case (every dtype and variant)."""
-    b, nq, h, hkv, d, cap, page, lengths, splits, strided = case
     results = []
     for dtype, dname in ((torch.bfloat16, "bf16"), (torch.float16, "f16")):
         for causal, softcap in VARIANTS:
-            torch.manual_seed(ci)
-            q = torch.randn(b, nq, h, d, device="cuda", dtype=dtype)
-            if softcap:
-                q = q * 4
-            if strided:
-                q = strided_view(q, 16)
-            kc, vc, table, keys, values = make_cache(b, cap, hkv, d, dtype, lengths, page,
-                                                     seed=ci, strided=strided)
-            lengths_t = torch.tensor(lengths, dtype=torch.int32, device="cuda")
-            with_lse = (ci + int(causal)) % 2 == 0
-            kwargs = dict(causal=causal, softcap=softcap, num_splits=splits)
-            row = dict(case=ci, b=b, nq=nq, h=h, hkv=hkv, d=d, capacity=cap, page=page,
-                       lengths=lengths, num_splits=splits, dtype=dname, causal=causal,
-                       softcap=softcap, lse=with_lse, strided=strided)
-            try:
-                out, lse, reused = poisoned_call(q, kc, vc, lengths_t, table, kwargs,
-                                                 with_lse)
-                torch.cuda.synchronize()
-            except Exception as e:  # noqa: BLE001 - report and go on
-                row.update(passed=False, error=f"{type(e).__name__}: {e}")
-                results.append(row)
-                print(f"  FAIL {row}", flush=True)
-                continue
-            ref, ref_lse = reference(q, keys, values, 1 / math.sqrt(d), causal, softcap)
-            rel = cb.rel_error(torch, out, ref) if ref.abs().sum() > 0 else float(
-                out.abs().max())
-            nan = int(torch.isnan(out).sum())
-            empty = torch.isinf(ref_lse).permute(0, 2, 1)
-            empty_zero = bool((out[empty] == 0).all())
-            ok = nan == 0 and math.isfinite(rel) and rel < cb.REL_TOL[dname] and empty_zero
-            if with_lse:
-                err, bound = cb.lse_error(torch, lse, ref_lse)
-                row["lse_err"] = float(err.max())
-                ok = ok and bool((err <= bound).all())
-            row.update(rel=rel, nan=nan, empty_rows=int(empty.sum()),
-                       empty_rows_zero=empty_zero, poison_reused=reused, passed=ok)
+            row = correctness_row(ci, case, dtype, dname, causal, softcap)
             results.append(row)
-            if not ok or not reused:
-                print(f"  {'FAIL' if not ok else 'note'}: {row}", flush=True)
+            if "error" in row:
+                print(f"  FAIL {row}", flush=True)
+            elif not row["passed"] or not row["poison_reused"]:
+                print(f"  {'FAIL' if not row['passed'] else 'note'}: {row}", flush=True)
     return results
 
 
@@ -251,9 +205,9 @@ def graphs_and_compile():
                 x = torch.randn_like(q)
                 out = compiled(x)
                 torch.cuda.synchronize()
-            ref, _ = reference(x, keys, values, 1 / math.sqrt(d), True, 0.0)
-            rel = cb.rel_error(torch, out, ref)
-            ok = rel < cb.REL_TOL["bf16"]
+            ref, _ = harness.kvcache_reference(x, keys, values, 1 / math.sqrt(d), True)
+            rel = harness.rel_error(out, ref)
+            ok = rel < harness.REL_TOL["bf16"]
             rows.append(dict(what=label, rel=rel, passed=ok))
         except Exception as e:  # noqa: BLE001
             rows.append(dict(what=label, passed=False, error=f"{type(e).__name__}: {e}"))
@@ -264,23 +218,12 @@ def graphs_and_compile():
 def sdpa_peer(q, k, v, backend):
     """SDPA on (B, H, N, D) views, GQA through enable_gqa where the backend
     takes it, else with the key/value heads repeated (said in the result)."""
-    qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-    group = q.shape[2] // k.shape[2]
     try:
-        with sdpa_kernel(backend):
-            F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True)
-
-        def run():
-            with sdpa_kernel(backend):
-                return F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True)
+        run = harness.sdpa_call(backend, q, k, v)
+        run()
         return run, "enable_gqa"
     except (RuntimeError, TypeError):
-        kr = kt.repeat_interleave(group, dim=1)
-        vr = vt.repeat_interleave(group, dim=1)
-
-        def run():
-            with sdpa_kernel(backend):
-                return F.scaled_dot_product_attention(qt, kr, vr)
+        run = harness.sdpa_call(backend, q, k, v, repeat_heads=True)
         run()
         return run, "repeated heads"
 
@@ -295,9 +238,24 @@ def bench_shapes(quick):
     return BENCH_SHAPES[:2] if quick else BENCH_SHAPES
 
 
+def paged_copy(k, v, page):
+    """(k_cache, v_cache, block_table): the keys and values [B, N, Hkv, D] in
+    shuffled pages of `page` rows."""
+    b, nk, hkv, d = k.shape
+    blocks = nk // page
+    perm = torch.randperm(b * blocks, device="cuda")
+    table = perm.reshape(b, blocks).to(torch.int32)
+    kc = torch.empty(b * blocks, page, hkv, d, device="cuda", dtype=k.dtype)
+    vc = torch.empty_like(kc)
+    kc[perm.long()] = k.reshape(b * blocks, page, hkv, d)
+    vc[perm.long()] = v.reshape(b * blocks, page, hkv, d)
+    return kc, vc, table
+
+
 def bench_shape(shape, warmup=10, iters=50):
     """One benchmark row: ours (auto splits and one split) against SDPA's
-    cuDNN and flash backends on contiguous K/V of the same shape."""
+    cuDNN and flash backends on contiguous K/V of the same shape, in the same
+    run; ms, TFLOPS and HBM GB/s (the cache's K and V bytes / time) of each."""
     b, nq, nk, h, hkv, page = shape
     d = 128
     torch.manual_seed(3)
@@ -305,18 +263,8 @@ def bench_shape(shape, warmup=10, iters=50):
     k = torch.randn(b, nk, hkv, d, device="cuda", dtype=torch.bfloat16)
     v = torch.randn(b, nk, hkv, d, device="cuda", dtype=torch.bfloat16)
     lengths = torch.full((b,), nk, dtype=torch.int32, device="cuda")
-    if page:
-        # The same keys in shuffled pages.
-        blocks = nk // page
-        perm = torch.randperm(b * blocks, device="cuda")
-        table = perm.reshape(b, blocks).to(torch.int32)
-        kc = torch.empty(b * blocks, page, hkv, d, device="cuda", dtype=torch.bfloat16)
-        vc = torch.empty_like(kc)
-        kc[perm.long()] = k.reshape(b * blocks, page, hkv, d)
-        vc[perm.long()] = v.reshape(b * blocks, page, hkv, d)
-    else:
-        kc, vc, table = k, v, None
-    kv_bytes = 2 * b * nk * hkv * d * 2
+    kc, vc, table = paged_copy(k, v, page) if page else (k, v, None)
+    kv_bytes = harness.kv_bytes(b, nk, hkv, d)
     row = dict(b=b, nq=nq, nk=nk, h=h, hkv=hkv, d=d, page=page, kv_bytes=kv_bytes)
 
     def ours(splits=0):
@@ -325,25 +273,24 @@ def bench_shape(shape, warmup=10, iters=50):
 
     for label, splits in (("ours", 0), ("ours_nosplit", 1)):
         ours(splits)
-        ms = cb.time_ms(torch, lambda: ours(splits), warmup, iters)
-        row[f"{label}_ms"] = ms
+        row[f"{label}_ms"] = harness.time_ms(lambda: ours(splits), warmup, iters)
     ref = None
-    for label, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION),
-                           ("flash", SDPBackend.FLASH_ATTENTION)):
+    for label in ("cudnn", "flash"):
         try:
-            run, how = sdpa_peer(q, k, v, backend)
-            row[f"{label}_ms"] = cb.time_ms(torch, run, warmup, iters)
+            run, how = sdpa_peer(q, k, v, label)
+            row[f"{label}_ms"] = harness.time_ms(run, warmup, iters)
             row[f"{label}_gqa"] = how
             if ref is None:
                 ref = run().transpose(1, 2)
         except RuntimeError as e:
             row[f"{label}_error"] = str(e).splitlines()[0][:200]
     if ref is not None:
-        row["rel_vs_peer"] = cb.rel_error(torch, ours(), ref)
+        row["rel_vs_peer"] = harness.rel_error(ours(), ref)
+    flops = harness.attention_flops(b, h, nq, nk, d)
     for key in [k_ for k_ in row if k_.endswith("_ms")]:
         name = key[:-3]
-        row[f"{name}_tflops"] = 4.0 * b * h * nq * nk * d / (row[key] * 1e-3) / 1e12
-        row[f"{name}_gbps"] = kv_bytes / (row[key] * 1e-3) / 1e9
+        row[f"{name}_tflops"] = harness.tflops(flops, row[key])
+        row[f"{name}_gbps"] = harness.gbps(kv_bytes, row[key])
     peers = [row[f"{p}_ms"] for p in ("cudnn", "flash") if f"{p}_ms" in row]
     row["vs_best_peer"] = min(peers) / row["ours_ms"] if peers else float("nan")
     print(f"  B={b} Nk={nk} page={page}: ours {row['ours_ms']:.3f} ms "
@@ -352,7 +299,7 @@ def bench_shape(shape, warmup=10, iters=50):
           f"flash {row.get('flash_ms', float('nan')):.3f} ms; "
           f"vs best peer {row['vs_best_peer']:.2f}x", flush=True)
     # The benchmarked output is checked too (against the first peer's).
-    row["passed"] = ref is None or row["rel_vs_peer"] < cb.REL_TOL["bf16"]
+    row["passed"] = ref is None or row["rel_vs_peer"] < harness.REL_TOL["bf16"]
     return row
 
 
@@ -371,19 +318,9 @@ def run_child(args, what, index):
     """Runs `what` (correctness case / graphs / bench shape) `index` in a
     child process under the timeout; returns its JSON rows (a failed row when
     it crashed or timed out)."""
-    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
-        path = f.name
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", what, str(index), "--child-out",
-           path] + (["--quick"] if args.quick else [])
-    error = cb.run_child_process(cmd, args.timeout)
-    rows = []
-    if error is None:
-        try:
-            with open(path) as f:
-                rows = json.load(f)
-        except (OSError, ValueError) as e:
-            error = f"no result from the child ({e})"
-    os.unlink(path)
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", what, str(index)] + (
+        ["--quick"] if args.quick else [])
+    rows, error = harness.run_child_for_json(cmd, args.timeout, "--child-out")
     if error is not None:
         rows = [dict(what=what, index=index, passed=False, error=error)]
         print(f"  FAIL {what} {index}: {error}", flush=True)
@@ -413,12 +350,14 @@ def main():
     parser.add_argument("--child", nargs=2, metavar=("WHAT", "INDEX"), help=argparse.SUPPRESS)
     parser.add_argument("--child-out", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    harness.precise_float32()
+    if "ATTNGEN_CACHE_DIR" not in os.environ:  # the children inherit the parent's
+        os.environ["ATTNGEN_CACHE_DIR"] = tempfile.mkdtemp(prefix="attngen-decode-")
     import attngen as package
     attngen = package
     if args.child:
         rows = child(args.child[0], int(args.child[1]), args.quick)
-        with open(args.child_out, "w") as f:
-            json.dump(rows, f)
+        harness.write_json(args.child_out, rows)
         return 0 if all(r.get("passed", True) for r in rows) else 1
     print(f"attngen {attngen.__version__}, {torch.cuda.get_device_name()}, torch "
           f"{torch.__version__}, arch {attngen.device_arch()}", flush=True)
@@ -436,8 +375,7 @@ def main():
             rows += run_child(args, "bench", i)
     ok = all(r["passed"] for r in checks + rows)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"checks": checks, "bench": rows, "passed": ok}, f, indent=1)
+        harness.write_json(args.json, {"checks": checks, "bench": rows, "passed": ok})
     print("\n== summary")
     print(f"correctness: {sum(r['passed'] for r in checks)}/{len(checks)} passed")
     print(f"{'case':<26} {'ours ms':>8} {'GB/s':>6} {'peak':>6} {'TFLOPS':>7} "

@@ -12,11 +12,12 @@ shapes and speed against torch SDPA, plus the JIT's compile speed.
   strided views, both dtypes, head dims 64/128/256, not causal, causal with the
   default bottom-right alignment and causal top-left, soft caps that bite, sliding
   windows (window_size) of both alignments, wider and narrower than a block, with
-  rows that see no key) against a float32 reference with the tolerances of
-  gpu/check_and_bench.py; the other head dims of {8, 16, 40, 72, 80, 96, 112, 160,
-  192, 224} not causal, causal bottom-right and a two-sided window. The output is
-  allocated by attngen; the memory it gets was filled with NaN just before (the
-  caching allocator hands the same block back; the script checks it did). SDPA's
+  rows that see no key) against gpu/harness.py's float32 reference and
+  tolerances (those of check_and_bench.py); the other head dims of {8, 16,
+  40, 72, 80, 96, 112, 160, 192, 224} not causal, causal bottom-right and a
+  two-sided window. The output is allocated by attngen; the memory it gets
+  was filled with NaN just before (the caching allocator hands the same block
+  back; the script checks it did). SDPA's
   own error against the same reference is reported beside ours (with the window
   as a boolean mask).
 * Speed: attngen.attention (host overhead included) against SDPA's flash and
@@ -32,7 +33,7 @@ The summary table is printed last. Exit status 0 when every check passed.
 """
 
 import argparse
-import json
+import functools
 import math
 import os
 import subprocess
@@ -40,19 +41,15 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import check_and_bench as cb  # noqa: E402  (reference, tolerances, timing)
+import torch
+import torch.nn.functional as F
 
-# A fresh cache, so the first compiles are cold: set before attngen starts.
-CACHE = tempfile.mkdtemp(prefix="attngen-cache-")
-os.environ["ATTNGEN_CACHE_DIR"] = CACHE
+import harness
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
-
-import attngen  # noqa: E402
+#: The package, imported by main() once ATTNGEN_CACHE_DIR names a fresh folder (the
+#: first compiles must be cold); the rest of this file (the flex masks, which
+#: gpu/check_reference.py checks on the CPU) needs only torch.
+attngen = None
 
 
 def compile_speed():
@@ -153,25 +150,10 @@ SHAPES = [  # (B, Nq, Nk, H, Hkv); the quick run takes the first four
 
 def make(shape, d, dtype, layout):
     b, nq, nk, h, hkv = shape
-    q = cb.make_input(torch, (b, nq, h, d), dtype, layout)
-    k = cb.make_input(torch, (b, nk, hkv, d), dtype, layout)
-    v = cb.make_input(torch, (b, nk, hkv, d), dtype, layout)
+    q = harness.make_input((b, nq, h, d), dtype, layout)
+    k = harness.make_input((b, nk, hkv, d), dtype, layout)
+    v = harness.make_input((b, nk, hkv, d), dtype, layout)
     return q, k, v
-
-
-def poisoned_call(q, k, v, causal, with_lse, kwargs):
-    """Fills the blocks attngen's outputs will get with NaN, frees them, calls."""
-    b, nq, h, d = q.shape
-    bait = torch.full((b, nq, h, d), float("nan"), dtype=q.dtype, device="cuda")
-    bait_lse = torch.full((b, h, nq) if with_lse else (0,), float("nan"), dtype=torch.float32,
-                          device="cuda")
-    ptrs = (bait.data_ptr(), bait_lse.data_ptr())
-    del bait, bait_lse
-    result = attngen.attention(q, k, v, causal=causal, return_lse=with_lse, **kwargs)
-    out, lse = result if with_lse else (result, None)
-    reused = out.data_ptr() == ptrs[0] and (lse is None or lse.data_ptr() == ptrs[1]
-                                            or lse.numel() == 0)
-    return out, lse, reused
 
 
 #: (causal, the causal_align argument or None for the default, the mask it means,
@@ -200,89 +182,81 @@ HEAD_DIMS = (64, 128, 256)
 MORE_HEAD_DIMS = (8, 16, 40, 72, 80, 96, 112, 160, 192, 224)
 
 
+def correctness_plan():
+    """(head dim, its variants): every variant at HEAD_DIMS; plain, causal
+    bottom-right and the (100, 50) window at MORE_HEAD_DIMS."""
+    window_variant = [v for v in VARIANTS if v[5] == (100, 50)]
+    return ([(d, VARIANTS) for d in HEAD_DIMS]
+            + [(d, VARIANTS[:2] + window_variant) for d in MORE_HEAD_DIMS])
+
+
+def sdpa_error(q, k, v, causal, bottom_right, window, ref):
+    """SDPA's own error (its default backend choice) against the reference ours is
+    judged by; a bottom-right mask or a window goes in as a boolean mask (rows that
+    see no key come back NaN from SDPA: counted as 0, as the reference does)."""
+    group = q.shape[2] // k.shape[2]
+    sdpa_mask = None
+    if bottom_right or window != harness.NO_WINDOW:
+        sdpa_mask = harness.visibility_mask(q.shape[1], k.shape[1], causal, bottom_right, window,
+                                            "cuda")
+    sdpa = F.scaled_dot_product_attention(
+        q.transpose(1, 2), k.repeat_interleave(group, 2).transpose(1, 2),
+        v.repeat_interleave(group, 2).transpose(1, 2), attn_mask=sdpa_mask,
+        is_causal=causal and sdpa_mask is None).nan_to_num(0.0)
+    return harness.rel_error(sdpa.transpose(1, 2), ref)
+
+
+def check_case(d, dtype, dname, variant, i, shape):
+    """One correctness row: attngen.attention on fresh inputs (layout and LSE by the
+    shape's index) into poisoned memory, judged against the float32 reference, with
+    SDPA's error beside ours (SDPA has no soft cap: None then)."""
+    causal, align, mask, softcap, q_factor, window = variant
+    layout = ("bnhd", "bhnd", "padded")[i % 3]
+    torch.manual_seed(1000 + i)
+    q, k, v = make(shape, d, dtype, layout)
+    if q_factor != 1:
+        q = q * q_factor
+    with_lse = i % 2 == 0
+    kwargs = {"causal_align": align} if align else {}
+    if softcap:
+        kwargs["softcap"] = softcap
+    if window != harness.NO_WINDOW:
+        kwargs["window_size"] = window
+    b, nq, h, _ = q.shape
+    out, lse, reused = harness.call_into_poisoned_blocks(
+        lambda: attngen.attention(q, k, v, causal=causal, return_lse=with_lse, **kwargs),
+        (q.shape, q.dtype), ((b, h, nq), torch.float32) if with_lse else None)
+    torch.cuda.synchronize()
+    bottom_right = mask == "bottom-right"
+    ref, ref_lse = harness.reference(q, k, v, 1 / math.sqrt(d), causal, bottom_right, softcap,
+                                     window)
+    # Rows that see no key (bottom-right, Nq > Nk) must be exactly 0: judge counts them.
+    verdict = harness.judge(out, lse, ref, ref_lse, dname)
+    sdpa_rel = None if softcap else sdpa_error(q, k, v, causal, bottom_right, window, ref)
+    return dict(d=d, dtype=dname, causal=causal, mask=mask, softcap=softcap,
+                q_factor=q_factor, window=list(window), shape=shape,
+                layout=layout, lse=with_lse, rel=verdict["rel"], sdpa_rel=sdpa_rel,
+                lse_err=verdict["lse_err"], nan=verdict["nan"],
+                empty_rows=verdict["empty_rows"], empty_rows_zero=verdict["empty_rows_zero"],
+                poison_reused=reused, passed=verdict["passed"])
+
+
 def correctness(quick):
     results = []
     dtypes = [(torch.bfloat16, "bf16"), (torch.float16, "f16")]
-    # The other head dims: plain, causal bottom-right and the (100, 50) window.
-    window_variant = [v for v in VARIANTS if v[5] == (100, 50)]
-    plan = [(d, VARIANTS) for d in HEAD_DIMS] + [(d, VARIANTS[:2] + window_variant)
-                                                 for d in MORE_HEAD_DIMS]
-    for d, variants in plan:
+    for d, variants in correctness_plan():
         for dtype, dname in dtypes:
-            for causal, align, mask, softcap, q_factor, window in variants:
-                windowed = window != (-1, -1)
-                shapes = SHAPES[:4] if quick or softcap else SHAPES
+            for variant in variants:
+                shapes = SHAPES[:4] if quick or variant[3] else SHAPES
                 for i, shape in enumerate(shapes):
-                    layout = ("bnhd", "bhnd", "padded")[i % 3]
-                    torch.manual_seed(1000 + i)
-                    q, k, v = make(shape, d, dtype, layout)
-                    if q_factor != 1:
-                        q = q * q_factor
-                    with_lse = i % 2 == 0
-                    kwargs = {"causal_align": align} if align else {}
-                    if softcap:
-                        kwargs["softcap"] = softcap
-                    if windowed:
-                        kwargs["window_size"] = window
-                    out, lse, reused = poisoned_call(q, k, v, causal, with_lse, kwargs)
-                    torch.cuda.synchronize()
-                    scale = 1 / math.sqrt(d)
-                    bottom_right = mask == "bottom-right"
-                    ref, ref_lse = cb.reference(torch, q, k, v, scale, causal, bottom_right,
-                                                softcap, window)
-                    rel = cb.rel_error(torch, out, ref)
-                    nan = int(torch.isnan(out).sum().item())
-                    # Rows that see no key (bottom-right, Nq > Nk) must be exactly 0.
-                    empty = torch.isinf(ref_lse).permute(0, 2, 1)
-                    empty_zero = bool((out[empty] == 0).all().item())
-                    ok = rel < cb.REL_TOL[dname] and nan == 0 and math.isfinite(rel) and empty_zero
-                    lse_err = None
-                    if with_lse:
-                        err, bound = cb.lse_error(torch, lse, ref_lse)
-                        lse_err = float(err.max().item())
-                        ok = ok and bool((err <= bound).all())
-                    # SDPA (default backend choice) against the same reference; a
-                    # bottom-right mask or a window is passed as a boolean mask (rows that
-                    # see no key come back NaN from SDPA: counted as 0, as the reference
-                    # does).
-                    group = shape[3] // shape[4]
-                    nq, nk = shape[1], shape[2]
-                    sdpa_mask = None
-                    if bottom_right or windowed:
-                        rows_i = torch.arange(nq, device="cuda")[:, None]
-                        cols_j = torch.arange(nk, device="cuda")[None, :]
-                        sdpa_mask = cb.visible(rows_i, cols_j, nq, nk, causal, bottom_right,
-                                               window)
-                    sdpa_rel = None  # SDPA has no soft cap
-                    if not softcap:
-                        sdpa = F.scaled_dot_product_attention(
-                            q.transpose(1, 2), k.repeat_interleave(group, 2).transpose(1, 2),
-                            v.repeat_interleave(group, 2).transpose(1, 2), attn_mask=sdpa_mask,
-                            is_causal=causal and sdpa_mask is None).nan_to_num(0.0)
-                        sdpa_rel = cb.rel_error(torch, sdpa.transpose(1, 2), ref)
-                    row = dict(d=d, dtype=dname, causal=causal, mask=mask, softcap=softcap,
-                               q_factor=q_factor, window=list(window), shape=shape,
-                               layout=layout, lse=with_lse, rel=rel, sdpa_rel=sdpa_rel,
-                               lse_err=lse_err, nan=nan, empty_rows=int(empty.sum().item()),
-                               empty_rows_zero=empty_zero, poison_reused=reused, passed=ok)
+                    row = check_case(d, dtype, dname, variant, i, shape)
                     results.append(row)
-                    if not ok or not reused:
-                        print(f"  {'FAIL' if not ok else 'note'}: {row}", flush=True)
+                    if not row["passed"] or not row["poison_reused"]:
+                        print(f"  {'FAIL' if not row['passed'] else 'note'}: {row}", flush=True)
     passed = sum(r["passed"] for r in results)
     print(f"  correctness: {passed}/{len(results)} passed; poisoned output block reused in "
           f"{sum(r['poison_reused'] for r in results)}/{len(results)}", flush=True)
     return results
-
-
-def warm_up_gpu(seconds=2.0):
-    """Bf16 GEMMs until the clocks settle, so the first timed case is not
-    slowed by a GPU still ramping up."""
-    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        for _ in range(10):
-            a @ a
-        torch.cuda.synchronize()
 
 
 #: The window speed rows (issue 9): (left, right) at N = 8k, d128 and d64, each beside
@@ -290,13 +264,9 @@ def warm_up_gpu(seconds=2.0):
 SPEED_WINDOWS = [(1024, 0), (1024, 1024)]
 
 
-def speed(quick, warmup=10, iters=50):
-    rows = []
-    warm_up_gpu()
-    # (d, causal, N, softcap, window): the soft-capped and windowed rows sit next to
-    # the plain ones of the same shape (the issue's bar: <= 10% over the plain kernel,
-    # a window per visible FLOP).
-    none = (-1, -1)
+def speed_cases(quick):
+    """(d, causal, N, softcap, window) of the speed rows."""
+    none = harness.NO_WINDOW
     cases = [(128, False, 8192, 0.0, none), (128, True, 8192, 0.0, none),
              (128, False, 1024, 0.0, none), (128, True, 1024, 0.0, none),
              (64, False, 8192, 0.0, none), (256, False, 8192, 0.0, none),
@@ -309,54 +279,53 @@ def speed(quick, warmup=10, iters=50):
         cases += [(128, False, 4096, 0.0, none), (64, True, 8192, 0.0, none),
                   (256, True, 8192, 0.0, none), (96, True, 8192, 0.0, none),
                   (192, True, 8192, 0.0, none)]
-    for d, causal, n, softcap, window in cases:
-        h = cb.bench_heads(d)
-        b = max(1, 16384 // n)
-        windowed = window != none
-        torch.manual_seed(7)
-        q, k, v = (torch.randn(b, n, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-        row = dict(d=d, causal=causal, n=n, b=b, h=h, softcap=softcap, window=list(window))
+    return cases
 
-        def ours():
-            return attngen.attention(q, k, v, causal=causal, softcap=softcap,
-                                     window_size=window)
 
-        ours()
-        row["ours_ms"] = cb.time_ms(torch, ours, warmup, iters)
-        # A window counts the FLOPs of the keys its rows see (bottom-right, the
-        # default; Nq = Nk, so top-left is the same).
-        seen = cb.visible_keys(n, n, causal, True, window) if windowed else None
-        row["ours_tflops"] = cb.attention_tflops(b, h, n, d, causal, row["ours_ms"], seen)
-        qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-        # SDPA's flash and cuDNN backends take no window: plain peers only.
-        peers = () if windowed else (("flash", SDPBackend.FLASH_ATTENTION),
-                                     ("cudnn", SDPBackend.CUDNN_ATTENTION))
-        for label, backend in peers:
-            def peer():
-                with sdpa_kernel(backend):
-                    return F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
-            try:
-                peer()
-                row[f"{label}_ms"] = cb.time_ms(torch, peer, warmup, iters)
-                row[f"{label}_tflops"] = cb.attention_tflops(b, h, n, d, causal,
-                                                             row[f"{label}_ms"])
-            except RuntimeError as e:
-                row[f"{label}_error"] = str(e).splitlines()[0][:200]
-        # Same answer as flash at bench size (both low precision); SDPA has no soft
-        # cap and its flash backend no window: not checked then.
-        row["rel_vs_flash"] = float("nan")
-        if not softcap and not windowed:
-            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-                ref = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
-            row["rel_vs_flash"] = cb.rel_error(torch, ours(), ref.transpose(1, 2))
-            del ref
-        rows.append(row)
-        print(f"  {speed_label(row)}: ours {row['ours_tflops']:.1f}"
-              + (" (visible FLOPs)" if windowed else
-                 f", flash {row.get('flash_tflops', float('nan')):.1f}, "
-                 f"cudnn {row.get('cudnn_tflops', float('nan')):.1f}") + " TFLOPS", flush=True)
-        del q, k, v, qt, kt, vt
-    return rows
+def speed_row(d, causal, n, softcap, window, warmup, iters):
+    """One speed row: attngen.attention (host overhead included), then SDPA's flash
+    and cuDNN backends on the same tensors in the same run, and ours against flash's
+    output (both low precision; SDPA has no soft cap and its flash backend no window:
+    not checked then)."""
+    h = harness.bench_heads(d)
+    b = harness.bench_batch(n)
+    windowed = window != harness.NO_WINDOW
+    torch.manual_seed(7)
+    q, k, v = (torch.randn(b, n, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    row = dict(d=d, causal=causal, n=n, b=b, h=h, softcap=softcap, window=list(window))
+
+    def ours():
+        return attngen.attention(q, k, v, causal=causal, softcap=softcap,
+                                 window_size=window)
+
+    ours()
+    row["ours_ms"] = harness.time_ms(ours, warmup, iters)
+    # A window counts the FLOPs of the keys its rows see (bottom-right, the
+    # default; Nq = Nk, so top-left is the same).
+    seen = harness.visible_keys(n, n, causal, True, window) if windowed else None
+    row["ours_tflops"] = harness.tflops(harness.attention_flops(b, h, n, n, d, causal, seen),
+                                        row["ours_ms"])
+    # SDPA's flash and cuDNN backends take no window: plain peers only.
+    flash_out = None
+    for label in () if windowed else ("flash", "cudnn"):
+        out = harness.time_peer(row, label, functools.partial(harness.sdpa_call, label, q, k, v,
+                                                              causal),
+                                warmup, iters, harness.attention_flops(b, h, n, n, d, causal))
+        if label == "flash":
+            flash_out = out
+    row["rel_vs_flash"] = float("nan")
+    if not softcap and not windowed and flash_out is not None:
+        row["rel_vs_flash"] = harness.rel_error(ours(), flash_out.transpose(1, 2))
+    print(f"  {speed_label(row)}: ours {row['ours_tflops']:.1f}"
+          + (" (visible FLOPs)" if windowed else
+             f", flash {row.get('flash_tflops', float('nan')):.1f}, "
+             f"cudnn {row.get('cudnn_tflops', float('nan')):.1f}") + " TFLOPS", flush=True)
+    return row
+
+
+def speed(quick, warmup=10, iters=50):
+    harness.warm_up_gpu()
+    return [speed_row(*case, warmup, iters) for case in speed_cases(quick)]
 
 
 def speed_label(r):
@@ -420,6 +389,64 @@ def flex_masks(window, causal, n):
     return mask_mod
 
 
+def flex_row_header(case, n=8192):
+    """A FlexAttention row's description: the FLEX_CASES entry at N = n, bf16, B*N =
+    16k, H*D = 2048."""
+    label, d, window, softcap, causal = case
+    return dict(case=f"d{d} {label} N={n}", d=d, n=n, b=max(1, 16384 // n), h=2048 // d,
+                window=list(window), softcap=softcap, causal=causal)
+
+
+def fill_flex_row(row, flex, create_block_mask, warmup, iters):
+    """Fills one FlexAttention row: torch.compile(flex_attention) with the case's
+    block mask and score_mod against attngen.attention on the same tensors: TFLOPS,
+    the ratio, Flex's first-call (compile) time and the two outputs' difference."""
+    b, n, h, d = row["b"], row["n"], row["h"], row["d"]
+    window, softcap, causal = tuple(row["window"]), row["softcap"], row["causal"]
+    torch.manual_seed(11)
+    q, k, v = (torch.randn(b, n, h, d, device="cuda", dtype=torch.bfloat16)
+               for _ in range(3))
+    qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+    mask_mod = flex_masks(window, causal, n)
+    block_mask = (create_block_mask(mask_mod, None, None, n, n, device="cuda")
+                  if mask_mod else None)
+
+    def score_mod(score, b_, h_, q_idx, kv_idx):
+        return softcap * torch.tanh(score / softcap)
+
+    kwargs = {"block_mask": block_mask}
+    if softcap:
+        kwargs["score_mod"] = score_mod
+
+    def flex_call():
+        return flex(qt, kt, vt, **kwargs)
+
+    t0 = time.perf_counter()
+    flex_out = flex_call()
+    torch.cuda.synchronize()
+    row["flex_first_call_s"] = time.perf_counter() - t0
+
+    def ours():
+        return attngen.attention(q, k, v, causal=causal, softcap=softcap, window_size=window)
+
+    ours_out = ours()
+    torch.cuda.synchronize()
+    # Both compute the same: bottom-right = top-left at Nq = Nk.
+    row["rel_ours_vs_flex"] = harness.rel_error(ours_out, flex_out.transpose(1, 2))
+    windowed = window != harness.NO_WINDOW
+    seen = harness.visible_keys(n, n, causal, True, window) if windowed else None
+    flops = harness.attention_flops(b, h, n, n, d, causal, seen)
+    row["flex_ms"] = harness.time_ms(flex_call, warmup, iters)
+    row["ours_ms"] = harness.time_ms(ours, warmup, iters)
+    row["flex_tflops"] = harness.tflops(flops, row["flex_ms"])
+    row["ours_tflops"] = harness.tflops(flops, row["ours_ms"])
+    row["ratio"] = row["ours_tflops"] / row["flex_tflops"]
+    print(f"  {row['case']}: attngen {row['ours_tflops']:.1f}, flex "
+          f"{row['flex_tflops']:.1f} TFLOPS ({row['ratio']:.2f}x; bar 1.5x), flex "
+          f"first call {row['flex_first_call_s']:.2f} s, rel attngen vs flex "
+          f"{row['rel_ours_vs_flex']:.2e}", flush=True)
+
+
 def flex_comparison(warmup=10, iters=50):
     """attngen.attention against torch.compile(flex_attention) on the speed rows'
     shapes (bf16, B*N = 16k, H*D = 2048, N = 8k); returns rows and a note."""
@@ -435,102 +462,38 @@ def flex_comparison(warmup=10, iters=50):
         print(f"  FlexAttention not compared: {why}", flush=True)
         return [], why
     rows = []
-    n = 8192
-    for label, d, window, softcap, causal in FLEX_CASES:
-        h = 2048 // d
-        b = max(1, 16384 // n)
-        row = dict(case=f"d{d} {label} N={n}", d=d, n=n, b=b, h=h, window=list(window),
-                   softcap=softcap, causal=causal)
+    for case in FLEX_CASES:
+        row = flex_row_header(case)
         try:
-            torch.manual_seed(11)
-            q, k, v = (torch.randn(b, n, h, d, device="cuda", dtype=torch.bfloat16)
-                       for _ in range(3))
-            qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-            mask_mod = flex_masks(window, causal, n)
-            block_mask = (create_block_mask(mask_mod, None, None, n, n, device="cuda")
-                          if mask_mod else None)
-            cap = softcap
-
-            def score_mod(score, b_, h_, q_idx, kv_idx):
-                return cap * torch.tanh(score / cap)
-
-            kwargs = {"block_mask": block_mask}
-            if softcap:
-                kwargs["score_mod"] = score_mod
-
-            def flex_call():
-                return flex(qt, kt, vt, **kwargs)
-
-            t0 = time.perf_counter()
-            flex_out = flex_call()
-            torch.cuda.synchronize()
-            row["flex_first_call_s"] = time.perf_counter() - t0
-
-            def ours():
-                return attngen.attention(q, k, v, causal=causal, softcap=softcap,
-                                         window_size=window)
-
-            ours_out = ours()
-            torch.cuda.synchronize()
-            # Both compute the same: bottom-right = top-left at Nq = Nk.
-            row["rel_ours_vs_flex"] = cb.rel_error(torch, ours_out, flex_out.transpose(1, 2))
-            windowed = window != (-1, -1)
-            seen = cb.visible_keys(n, n, causal, True, window) if windowed else None
-            row["flex_ms"] = cb.time_ms(torch, flex_call, warmup, iters)
-            row["ours_ms"] = cb.time_ms(torch, ours, warmup, iters)
-            row["flex_tflops"] = cb.attention_tflops(b, h, n, d, causal, row["flex_ms"], seen)
-            row["ours_tflops"] = cb.attention_tflops(b, h, n, d, causal, row["ours_ms"], seen)
-            row["ratio"] = row["ours_tflops"] / row["flex_tflops"]
-            print(f"  {row['case']}: attngen {row['ours_tflops']:.1f}, flex "
-                  f"{row['flex_tflops']:.1f} TFLOPS ({row['ratio']:.2f}x; bar 1.5x), flex "
-                  f"first call {row['flex_first_call_s']:.2f} s, rel attngen vs flex "
-                  f"{row['rel_ours_vs_flex']:.2e}", flush=True)
-            del q, k, v, qt, kt, vt, flex_out, ours_out
+            fill_flex_row(row, flex, create_block_mask, warmup, iters)
         except Exception as e:  # noqa: BLE001 -- an API difference is reported, not fatal
-            row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+            row["error"] = harness.short_error(e)
             print(f"  {row['case']}: FlexAttention failed ({row['error']}); check the "
                   f"flex_attention API of torch {torch.__version__}", flush=True)
         rows.append(row)
         torch.cuda.empty_cache()
     return rows, None
-    return rows
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json")
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
-    print(f"attngen {attngen.__version__}, compiler {attngen.compiler_id()}, "
-          f"library {attngen._library_path}")
-    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, "
-          f"attngen arch {attngen.device_arch()}, cache {attngen.cache_dir()}", flush=True)
-    print("== compile speed (the JIT on this machine)")
-    compile_rows = compile_speed()
-    print("== correctness (attngen.attention vs float32 reference)")
-    checks = correctness(args.quick)
-    print("== speed (bf16, attngen.attention vs SDPA)")
-    bench = speed(args.quick)
-    print("== FlexAttention (torch.compile) vs attngen.attention, bf16, N = 8k")
-    flex_rows, flex_note = flex_comparison()
-    stats = attngen.stats()
-    # Flex and we must compute the same (bf16 both: twice the bf16 tolerance).
-    flex_ok = all(r.get("rel_ours_vs_flex", 0.0) < 2 * cb.REL_TOL["bf16"] for r in flex_rows)
-    ok = all(r["passed"] for r in checks) and flex_ok
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"compile": compile_rows, "checks": checks, "bench": bench,
-                       "flex": flex_rows, "flex_note": flex_note,
-                       "stats": stats, "passed": ok,
-                       "tolerances": {"rel": cb.REL_TOL, "lse": cb.LSE_TOL}}, f, indent=1)
+def import_attngen():
+    """Imports the package with a fresh cache folder, so the first compiles are cold."""
+    global attngen
+    os.environ["ATTNGEN_CACHE_DIR"] = tempfile.mkdtemp(prefix="attngen-cache-")
+    import attngen as package
+    attngen = package
 
+
+def worst_by_dtype(checks):
+    """{dtype: worst rel} of the correctness rows (NaN ranked worst)."""
+    return {dname: harness.worst_rel(r["rel"] for r in checks if r["dtype"] == dname)
+            for dname in sorted({r["dtype"] for r in checks})}
+
+
+def print_summary(checks, compile_rows, bench, flex_rows, flex_note, stats):
     print("\n== summary")
-    worst = {}
-    for r in checks:
-        worst[r["dtype"]] = max(worst.get(r["dtype"], 0), r["rel"])
     print(f"correctness: {sum(r['passed'] for r in checks)}/{len(checks)} passed; worst rel "
-          + ", ".join(f"{k} {v:.2e}" for k, v in sorted(worst.items()))
-          + f" (tol {cb.REL_TOL}); JIT stats {stats}")
+          + ", ".join(f"{k} {v:.2e}" for k, v in worst_by_dtype(checks).items())
+          + f" (tol {harness.REL_TOL}); JIT stats {stats}")
     print("compile: " + "; ".join(f"{r['what']} {r['seconds'] * 1e3:.2f} ms" for r in compile_rows))
     print(f"{'case':<22} {'ours':>7} {'flash':>7} {'cudnn':>7} {'ours/flash':>10} "
           f"{'ours/cudnn':>10} {'rel vs flash':>12}")
@@ -554,6 +517,37 @@ def main():
                   f"{r['flex_tflops']:7.1f}: {r['ratio']:.2f}x "
                   f"({'met' if r['ratio'] >= 1.5 else 'MISSED'} 1.5x), flex first call "
                   f"{r['flex_first_call_s']:.2f} s, rel {r['rel_ours_vs_flex']:.2e}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json")
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    harness.precise_float32()
+    import_attngen()
+    print(f"attngen {attngen.__version__}, compiler {attngen.compiler_id()}, "
+          f"library {attngen._library_path}")
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, "
+          f"attngen arch {attngen.device_arch()}, cache {attngen.cache_dir()}", flush=True)
+    print("== compile speed (the JIT on this machine)")
+    compile_rows = compile_speed()
+    print("== correctness (attngen.attention vs float32 reference)")
+    checks = correctness(args.quick)
+    print("== speed (bf16, attngen.attention vs SDPA)")
+    bench = speed(args.quick)
+    print("== FlexAttention (torch.compile) vs attngen.attention, bf16, N = 8k")
+    flex_rows, flex_note = flex_comparison()
+    stats = attngen.stats()
+    # Flex and we must compute the same (bf16 both: twice the bf16 tolerance).
+    flex_ok = all(r.get("rel_ours_vs_flex", 0.0) < 2 * harness.REL_TOL["bf16"] for r in flex_rows)
+    ok = all(r["passed"] for r in checks) and flex_ok
+    if args.json:
+        harness.write_json(args.json, {
+            "compile": compile_rows, "checks": checks, "bench": bench, "flex": flex_rows,
+            "flex_note": flex_note, "stats": stats, "passed": ok,
+            "tolerances": {"rel": harness.REL_TOL, "lse": harness.LSE_TOL}})
+    print_summary(checks, compile_rows, bench, flex_rows, flex_note, stats)
     return 0 if ok else 1
 
 

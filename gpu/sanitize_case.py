@@ -4,14 +4,44 @@ synccheck) for every new schedule.
 
     compute-sanitizer --tool racecheck python3 gpu/sanitize_case.py \
         --lib libattnrt.so --ptx K.ptx --json K.json
+
+Each shape prints "NAME nq=.. nk=.. h=..: rel err E ok" (or FAILED, with what
+went wrong): gpu/harness.py's verdict (O and LSE poisoned with NaN inside
+SENTINEL guards, rel error within the dtype's tolerance, rows without keys 0).
 """
 import argparse
-import math
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import check_and_bench as cb  # noqa: E402
+import harness
+
+
+def check_shape(module, info, mask, nq, nk, h, label):
+    """One launch on B = 1, H = h, Hkv = 1 into poisoned, guarded outputs; prints
+    the verdict and returns whether it passed."""
+    import torch
+    dtype = harness.torch_dtype(info["dtype"])
+    d = info["head_dim"]
+    q = torch.randn(1, nq, h, d, dtype=dtype, device="cuda")
+    k = torch.randn(1, nk, 1, d, dtype=dtype, device="cuda")
+    v = torch.randn(1, nk, 1, d, dtype=dtype, device="cuda")
+    o, o_guards = harness.poisoned_output((1, nq, h, d), dtype)
+    lse, lse_guards = harness.poisoned_output((1, h, nq), torch.float32)
+    module.forward(q, k, v, o, lse)
+    torch.cuda.synchronize()
+    ref, ref_lse = harness.reference(q, k, v, info["scale"], mask["causal"],
+                                     mask["bottom_right"], mask["softcap"], mask["window"])
+    verdict = harness.judge(o, lse, ref, ref_lse, harness.dtype_name(info["dtype"]),
+                            {"guards_ok": o_guards + lse_guards})
+    problems = [what for what, bad in (
+        (f"{verdict['nan']} NaN in O", verdict["nan"]),
+        ("O not 0 on rows without keys", not verdict["empty_rows_zero"]),
+        ("LSE out of tolerance", not verdict["lse_ok"]),
+        ("a guard overwritten", not verdict["guards_ok"])) if bad]
+    print(f"{label} nq={nq} nk={nk} h={h}: rel err {verdict['rel']:.2e} "
+          f"{'ok' if verdict['passed'] else 'FAILED'}"
+          + (" (" + "; ".join(problems) + ")" if problems else ""), flush=True)
+    return verdict["passed"]
 
 
 def main():
@@ -26,39 +56,17 @@ def main():
     args = p.parse_args()
     import torch
 
-    torch.backends.cuda.matmul.allow_tf32 = False
+    harness.precise_float32()
     torch.manual_seed(0)
     torch.zeros(1, device="cuda")
-    rt = cb.Runtime(args.lib)
-    module = rt.load(args.ptx, args.json)
-    info = cb.struct_dict(module.info)
-    dtype = torch.bfloat16 if info["dtype"] == cb.ATTNRT_DTYPE_BF16 else torch.float16
-    d = info["head_dim"]
+    module = harness.Runtime(args.lib).load(args.ptx, args.json)
+    info = harness.struct_dict(module.info)
+    mask = harness.kernel_mask(info)
     ok = True
     for shape in args.shapes.split(","):
         dims = [int(x) for x in shape.split("x")]
-        nq, nk = dims[0], dims[1]
         h = dims[2] if len(dims) > 2 else 2
-        q = torch.randn(1, nq, h, d, dtype=dtype, device="cuda")
-        k = torch.randn(1, nk, 1, d, dtype=dtype, device="cuda")
-        v = torch.randn(1, nk, 1, d, dtype=dtype, device="cuda")
-        o = torch.full((1, nq, h, d), float("nan"), dtype=dtype, device="cuda")
-        lse = torch.full((1, h, nq), float("nan"), dtype=torch.float32, device="cuda")
-        fargs = module.make_args(q, k, v, o, lse)
-        import ctypes
-        status = rt.lib.attnrt_forward(module.handle, ctypes.byref(fargs),
-                                       ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
-        if status != cb.ATTNRT_OK:
-            raise rt.error(status)
-        torch.cuda.synchronize()
-        mask = cb.read_mask(args.json)
-        ref, ref_lse = cb.reference(torch, q, k, v, info["scale"], mask["causal"],
-                                    mask["bottom_right"], mask["softcap"], mask["window"])
-        err = ((o.float() - ref).abs().max() / ref.abs().max().clamp_min(1e-6)).item()
-        good = math.isfinite(err) and err < 2e-2
-        ok &= good
-        print(f"{os.path.basename(args.ptx)} nq={nq} nk={nk} h={h}: rel err {err:.2e} "
-              f"{'ok' if good else 'FAILED'}", flush=True)
+        ok &= check_shape(module, info, mask, dims[0], dims[1], h, os.path.basename(args.ptx))
     module.unload()
     sys.exit(0 if ok else 1)
 
