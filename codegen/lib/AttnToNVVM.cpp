@@ -222,7 +222,7 @@ private:
   /// `tiles[to] = tiles[from]`: C++17 evaluates the right side first, and
   /// the left side's insertion may rehash the map under that reference.)
   void copyTile(Value to, Value from);
-  void placeBuffers();
+  LogicalResult placeBuffers();
 
   func::FuncOp func;
   TargetKind target;
@@ -710,46 +710,46 @@ LogicalResult KernelLowering::lowerBlock(Block &block) {
   return success();
 }
 
-/// The layout of TileConfig.h's sharedMemoryLayoutBytes: the tiles (a
-/// pipe's stages one after the other) in allocation order, each 1024-byte
-/// aligned, then the mbarriers: one per buffer, a full and an empty array
-/// per pipe.
-void KernelLowering::placeBuffers() {
-  int64_t offset = 0;
+/// The buffers and pipes where attn-allocate-smem placed them (their
+/// offsets are attributes of the ops; the kernel's size is attn.smem_bytes).
+LogicalResult KernelLowering::placeBuffers() {
   SmallVector<Value> order;
-  SmallVector<SmemAllocation> allocations;
+  auto placed = [&](Operation *op) {
+    return op->emitOpError("has no shared-memory offsets: run "
+                           "attn-allocate-smem before attn-to-nvvm");
+  };
   for (auto &[buffer, allocation] : smemAllocationsOf(func)) {
     order.push_back(buffer);
-    allocations.push_back(allocation);
-    int64_t tileBytes = llvm::alignTo(allocation.tileBytes, kSmemTileAlignment);
-    if (auto pipeType = dyn_cast<PipeType>(buffer.getType())) {
+    Operation *op = buffer.getDefiningOp();
+    if (auto pipeOp = dyn_cast<CreatePipeOp>(op)) {
+      if (!pipeOp.getOffset() || !pipeOp.getFullBarriers() ||
+          !pipeOp.getEmptyBarriers())
+        return placed(op);
       SmemPipe pipe;
-      pipe.type = pipeType;
-      pipe.offset = offset;
-      pipe.stageBytes = tileBytes;
-      offset += tileBytes * allocation.stages;
+      pipe.type = pipeOp.getType();
+      pipe.offset = *pipeOp.getOffset();
+      pipe.stageBytes = llvm::alignTo(allocation.tileBytes, kSmemTileAlignment);
+      pipe.fullBarrierOffset = *pipeOp.getFullBarriers();
+      pipe.emptyBarrierOffset = *pipeOp.getEmptyBarriers();
       l->pipes[buffer] = pipe;
       continue;
     }
+    auto alloc = cast<AllocSmemOp>(op);
+    if (!alloc.getOffset() || !alloc.getBarrier())
+      return placed(op);
     SmemBuffer entry;
-    entry.type = cast<SmemTileType>(buffer.getType());
-    entry.offset = offset;
-    offset += tileBytes;
+    entry.type = alloc.getType();
+    entry.offset = *alloc.getOffset();
+    entry.barrierOffset = *alloc.getBarrier();
     l->buffers[buffer] = entry;
   }
-  for (Value buffer : order) {
-    if (auto pipe = l->pipes.find(buffer); pipe != l->pipes.end()) {
-      int64_t stages = pipe->second.type.getStages();
-      pipe->second.fullBarrierOffset = offset;
-      pipe->second.emptyBarrierOffset = offset + stages * kMbarrierBytes;
-      offset += 2 * stages * kMbarrierBytes;
-      continue;
-    }
-    l->buffers[buffer].barrierOffset = offset;
-    offset += kMbarrierBytes;
-  }
+  auto bytes = func->getAttrOfType<IntegerAttr>("attn.smem_bytes");
+  if (!order.empty() && !bytes)
+    return func.emitOpError("has no 'attn.smem_bytes': run "
+                            "attn-allocate-smem before attn-to-nvvm");
   l->bufferOrder = order;
-  l->smemBytes = sharedMemoryLayoutBytes(allocations);
+  l->smemBytes = bytes ? bytes.getInt() : kSmemTileAlignment;
+  return success();
 }
 
 LogicalResult KernelLowering::run() {
@@ -920,7 +920,8 @@ LogicalResult KernelLowering::run() {
   l->smemBase = LLVM::GEPOp::create(b, func.getLoc(), sharedPtr, b.getI8Type(),
                                     raw, ValueRange{pad});
 
-  placeBuffers();
+  if (failed(placeBuffers()))
+    return failure();
   if (failed(targetLowering->lowerPrologue(*l)))
     return failure();
   if (failed(lowerBlock(func.getBody().front())))

@@ -1,5 +1,6 @@
 //===- LoweringPipeline.cpp - attn-to-nvvm and the upstream conversions ---===//
 #include "attn/Codegen/Codegen.h"
+#include "attn/Passes/Passes.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -27,6 +28,7 @@ using namespace mlir::attn;
 static constexpr unsigned kIndexBitwidth = 32;
 
 void mlir::attn::buildLoweringPipeline(OpPassManager &pm) {
+  pm.addPass(createAttnAllocateSmem());
   pm.addPass(createAttnToNVVM());
   pm.addPass(createSCFToControlFlowPass());
   ArithToLLVMConversionPassOptions arith;

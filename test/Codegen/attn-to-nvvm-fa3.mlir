@@ -1,6 +1,6 @@
-// RUN: attngen-opt %s -attn-configure -attn-tile -attn-causal-blocks -attn-online-softmax -canonicalize -cse -attn-multibuffer -attn-warp-specialize -attn-intra-wg-overlap -attn-pingpong -canonicalize -cse -attn-to-nvvm | FileCheck %s
-// RUN: attngen-opt %s -attn-configure -attn-tile -attn-causal-blocks -attn-online-softmax -canonicalize -cse -attn-multibuffer -attn-warp-specialize -attn-intra-wg-overlap -attn-pingpong -canonicalize -cse -attn-to-nvvm | grep -c "nvvm.mbarrier.init" | FileCheck %s --check-prefix=INITS
-// RUN: attngen-opt %s -attn-configure -attn-tile -attn-causal-blocks -attn-online-softmax -canonicalize -cse -attn-multibuffer -attn-warp-specialize -attn-intra-wg-overlap -attn-pingpong -canonicalize -cse -attn-to-nvvm | FileCheck %s --check-prefix=UNIFORM
+// RUN: attngen-opt %s -attn-configure -attn-tile -attn-causal-blocks -attn-online-softmax -canonicalize -cse -attn-multibuffer -attn-warp-specialize -attn-intra-wg-overlap -attn-pingpong -canonicalize -cse -attn-allocate-smem -attn-to-nvvm | FileCheck %s
+// RUN: attngen-opt %s -attn-configure -attn-tile -attn-causal-blocks -attn-online-softmax -canonicalize -cse -attn-multibuffer -attn-warp-specialize -attn-intra-wg-overlap -attn-pingpong -canonicalize -cse -attn-allocate-smem -attn-to-nvvm | grep -c "nvvm.mbarrier.init" | FileCheck %s --check-prefix=INITS
+// RUN: attngen-opt %s -attn-configure -attn-tile -attn-causal-blocks -attn-online-softmax -canonicalize -cse -attn-multibuffer -attn-warp-specialize -attn-intra-wg-overlap -attn-pingpong -canonicalize -cse -attn-allocate-smem -attn-to-nvvm | FileCheck %s --check-prefix=UNIFORM
 
 // The schedule ops of the FlashAttention-3 kernel as NVVM: one producer
 // warpgroup plus two consumer warpgroups (384 threads, minctasm 1 so that

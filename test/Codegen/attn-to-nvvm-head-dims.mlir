@@ -1,4 +1,4 @@
-// RUN: attngen-opt %s -split-input-file -attn-configure=warp-specialize=false -attn-tile -attn-online-softmax -attn-to-nvvm | FileCheck %s
+// RUN: attngen-opt %s -split-input-file -attn-configure=warp-specialize=false -attn-tile -attn-online-softmax -attn-allocate-smem -attn-to-nvvm | FileCheck %s
 
 // Lowering of head dims that are not 64, 128 or 256 (one loop body each:
 // no attn-causal-blocks). The tiles are D rounded up to 16 columns in the

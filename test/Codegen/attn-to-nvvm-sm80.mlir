@@ -1,4 +1,4 @@
-// RUN: attngen-opt %s -attn-configure=warp-specialize=false -attn-tile -attn-causal-blocks -attn-online-softmax -attn-to-nvvm | FileCheck %s
+// RUN: attngen-opt %s -attn-configure=warp-specialize=false -attn-tile -attn-causal-blocks -attn-online-softmax -attn-allocate-smem -attn-to-nvvm | FileCheck %s
 
 // sm_80: the kernel ABI of docs/ABI.md (no TMA maps), cp.async copies,
 // ldmatrix + mma.sync GEMMs, shuffles for the row reductions.

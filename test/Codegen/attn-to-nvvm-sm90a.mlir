@@ -1,4 +1,4 @@
-// RUN: attngen-opt %s -attn-configure=warp-specialize=false -attn-tile -attn-causal-blocks -attn-online-softmax -attn-to-nvvm | FileCheck %s
+// RUN: attngen-opt %s -attn-configure=warp-specialize=false -attn-tile -attn-causal-blocks -attn-online-softmax -attn-allocate-smem -attn-to-nvvm | FileCheck %s
 
 // sm_90a: three byval TMA descriptors first, mbarrier-completed TMA loads,
 // wgmma from shared-memory descriptors for S = Q K^T and with A in registers

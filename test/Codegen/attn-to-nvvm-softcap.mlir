@@ -1,4 +1,4 @@
-// RUN: attngen-opt %s -attn-configure=warp-specialize=false -attn-tile -attn-causal-blocks -attn-online-softmax -attn-to-nvvm -split-input-file | FileCheck %s
+// RUN: attngen-opt %s -attn-configure=warp-specialize=false -attn-tile -attn-causal-blocks -attn-online-softmax -attn-allocate-smem -attn-to-nvvm -split-input-file | FileCheck %s
 
 // attn.softcap lowers the same way on both targets (FragmentLowering.cpp):
 // per score one multiply by scale / cap and llvm's tanh with afn (NVPTX's

@@ -1,4 +1,4 @@
-// RUN: attngen-opt %s -split-input-file -attn-configure=warp-specialize=false -attn-tile -attn-causal-blocks -attn-online-softmax -attn-to-nvvm | FileCheck %s
+// RUN: attngen-opt %s -split-input-file -attn-configure=warp-specialize=false -attn-tile -attn-causal-blocks -attn-online-softmax -attn-allocate-smem -attn-to-nvvm | FileCheck %s
 
 // sm_90a varlen: the signature has the cu_seqlens pointers after the
 // tensors, n and h strides only and max_seqlen_q last; each sequence is two

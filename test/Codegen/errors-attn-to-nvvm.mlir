@@ -1,4 +1,4 @@
-// RUN: attngen-opt %s -attn-to-nvvm -split-input-file -verify-diagnostics
+// RUN: attngen-opt %s -attn-allocate-smem -attn-to-nvvm -split-input-file -verify-diagnostics
 
 // Hand-written tile programs the verifiers accept but this lowering cannot
 // translate faithfully are refused at the offending op, never crash and
@@ -285,3 +285,4 @@ module attributes {attn.target = #attn.target<sm_90a>} {
     return
   }
 }
+

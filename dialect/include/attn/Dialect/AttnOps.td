@@ -182,15 +182,26 @@ def Attn_NumProgramsOp : Attn_Op<"num_programs", [Pure]> {
 def Attn_AllocSmemOp : Attn_Op<"alloc_smem"> {
   let summary = "A tile buffer in shared memory";
   let description = [{
-    Reserves a tile of shared memory for the whole kernel (codegen packs all
-    buffers into the dynamic shared memory, 1024-byte aligned for the 128-byte
-    swizzle, and adds the completion barrier each buffer needs on sm_90a).
+    Reserves a tile of shared memory for the whole kernel, with the
+    completion mbarrier each buffer needs on sm_90a. `attn-allocate-smem`
+    places it: `offset` is the tile's byte offset in the kernel's dynamic
+    shared memory (1024-byte aligned, for the 128-byte swizzle) and
+    `barrier` its mbarrier's; the lowering reads them.
 
     ```mlir
     %k = attn.alloc_smem : !attn.smem<64x128xbf16, swizzle = 128>
+    %q = attn.alloc_smem {barrier = 33792 : i64, offset = 0 : i64}
+           : !attn.smem<128x128xbf16, swizzle = 128>
     ```
   }];
+  let arguments = (ins OptionalAttr<I64Attr>:$offset,
+                       OptionalAttr<I64Attr>:$barrier);
   let results = (outs Res<Attn_AnySmemTile, "", [MemAlloc]>:$result);
+  let builders = [
+    OpBuilder<(ins "Type":$type), [{
+      build($_builder, $_state, type, IntegerAttr(), IntegerAttr());
+    }]>
+  ];
   let assemblyFormat = "attr-dict `:` qualified(type($result))";
 }
 

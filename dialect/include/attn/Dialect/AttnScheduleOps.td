@@ -34,11 +34,25 @@ def Attn_CreatePipeOp : Attn_Op<"create_pipe"> {
     thread reads, so completion is `cp.async.wait_group` plus `attn.barrier`
     and the barriers are never initialised.
 
+    `attn-allocate-smem` places it: `offset` is its first stage's byte
+    offset in the dynamic shared memory (the stages follow each other, each
+    1024-byte aligned), `full_barriers` and `empty_barriers` the offsets of
+    its arrays of mbarriers (one per stage).
+
     ```mlir
     %kp = attn.create_pipe : !attn.pipe<2, !attn.smem<128x128xbf16, swizzle = 128>>
     ```
   }];
+  let arguments = (ins OptionalAttr<I64Attr>:$offset,
+                       OptionalAttr<I64Attr>:$full_barriers,
+                       OptionalAttr<I64Attr>:$empty_barriers);
   let results = (outs Res<Attn_Pipe, "", [MemAlloc]>:$result);
+  let builders = [
+    OpBuilder<(ins "Type":$type), [{
+      build($_builder, $_state, type, IntegerAttr(), IntegerAttr(),
+            IntegerAttr());
+    }]>
+  ];
   let assemblyFormat = "attr-dict `:` qualified(type($result))";
 }
 

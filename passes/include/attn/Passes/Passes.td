@@ -535,4 +535,26 @@ def AttnTmaStore : Pass<"attn-tma-store", "ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def AttnAllocateSmem : Pass<"attn-allocate-smem", "ModuleOp"> {
+  let summary = "Place every shared-memory tile and mbarrier of a kernel";
+  let description = [{
+    Gives each `attn.alloc_smem` and `attn.create_pipe` of a tile-program
+    kernel its byte offsets in the dynamic shared memory, in allocation
+    order: the tiles first (a pipe's stages one after the other), each
+    1024-byte aligned (the 128-byte swizzle's atom), then the mbarriers (one
+    per buffer; a full and an empty array per pipe), and records the total
+    on the kernel as `attn.smem_bytes` (with 1024 bytes of slack to align
+    the dynamic shared memory's base at run time). The lowering reads the
+    offsets; `attn-tma-store`'s fit check asks the same layout.
+
+    ```mlir
+    // after
+    func.func @k(...) attributes {attn.kernel, attn.smem_bytes = 197720 : i64, ...} {
+      %q = attn.create_pipe {empty_barriers = 196616 : i64, full_barriers = 196608 : i64,
+                             offset = 0 : i64} : !attn.pipe<1, <128x128xbf16, swizzle = 128>>
+      ...
+    ```
+  }];
+}
+
 #endif // ATTN_PASSES_PASSES_TD
