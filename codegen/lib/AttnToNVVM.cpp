@@ -423,17 +423,10 @@ LogicalResult KernelLowering::lowerWarpSpecialize(WarpSpecializeOp op) {
                                  NVVM::SetMaxRegisterAction::increase);
   Value warp = l->warp;
   l->warp = arith::SubIOp::create(b, loc, warp, l->i32(op.getProducerWarps()));
-  // The consumers' warp index broadcast from lane 0: the same number, but
-  // ptxas then knows it is warp-uniform, so what derives from it (a
-  // warpgroup's Q slice, its wgmma descriptors, its named barrier) lives in
-  // uniform registers instead of being moved there (R2UR) before every
-  // wgmma (d128: 3 R2UR in the kernel instead of 34; d256: spill-free, 775
-  // TFLOPS against 755 at 8k). Not for causal kernels past d192, whose
-  // peeled masked loop then spills more (d256: 204 bytes against 84, 585
-  // TFLOPS against 616; docs/PERF.md). One consumer warpgroup (the decoding
-  // kernels) has no warpgroup-dependent descriptors to gain.
-  bool wideCausal = isCausalKernel(func) && l->headDim > 192;
-  if (!wideCausal && l->numWarps() > kWarpgroupWarps)
+  // The consumers' warp index broadcast from lane 0 where the op asks
+  // (attn-warp-specialize decides): uniform registers for what derives
+  // from it.
+  if (op.getUniformWarpIndex())
     l->warp = NVVM::ShflOp::create(b, loc, b.getI32Type(), l->i32(-1), l->warp,
                                    l->i32(0), l->i32(0x1f), NVVM::ShflKind::idx,
                                    UnitAttr());
@@ -670,6 +663,11 @@ LogicalResult KernelLowering::lowerOp(Operation *op) {
       .Case<WaitOp>([&](auto o) { return targetLowering->lowerWait(*l, o); })
       .Case<TmaStoreOp>([&](auto o) { return lowerTmaStore(*l, o); })
       .Case<TmaStoreWaitOp>([&](auto o) { return lowerTmaStoreWait(*l, o); })
+      .Case<ZeroRowsOp>([&](auto o) -> LogicalResult {
+        if (target != TargetKind::sm_90a)
+          return o.emitOpError("is sm_90a's (warp-specialized consumers)");
+        return lowerZeroRows(*l, o);
+      })
       .Case<MmaOp>([&](auto o) { return targetLowering->lowerMma(*l, o); })
       .Case<func::ReturnOp>([&](auto o) {
         LLVM::ReturnOp::create(b, o.getLoc(), ValueRange());
@@ -731,6 +729,7 @@ LogicalResult KernelLowering::placeBuffers() {
       pipe.stageBytes = llvm::alignTo(allocation.tileBytes, kSmemTileAlignment);
       pipe.fullBarrierOffset = *pipeOp.getFullBarriers();
       pipe.emptyBarrierOffset = *pipeOp.getEmptyBarriers();
+      pipe.perThreadRelease = pipeOp.getPerThreadRelease();
       l->pipes[buffer] = pipe;
       continue;
     }
@@ -814,11 +813,8 @@ LogicalResult KernelLowering::run() {
   auto kernel = LLVM::LLVMFuncOp::create(b, func.getLoc(), func.getName(),
                                          fnType);
   // A warp-specialized kernel adds its producer warps to the consumer warps
-  // the tiling counts; setmaxnreg needs maxntid and minctasm = 1. Every
-  // kernel says minctasm = 1: the tile shape decides occupancy, so ptxas
-  // allocates the registers the kernel needs instead of capping some
-  // kernels near 96 or 128 registers for occupancy and spilling (sm_80 d8
-  // causal spilled 8 bytes at 128 registers; it needs 151).
+  // the tiling counts; setmaxnreg needs maxntid and minctasm = 1 (the
+  // tiling's min_ctas_per_sm, which attn-configure chooses).
   int64_t producerWarps = 0;
   func.walk([&](WarpSpecializeOp ws) { producerWarps = ws.getProducerWarps(); });
   int64_t threads = 32 * (tiling.getNumWarps() + producerWarps);
@@ -833,7 +829,8 @@ LogicalResult KernelLowering::run() {
         b.getStringAttr("preserve-sign,preserve-sign"));
   kernel->setAttr("nvvm.maxntid",
                   DenseI32ArrayAttr::get(ctx, {int32_t(threads), 1, 1}));
-  kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
+  kernel->setAttr("nvvm.minctasm",
+                  b.getI32IntegerAttr(tiling.getMinCtasPerSm()));
   for (auto [i, param] : llvm::enumerate(abi->params)) {
     if (param.kind == AbiParamKind::TensorMap) {
       kernel.setArgAttr(i, "llvm.byval",

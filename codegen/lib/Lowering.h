@@ -92,6 +92,9 @@ struct SmemPipe {
   int64_t stageBytes = 0;
   int64_t fullBarrierOffset = 0;
   int64_t emptyBarrierOffset = 0;
+  /// Every consumer thread arrives on the empty barriers (not lane 0 of
+  /// each consumer warp).
+  bool perThreadRelease = false;
 };
 
 /// Geometry of a swizzled shared-memory tile (AttnBase.td draws the three
@@ -302,6 +305,8 @@ public:
 /// (Sm90Lowering.cpp).
 LogicalResult lowerTmaStore(Lowering &l, TmaStoreOp op);
 LogicalResult lowerTmaStoreWait(Lowering &l, TmaStoreWaitOp op);
+/// sm_90a: a warpgroup's share of zeroing a tile's rows (Sm90Lowering.cpp).
+LogicalResult lowerZeroRows(Lowering &l, ZeroRowsOp op);
 
 std::unique_ptr<TargetLowering> createSm80Lowering();
 std::unique_ptr<TargetLowering> createSm90Lowering();

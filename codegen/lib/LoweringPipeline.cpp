@@ -28,6 +28,7 @@ using namespace mlir::attn;
 static constexpr unsigned kIndexBitwidth = 32;
 
 void mlir::attn::buildLoweringPipeline(OpPassManager &pm) {
+  pm.addPass(createAttnExpandZeroRows());
   pm.addPass(createAttnAllocateSmem());
   pm.addPass(createAttnToNVVM());
   pm.addPass(createSCFToControlFlowPass());

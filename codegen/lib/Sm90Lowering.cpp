@@ -89,13 +89,10 @@ void onOneThread(Lowering &l, llvm::function_ref<void()> body) {
 }
 
 /// Whether every consumer thread arrives on `pipe`'s empty barrier rather
-/// than lane 0 of each consumer warp. A one-stage pipe (Q in a persistent
-/// tile loop) is released once per tile, at a constant barrier address, and
-/// a lane-0 branch around that arrival makes ptxas keep the consumers' whole
-/// loop nest in vector registers and move every wgmma descriptor into
-/// uniform ones (R2UR) before use; 256 arrivals once per tile cost nothing.
+/// than lane 0 of each consumer warp: as its attn.create_pipe says
+/// (per_thread_release, which attn-multibuffer sets).
 bool releasedByEveryThread(const SmemPipe &pipe) {
-  return pipe.type.getStages() == 1;
+  return pipe.perThreadRelease;
 }
 
 /// Thread 0 initialises one mbarrier per buffer (one arrival: the thread
@@ -226,38 +223,23 @@ LogicalResult emitTmaLoad(Lowering &l, Operation *op, Value src,
 /// the caller's bar.sync 0 follows. The chunks follow Lowering.h's
 /// ChunkWalk, so each costs a compare and a store at a constant offset
 /// from a per-thread base.
+/// Zeroes rows [from, rows) of `buffer`, shared among `threads` threads
+/// (this one is `thread`), then fences the writes for the async proxy
+/// (wgmma reads the tile).
 void zeroRowsFrom(Lowering &l, const SmemBuffer &buffer, Value from,
-                  bool warpgroupBarrier) {
+                  Value thread, int64_t threads) {
   OpBuilder &b = l.b;
-  int64_t rows = buffer.type.getRows();
-  Value pending = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt,
-                                        from, l.i32(rows));
-  l.emitIf(pending, [&] {
-    Value thread =
-        warpgroupBarrier
-            ? arith::AndIOp::create(b, l.loc, l.tid,
-                                    l.i32(kWarpgroupThreads - 1))
-                  .getResult()
-            : l.tid;
-    ChunkWalk walk = l.chunkWalk(
-        buffer, thread, warpgroupBarrier ? kWarpgroupThreads : l.numThreads());
-    walk.forEach(l, [&](int64_t step) {
-      Value zero = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::sge,
-                                         walk.row(l, step), from);
-      l.emitIf(zero, [&] { l.zeroSharedChunk(walk.dstOffset(l, step)); });
-    });
-    NVVM::FenceProxyOp::create(
-        b, l.loc, NVVM::ProxyKindAttr::get(b.getContext(),
-                                           NVVM::ProxyKind::async_shared),
-        NVVM::SharedSpaceAttr::get(b.getContext(),
-                                   NVVM::SharedSpace::shared_cta));
-    if (warpgroupBarrier) {
-      Value id = arith::AddIOp::create(b, l.loc, l.warpgroupIndex(),
-                                       l.i32(kFirstZeroRowsBarrier));
-      NVVM::BarrierOp::create(b, l.loc, TypeRange{}, id,
-                              l.i32(kWarpgroupThreads), {}, Value());
-    }
+  ChunkWalk walk = l.chunkWalk(buffer, thread, threads);
+  walk.forEach(l, [&](int64_t step) {
+    Value zero = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::sge,
+                                       walk.row(l, step), from);
+    l.emitIf(zero, [&] { l.zeroSharedChunk(walk.dstOffset(l, step)); });
   });
+  NVVM::FenceProxyOp::create(
+      b, l.loc, NVVM::ProxyKindAttr::get(b.getContext(),
+                                         NVVM::ProxyKind::async_shared),
+      NVVM::SharedSpaceAttr::get(b.getContext(),
+                                 NVVM::SharedSpace::shared_cta));
 }
 
 LogicalResult Sm90Lowering::lowerCopy(Lowering &l, CopyAsyncOp op) {
@@ -330,13 +312,10 @@ LogicalResult Sm90Lowering::lowerPipeWait(Lowering &l, PipeWaitOp op) {
       l.b, l.loc, stageBarrier(l, pipe.fullBarrierOffset, stage), phase,
       l.i32(kTryWaitTicks));
   SmemBuffer buffer = stageBuffer(l, pipe, stage);
-  if (Value from = op.getZeroFrom()) {
-    if (l.producerWarps == 0)
-      return op.emitOpError("zeroes rows outside warp specialization, where "
-                            "no barrier follows it; use attn.wait");
-    zeroRowsFrom(l, buffer, l.toI32(l.scalar(from)),
-                 /*warpgroupBarrier=*/true);
-  }
+  if (op.getZeroFrom())
+    return op.emitOpError("zeroes rows in a way the sm_90a lowering leaves "
+                          "to the IR: attn-warp-specialize spells zero_from "
+                          "out (attn.zero_rows and a named barrier)");
   l.buffers[op.getBuffer()] = buffer;
   return success();
 }
@@ -411,12 +390,35 @@ LogicalResult Sm90Lowering::lowerWait(Lowering &l, WaitOp op) {
   Value parity = arith::AndIOp::create(l.b, l.loc, fill, l.i32(1));
   NVVM::MBarrierTryWaitParityOp::create(l.b, l.loc, barrierPtr(l, buffer),
                                         parity, l.i32(kTryWaitTicks));
-  if (Value from = op.getZeroFrom())
-    zeroRowsFrom(l, buffer, l.toI32(l.scalar(from)),
-                 /*warpgroupBarrier=*/false);
+  if (Value from = op.getZeroFrom()) {
+    // Every thread of the CTA zeroes its share while rows remain; the wait's
+    // own CTA barrier orders the zeros before any read.
+    Value fromRow = l.toI32(l.scalar(from));
+    Value pending = arith::CmpIOp::create(l.b, l.loc, arith::CmpIPredicate::slt,
+                                          fromRow,
+                                          l.i32(buffer.type.getRows()));
+    l.emitIf(pending, [&] {
+      zeroRowsFrom(l, buffer, fromRow, l.tid, l.numThreads());
+    });
+  }
   NVVM::Barrier0Op::create(l.b, l.loc);
   return success();
 }
+
+} // namespace
+
+/// A warpgroup's (or any group of `threads` consecutive threads') share of
+/// zeroing the rows past `from`: thread tid % threads of the group.
+LogicalResult mlir::attn::lowerZeroRows(Lowering &l, ZeroRowsOp op) {
+  const SmemBuffer &buffer = l.buffers[op.getBuffer()];
+  Value thread = arith::AndIOp::create(l.b, l.loc, l.tid,
+                                       l.i32(op.getThreads() - 1));
+  zeroRowsFrom(l, buffer, l.toI32(l.scalar(op.getFrom())), thread,
+               op.getThreads());
+  return success();
+}
+
+namespace {
 
 /// The descriptor's swizzle-mode field for panels of `rowBytes` bytes.
 int64_t descriptorSwizzleMode(int64_t rowBytes) {

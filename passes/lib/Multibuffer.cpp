@@ -48,7 +48,8 @@ Value fillOf(OpBuilder &b, Location loc, Value row, int64_t rows) {
 /// Rewrites one copied buffer into a pipe of `stages` buffers. A copy names
 /// its fill (attn-tile's do; else a copy of rows `x * rows` is fill x), and
 /// an `attn.wait` names the fill it waits for.
-LogicalResult convertBuffer(AllocSmemOp alloc, int64_t stages) {
+LogicalResult convertBuffer(AllocSmemOp alloc, int64_t stages,
+                            bool mbarrierPipes) {
   SmemTileType type = alloc.getType();
   SmallVector<CopyAsyncOp> copies;
   SmallVector<WaitOp> waits;
@@ -90,7 +91,12 @@ LogicalResult convertBuffer(AllocSmemOp alloc, int64_t stages) {
 
   OpBuilder b(alloc);
   auto pipeType = PipeType::get(alloc.getContext(), pipeStages, type);
-  Value pipe = CreatePipeOp::create(b, alloc.getLoc(), pipeType);
+  auto pipeOp = CreatePipeOp::create(b, alloc.getLoc(), pipeType);
+  // A one-stage mbarrier pipe is released once per tile, by every consumer
+  // thread (CreatePipeOp's description says why).
+  if (mbarrierPipes && pipeStages == 1)
+    pipeOp.setPerThreadRelease(true);
+  Value pipe = pipeOp;
 
   for (CopyAsyncOp copy : copies) {
     b.setInsertionPoint(copy);
@@ -196,7 +202,8 @@ struct AttnMultibufferPass
     for (AllocSmemOp alloc : allocs) {
       auto func = alloc->getParentOfType<func::FuncOp>();
       funcs.insert(func);
-      if (failed(convertBuffer(alloc, stagesFor(func))))
+      if (failed(convertBuffer(alloc, stagesFor(func),
+                               target == TargetKind::sm_90a)))
         return signalPassFailure();
     }
     // sm_80: every thread fills and reads, so the ring is a schedule of the

@@ -197,10 +197,19 @@ LogicalResult specialize(func::FuncOp func, int64_t producerRegs,
   }
 
   OpBuilder b(body.getTerminator());
+  // The consumers' warp index broadcast from lane 0 (uniform registers for
+  // what derives from it), where there is a warpgroup-dependent descriptor
+  // to gain (two consumer warpgroups or more) and the registers allow it:
+  // a causal kernel past d192 spills more in its peeled masked loop that
+  // way (docs/PERF.md, "uniform registers").
+  std::optional<AttentionProblem> problem = getProblem(func);
+  bool wideCausal = problem && problem->causal && problem->headDim > 192;
+  bool uniformWarpIndex = warpgroups > 1 && !wideCausal;
   auto ws = WarpSpecializeOp::create(
       b, func.getLoc(), b.getI64IntegerAttr(kProducerWarps),
       b.getI64IntegerAttr(producerRegs), b.getI64IntegerAttr(warpgroups),
-      b.getI64IntegerAttr(consumerRegs));
+      b.getI64IntegerAttr(consumerRegs),
+      uniformWarpIndex ? b.getUnitAttr() : UnitAttr());
   for (Region *region : {&ws.getProducer(), &ws.getConsumers()}) {
     Block *roleBlock = new Block();
     region->push_back(roleBlock);

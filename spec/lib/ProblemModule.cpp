@@ -93,7 +93,8 @@ void mlir::attn::configureKernel(Operation *func, const AttentionSpec &spec,
     const TileConfig &t = config.tiling;
     func->setAttr(kTilingAttrName,
                   TilingAttr::get(ctx, t.blockM, t.blockN, t.numWarps,
-                                  t.stages, t.peelMaskedBlocks));
+                                  t.stages, t.peelMaskedBlocks,
+                                  t.minCtasPerSm));
     func->setAttr(kScheduleAttrName, ScheduleAttr::get(ctx, config.schedule));
   }
   if (!name)
@@ -102,7 +103,8 @@ void mlir::attn::configureKernel(Operation *func, const AttentionSpec &spec,
   auto schedule = func->getAttrOfType<ScheduleAttr>(kScheduleAttrName);
   KernelConfig config{TileConfig{tiling.getBlockM(), tiling.getBlockN(),
                                  tiling.getNumWarps(), tiling.getStages(),
-                                 tiling.getPeelMaskedBlocks()},
+                                 tiling.getPeelMaskedBlocks(),
+                                 tiling.getMinCtasPerSm()},
                       schedule ? schedule.getValue() : AttentionSchedule()};
   std::optional<AttentionProblem> problem = problemOfKernel(func);
   assert(problem && "a problem module's function holds its problem op");

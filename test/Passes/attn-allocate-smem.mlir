@@ -8,7 +8,7 @@
 module attributes {attn.target = #attn.target<sm_90a>} {
   // CHECK-LABEL: func.func @fwd
   // CHECK-SAME: attn.smem_bytes = 115800 : i64
-  // CHECK: attn.create_pipe {empty_barriers = 114696 : i64, full_barriers = 114688 : i64, offset = 0 : i64} : !attn.pipe<1, <192x64xbf16, swizzle = 128>>
+  // CHECK: attn.create_pipe {empty_barriers = 114696 : i64, full_barriers = 114688 : i64, offset = 0 : i64, per_thread_release} : !attn.pipe<1, <192x64xbf16, swizzle = 128>>
   // CHECK: attn.create_pipe {empty_barriers = 114720 : i64, full_barriers = 114704 : i64, offset = 24576 : i64} : !attn.pipe<2, <128x64xbf16, swizzle = 128>>
   // CHECK: attn.create_pipe {empty_barriers = 114752 : i64, full_barriers = 114736 : i64, offset = 57344 : i64} : !attn.pipe<2, <128x64xbf16, swizzle = 128>>
   // CHECK: attn.alloc_smem {barrier = 114768 : i64, offset = 90112 : i64} : !attn.smem<192x64xbf16, swizzle = 128>

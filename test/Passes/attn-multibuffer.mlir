@@ -7,7 +7,7 @@
 // attn.wait remains.
 module attributes {attn.target = #attn.target<sm_90a>} {
   // CHECK-LABEL: func.func @rings
-  // CHECK-DAG: %[[QP:.*]] = attn.create_pipe : !attn.pipe<1, <128x128xbf16, swizzle = 128>>
+  // CHECK-DAG: %[[QP:.*]] = attn.create_pipe {per_thread_release} : !attn.pipe<1, <128x128xbf16, swizzle = 128>>
   // CHECK-DAG: %[[KP:.*]] = attn.create_pipe : !attn.pipe<2, <128x128xbf16, swizzle = 128>>
   // CHECK-DAG: %[[VP:.*]] = attn.create_pipe : !attn.pipe<2, <128x128xbf16, swizzle = 128>>
   // CHECK: attn.pipe_acquire %[[QP]][%{{c0.*}}]

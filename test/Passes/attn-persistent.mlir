@@ -40,7 +40,7 @@ module attributes {attn.target = #attn.target<sm_90a>} {
   // The Q tile is refilled once per tile: one stage, released after its
   // last reader (the key/value loop) so the producer can load the next.
   // PIPES-LABEL: func.func @full
-  // PIPES: %[[QP:.*]] = attn.create_pipe : !attn.pipe<1,
+  // PIPES: %[[QP:.*]] = attn.create_pipe {per_thread_release} : !attn.pipe<1,
   // PIPES: scf.for
   // PIPES: attn.pipe_acquire %[[QP]][%[[DONE:.*]]]
   // PIPES: %[[QT:.*]] = attn.pipe_wait %[[QP]][%[[DONE]]]

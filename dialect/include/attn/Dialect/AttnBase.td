@@ -158,8 +158,11 @@ def Attn_TilingAttr : Attn_Attr<"Tiling", "tiling"> {
     slices of the query block: warp `w` owns rows `16*w + 16*num_warps*t`),
     `stages` the K/V pipe depth (`attn-multibuffer`; 0 or 1: single
     buffers), `peel_masked_blocks` whether `attn-causal-blocks` runs the
-    masked blocks in loops of their own. Fields at their defaults are not
-    printed.
+    masked blocks in loops of their own, `min_ctas_per_sm` the CTAs per SM
+    the kernel asks ptxas to allow for (`.minnctapersm`; 1: the tile shape
+    decides occupancy, so ptxas gives the kernel the registers it needs
+    instead of capping them for more CTAs). Fields at their defaults are
+    not printed.
 
     ```mlir
     #attn.tiling<block_m = 128, block_n = 64, num_warps = 4>
@@ -168,11 +171,12 @@ def Attn_TilingAttr : Attn_Attr<"Tiling", "tiling"> {
   let parameters = (ins "int64_t":$block_m, "int64_t":$block_n,
                         "int64_t":$num_warps,
                         DefaultValuedParameter<"int64_t", "0">:$stages,
-                        DefaultValuedParameter<"bool", "true">:$peel_masked_blocks);
+                        DefaultValuedParameter<"bool", "true">:$peel_masked_blocks,
+                        DefaultValuedParameter<"int64_t", "1">:$min_ctas_per_sm);
   let builders = [
     AttrBuilder<(ins "int64_t":$block_m, "int64_t":$block_n,
                      "int64_t":$num_warps), [{
-      return $_get($_ctxt, block_m, block_n, num_warps, 0, true);
+      return $_get($_ctxt, block_m, block_n, num_warps, 0, true, 1);
     }]>
   ];
   let assemblyFormat = "`<` struct(params) `>`";

@@ -34,6 +34,14 @@ def Attn_CreatePipeOp : Attn_Op<"create_pipe"> {
     thread reads, so completion is `cp.async.wait_group` plus `attn.barrier`
     and the barriers are never initialised.
 
+    With `per_thread_release`, every consumer thread arrives on a stage's
+    `empty` barrier (the barrier expects one arrival per consumer thread)
+    rather than lane 0 of each consumer warp: `attn-multibuffer` sets it on
+    a one-stage pipe (the Q tile of a persistent kernel, released once per
+    tile), where a lane-0 branch around the arrival would make ptxas keep
+    the consumers' loop nest in vector registers and move every wgmma
+    descriptor to uniform ones before use.
+
     `attn-allocate-smem` places it: `offset` is its first stage's byte
     offset in the dynamic shared memory (the stages follow each other, each
     1024-byte aligned), `full_barriers` and `empty_barriers` the offsets of
@@ -45,12 +53,13 @@ def Attn_CreatePipeOp : Attn_Op<"create_pipe"> {
   }];
   let arguments = (ins OptionalAttr<I64Attr>:$offset,
                        OptionalAttr<I64Attr>:$full_barriers,
-                       OptionalAttr<I64Attr>:$empty_barriers);
+                       OptionalAttr<I64Attr>:$empty_barriers,
+                       UnitAttr:$per_thread_release);
   let results = (outs Res<Attn_Pipe, "", [MemAlloc]>:$result);
   let builders = [
     OpBuilder<(ins "Type":$type), [{
       build($_builder, $_state, type, IntegerAttr(), IntegerAttr(),
-            IntegerAttr());
+            IntegerAttr(), UnitAttr());
     }]>
   ];
   let assemblyFormat = "attr-dict `:` qualified(type($result))";
@@ -134,6 +143,32 @@ def Attn_PipeLoadOp : Attn_Op<"pipe_load", [AttrSizedOperandSegments]> {
   }];
 }
 
+def Attn_ZeroRowsOp : Attn_Op<"zero_rows"> {
+  let summary = "Zero a shared-memory tile's rows from a row on";
+  let description = [{
+    Writes zeros to rows `[from, rows)` of `buffer`, every column, shared
+    among each group of `threads` consecutive threads (128: a consumer
+    warpgroup zeroes the tile it reads), then fences the writes against the
+    async proxy (`fence.proxy.async`) so that a wgmma sees them once the
+    group has synchronized (a named barrier after it). A KV cache may hold
+    NaN past a sequence's end, and 0 x NaN in P V would poison the row:
+    `attn-warp-specialize` zeroes the value rows past it this way.
+
+    ```mlir
+    scf.if %pending {
+      attn.zero_rows %v from %n {threads = 128 : i64} : !attn.smem<128x128xbf16, swizzle = 128>
+      attn.named_barrier_sync %id {threads = 128 : i64}
+    }
+    ```
+  }];
+  let arguments = (ins Arg<Attn_AnySmemTile, "", [MemWrite]>:$buffer,
+                       Index:$from,
+                       ConfinedAttr<I64Attr, [IntMinValue<32>]>:$threads);
+  let assemblyFormat = [{
+    $buffer `from` $from attr-dict `:` qualified(type($buffer))
+  }];
+}
+
 def Attn_PipeWaitOp : Attn_Op<"pipe_wait"> {
   let summary = "Consumer: wait until fill `fill` has landed and name its buffer";
   let description = [{
@@ -148,12 +183,11 @@ def Attn_PipeWaitOp : Attn_Op<"pipe_wait"> {
     `attn.barrier` that must follow before the buffer is read.
 
     `zero_from %n` zeroes the buffer's rows at or past `%n` once the fill
-    landed, as `attn.wait`'s does: on sm_90a every consumer thread of the
-    warpgroup stores its share of zeros, `fence.proxy.async` makes them
-    visible to wgmma and a named barrier of the warpgroup's 128 threads
-    (or `bar.sync 0` outside warp specialization) orders them before any
-    read; on sm_80 each thread zeroes the chunks it copied, before the
-    `attn.barrier` that follows.
+    landed, as `attn.wait`'s does: on sm_80 each thread zeroes the chunks
+    it copied, before the `attn.barrier` that follows. In warp-specialized
+    consumers `attn-warp-specialize` spells it out instead: an
+    `attn.zero_rows` of the warpgroup and a named barrier of its 128
+    threads, under `scf.if` (the lowering refuses `zero_from` there).
 
     ```mlir
     %k = attn.pipe_wait %kp[%j] : !attn.pipe<2, !attn.smem<128x128xbf16, swizzle = 128>>
@@ -256,7 +290,12 @@ def Attn_WarpSpecializeOp : Attn_Op<"warp_specialize", [NoTerminator,
     thread; the budgets must fit the register file). The producer region runs
     on one elected thread (it only waits on barriers and issues TMA); the
     consumer region runs on every consumer thread, and its register tiles are
-    laid out over the consumer warps only.
+    laid out over the consumer warps only. With `uniform_warp_index` the
+    consumers take their warp index broadcast from lane 0 (`shfl.sync.idx`):
+    the same number, which ptxas then knows is warp-uniform, so what derives
+    from it (a warpgroup's Q slice, its wgmma descriptors, its named
+    barriers) lives in uniform registers instead of being moved there
+    before every wgmma; `attn-warp-specialize` sets it where it pays.
 
     ```mlir
     attn.warp_specialize producer {
@@ -270,7 +309,8 @@ def Attn_WarpSpecializeOp : Attn_Op<"warp_specialize", [NoTerminator,
   let arguments = (ins ConfinedAttr<I64Attr, [IntMinValue<4>]>:$producer_warps,
                        I64Attr:$producer_regs,
                        ConfinedAttr<I64Attr, [IntMinValue<1>, IntMaxValue<3>]>:$consumer_warpgroups,
-                       I64Attr:$consumer_regs);
+                       I64Attr:$consumer_regs,
+                       UnitAttr:$uniform_warp_index);
   let regions = (region SizedRegion<1>:$producer, SizedRegion<1>:$consumers);
   let assemblyFormat = "`producer` $producer `consumers` $consumers attr-dict";
   let hasVerifier = 1;

@@ -535,6 +535,35 @@ def AttnTmaStore : Pass<"attn-tma-store", "ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def AttnExpandZeroRows : Pass<"attn-expand-zero-rows", "ModuleOp"> {
+  let summary = "Spell out a warp-specialized wait's zeroed rows: the warpgroup's zeroing and its barrier";
+  let description = [{
+    A KV-cache kernel zeroes the value rows past its sequence after their
+    wait (`zero_from`, attn-tile), since a cache may hold NaN there. In the
+    consumers of `attn.warp_specialize` that takes each warpgroup's share
+    of the zeros and a named barrier of its 128 threads before any wgmma
+    reads the tile; this pass writes both into the IR (barrier ids from
+    NamedBarriers.h), after the schedule passes, which read a wait as one
+    op. The lowering refuses a `zero_from` left in consumers.
+
+    ```mlir
+    // before
+    %v = attn.pipe_wait %vp[%j] zero_from %n : ...
+    // after
+    %v = attn.pipe_wait %vp[%j] : ...
+    %pending = arith.cmpi slt, %n, %c128 : index
+    scf.if %pending {
+      attn.zero_rows %v from %n {threads = 128 : i64} : !attn.smem<128x128xbf16, swizzle = 128>
+      %wg = attn.warpgroup_id
+      %id = arith.addi %wg, %c4 : index
+      attn.named_barrier_sync %id {threads = 128 : i64}
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def AttnAllocateSmem : Pass<"attn-allocate-smem", "ModuleOp"> {
   let summary = "Place every shared-memory tile and mbarrier of a kernel";
   let description = [{

@@ -18,6 +18,11 @@ struct TileConfig {
   /// (false: one loop, the mask under a branch, so a software-pipelined
   /// loop never drains between them).
   bool peelMaskedBlocks = true;
+  /// CTAs per SM the kernel asks ptxas to allow for (.minnctapersm): 1, the
+  /// tile shape decides occupancy and ptxas allocates the registers the
+  /// kernel needs instead of capping some small kernels near 96 or 128 and
+  /// spilling.
+  int64_t minCtasPerSm = 1;
 };
 
 //===----------------------------------------------------------------------===//
