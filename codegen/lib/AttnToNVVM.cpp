@@ -3,11 +3,11 @@
 // Builds the kernel's llvm.func with the ABI of docs/ABI.md, places the
 // shared-memory buffers, then walks the tile program in order: scalar (index)
 // ops are cloned, structured control flow is rebuilt with register tiles
-// flattened into per-thread scalars, and every attn op goes either to the
-// shared fragment lowering or to the target's lowering.
+// flattened into per-thread scalars, and every attn op goes to its entry in
+// the target's LoweringTable (LoweringTable.h).
 //
 //===----------------------------------------------------------------------===//
-#include "Lowering.h"
+#include "LoweringTable.h"
 #include "attn/Codegen/Codegen.h"
 #include "attn/Passes/TileConfig.h"
 
@@ -36,171 +36,10 @@ constexpr llvm::StringLiteral kSmemSymbol = "attn_dynamic_smem";
 constexpr int64_t kTensorMapBytes = 128;
 constexpr int64_t kTensorMapAlign = 64;
 
-/// Checks, before anything is emitted, that every op of the tile program is
-/// one this lowering translates faithfully; anything else is a located
-/// error, never a crash or a kernel that silently skips work.
-///   - tensors: copies read the kernel's q/k/v, attn.store writes o,
-///     attn.store_rows writes lse (the ABI gives each a fixed parameter);
-///   - register tiles: whole 16-row slices per warp (rows a positive
-///     multiple of 16 * num_warps), else some rows would have no owner;
-///   - shared-memory tiles and pipes are placed once at kernel entry: they
-///     cannot be loop-carried, yielded or selected between;
-///   - arith ops compute on scalars only.
-LogicalResult checkLowerable(func::FuncOp func, TilingAttr tiling,
-                             ArrayRef<Tensor> roles) {
-  auto roleOf = [&](Value v) -> std::optional<Tensor> {
-    auto arg = dyn_cast<BlockArgument>(v);
-    if (!arg || arg.getOwner() != &func.getBody().front())
-      return std::nullopt;
-    return roles[arg.getArgNumber()];
-  };
-  int64_t slice = 16 * tiling.getNumWarps();
-  auto refuseBufferFlow = [](Operation *op, Type type) {
-    return op->emitOpError()
-           << "shared-memory tiles are placed once at kernel entry; " << type
-           << " cannot be loop-carried, yielded or selected";
-  };
-  auto checkTile = [&](Operation *op, Value v) -> LogicalResult {
-    auto tile = dyn_cast<RegTileType>(v.getType());
-    if (tile && (tile.getRows() <= 0 || tile.getRows() % slice != 0))
-      return op->emitOpError()
-             << "register tile " << tile << " has " << tile.getRows()
-             << " rows, but the kernel's " << tiling.getNumWarps()
-             << " warps own whole 16-row slices: use a multiple of " << slice;
-    if (isa<SmemTileType, PipeType>(v.getType()) &&
-        (isa<BlockArgument>(v) || isa<scf::ForOp, scf::IfOp>(op) ||
-         !isa_and_present<AttnDialect>(op->getDialect())))
-      return refuseBufferFlow(op, v.getType());
-    if (isa<SeqType>(v.getType()) && !isa<SequenceOp>(op))
-      return op->emitOpError()
-             << "sequences (!attn.seq) come from attn.sequence only; one "
-                "cannot be loop-carried, yielded or selected";
-    return success();
-  };
-  WalkResult result = func.walk([&](Operation *op) -> WalkResult {
-    if (auto ws = dyn_cast<WarpSpecializeOp>(op))
-      if (4 * static_cast<int64_t>(ws.getConsumerWarpgroups()) !=
-          tiling.getNumWarps()) {
-        ws.emitOpError() << "declares " << ws.getConsumerWarpgroups()
-                         << " consumer warpgroups, but the kernel's tiling has "
-                         << tiling.getNumWarps() << " warps ("
-                         << tiling.getNumWarps() / 4 << " warpgroups)";
-        return WalkResult::interrupt();
-      }
-    for (Value v : op->getResults())
-      if (failed(checkTile(op, v)))
-        return WalkResult::interrupt();
-    for (Region &region : op->getRegions())
-      for (Block &block : region)
-        for (BlockArgument arg : block.getArguments())
-          if (op != func.getOperation() && failed(checkTile(op, arg)))
-            return WalkResult::interrupt();
-    if (isa<scf::YieldOp>(op))
-      for (Value v : op->getOperands()) {
-        if (isa<SmemTileType, PipeType>(v.getType())) {
-          (void)refuseBufferFlow(op, v.getType());
-          return WalkResult::interrupt();
-        }
-        if (isa<SeqType>(v.getType())) {
-          op->emitOpError("yields a sequence (!attn.seq), which is read once "
-                          "by attn.sequence and cannot flow through control "
-                          "flow");
-          return WalkResult::interrupt();
-        }
-      }
-    if (op->getDialect() && isa<arith::ArithDialect>(op->getDialect()))
-      for (Type t : llvm::concat<const Type>(op->getOperandTypes(),
-                                             op->getResultTypes()))
-        if (!t.isIntOrIndexOrFloat()) {
-          op->emitOpError() << "computes on " << t
-                            << "; attn-to-nvvm lowers arith ops on scalars "
-                               "only (use attn ops for tiles)";
-          return WalkResult::interrupt();
-        }
-    // Warp roles: the producer runs on one elected thread and only fills
-    // pipes; the consumers only drain them and compute.
-    if (auto ws = op->getParentOfType<WarpSpecializeOp>()) {
-      bool inProducer = ws.getProducer().isAncestor(op->getParentRegion());
-      if (!inProducer && isa<PipeAcquireOp, PipeLoadOp>(op)) {
-        op->emitOpError("fills a pipe, which only the producer region of "
-                        "attn.warp_specialize may do");
-        return WalkResult::interrupt();
-      }
-      if (inProducer && (isa<PipeWaitOp, PipeReleaseOp, MmaOp, MmaWaitOp,
-                             StoreOp, StoreRowsOp>(op) ||
-                         touchesRegisterTiles(op))) {
-        op->emitOpError("computes or drains a pipe, which only the "
-                        "consumers region of attn.warp_specialize may do "
-                        "(the producer runs on one thread)");
-        return WalkResult::interrupt();
-      }
-    }
-    auto expect = [&](Value tensor, ArrayRef<Tensor> allowed,
-                      StringRef what) -> LogicalResult {
-      std::optional<Tensor> role = roleOf(tensor);
-      if (role && llvm::is_contained(allowed, *role))
-        return success();
-      return op->emitOpError() << what;
-    };
-    // A paged copy reads the block table; only key/value tiles are paged.
-    auto expectPages = [&](Value src, Value pages) -> LogicalResult {
-      if (!pages)
-        return success();
-      if (failed(expect(src, {Tensor::K, Tensor::V},
-                        "reads pages of the kernel's k or v argument only")))
-        return failure();
-      return expect(pages, {Tensor::BlockTable},
-                    "reads its pages from the kernel's \"block_table\" "
-                    "argument only");
-    };
-    LogicalResult ok = success();
-    if (auto copy = dyn_cast<CopyAsyncOp>(op))
-      ok = succeeded(expect(copy.getSrc(), {Tensor::Q, Tensor::K, Tensor::V},
-                            "copies from the kernel's q, k or v argument "
-                            "only"))
-               ? expectPages(copy.getSrc(), copy.getPages())
-               : failure();
-    else if (auto load = dyn_cast<PipeLoadOp>(op))
-      ok = succeeded(expect(load.getSrc(), {Tensor::Q, Tensor::K, Tensor::V},
-                            "loads from the kernel's q, k or v argument only"))
-               ? expectPages(load.getSrc(), load.getPages())
-               : failure();
-    else if (auto store = dyn_cast<StoreOp>(op))
-      ok = expect(store.getDst(), {Tensor::O, Tensor::OPartial},
-                  "must write the kernel's \"o\" argument (or a split "
-                  "kernel's \"o_partial\"): the kernel ABI has one output "
-                  "tensor");
-    else if (auto store = dyn_cast<TmaStoreOp>(op))
-      ok = expect(store.getDst(), {Tensor::O},
-                  "must write the kernel's \"o\" argument");
-    else if (auto rows = dyn_cast<StoreRowsOp>(op))
-      ok = expect(rows.getDst(), {Tensor::Lse, Tensor::LsePartial},
-                  "must write the kernel's \"lse\" (or \"lse_partial\") "
-                  "argument");
-    else if (auto seq = dyn_cast<SequenceOp>(op))
-      ok = expect(seq.getCuSeqlens(), {Tensor::CuSeqlensQ, Tensor::CuSeqlensK},
-                  "must read the kernel's \"cu_seqlens_q\" or "
-                  "\"cu_seqlens_k\" argument");
-    else if (auto load = dyn_cast<LoadOp>(op))
-      ok = expect(load.getSrc(), {Tensor::OPartial},
-                  "must read the kernel's \"o_partial\" argument");
-    else if (auto load = dyn_cast<LoadRowsOp>(op))
-      ok = expect(load.getSrc(), {Tensor::LsePartial},
-                  "must read the kernel's \"lse_partial\" argument");
-    else if (auto load = dyn_cast<LoadIndexOp>(op))
-      ok = expect(load.getSrc(), {Tensor::CacheSeqlens},
-                  "must read the kernel's \"cache_seqlens\" argument");
-    return failed(ok) ? WalkResult::interrupt() : WalkResult::advance();
-  });
-  return failure(result.wasInterrupted());
-}
-
 class KernelLowering {
 public:
-  KernelLowering(func::FuncOp func, TargetKind target,
-                 std::unique_ptr<TargetLowering> targetLowering,
-                 bool flushDenormals)
-      : func(func), target(target), targetLowering(std::move(targetLowering)),
+  KernelLowering(func::FuncOp func, TargetKind target, bool flushDenormals)
+      : func(func), target(target), table(buildLoweringTable(target)),
         flushDenormals(flushDenormals) {}
 
   LogicalResult run();
@@ -211,9 +50,7 @@ private:
   LogicalResult lowerFor(scf::ForOp op);
   LogicalResult lowerIf(scf::IfOp op);
   LogicalResult lowerWhile(scf::WhileOp op);
-  LogicalResult lowerWarpSpecialize(WarpSpecializeOp op);
   LogicalResult lowerDim(memref::DimOp op);
-  LogicalResult lowerSequence(SequenceOp op);
   /// Appends the lowered values of `v` (a tile's scalars or one scalar).
   void flatten(Value v, SmallVectorImpl<Value> &out);
   /// Maps `v` to the next values of `flat` starting at `pos`.
@@ -226,7 +63,7 @@ private:
 
   func::FuncOp func;
   TargetKind target;
-  std::unique_ptr<TargetLowering> targetLowering;
+  LoweringTable table;
   bool flushDenormals;
   std::unique_ptr<Lowering> l;
   IRMapping scalarMap;
@@ -390,76 +227,6 @@ LogicalResult KernelLowering::lowerIf(scf::IfOp op) {
   return success();
 }
 
-/// Producer warpgroup(s) first, then the consumer warpgroups; each role
-/// moves registers with setmaxnreg, the producer continues on one thread,
-/// the consumers see warps numbered from 0 so register tiles are laid out
-/// over them alone.
-LogicalResult KernelLowering::lowerWarpSpecialize(WarpSpecializeOp op) {
-  OpBuilder &b = l->b;
-  Location loc = op.getLoc();
-  Value isProducer = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::ult, l->warp,
-      l->i32(op.getProducerWarps()));
-  auto ifOp = scf::IfOp::create(b, loc, isProducer, /*withElseRegion=*/true);
-  LogicalResult status = success();
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-    NVVM::SetMaxRegisterOp::create(b, loc, op.getProducerRegs(),
-                                   NVVM::SetMaxRegisterAction::decrease);
-    Value elected = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                          l->tid, l->i32(0));
-    l->emitIf(elected, [&] {
-      l->singleThread = true;
-      status = lowerBlock(op.getProducer().front());
-      l->singleThread = false;
-    });
-  }
-  if (failed(status))
-    return failure();
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
-  NVVM::SetMaxRegisterOp::create(b, loc, op.getConsumerRegs(),
-                                 NVVM::SetMaxRegisterAction::increase);
-  Value warp = l->warp;
-  l->warp = arith::SubIOp::create(b, loc, warp, l->i32(op.getProducerWarps()));
-  // The consumers' warp index broadcast from lane 0 where the op asks
-  // (attn-warp-specialize decides): uniform registers for what derives
-  // from it.
-  if (op.getUniformWarpIndex())
-    l->warp = NVVM::ShflOp::create(b, loc, b.getI32Type(), l->i32(-1), l->warp,
-                                   l->i32(0), l->i32(0x1f), NVVM::ShflKind::idx,
-                                   UnitAttr());
-  status = lowerBlock(op.getConsumers().front());
-  l->warp = warp;
-  return status;
-}
-
-/// The size parameter `kind` of the kernel (null if it takes none).
-Value sizeParam(const KernelParams &params, SizeKind kind) {
-  switch (kind) {
-  case SizeKind::batch:
-    return params.batch;
-  case SizeKind::nq:
-    return params.nq;
-  case SizeKind::nk:
-    return params.nk;
-  case SizeKind::num_heads:
-    return params.numHeads;
-  case SizeKind::num_kv_heads:
-    return params.numKvHeads;
-  case SizeKind::num_splits:
-    return params.numSplits;
-  case SizeKind::max_blocks:
-    return params.maxBlocks;
-  case SizeKind::num_blocks:
-    return params.numBlocks;
-  case SizeKind::max_seqlen_q:
-    return params.maxSeqlenQ;
-  }
-  return Value();
-}
-
 /// memref.dim of a kernel tensor reads the kernel's size parameters; a
 /// static dimension (the head dimension, a page size) is its constant.
 LogicalResult KernelLowering::lowerDim(memref::DimOp op) {
@@ -506,169 +273,16 @@ LogicalResult KernelLowering::lowerDim(memref::DimOp op) {
   return success();
 }
 
-/// Rows cu[b] .. cu[b+1] - 1 of a packed tensor of `total_rows` rows,
-/// clamped into [0, total_rows] (unsigned, so a negative entry clamps too):
-/// a wrong cu_seqlens can never send a copy or store outside the tensor.
-LogicalResult KernelLowering::lowerSequence(SequenceOp op) {
-  OpBuilder &b = l->b;
-  Location loc = op.getLoc();
-  Value base = l->params.ptr[static_cast<int>(l->tensors.lookup(op.getCuSeqlens()))];
-  auto globalPtr = LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
-  Value batch = l->toI64(l->toI32(l->scalar(op.getBatch())));
-  auto entry = [&](int64_t offset) -> Value {
-    Value index = arith::AddIOp::create(b, loc, batch, l->i64(offset));
-    Value addr = LLVM::GEPOp::create(b, loc, globalPtr, b.getI32Type(), base,
-                                     ValueRange{index});
-    // A non-coherent (L1-cached) load, as an asm statement with side
-    // effects: a program that reads a sequence again after its key/value
-    // loop (attn-tile's epilogue does) gets a load there, which LLVM would
-    // otherwise merge with the first one into a register kept live across
-    // the loop (sm_90a d64 spilled 8 bytes more that way). cu_seqlens does
-    // not change while the kernel runs, and a persistent CTA reads it at
-    // every tile (its walk over the sequences): a volatile load went to L2
-    // each time.
-    auto load = LLVM::InlineAsmOp::create(
-        b, loc, b.getI32Type(), ValueRange{addr}, "ld.global.nc.b32 $0, [$1];",
-        "=r,l", /*has_side_effects=*/true, /*is_align_stack=*/false,
-        LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
-    return load.getResult(0);
-  };
-  Value total = l->toI32(l->scalar(op.getTotalRows()));
-  Value start = arith::MinUIOp::create(b, loc, entry(0), total);
-  Value end = arith::MinUIOp::create(
-      b, loc, arith::MaxUIOp::create(b, loc, entry(1), start), total);
-  Value length = arith::SubIOp::create(b, loc, end, start);
-  l->seqs[op.getSeq()] = {start, length};
-  l->scalars[op.getLength()] =
-      arith::IndexCastOp::create(b, loc, b.getIndexType(), length);
-  return success();
-}
-
 LogicalResult KernelLowering::lowerOp(Operation *op) {
   OpBuilder &b = l->b;
   l->loc = op->getLoc();
-  bool handled = false;
-  if (failed(lowerFragmentOp(*l, op, handled)))
-    return failure();
-  if (handled)
-    return success();
+  if (const OpLowering *entry = table.lookup(op))
+    return entry->lower(*l, op);
   return llvm::TypeSwitch<Operation *, LogicalResult>(op)
       .Case<scf::ForOp>([&](auto o) { return lowerFor(o); })
       .Case<scf::IfOp>([&](auto o) { return lowerIf(o); })
       .Case<scf::WhileOp>([&](auto o) { return lowerWhile(o); })
       .Case<memref::DimOp>([&](auto o) { return lowerDim(o); })
-      .Case<SequenceOp>([&](auto o) { return lowerSequence(o); })
-      .Case<ProgramIdOp>([&](ProgramIdOp o) {
-        Type i32 = b.getI32Type();
-        Value id;
-        if (o.getDim() == 0)
-          id = NVVM::BlockIdXOp::create(b, o.getLoc(), i32);
-        else if (o.getDim() == 1)
-          id = NVVM::BlockIdYOp::create(b, o.getLoc(), i32);
-        else
-          id = NVVM::BlockIdZOp::create(b, o.getLoc(), i32);
-        l->scalars[o] =
-            arith::IndexCastOp::create(b, o.getLoc(), b.getIndexType(), id);
-        return success();
-      })
-      .Case<NumProgramsOp>([&](NumProgramsOp o) {
-        Type i32 = b.getI32Type();
-        Value n;
-        if (o.getDim() == 0)
-          n = NVVM::GridDimXOp::create(b, o.getLoc(), i32);
-        else if (o.getDim() == 1)
-          n = NVVM::GridDimYOp::create(b, o.getLoc(), i32);
-        else
-          n = NVVM::GridDimZOp::create(b, o.getLoc(), i32);
-        l->scalars[o] =
-            arith::IndexCastOp::create(b, o.getLoc(), b.getIndexType(), n);
-        return success();
-      })
-      .Case<ProblemSizeOp>([&](ProblemSizeOp o) -> LogicalResult {
-        Value size = sizeParam(l->params, o.getSize());
-        if (!size)
-          return o.emitOpError() << "reads the size "
-                                 << stringifySizeKind(o.getSize())
-                                 << ", which the kernel takes no parameter for";
-        l->scalars[o] = arith::IndexCastOp::create(b, o.getLoc(),
-                                                   b.getIndexType(), size);
-        return success();
-      })
-      .Case<LoadIndexOp>([&](LoadIndexOp o) {
-        // The tensor may be absent (a null pointer): then the fallback.
-        Value base = l->params.ptr[static_cast<int>(
-            l->tensors.lookup(o.getSrc()))];
-        Value isNull = arith::CmpIOp::create(
-            b, o.getLoc(), arith::CmpIPredicate::eq,
-            LLVM::PtrToIntOp::create(b, o.getLoc(), b.getI64Type(), base),
-            l->i64(0));
-        Value fallback = l->toI32(l->scalar(o.getFallback()));
-        auto branch = scf::IfOp::create(b, o.getLoc(), TypeRange{b.getI32Type()},
-                                        isNull, /*withElseRegion=*/true);
-        {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToStart(branch.thenBlock());
-          scf::YieldOp::create(b, o.getLoc(), fallback);
-          b.setInsertionPointToStart(branch.elseBlock());
-          auto ptrType = LLVM::LLVMPointerType::get(b.getContext(),
-                                                    kGlobalAddressSpace);
-          Value addr = LLVM::GEPOp::create(
-              b, o.getLoc(), ptrType, b.getI32Type(), base,
-              ValueRange{l->toI64(l->toI32(l->scalar(o.getIndex())))});
-          auto load = LLVM::LoadOp::create(b, o.getLoc(), b.getI32Type(), addr,
-                                           /*alignment=*/4);
-          load.setInvariant(true);
-          scf::YieldOp::create(b, o.getLoc(), load.getResult());
-        }
-        l->scalars[o] = arith::IndexCastOp::create(
-            b, o.getLoc(), b.getIndexType(), branch.getResult(0));
-        return success();
-      })
-      .Case<WarpSpecializeOp>([&](auto o) { return lowerWarpSpecialize(o); })
-      .Case<WarpgroupIdOp>([&](WarpgroupIdOp o) {
-        l->scalars[o] = arith::IndexCastOp::create(
-            b, o.getLoc(), b.getIndexType(), l->warpgroupIndex());
-        return success();
-      })
-      .Case<NamedBarrierSyncOp>([&](NamedBarrierSyncOp o) {
-        NVVM::BarrierOp::create(b, o.getLoc(), TypeRange{},
-                                l->toI32(l->scalar(o.getId())),
-                                l->i32(o.getThreads()), {}, Value());
-        return success();
-      })
-      .Case<NamedBarrierArriveOp>([&](NamedBarrierArriveOp o) {
-        NVVM::BarrierArriveOp::create(b, o.getLoc(),
-                                      l->toI32(l->scalar(o.getId())),
-                                      l->i32(o.getThreads()));
-        return success();
-      })
-      .Case<BarrierOp>([&](BarrierOp o) {
-        NVVM::Barrier0Op::create(b, o.getLoc());
-        return success();
-      })
-      .Case<AllocSmemOp, CreatePipeOp>(
-          [&](auto) { return success(); }) // placed up front
-      .Case<PipeAcquireOp>(
-          [&](auto o) { return targetLowering->lowerPipeAcquire(*l, o); })
-      .Case<PipeLoadOp>(
-          [&](auto o) { return targetLowering->lowerPipeLoad(*l, o); })
-      .Case<PipeWaitOp>(
-          [&](auto o) { return targetLowering->lowerPipeWait(*l, o); })
-      .Case<PipeReleaseOp>(
-          [&](auto o) { return targetLowering->lowerPipeRelease(*l, o); })
-      .Case<MmaWaitOp>(
-          [&](auto o) { return targetLowering->lowerMmaWait(*l, o); })
-      .Case<CopyAsyncOp>(
-          [&](auto o) { return targetLowering->lowerCopy(*l, o); })
-      .Case<WaitOp>([&](auto o) { return targetLowering->lowerWait(*l, o); })
-      .Case<TmaStoreOp>([&](auto o) { return lowerTmaStore(*l, o); })
-      .Case<TmaStoreWaitOp>([&](auto o) { return lowerTmaStoreWait(*l, o); })
-      .Case<ZeroRowsOp>([&](auto o) -> LogicalResult {
-        if (target != TargetKind::sm_90a)
-          return o.emitOpError("is sm_90a's (warp-specialized consumers)");
-        return lowerZeroRows(*l, o);
-      })
-      .Case<MmaOp>([&](auto o) { return targetLowering->lowerMma(*l, o); })
       .Case<func::ReturnOp>([&](auto o) {
         LLVM::ReturnOp::create(b, o.getLoc(), ValueRange());
         return success();
@@ -764,7 +378,8 @@ LogicalResult KernelLowering::run() {
   FailureOr<KernelAbi> abi = deriveKernelAbi(func, target);
   if (failed(abi))
     return failure();
-  if (failed(checkLowerable(func, tiling, abi->tensors)))
+  if (failed(checkLowerable(func, KernelFacts(func, tiling, abi->tensors),
+                            table)))
     return failure();
   // Every kernel writes O, whose head dimension and element type are Q's.
   auto qType = cast<MemRefType>(
@@ -849,6 +464,7 @@ LogicalResult KernelLowering::run() {
                                  qType.getDimSize(qType.getRank() - 1),
                                  qType.getElementType());
   l->producerWarps = producerWarps;
+  l->lowerBlock = [this](Block &block) { return lowerBlock(block); };
   // Parameters, by kind and tensor role.
   for (auto [param, value] : llvm::zip(abi->params, entry->getArguments())) {
     int t = static_cast<int>(param.tensor);
@@ -919,7 +535,7 @@ LogicalResult KernelLowering::run() {
 
   if (failed(placeBuffers()))
     return failure();
-  if (failed(targetLowering->lowerPrologue(*l)))
+  if (failed(table.prologue(*l)))
     return failure();
   if (failed(lowerBlock(func.getBody().front())))
     return failure();
@@ -970,14 +586,12 @@ struct AttnToNVVMPass
       return signalPassFailure();
     }
     for (func::FuncOp func : kernels) {
-      auto lowering = *target == TargetKind::sm_90a ? createSm90Lowering()
-                                                    : createSm80Lowering();
       // The kernel's schedule says its denormal mode; the option, when
       // given, overrides it.
       bool flush = flushDenormals.hasValue()
                        ? bool(flushDenormals)
                        : scheduleApplies(func, &AttentionSchedule::flushDenormals);
-      if (failed(KernelLowering(func, *target, std::move(lowering), flush)
+      if (failed(KernelLowering(func, *target, flush)
                      .run()))
         return signalPassFailure();
     }

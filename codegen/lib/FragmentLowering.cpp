@@ -6,10 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Exp2Emulation.h"
-#include "Lowering.h"
+#include "LoweringTable.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMTypes.h"
-#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
@@ -891,25 +890,45 @@ void lowerElementwise(Lowering &l, ElementwiseOp op) {
 
 } // namespace
 
-LogicalResult mlir::attn::lowerFragmentOp(Lowering &l, Operation *op,
-                                          bool &handled) {
-  handled = true;
-  llvm::TypeSwitch<Operation *>(op)
-      .Case<SplatOp>([&](auto o) { lowerSplat(l, o); })
-      .Case<MaskOp>([&](auto o) { lowerMask(l, o); })
-      .Case<SoftcapOp>([&](auto o) { lowerSoftcap(l, o); })
-      .Case<RowReduceOp>([&](auto o) { lowerRowReduce(l, o); })
-      .Case<Exp2DiffOp>([&](auto o) { lowerExp2Diff(l, o); })
-      .Case<RescaleOp>([&](auto o) { lowerRescale(l, o); })
-      .Case<NormalizeOp>([&](auto o) { lowerNormalize(l, o); })
-      .Case<LogSumExpOp>([&](auto o) { lowerLogSumExp(l, o); })
-      .Case<ConvertOp>([&](auto o) { lowerConvert(l, o); })
-      .Case<StoreOp>([&](auto o) { lowerStore(l, o); })
-      .Case<StoreRowsOp>([&](auto o) { lowerStoreRows(l, o); })
-      .Case<StoreSmemOp>([&](auto o) { lowerStoreSmem(l, o); })
-      .Case<LoadOp>([&](auto o) { lowerLoad(l, o); })
-      .Case<LoadRowsOp>([&](auto o) { lowerLoadRows(l, o); })
-      .Case<ElementwiseOp>([&](auto o) { lowerElementwise(l, o); })
-      .Default([&](Operation *) { handled = false; });
-  return success();
+void mlir::attn::populateFragmentLowerings(LoweringTable &table) {
+  table.add<SplatOp>(lowerSplat);
+  table.add<MaskOp>(lowerMask);
+  table.add<SoftcapOp>(lowerSoftcap);
+  table.add<RowReduceOp>(lowerRowReduce);
+  table.add<Exp2DiffOp>(lowerExp2Diff);
+  table.add<RescaleOp>(lowerRescale);
+  table.add<NormalizeOp>(lowerNormalize);
+  table.add<LogSumExpOp>(lowerLogSumExp);
+  table.add<ConvertOp>(lowerConvert);
+  table.add<ElementwiseOp>(lowerElementwise);
+  table.add<StoreSmemOp>(lowerStoreSmem);
+  // The kernel ABI has one parameter per tensor role: each store and load
+  // names the one it writes or reads.
+  table.add<StoreOp>(lowerStore).checkedBy(
+      [](Operation *op, const KernelFacts &facts) {
+        return facts.expect(op, cast<StoreOp>(op).getDst(),
+                            {Tensor::O, Tensor::OPartial},
+                            "must write the kernel's \"o\" argument (or a "
+                            "split kernel's \"o_partial\"): the kernel ABI "
+                            "has one output tensor");
+      });
+  table.add<StoreRowsOp>(lowerStoreRows)
+      .checkedBy([](Operation *op, const KernelFacts &facts) {
+        return facts.expect(op, cast<StoreRowsOp>(op).getDst(),
+                            {Tensor::Lse, Tensor::LsePartial},
+                            "must write the kernel's \"lse\" (or "
+                            "\"lse_partial\") argument");
+      });
+  table.add<LoadOp>(lowerLoad).checkedBy(
+      [](Operation *op, const KernelFacts &facts) {
+        return facts.expect(op, cast<LoadOp>(op).getSrc(), {Tensor::OPartial},
+                            "must read the kernel's \"o_partial\" argument");
+      });
+  table.add<LoadRowsOp>(lowerLoadRows)
+      .checkedBy([](Operation *op, const KernelFacts &facts) {
+        return facts.expect(op, cast<LoadRowsOp>(op).getSrc(),
+                            {Tensor::LsePartial},
+                            "must read the kernel's \"lse_partial\" "
+                            "argument");
+      });
 }

@@ -33,6 +33,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <functional>
 #include <memory>
 
 namespace mlir::attn {
@@ -117,7 +118,6 @@ struct FragmentShape {
   int64_t nBlocks = 0; ///< 8-column blocks (acc) or 16-wide k steps (operand_a)
 };
 
-class TargetLowering;
 class Lowering;
 
 /// How `threads` threads cover the first F columns of a [rows x cols]
@@ -188,6 +188,9 @@ public:
   Type tensorElement[kNumTensors] = {};
   /// Rows per page of a paged KV cache (0: contiguous K and V).
   int64_t pageSize = 0;
+  /// Lowers the ops of a nested block in place (the walker's, for ops with
+  /// regions such as attn.warp_specialize).
+  std::function<LogicalResult(Block &)> lowerBlock;
 
   int64_t numWarps() const { return tiling.getNumWarps(); }
   int64_t numThreads() const { return 32 * (numWarps() + producerWarps); }
@@ -284,37 +287,6 @@ public:
   /// Emits scf.if(cond) { body } with no results.
   void emitIf(Value cond, llvm::function_ref<void()> body);
 };
-
-/// Lowers the ops whose code differs per target.
-class TargetLowering {
-public:
-  virtual ~TargetLowering() = default;
-  /// Emitted once at kernel entry after the buffers are placed.
-  virtual LogicalResult lowerPrologue(Lowering &l) = 0;
-  virtual LogicalResult lowerCopy(Lowering &l, CopyAsyncOp op) = 0;
-  virtual LogicalResult lowerWait(Lowering &l, WaitOp op) = 0;
-  virtual LogicalResult lowerMma(Lowering &l, MmaOp op) = 0;
-  virtual LogicalResult lowerMmaWait(Lowering &l, MmaWaitOp op) = 0;
-  virtual LogicalResult lowerPipeAcquire(Lowering &l, PipeAcquireOp op) = 0;
-  virtual LogicalResult lowerPipeLoad(Lowering &l, PipeLoadOp op) = 0;
-  virtual LogicalResult lowerPipeWait(Lowering &l, PipeWaitOp op) = 0;
-  virtual LogicalResult lowerPipeRelease(Lowering &l, PipeReleaseOp op) = 0;
-};
-
-/// sm_90a's TMA stores of a consumer warpgroup's rows and their waits
-/// (Sm90Lowering.cpp).
-LogicalResult lowerTmaStore(Lowering &l, TmaStoreOp op);
-LogicalResult lowerTmaStoreWait(Lowering &l, TmaStoreWaitOp op);
-/// sm_90a: a warpgroup's share of zeroing a tile's rows (Sm90Lowering.cpp).
-LogicalResult lowerZeroRows(Lowering &l, ZeroRowsOp op);
-
-std::unique_ptr<TargetLowering> createSm80Lowering();
-std::unique_ptr<TargetLowering> createSm90Lowering();
-
-/// Lowers the target-independent register-tile ops (splat, mask, row
-/// reductions, exp2, rescale, normalize, lse, convert, stores). Sets
-/// `handled` to false, emitting nothing, for any other op.
-LogicalResult lowerFragmentOp(Lowering &l, Operation *op, bool &handled);
 
 } // namespace mlir::attn
 

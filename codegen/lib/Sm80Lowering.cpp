@@ -16,7 +16,7 @@
 //                      (FlashAttention-2's split-Q: warps never exchange data)
 //
 //===----------------------------------------------------------------------===//
-#include "Lowering.h"
+#include "LoweringTable.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMTypes.h"
 #include "llvm/Support/MathExtras.h"
@@ -34,30 +34,6 @@ constexpr int64_t kChunkElements = 8;
 /// Rows after which every swizzle's XOR pattern repeats (the XOR source is
 /// row % 8 for 128 bytes, row / 2 % 4 for 64, row / 4 % 2 for 32).
 constexpr int64_t kSwizzleRows = 8;
-
-class Sm80Lowering : public TargetLowering {
-public:
-  LogicalResult lowerPrologue(Lowering &l) override;
-  LogicalResult lowerCopy(Lowering &l, CopyAsyncOp op) override;
-  LogicalResult lowerWait(Lowering &l, WaitOp op) override;
-  LogicalResult lowerMma(Lowering &l, MmaOp op) override;
-  // mma.sync is synchronous: the verifiers already refuse asynchronous
-  // MMAs on sm_80.
-  LogicalResult lowerMmaWait(Lowering &, MmaWaitOp op) override {
-    return op->emitOpError("is not supported on sm_80 (mma.sync is "
-                           "synchronous; it needs sm_90a's wgmma)");
-  }
-  // Every thread is a consumer: the attn.barrier between a release and the
-  // refill (placed and checked by attn-multibuffer) is the whole protocol.
-  LogicalResult lowerPipeAcquire(Lowering &, PipeAcquireOp) override {
-    return success();
-  }
-  LogicalResult lowerPipeRelease(Lowering &, PipeReleaseOp) override {
-    return success();
-  }
-  LogicalResult lowerPipeLoad(Lowering &l, PipeLoadOp op) override;
-  LogicalResult lowerPipeWait(Lowering &l, PipeWaitOp op) override;
-};
 
 /// The buffer of the stage of fill `fill` (fill % stages), its offset known
 /// at run time.
@@ -128,7 +104,7 @@ void zeroPadding(Lowering &l, const SmemBuffer &tile, int64_t filled) {
 /// copy instead kept a loop-invariant predicate per chunk live across the
 /// key loop: up to 28 bytes of spills.) The first wait's barrier orders
 /// these stores before any MMA reads them.
-LogicalResult Sm80Lowering::lowerPrologue(Lowering &l) {
+LogicalResult lowerPrologue(Lowering &l) {
   for (Value buffer : l.bufferOrder) {
     SmemTileType type = isa<PipeType>(buffer.getType())
                             ? cast<PipeType>(buffer.getType()).getBuffer()
@@ -355,7 +331,7 @@ void zeroOwnChunksFrom(Lowering &l, const SmemBuffer &buffer, Value from) {
   });
 }
 
-LogicalResult Sm80Lowering::lowerCopy(Lowering &l, CopyAsyncOp op) {
+LogicalResult lowerCopy(Lowering &l, CopyAsyncOp op) {
   copyTile(l, l.buffers[op.getDst()], l.tensors.lookup(op.getSrc()),
            sourceHeadDim(op.getSrc()), op.getBatch(), op.getRow(),
            op.getHead(), op.getPages(), op.headPack());
@@ -365,7 +341,7 @@ LogicalResult Sm80Lowering::lowerCopy(Lowering &l, CopyAsyncOp op) {
 
 /// The group commits whether or not the fill copies anything, so that
 /// wait_group counts hold on every path.
-LogicalResult Sm80Lowering::lowerPipeLoad(Lowering &l, PipeLoadOp op) {
+LogicalResult lowerPipeLoad(Lowering &l, PipeLoadOp op) {
   auto tensor = l.tensors.find(op.getSrc());
   if (tensor == l.tensors.end())
     return op.emitOpError("loads from a value that is not a kernel tensor");
@@ -383,7 +359,7 @@ LogicalResult Sm80Lowering::lowerPipeLoad(Lowering &l, PipeLoadOp op) {
   return success();
 }
 
-LogicalResult Sm80Lowering::lowerPipeWait(Lowering &l, PipeWaitOp op) {
+LogicalResult lowerPipeWait(Lowering &l, PipeWaitOp op) {
   std::optional<int64_t> pending = op.getPending();
   if (!pending)
     return op.emitOpError("has no 'pending' group count; run "
@@ -396,7 +372,7 @@ LogicalResult Sm80Lowering::lowerPipeWait(Lowering &l, PipeWaitOp op) {
   return success();
 }
 
-LogicalResult Sm80Lowering::lowerWait(Lowering &l, WaitOp op) {
+LogicalResult lowerWait(Lowering &l, WaitOp op) {
   NVVM::CpAsyncWaitGroupOp::create(l.b, l.loc, 0);
   if (Value from = op.getZeroFrom())
     zeroOwnChunksFrom(l, l.buffers[op.getBuffer()], l.toI32(l.scalar(from)));
@@ -438,7 +414,7 @@ Value asMultiplicand(Lowering &l, Value packed) {
                                  packed);
 }
 
-LogicalResult Sm80Lowering::lowerMma(Lowering &l, MmaOp op) {
+LogicalResult lowerMma(Lowering &l, MmaOp op) {
   OpBuilder &b = l.b;
   MLIRContext *ctx = b.getContext();
   auto resultType = cast<RegTileType>(op.getType());
@@ -528,6 +504,33 @@ LogicalResult Sm80Lowering::lowerMma(Lowering &l, MmaOp op) {
 
 } // namespace
 
-std::unique_ptr<TargetLowering> mlir::attn::createSm80Lowering() {
-  return std::make_unique<Sm80Lowering>();
+void mlir::attn::populateSm80Lowerings(LoweringTable &table) {
+  table.prologue = lowerPrologue;
+  table.add<CopyAsyncOp>(lowerCopy).checkedBy(
+      [](Operation *op, const KernelFacts &facts) {
+        auto copy = cast<CopyAsyncOp>(op);
+        return checkCopySource(op, copy.getSrc(), copy.getPages(), facts,
+                               "copies from the kernel's q, k or v argument "
+                               "only");
+      });
+  table.add<WaitOp>(lowerWait);
+  table.add<MmaOp>(lowerMma);
+  // mma.sync is synchronous: the verifiers already refuse asynchronous
+  // MMAs on sm_80.
+  table.add<MmaWaitOp>([](Lowering &, MmaWaitOp op) -> LogicalResult {
+    return op->emitOpError("is not supported on sm_80 (mma.sync is "
+                           "synchronous; it needs sm_90a's wgmma)");
+  });
+  // Every thread is a consumer: the attn.barrier between a release and the
+  // refill (placed and checked by attn-multibuffer) is the whole protocol.
+  table.add<PipeAcquireOp>([](Lowering &, PipeAcquireOp) {});
+  table.add<PipeReleaseOp>([](Lowering &, PipeReleaseOp) {});
+  table.add<PipeLoadOp>(lowerPipeLoad).checkedBy(
+      [](Operation *op, const KernelFacts &facts) {
+        auto load = cast<PipeLoadOp>(op);
+        return checkCopySource(op, load.getSrc(), load.getPages(), facts,
+                               "loads from the kernel's q, k or v argument "
+                               "only");
+      });
+  table.add<PipeWaitOp>(lowerPipeWait);
 }

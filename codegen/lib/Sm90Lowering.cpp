@@ -33,7 +33,7 @@
 //       k-row 8..15 : the same, SBO = 512 bytes further
 //
 //===----------------------------------------------------------------------===//
-#include "Lowering.h"
+#include "LoweringTable.h"
 #include "attn/Passes/NamedBarriers.h"
 #include "attn/Passes/TileConfig.h"
 
@@ -57,19 +57,6 @@ constexpr int64_t kKStep = 16;
 constexpr int64_t kTryWaitTicks = 0x989680;
 /// Rows of one wgmma: a warpgroup's slice.
 constexpr int64_t kWgmmaRows = kWarpgroupRows;
-
-class Sm90Lowering : public TargetLowering {
-public:
-  LogicalResult lowerPrologue(Lowering &l) override;
-  LogicalResult lowerCopy(Lowering &l, CopyAsyncOp op) override;
-  LogicalResult lowerWait(Lowering &l, WaitOp op) override;
-  LogicalResult lowerMma(Lowering &l, MmaOp op) override;
-  LogicalResult lowerMmaWait(Lowering &l, MmaWaitOp op) override;
-  LogicalResult lowerPipeAcquire(Lowering &l, PipeAcquireOp op) override;
-  LogicalResult lowerPipeLoad(Lowering &l, PipeLoadOp op) override;
-  LogicalResult lowerPipeWait(Lowering &l, PipeWaitOp op) override;
-  LogicalResult lowerPipeRelease(Lowering &l, PipeReleaseOp op) override;
-};
 
 Value barrierPtr(Lowering &l, const SmemBuffer &buffer) {
   return l.smemPtr(l.i32(buffer.barrierOffset));
@@ -100,7 +87,7 @@ bool releasedByEveryThread(const SmemPipe &pipe) {
 /// arrival plus the TMA bytes) and an empty barrier (one arrival per
 /// consumer warp, or per consumer thread: releasedByEveryThread); everyone
 /// waits for the initialisation.
-LogicalResult Sm90Lowering::lowerPrologue(Lowering &l) {
+LogicalResult lowerPrologue(Lowering &l) {
   l.emitIf(isThreadZero(l), [&] {
     for (Value buffer : l.bufferOrder) {
       if (auto pipe = l.pipes.find(buffer); pipe != l.pipes.end()) {
@@ -242,7 +229,7 @@ void zeroRowsFrom(Lowering &l, const SmemBuffer &buffer, Value from,
                                  NVVM::SharedSpace::shared_cta));
 }
 
-LogicalResult Sm90Lowering::lowerCopy(Lowering &l, CopyAsyncOp op) {
+LogicalResult lowerCopy(Lowering &l, CopyAsyncOp op) {
   const SmemBuffer &buffer = l.buffers[op.getDst()];
   return emitTmaLoad(l, op, op.getSrc(), buffer, barrierPtr(l, buffer),
                      op.getBatch(), op.getRow(), op.getHead(), op.getPages(),
@@ -280,7 +267,7 @@ SmemBuffer stageBuffer(Lowering &l, const SmemPipe &pipe, Value stage) {
   return buffer;
 }
 
-LogicalResult Sm90Lowering::lowerPipeAcquire(Lowering &l, PipeAcquireOp op) {
+LogicalResult lowerPipeAcquire(Lowering &l, PipeAcquireOp op) {
   const SmemPipe &pipe = l.pipes[op.getPipe()];
   Value stage = stageOf(l, pipe, op.getFill());
   Value phase = phaseOf(l, pipe, op.getFill());
@@ -295,7 +282,7 @@ LogicalResult Sm90Lowering::lowerPipeAcquire(Lowering &l, PipeAcquireOp op) {
   return success();
 }
 
-LogicalResult Sm90Lowering::lowerPipeLoad(Lowering &l, PipeLoadOp op) {
+LogicalResult lowerPipeLoad(Lowering &l, PipeLoadOp op) {
   const SmemPipe &pipe = l.pipes[op.getPipe()];
   Value stage = stageOf(l, pipe, op.getFill());
   return emitTmaLoad(l, op, op.getSrc(), stageBuffer(l, pipe, stage),
@@ -304,7 +291,7 @@ LogicalResult Sm90Lowering::lowerPipeLoad(Lowering &l, PipeLoadOp op) {
                      op.headPack());
 }
 
-LogicalResult Sm90Lowering::lowerPipeWait(Lowering &l, PipeWaitOp op) {
+LogicalResult lowerPipeWait(Lowering &l, PipeWaitOp op) {
   const SmemPipe &pipe = l.pipes[op.getPipe()];
   Value stage = stageOf(l, pipe, op.getFill());
   Value phase = phaseOf(l, pipe, op.getFill());
@@ -320,7 +307,7 @@ LogicalResult Sm90Lowering::lowerPipeWait(Lowering &l, PipeWaitOp op) {
   return success();
 }
 
-LogicalResult Sm90Lowering::lowerPipeRelease(Lowering &l, PipeReleaseOp op) {
+LogicalResult lowerPipeRelease(Lowering &l, PipeReleaseOp op) {
   const SmemPipe &pipe = l.pipes[op.getPipe()];
   Value stage = stageOf(l, pipe, op.getFill());
   Value barrier = stageBarrier(l, pipe.emptyBarrierOffset, stage);
@@ -365,7 +352,7 @@ void fenceRegisters(Lowering &l, SmallVector<Value> &values) {
     values[i] = LLVM::ExtractValueOp::create(b, l.loc, asmOp.getResult(0), i);
 }
 
-LogicalResult Sm90Lowering::lowerMmaWait(Lowering &l, MmaWaitOp op) {
+LogicalResult lowerMmaWait(Lowering &l, MmaWaitOp op) {
   NVVM::WgmmaWaitGroupSyncOp::create(l.b, l.loc, op.getPending());
   SmallVector<Value> values = l.tiles[op.getInput()];
   fenceRegisters(l, values);
@@ -381,7 +368,7 @@ LogicalResult Sm90Lowering::lowerMmaWait(Lowering &l, MmaWaitOp op) {
   return success();
 }
 
-LogicalResult Sm90Lowering::lowerWait(Lowering &l, WaitOp op) {
+LogicalResult lowerWait(Lowering &l, WaitOp op) {
   if (l.producerWarps > 0)
     return op.emitOpError("is a CTA-wide barrier, which warp-specialized "
                           "kernels cannot use; use a pipe (attn-multibuffer)");
@@ -409,7 +396,7 @@ LogicalResult Sm90Lowering::lowerWait(Lowering &l, WaitOp op) {
 
 /// A warpgroup's (or any group of `threads` consecutive threads') share of
 /// zeroing the rows past `from`: thread tid % threads of the group.
-LogicalResult mlir::attn::lowerZeroRows(Lowering &l, ZeroRowsOp op) {
+static LogicalResult lowerZeroRows(Lowering &l, ZeroRowsOp op) {
   const SmemBuffer &buffer = l.buffers[op.getBuffer()];
   Value thread = arith::AndIOp::create(l.b, l.loc, l.tid,
                                        l.i32(op.getThreads() - 1));
@@ -502,7 +489,7 @@ SmallVector<Value> wgmmaRegisterA(Lowering &l, ArrayRef<Value> acc,
   return result;
 }
 
-LogicalResult Sm90Lowering::lowerMma(Lowering &l, MmaOp op) {
+LogicalResult lowerMma(Lowering &l, MmaOp op) {
   OpBuilder &b = l.b;
   MLIRContext *ctx = b.getContext();
   auto resultType = cast<RegTileType>(op.getType());
@@ -612,9 +599,6 @@ LogicalResult Sm90Lowering::lowerMma(Lowering &l, MmaOp op) {
 
 } // namespace
 
-std::unique_ptr<TargetLowering> mlir::attn::createSm90Lowering() {
-  return std::make_unique<Sm90Lowering>();
-}
 
 //===----------------------------------------------------------------------===//
 // The epilogue through shared memory
@@ -633,7 +617,7 @@ static Value issuesWarpgroupStores(Lowering &l) {
   return arith::AndIOp::create(b, l.loc, firstWarp, firstLane);
 }
 
-LogicalResult mlir::attn::lowerTmaStore(Lowering &l, TmaStoreOp op) {
+static LogicalResult lowerTmaStore(Lowering &l, TmaStoreOp op) {
   OpBuilder &b = l.b;
   std::optional<Tensor> role = tmaRoleOf(l, op.getDst());
   if (!role)
@@ -670,11 +654,42 @@ LogicalResult mlir::attn::lowerTmaStore(Lowering &l, TmaStoreOp op) {
   return success();
 }
 
-LogicalResult mlir::attn::lowerTmaStoreWait(Lowering &l, TmaStoreWaitOp op) {
+static LogicalResult lowerTmaStoreWait(Lowering &l, TmaStoreWaitOp op) {
   l.emitIf(issuesWarpgroupStores(l), [&] {
     NVVM::CpAsyncBulkWaitGroupOp::create(l.b, l.loc,
                                          static_cast<uint32_t>(op.getPending()),
                                          UnitAttr::get(l.b.getContext()));
   });
   return success();
+}
+
+void mlir::attn::populateSm90Lowerings(LoweringTable &table) {
+  table.prologue = lowerPrologue;
+  table.add<CopyAsyncOp>(lowerCopy).checkedBy(
+      [](Operation *op, const KernelFacts &facts) {
+        auto copy = cast<CopyAsyncOp>(op);
+        return checkCopySource(op, copy.getSrc(), copy.getPages(), facts,
+                               "copies from the kernel's q, k or v argument "
+                               "only");
+      });
+  table.add<WaitOp>(lowerWait);
+  table.add<MmaOp>(lowerMma);
+  table.add<MmaWaitOp>(lowerMmaWait);
+  table.add<PipeAcquireOp>(lowerPipeAcquire);
+  table.add<PipeLoadOp>(lowerPipeLoad).checkedBy(
+      [](Operation *op, const KernelFacts &facts) {
+        auto load = cast<PipeLoadOp>(op);
+        return checkCopySource(op, load.getSrc(), load.getPages(), facts,
+                               "loads from the kernel's q, k or v argument "
+                               "only");
+      });
+  table.add<PipeWaitOp>(lowerPipeWait);
+  table.add<PipeReleaseOp>(lowerPipeRelease);
+  table.add<ZeroRowsOp>(lowerZeroRows);
+  table.add<TmaStoreOp>(lowerTmaStore).checkedBy(
+      [](Operation *op, const KernelFacts &facts) {
+        return facts.expect(op, cast<TmaStoreOp>(op).getDst(), {Tensor::O},
+                            "must write the kernel's \"o\" argument");
+      });
+  table.add<TmaStoreWaitOp>(lowerTmaStoreWait);
 }

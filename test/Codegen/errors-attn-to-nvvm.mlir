@@ -286,3 +286,19 @@ module attributes {attn.target = #attn.target<sm_90a>} {
   }
 }
 
+
+// -----
+
+// An attn op the target has no lowering for is refused before anything is
+// emitted: zeroing a warpgroup's share of rows is sm_90a's.
+module attributes {attn.target = #attn.target<sm_80>} {
+  func.func @zero_rows_on_sm80(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
+                               %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>)
+      attributes {attn.kernel, attn.tensors = ["q", "k", "v", "o"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+    %c0 = arith.constant 0 : index
+    %b = attn.alloc_smem : !attn.smem<64x64xbf16, swizzle = 128>
+    // expected-error @+1 {{'attn.zero_rows' op is not supported by attn-to-nvvm on sm_80}}
+    attn.zero_rows %b from %c0 {threads = 128} : !attn.smem<64x64xbf16, swizzle = 128>
+    return
+  }
+}

@@ -22,6 +22,17 @@ constexpr int64_t kMaxPipeStages = 8;
 constexpr int64_t kHeadDimMultiple = 8;
 constexpr int64_t kMaxHeadDim = 256;
 } // namespace mlir::attn
+
+namespace mlir::OpTrait::attn {
+/// Inside attn.warp_specialize, the op belongs in the producer region
+/// (AttnOps.td, Attn_ProducerOnly).
+template <typename ConcreteType>
+class ProducerOnly : public TraitBase<ConcreteType, ProducerOnly> {};
+/// Inside attn.warp_specialize, the op belongs in the consumers region.
+template <typename ConcreteType>
+class ConsumersOnly : public TraitBase<ConcreteType, ConsumersOnly> {};
+} // namespace mlir::OpTrait::attn
+
 #include "attn/Dialect/AttnEnums.h.inc"
 
 #define GET_ATTRDEF_CLASSES

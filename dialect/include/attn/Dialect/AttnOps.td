@@ -10,6 +10,16 @@ include "mlir/IR/BuiltinAttributes.td"
 class Attn_Op<string mnemonic, list<Trait> traits = []>
     : Op<Attn_Dialect, mnemonic, traits>;
 
+// Inside attn.warp_specialize, the role whose region may hold the op: the
+// producer (one elected thread that fills pipes) or the consumers (which
+// drain them and compute). attn-to-nvvm refuses an op in the other role.
+def Attn_ProducerOnly : NativeOpTrait<"ProducerOnly"> {
+  let cppNamespace = "::mlir::OpTrait::attn";
+}
+def Attn_ConsumersOnly : NativeOpTrait<"ConsumersOnly"> {
+  let cppNamespace = "::mlir::OpTrait::attn";
+}
+
 def Attn_AnyRegTile : Type<CPred<"::llvm::isa<::mlir::attn::RegTileType>($_self)">,
                            "register tile", "::mlir::attn::RegTileType">;
 def Attn_AnySmemTile : Type<CPred<"::llvm::isa<::mlir::attn::SmemTileType>($_self)">,
@@ -355,7 +365,7 @@ def Attn_SplatOp : Attn_Op<"splat", [Pure]> {
   let assemblyFormat = "$value attr-dict `->` qualified(type($result))";
 }
 
-def Attn_MmaOp : Attn_Op<"mma"> {
+def Attn_MmaOp : Attn_Op<"mma", [Attn_ConsumersOnly]> {
   let summary = "Matrix multiply-accumulate on tensor cores";
   let description = [{
     `result = a * b (+ acc)`, with `b` transposed when `transpose_b` is set
@@ -714,7 +724,7 @@ def Attn_ConvertOp : Attn_Op<"convert", [Pure]> {
 // Tile program: epilogue
 //===----------------------------------------------------------------------===//
 
-def Attn_StoreOp : Attn_Op<"store"> {
+def Attn_StoreOp : Attn_Op<"store", [Attn_ConsumersOnly]> {
   let summary = "Store an accumulator tile to rows of a [B, N, H, D] tensor";
   let description = [{
     Converts to the destination element type and writes rows
@@ -753,7 +763,7 @@ def Attn_StoreOp : Attn_Op<"store"> {
   }];
 }
 
-def Attn_StoreRowsOp : Attn_Op<"store_rows"> {
+def Attn_StoreRowsOp : Attn_Op<"store_rows", [Attn_ConsumersOnly]> {
   let summary = "Store a per-row vector to a [B, H, N] f32 tensor";
   let description = [{
     Writes `value[r]` to `dst[batch, head, row + r]` for rows before N; used

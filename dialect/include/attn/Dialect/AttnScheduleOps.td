@@ -65,7 +65,7 @@ def Attn_CreatePipeOp : Attn_Op<"create_pipe"> {
   let assemblyFormat = "attr-dict `:` qualified(type($result))";
 }
 
-def Attn_PipeAcquireOp : Attn_Op<"pipe_acquire"> {
+def Attn_PipeAcquireOp : Attn_Op<"pipe_acquire", [Attn_ProducerOnly]> {
   let summary = "Producer: wait until the stage of fill `fill` is empty";
   let description = [{
     Blocks the producer until every consumer has released fill
@@ -86,7 +86,8 @@ def Attn_PipeAcquireOp : Attn_Op<"pipe_acquire"> {
   let assemblyFormat = "$pipe `[` $fill `]` attr-dict `:` qualified(type($pipe))";
 }
 
-def Attn_PipeLoadOp : Attn_Op<"pipe_load", [AttrSizedOperandSegments]> {
+def Attn_PipeLoadOp : Attn_Op<"pipe_load", [AttrSizedOperandSegments,
+                                              Attn_ProducerOnly]> {
   let summary = "Producer: start the copy of one tile into the stage of fill `fill`";
   let description = [{
     Copies rows `[row, row + rows)` of head `head` of batch `batch` of a
@@ -169,7 +170,7 @@ def Attn_ZeroRowsOp : Attn_Op<"zero_rows"> {
   }];
 }
 
-def Attn_PipeWaitOp : Attn_Op<"pipe_wait"> {
+def Attn_PipeWaitOp : Attn_Op<"pipe_wait", [Attn_ConsumersOnly]> {
   let summary = "Consumer: wait until fill `fill` has landed and name its buffer";
   let description = [{
     Blocks until the copy of fill `fill` is complete and visible, and returns
@@ -216,7 +217,7 @@ def Attn_PipeWaitOp : Attn_Op<"pipe_wait"> {
   let hasVerifier = 1;
 }
 
-def Attn_PipeReleaseOp : Attn_Op<"pipe_release"> {
+def Attn_PipeReleaseOp : Attn_Op<"pipe_release", [Attn_ConsumersOnly]> {
   let summary = "Consumer: this warp is done reading fill `fill`";
   let description = [{
     Lane 0 of every consumer warp arrives on the stage's `empty` barrier, so
@@ -257,7 +258,7 @@ def Attn_BarrierOp : Attn_Op<"barrier", [MemoryEffects<[MemRead, MemWrite]>]> {
 //===----------------------------------------------------------------------===//
 
 def Attn_MmaWaitOp : Attn_Op<"mma_wait", [AllTypesMatch<["input", "result"]>,
-    MemoryEffects<[MemRead, MemWrite]>]> {
+    MemoryEffects<[MemRead, MemWrite]>, Attn_ConsumersOnly]> {
   let summary = "Wait for an asynchronous MMA, leaving `pending` later ones in flight";
   let description = [{
     `input` is the result of an `attn.mma {async}`; the result is the same
