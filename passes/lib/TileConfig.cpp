@@ -54,85 +54,61 @@ static int64_t tunedHeadDim(int64_t headDim) {
   return kTunedHeadDims[std::size(kTunedHeadDims) - 1];
 }
 
+/// sm_90a, warp-specialized: FlashAttention-3's shapes where they fit,
+/// consumer warpgroups of 64 query rows behind one producer warpgroup, K/V
+/// in two-stage pipes. Shared memory bounds the key block (227 KB a CTA):
+///   d64  192x128: Q 24 KB + 4 x 16 KB =  88 KB
+///   d96  128x144: Q 24 KB + 4 x 27 KB = 132 KB
+///   d128 128x128: Q 32 KB + 4 x 32 KB = 160 KB
+///   d192 128x96:  Q 48 KB + 4 x 36 KB = 192 KB
+///   d256 128x80:  Q 64 KB + 4 x 40 KB = 224 KB
+/// and registers the rest: P stays in registers, so where FA3's shapes
+/// spill (d96 on three warpgroups, d192 at 128x112) two warpgroups of 240
+/// registers take a narrower block.
+static TileConfig chooseWarpSpecializedTiles(int64_t tuned, bool causal, bool window,
+                                      bool fixedMaxSoftcap) {
+  // A soft cap makes the softmax MUFU-bound (a tanh and an exp2 a score):
+  // on three warpgroups with 64-key blocks each softmax phase is shorter
+  // and spans two others' GEMMs. Masks keep their shapes (causal lost).
+  if (fixedMaxSoftcap && !causal && (tuned == 64 || tuned == 128))
+    return {192, 64, 12, 2, /*peelMaskedBlocks=*/false};
+  // d64 causal too: two warpgroups on 128x128 win short sequences but lose
+  // long ones (--block-m=128 --num-warps=8 builds that kernel).
+  if (tuned == 64)
+    return {192, 128, 12, 2, /*peelMaskedBlocks=*/false};
+  if (tuned == 96)
+    return {128, 144, 8, 2, /*peelMaskedBlocks=*/false};
+  if (tuned == 128)
+    return {128, 128, 8, 2, /*peelMaskedBlocks=*/false};
+  if (tuned == 192)
+    return {128, 96, 8, 2, /*peelMaskedBlocks=*/false};
+  // d256: O (128 registers) and S fit in 240. Masked and unmasked blocks
+  // share one rotated loop (no pipeline drain between them) except for a
+  // causal mask, whose extra live tile spills there; a window's mask keeps
+  // it spill-free in one loop.
+  return {128, 80, 8, 2, /*peelMaskedBlocks=*/causal && !window};
+}
+
 TileConfig mlir::attn::chooseTileConfig(TargetKind target, int64_t headDim,
                                         bool causal, bool warpSpecialized,
                                         bool window, bool fixedMaxSoftcap) {
   const int64_t tuned = tunedHeadDim(headDim);
-  if (target == TargetKind::sm_90a && warpSpecialized) {
-    // FlashAttention-3's shapes where they fit: consumer warpgroups of 64
-    // query rows each (three at d64, two above) behind one producer
-    // warpgroup, K/V in two-stage pipes. Shared memory (2 stages, 16-bit):
-    //   d64  192x128: Q 24 KB + 4 x 16 KB =  88 KB
-    //   d96  128x144: Q 24 KB + 4 x 27 KB = 132 KB  (FA3: 192x144, 144 KB)
-    //   d128 128x128: Q 32 KB + 4 x 32 KB = 160 KB
-    //   d192 128x96:  Q 48 KB + 4 x 36 KB = 192 KB  (FA3: 128x112, 216 KB;
-    //                 128x128 would need 240 KB, over the 227 KB of a CTA)
-    //   d256 128x80:  Q 64 KB + 4 x 40 KB = 224 KB
-    // Registers decide the rest (ptxas 13.0): P stays in registers (FA3
-    // routes it through shared memory at d64/d96), so FA3's d96 192x144
-    // with three consumer warpgroups of 160 registers spills 524 bytes
-    // (192x96: 72) while two warpgroups of 240 hold 128x144 and 128x160
-    // without a spill (128x176: 72 bytes; under --persistent 128x160
-    // spills 12, 128x144 none); d192 spills 24 bytes at FA3's 128x112 and
-    // none at 128x96. gpu/make_headdim_kernels.sh builds the alternatives of
-    // d96 and d192 for the H200.
-    // d64 causal keeps 192x128 though two warpgroups on 128x128 (no spill,
-    // against 208 bytes) run short sequences faster: 290 against 249 TFLOPS
-    // at N=1k, 454 against 479 at 8k (docs/PERF.md); --block-m=128
-    // --num-warps=8 builds that kernel.
-    // d256 narrows the key block so that O (128 registers) and S fit in 240
-    // registers. The rotated loop runs unmasked and masked blocks in one
-    // loop (no pipeline drain between them): +3-8% on the H200
-    // (docs/PERF.md), except d256 causal, where the branch's extra live tile
-    // spills (573 vs 594 TFLOPS peeled). A window's mask (limits against
-    // immediates) leaves d256 spill-free in one loop (ptxas: 0 bytes, vs
-    // 204-228 peeled into three loops), which also saves two drains.
-    // A soft cap makes the softmax MUFU-bound (a tanh and an exp2 per
-    // score): with three consumer warpgroups on 64-key blocks, each
-    // warpgroup's softmax phase is shorter and spans two others' GEMMs.
-    // Measured (docs/PERF.md, bf16 cap 30, fixed max, N = 1k / 8k): d128
-    // 506.8 / 631.0 against 496.8 / 581.7 at 128x128, d64 306.5 / 392.2
-    // against 281.3 / 356.9 at 192x128; causal d128 lost at 1k (357.2
-    // against 399.6), so masks keep their shapes.
-    if (fixedMaxSoftcap && !causal && (tuned == 64 || tuned == 128))
-      return {192, 64, 12, 2, /*peelMaskedBlocks=*/false};
-    if (tuned == 64)
-      return {192, 128, 12, 2, /*peelMaskedBlocks=*/false};
-    if (tuned == 96)
-      return {128, 144, 8, 2, /*peelMaskedBlocks=*/false};
-    if (tuned == 128)
-      return {128, 128, 8, 2, /*peelMaskedBlocks=*/false};
-    if (tuned == 192)
-      return {128, 96, 8, 2, /*peelMaskedBlocks=*/false};
-    return {128, 80, 8, 2, /*peelMaskedBlocks=*/causal && !window};
-  }
+  // The figures behind each choice: docs/PERF.md, "Why the default tiles
+  // are what they are".
+  if (target == TargetKind::sm_90a && warpSpecialized)
+    return chooseWarpSpecializedTiles(tuned, causal, window, fixedMaxSoftcap);
   if (target == TargetKind::sm_90a) {
-    // One warpgroup computes a 64-row query block (one wgmma m64 slice) with
-    // 128-wide key blocks (n64 above d128 to stay within the register file).
-    // Such a CTA needs at most 255 registers x 128 threads and under 100 KB
-    // of shared memory, so two CTAs share an SM and one's softmax runs under
-    // the other's GEMMs. Measured on the H200 (docs/PERF.md, d128 bf16 8k):
-    // 533 TFLOPS against 486 for two warpgroups on a 128-row block.
+    // One warpgroup on a 64-row block (one wgmma m64 slice): under 255
+    // registers x 128 threads and 100 KB of shared memory, so two CTAs
+    // share an SM and one's softmax runs under the other's GEMMs. Key
+    // blocks narrow to 64 above d128 to stay within the register file.
     return {64, tuned <= 128 ? 128 : 64, 4};
   }
-  // sm_80: FlashAttention-2's split-Q shape: 128 query rows per CTA, 4 warps
-  // each owning two 16-row slices; d256 halves the query block. Chosen on
-  // the H200 from 42 candidates (docs/PERF.md, 2026-12-01, bf16, flushed
-  // denormals; TFLOPS at N = 1k / 8k, FA2 in the same run):
-  //   d64   128x96, 2 stages: 288 / 322 (FA2 290 / 309); 128x64 272 / 304
-  //   d128  128x64, 1 stage:  342 / 377 (FA2 333 / 356), causal 249 / 323
-  //         (FA2 248 / 321), run 15 of 2026-12-01 against 128x48's 316 / 358
-  //         and 242 / 312: 1024 keys are 16 whole blocks of 64 where 48
-  //         leaves a third of a block masked. 255 registers, no spill
-  //         (causal: 32 bytes, stored once before the masked loop).
-  //   d256  64x64, 1 stage:   306 / 341 (FA2 308 / 324); 2 stages 222 / 243
-  // A second K/V stage pays only at d64, whose 16 KB stages keep two CTAs
-  // per SM; at d128 and d256 the extra 24-32 KB costs that second CTA.
-  // Not measured yet (gpu/make_headdim_kernels.sh builds the candidates):
-  // d96 takes FlashAttention-2's 128x64 with two stages, whose 12 KB K/V
-  // stages keep two CTAs per SM (Q 24 KB + 4 x 12 KB); d192 takes its 8
-  // warps x one slice, one CTA per SM by its registers either way, so two
-  // stages cost no occupancy (Q 48 KB + 4 x 24 KB).
+  // sm_80: FlashAttention-2's split-Q shape, 128 query rows per CTA, 4 warps
+  // of two 16-row slices each; d256 halves the query block. A second K/V
+  // stage pays only where its stages are small enough to keep two CTAs per
+  // SM (d64, d96); d192's 8 warps allow one CTA per SM by their registers
+  // either way, so its second stage costs nothing.
   if (tuned == 64)
     return {128, 96, 4, kSm80Stages};
   if (tuned == 96)
