@@ -38,15 +38,11 @@ llvm::Expected<KernelMetadata> mlir::attn::readKernelMetadata(ModuleOp module) {
     return fail("kernel " + meta.kernel + " has no attn.problem or "
                 "attn.tiling (run attn-to-nvvm on a tiled kernel)");
   meta.problem = *problem;
-  // The scale and the cap go into JSON, which has no inf or nan.
-  if (llvm::Error error = checkSoftmaxScale(meta.problem.scale))
+  // The problem goes into JSON, which has no inf or nan: each field's own
+  // check (the attribute's verifier ran them too).
+  if (llvm::Error error = verifyProblem(meta.problem))
     return fail("kernel " + meta.kernel + ": " +
                 llvm::toString(std::move(error)));
-  if (meta.problem.softcap != 0)
-    if (llvm::Error error =
-            checkSoftmaxScale(meta.problem.softcap, "softcap", "softcap"))
-      return fail("kernel " + meta.kernel + ": " +
-                  llvm::toString(std::move(error)));
   meta.exp2EmulatedEighths = getInt("attn.exp2_emulated_eighths");
   meta.blockM = tiling.getBlockM();
   meta.blockN = tiling.getBlockN();

@@ -33,14 +33,15 @@ llvm::Error spec::checkScaleField(const FieldInfo &, double scale) {
   return llvm::Error::success();
 }
 
-/// The cap takes the softmax scale's place in the kernel (f32, folded into
-/// exp2's constant), so it obeys the same rule.
-llvm::Error spec::checkSoftcapField(const FieldInfo &, double softcap) {
-  if (softcap == 0)
+/// A factor such as the soft cap takes the softmax scale's place in the
+/// kernel (f32, folded into exp2's constant), so it obeys the same rule.
+llvm::Error spec::checkOptionalFactorField(const FieldInfo &field,
+                                           double value) {
+  if (value == 0)
     return llvm::Error::success();
-  if (llvm::Error error = checkSoftmaxScale(softcap, "softcap", "softcap"))
+  if (llvm::Error error = checkSoftmaxScale(value, field.name, field.name))
     return problemError(llvm::toString(std::move(error)) +
-                        " (or 0 for no soft cap)");
+                        " (or 0 for none)");
   return llvm::Error::success();
 }
 

@@ -377,7 +377,7 @@ void testSoftcap() {
     attngen_spec spec = specOf(64, 0);
     spec.softcap = bad;
     expectError(attngen_spec_check(&spec, "sm_90a"), ATTNGEN_ERROR_INVALID_SPEC,
-                " (or 0 for no soft cap)",
+                " (or 0 for none)",
                 "softcap " + std::to_string(bad));
   }
   attngen::JIT cxx("", false);

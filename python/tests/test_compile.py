@@ -139,7 +139,7 @@ class CompileTest(unittest.TestCase):
              "diagonal"),
             (dict(window_size=(2**31, 0)), "window_size left = 2147483648 is out of range"),
             (dict(softcap=-1.0), "softcap -1 must be positive and finite"),
-            (dict(softcap=float("nan")), "must be positive and finite (or 0 for no soft cap)"),
+            (dict(softcap=float("nan")), "must be positive and finite (or 0 for none)"),
             (dict(softcap=1e39), "softcap 1e+39 is too large: softcap * log2(e) must not exceed"),
             (dict(softcap=10**400), "softcap 1000"),
         ]

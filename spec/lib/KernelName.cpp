@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -113,10 +114,17 @@ template <class Real> std::string identifierOf(Real value) {
   return text;
 }
 
-std::string nameSoftcap(const NameContext &c) {
-  return c.problem.softcap > 0 ? "_softcap" + identifierOf(c.problem.softcap)
-                               : "";
-}
+/// A problem field away from its default as _<name><value> (_softcap30):
+/// a new numeric field gets its name part from the table alone.
+struct NameByValue {
+  template <class T>
+  std::string operator()(const char *name, T value, T byDefault) const {
+    if (value == byDefault)
+      return "";
+    return "_" + std::string(name) + identifierOf(value);
+  }
+};
+constexpr NameByValue nameByValue;
 
 /// A scale other than 1/sqrt(head_dim) (as the kernel's f32 holds it):
 /// _scale0p1.
@@ -240,6 +248,20 @@ std::string nameExp2Emulate(const NameContext &c) {
                      : "";
 }
 
+/// A rule's part: most rules read the whole context; a value rule
+/// (nameByValue) gets its PROBLEM field's name, value and default.
+template <spec::Group G, class Rule, class Get, class ByDefault>
+std::string applyRule(const Rule &rule, const NameContext &c, const char *name,
+                      Get get, ByDefault byDefault) {
+  if constexpr (std::is_invocable_v<const Rule &, const NameContext &>) {
+    return rule(c);
+  } else {
+    static_assert(G == spec::Group::PROBLEM,
+                  "a value rule names a PROBLEM field");
+    return rule(name, get(c.problem), byDefault());
+  }
+}
+
 } // namespace
 
 std::string mlir::attn::kernelName(TargetKind target,
@@ -249,7 +271,11 @@ std::string mlir::attn::kernelName(TargetKind target,
   std::vector<std::pair<int, std::string>> parts;
 #define SPEC_FIELD(G, InC, Member, name, json, Kind, Default, Flag, Help, Key, \
                    Rank, Rule, Check)                                          \
-  parts.emplace_back(Rank, Rule(context));
+  parts.emplace_back(                                                          \
+      Rank, applyRule<spec::Group::G>(                                         \
+                Rule, context, #name,                                          \
+                [](const auto &problem) { return problem.Member; },            \
+                [] { return spec::Kind::fromDefault(Default); }));
 #include "attnrt/spec_fields.def"
 #undef SPEC_FIELD
   std::stable_sort(parts.begin(), parts.end(),

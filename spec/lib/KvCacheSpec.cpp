@@ -119,12 +119,10 @@ OwningOpRef<ModuleOp> mlir::attn::buildKvCacheSpecModule(MLIRContext &ctx,
   return buildProblemModule(
       ctx, spec, name, args, [&](OpBuilder &b, Location loc, Block &body) {
         auto arg = [&](unsigned i) { return body.getArgument(i); };
-        IntegerAttr pack = spec.headPack > 1
-                               ? b.getI64IntegerAttr(spec.headPack)
-                               : IntegerAttr();
         if (spec.combine) {
-          CombineSplitsOp::create(b, loc, arg(0), arg(1), arg(2),
-                                  spec.withLse ? arg(3) : Value(), pack);
+          createProblemOp<CombineSplitsOp>(
+              b, loc,
+              {arg(0), arg(1), arg(2), spec.withLse ? arg(3) : Value()}, spec);
           return;
         }
         unsigned next = 5;
@@ -132,12 +130,11 @@ OwningOpRef<ModuleOp> mlir::attn::buildKvCacheSpecModule(MLIRContext &ctx,
         Value lse = spec.withLse ? arg(next++) : Value();
         Value oPartial = spec.splitKv ? arg(next) : Value();
         Value lsePartial = spec.splitKv ? arg(next + 1) : Value();
-        AttentionKvCacheOp::create(
-            b, loc, arg(0), arg(1), arg(2), arg(3), arg(4), table, lse,
-            oPartial, lsePartial, spec.causal ? b.getUnitAttr() : UnitAttr(),
-            b.getF32FloatAttr(softmaxScaleOf(spec)),
-            spec.softcap > 0 ? b.getF32FloatAttr(spec.softcap) : FloatAttr(),
-            pack);
+        createProblemOp<AttentionKvCacheOp>(
+            b, loc,
+            {arg(0), arg(1), arg(2), arg(3), arg(4), table, lse, oPartial,
+             lsePartial},
+            spec);
       });
 }
 

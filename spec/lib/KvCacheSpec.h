@@ -33,6 +33,33 @@ OwningOpRef<ModuleOp> buildProblemModule(
     llvm::ArrayRef<Type> args,
     llvm::function_ref<void(OpBuilder &, Location, Block &)> build);
 
+/// Sets the spec's problem on a problem op (attn.attention,
+/// attn.attention_kvcache, attn.combine_splits): each PROBLEM field of
+/// spec_fields.def for which the op declares an attribute of the same name,
+/// unless the field holds its default; the scale spelled out. A new field
+/// reaches its op through the table, with no edit here.
+void setProblemAttributes(Operation *op, const AttentionSpec &spec);
+
+/// Creates a problem op OpT on `operands` (null: an absent optional
+/// operand) with the spec's problem as its attributes.
+template <class OpT>
+OpT createProblemOp(OpBuilder &b, Location loc, llvm::ArrayRef<Value> operands,
+                    const AttentionSpec &spec) {
+  OperationState state(loc, OpT::getOperationName());
+  llvm::SmallVector<int32_t> segments;
+  for (Value operand : operands) {
+    segments.push_back(operand ? 1 : 0);
+    if (operand)
+      state.addOperands(operand);
+  }
+  if constexpr (OpT::template hasTrait<OpTrait::AttrSizedOperandSegments>())
+    llvm::copy(segments, state.getOrAddProperties<typename OpT::Properties>()
+                             .operandSegmentSizes.begin());
+  Operation *op = b.create(state);
+  setProblemAttributes(op, spec);
+  return cast<OpT>(op);
+}
+
 /// `module { func.func @<name>(...) { attn.attention_kvcache | 
 /// attn.combine_splits } }` for a KV-cache or combine spec.
 OwningOpRef<ModuleOp> buildKvCacheSpecModule(MLIRContext &ctx,

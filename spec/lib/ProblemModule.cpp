@@ -34,23 +34,56 @@ static OwningOpRef<ModuleOp> buildProblemOpModule(MLIRContext &ctx,
   return buildProblemModule(
       ctx, spec, name, args,
       [&](OpBuilder &b, Location loc, Block &body) {
-        auto windowSide = [&](int64_t side) {
-          return side >= 0 ? b.getI64IntegerAttr(side) : IntegerAttr();
-        };
         unsigned cuSeqlens = spec.withLse ? 5 : 4;
-        AttentionOp::create(
-            b, loc, body.getArgument(0), body.getArgument(1),
-            body.getArgument(2), body.getArgument(3),
-            spec.withLse ? body.getArgument(4) : Value(),
-            spec.varlen ? body.getArgument(cuSeqlens) : Value(),
-            spec.varlen ? body.getArgument(cuSeqlens + 1) : Value(),
-            spec.causal ? b.getUnitAttr() : UnitAttr(),
-            spec.causalAlign == CausalAlign::bottom_right
-                ? CausalAlignAttr::get(&ctx, CausalAlign::bottom_right)
-                : CausalAlignAttr(),
-            b.getF32FloatAttr(softmaxScaleOf(spec)),
-            spec.softcap > 0 ? b.getF32FloatAttr(spec.softcap) : FloatAttr(),
-            windowSide(spec.windowLeft), windowSide(spec.windowRight));
+        createProblemOp<AttentionOp>(
+            b, loc,
+            {body.getArgument(0), body.getArgument(1), body.getArgument(2),
+             body.getArgument(3),
+             spec.withLse ? body.getArgument(4) : Value(),
+             spec.varlen ? body.getArgument(cuSeqlens) : Value(),
+             spec.varlen ? body.getArgument(cuSeqlens + 1) : Value()},
+            spec);
+      });
+}
+
+namespace {
+// A field's value as its op attribute; null for kinds no op attribute holds.
+Attribute attributeOf(Builder &b, spec::Bool, bool) { return b.getUnitAttr(); }
+Attribute attributeOf(Builder &b, spec::Real, double value) {
+  return b.getF32FloatAttr(value);
+}
+Attribute attributeOf(Builder &b, spec::Int, int64_t value) {
+  return b.getI64IntegerAttr(value);
+}
+Attribute attributeOf(Builder &b, spec::Window, int64_t value) {
+  return b.getI64IntegerAttr(value);
+}
+Attribute attributeOf(Builder &b, spec::Align, CausalAlign value) {
+  return CausalAlignAttr::get(b.getContext(), value);
+}
+template <class Kind, class T>
+Attribute attributeOf(Builder &, Kind, const T &) {
+  return {};
+}
+} // namespace
+
+void mlir::attn::setProblemAttributes(Operation *op,
+                                      const AttentionSpec &spec) {
+  Builder b(op->getContext());
+  AttentionSpec held = spec, defaults;
+  held.scale = softmaxScaleOf(spec);
+  ArrayRef<StringAttr> declared = op->getName().getAttributeNames();
+  spec::forEachFieldPairOf<spec::Group::PROBLEM>(
+      held, defaults,
+      [&](const spec::FieldInfo &info, auto kind, const auto &value,
+          const auto &byDefault) {
+        bool onOp = llvm::any_of(declared, [&](StringAttr name) {
+          return name.getValue() == info.name;
+        });
+        if (!onOp || value == byDefault)
+          return;
+        if (Attribute attr = attributeOf(b, kind, value))
+          op->setAttr(info.name, attr);
       });
 }
 

@@ -280,8 +280,12 @@ static AttentionSpec problemAsHeld(const AttentionSpec &spec) {
   // refuses it): it stays as it is, to differ from every kernel.
   AttentionSpec held =
       spec.causal && spec.windowRight > 0 ? spec : canonicalSpec(spec);
-  held.scale = static_cast<float>(softmaxScaleOf(held));
-  held.softcap = static_cast<float>(held.softcap);
+  held.scale = softmaxScaleOf(held);
+  spec::forEachFieldOf<spec::Group::PROBLEM>(
+      held, [](const spec::FieldInfo &, auto kind, auto &value) {
+        if constexpr (std::is_same_v<decltype(kind), spec::Real>)
+          value = static_cast<float>(value);
+      });
   return held;
 }
 

@@ -102,8 +102,9 @@ llvm::Error checkNone(const FieldInfo &, const T &) {
 llvm::Error checkHeadDimField(const FieldInfo &, int64_t headDim);
 /// A scale: 0 (1/sqrt(head_dim)) or one checkSoftmaxScale accepts.
 llvm::Error checkScaleField(const FieldInfo &, double scale);
-/// A soft cap: 0 (none) or one checkSoftmaxScale accepts as a cap.
-llvm::Error checkSoftcapField(const FieldInfo &, double softcap);
+/// An optional factor (the soft cap): 0 (none) or a value
+/// checkSoftmaxScale accepts under the field's name.
+llvm::Error checkOptionalFactorField(const FieldInfo &field, double value);
 /// A window side: -1 (unbounded) or 0 to INT32_MAX keys.
 llvm::Error checkWindowSideField(const FieldInfo &field, int64_t value);
 } // namespace spec
