@@ -1,6 +1,7 @@
 //===- AttnKvCacheOps.cpp - verifiers of the KV-cache ops -----------------===//
 #include "Verifiers.h"
 #include "attn/Dialect/AttnDialect.h"
+#include "attn/Dialect/ProblemAttributes.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 
@@ -113,17 +114,13 @@ AttentionProblem AttentionKvCacheOp::problem() {
   AttentionProblem problem;
   problem.dtype = getElementType().isBF16() ? DType::bf16 : DType::f16;
   problem.headDim = getHeadDim();
-  problem.causal = getCausal();
-  if (problem.causal)
+  if (getCausal())
     problem.causalAlign = CausalAlign::bottom_right;
-  problem.scale = getScale().convertToDouble();
-  if (std::optional<APFloat> cap = getSoftcap())
-    problem.softcap = cap->convertToDouble();
   problem.withLse = getLse() != nullptr;
   problem.kvCache = true;
   problem.pageSize = getPageSize();
   problem.splitKv = isSplit();
-  problem.headPack = headPack();
+  readProblemAttributes(*this, problem);
   return problem;
 }
 
@@ -134,8 +131,8 @@ AttentionProblem CombineSplitsOp::problem() {
   problem.headDim = o.getDimSize(o.getRank() - 1);
   problem.scale = 1.0;
   problem.withLse = getLse() != nullptr;
-  problem.headPack = headPack();
   problem.combine = true;
+  readProblemAttributes(*this, problem);
   return problem;
 }
 

@@ -1,5 +1,6 @@
 //===- AttnOps.cpp - attn operations: verifiers and builders --------------===//
 #include "attn/Dialect/AttnDialect.h"
+#include "attn/Dialect/ProblemAttributes.h"
 #include "Verifiers.h"
 
 #include "mlir/IR/Builders.h"
@@ -165,21 +166,15 @@ Type AttentionOp::getElementType() {
   return cast<MemRefType>(getQ().getType()).getElementType();
 }
 
+/// The operands imply the element type, head dim, LSE and packed batch; the
+/// attributes of the fields' names hold the rest (readProblemAttributes).
 AttentionProblem AttentionOp::problem() {
   AttentionProblem problem;
   problem.dtype = getElementType().isBF16() ? DType::bf16 : DType::f16;
   problem.headDim = getHeadDim();
-  problem.causal = getCausal();
-  problem.scale = getScale().convertToDouble();
   problem.withLse = getLse() != nullptr;
-  if (isBottomRight())
-    problem.causalAlign = CausalAlign::bottom_right;
-  if (std::optional<APFloat> cap = getSoftcap())
-    problem.softcap = cap->convertToDouble();
-  problem.windowLeft = getLeftBound().value_or(-1);
-  if (IntegerAttr right = getWindowRightAttr())
-    problem.windowRight = right.getInt();
   problem.varlen = isVarlen();
+  readProblemAttributes(*this, problem);
   return problem;
 }
 

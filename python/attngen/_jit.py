@@ -68,32 +68,31 @@ class CompiledKernel:
         return f"CompiledKernel({self.kernel_name}, arch={self.arch}, {len(self.ptx)} bytes of PTX)"
 
 
-def compile(arch="sm_90a", head_dim=128, dtype="bf16", causal=False, scale=None,
-            with_lse=True, block_m=0, block_n=0, num_warps=0, causal_align="top-left",
-            softcap=0.0, window_size=(-1, -1), varlen=False, *, kv_cache=False,
-            page_size=0, split_kv=False, head_pack=1):
+def compile(arch="sm_90a", **fields):
     """Compiles (or finds in the cache) one kernel and returns its PTX and
     metadata. Needs no GPU unless arch="auto" (the current GPU's).
 
-    head_dim is any multiple of 8 from 8 to 256. causal_align ('top-left',
-    the default, or 'bottom-right') places the diagonal of a causal mask or
-    a window as the C API's causal_align does; 'bottom-right' needs
-    causal=True or a window. softcap c > 0 caps the scores at
-    c * tanh(scale * s / c) before the softmax (0.0: none).
-    window_size=(left, right) is a sliding window as flash_attn's: query i
-    sees the keys from left before to right after its diagonal (-1: that
-    side unbounded; (left, 0) is a causal window). varlen=True compiles the
-    kernel for packed variable-length batches (attention_varlen's).
+    `fields` are KernelSpec's, by keyword, each at its default when left
+    out: head_dim (any multiple of 8 from 8 to 256), dtype ('bf16' or
+    'f16'), causal, causal_align ('top-left', the default, or
+    'bottom-right': where the diagonal of a causal mask or a window sits;
+    'bottom-right' needs causal=True or a window), scale (None:
+    1/sqrt(head_dim)), softcap (c > 0 caps the scores at
+    c * tanh(scale * s / c) before the softmax; 0.0: none), window_size
+    ((left, right) as flash_attn's: query i sees the keys from left before
+    to right after its diagonal; -1: that side unbounded), with_lse,
+    varlen (packed variable-length batches, attention_varlen's), and the
+    tiling block_m, block_n, num_warps (0: the compiler's choice).
 
     kv_cache=True compiles a KV-cache (decoding) kernel, as
     attention_with_kvcache uses: page_size > 0 for a paged cache, split_kv
     to split the keys over CTAs (its combine kernel is .combine), head_pack
     query heads per tile; a causal one needs causal_align='bottom-right'."""
-    spec = KernelSpec(head_dim=head_dim, dtype=dtype, causal=causal, causal_align=causal_align,
-                      scale=scale, softcap=softcap, window_size=window_size,
-                      with_lse=with_lse, varlen=varlen, kv_cache=kv_cache,
-                      page_size=page_size, split_kv=split_kv, head_pack=head_pack,
-                      block_m=block_m, block_n=block_n, num_warps=num_warps).struct("compile")
+    unknown = sorted(set(fields) - set(KernelSpec._fields))
+    if unknown:
+        raise TypeError(f"attngen.compile: unknown argument {unknown[0]!r}; it takes arch and "
+                        f"the spec fields {', '.join(KernelSpec._fields)}")
+    spec = KernelSpec(**fields).struct("compile")
     arch_name = c_string("compile", "arch", arch)
     handle = ctypes.c_void_p()
     check_status(lib.attngen_jit_compile(jit(), ctypes.byref(spec), arch_name,

@@ -91,6 +91,11 @@ class CompileTest(unittest.TestCase):
                 self.assertIn(needle, str(caught.exception))
         with self.assertRaises(TypeError):
             attngen.compile(kv_cache=1)
+        # A misspelt field is refused, with the fields it could be.
+        with self.assertRaises(TypeError) as caught:
+            attngen.compile(soft_cap=30.0)
+        self.assertIn("unknown argument 'soft_cap'", str(caught.exception))
+        self.assertIn("softcap", str(caught.exception))
 
     def test_scale_and_overrides(self):
         k = attngen.compile(arch="sm_80", head_dim=64, dtype="f16", scale=0.5)
@@ -284,8 +289,9 @@ class CompileTest(unittest.TestCase):
         parameter = inspect.signature(attngen.attention).parameters["causal_align"]
         self.assertEqual(parameter.default, "bottom-right")
         self.assertEqual(parameter.kind, inspect.Parameter.KEYWORD_ONLY)
-        self.assertEqual(
-            inspect.signature(attngen.compile).parameters["causal_align"].default, "top-left")
+        # compile's fields are KernelSpec's, whose default is the C API's.
+        self.assertEqual(attngen.compile(arch="sm_80", causal=True).metadata["causal_align"],
+                         "top_left")
 
     def test_overflowing_scale_is_refused_and_not_cached(self):
         # A scale whose float32 is inf gives an attngen error, never a raw

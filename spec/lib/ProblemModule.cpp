@@ -1,6 +1,7 @@
 //===- ProblemModule.cpp - a spec's problem module, configured and named --===//
 #include "KvCacheSpec.h"
 #include "attn/Spec/Spec.h"
+#include "attn/Dialect/ProblemAttributes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -46,45 +47,11 @@ static OwningOpRef<ModuleOp> buildProblemOpModule(MLIRContext &ctx,
       });
 }
 
-namespace {
-// A field's value as its op attribute; null for kinds no op attribute holds.
-Attribute attributeOf(Builder &b, spec::Bool, bool) { return b.getUnitAttr(); }
-Attribute attributeOf(Builder &b, spec::Real, double value) {
-  return b.getF32FloatAttr(value);
-}
-Attribute attributeOf(Builder &b, spec::Int, int64_t value) {
-  return b.getI64IntegerAttr(value);
-}
-Attribute attributeOf(Builder &b, spec::Window, int64_t value) {
-  return b.getI64IntegerAttr(value);
-}
-Attribute attributeOf(Builder &b, spec::Align, CausalAlign value) {
-  return CausalAlignAttr::get(b.getContext(), value);
-}
-template <class Kind, class T>
-Attribute attributeOf(Builder &, Kind, const T &) {
-  return {};
-}
-} // namespace
-
 void mlir::attn::setProblemAttributes(Operation *op,
                                       const AttentionSpec &spec) {
-  Builder b(op->getContext());
-  AttentionSpec held = spec, defaults;
+  AttentionProblem held = spec;
   held.scale = softmaxScaleOf(spec);
-  ArrayRef<StringAttr> declared = op->getName().getAttributeNames();
-  spec::forEachFieldPairOf<spec::Group::PROBLEM>(
-      held, defaults,
-      [&](const spec::FieldInfo &info, auto kind, const auto &value,
-          const auto &byDefault) {
-        bool onOp = llvm::any_of(declared, [&](StringAttr name) {
-          return name.getValue() == info.name;
-        });
-        if (!onOp || value == byDefault)
-          return;
-        if (Attribute attr = attributeOf(b, kind, value))
-          op->setAttr(info.name, attr);
-      });
+  writeProblemAttributes(op, held);
 }
 
 Type mlir::attn::elementTypeOf(MLIRContext &ctx, const AttentionSpec &spec) {
