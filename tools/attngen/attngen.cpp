@@ -523,7 +523,7 @@ int main(int argc, char **argv) {
   if (llvm::Error error = validateSpec(spec))
     return fail(llvm::toString(std::move(error)));
   if (stage != Stage::lowered) {
-    TileConfig config = tileConfigOf(spec);
+    TileConfig config = configure(canonicalSpec(spec)).tiling;
     // The estimate is rough; the defaults are measured (some spill a few
     // bytes on purpose, sm_80 d128's 128x64 is over the estimate without
     // spilling), so only overrides that change the tiles are warned about.

@@ -85,28 +85,11 @@ typedef enum attngen_causal_align {
  * sets struct_size and the defaults, which lets later versions of the
  * library append fields without breaking callers built against this header.
  *
- * The fields are the C rows of attnrt/spec_fields.def, in its order (each
- * with its meaning, default and CLI flag there):
- *
- *   int dtype;          ATTNRT_DTYPE_F16 or ATTNRT_DTYPE_BF16 (default)
- *   int head_dim;       a multiple of 8 from 8 to 256 (default 128)
- *   int causal;         1: causal mask, aligned as causal_align says
- *   double scale;       softmax scale; 0 (default): 1/sqrt(head_dim)
- *   int with_lse;       1 (default): the kernel can write the log-sum-exp
- *   int block_m, block_n, num_warps;   tile overrides; 0: the tuned choice
- *   int causal_align;   an attngen_causal_align (default top-left);
- *                       bottom-right needs causal = 1 or a window
- *   double softcap;     scores become c * tanh(scale * s / c); 0: none
- *   int window_left, window_right;     sliding window around the diagonal
- *                       (flash_attn's window_size); -1 (default): unbounded
- *                       side; with causal = 1 window_right is -1 or 0
- *   int varlen;         1: packed [total, H, D] tensors with cu_seqlens_q/k
- *   int kv_cache;       1: a KV-cache kernel (flash_attn_with_kvcache);
- *                       causal needs causal_align bottom-right
- *   int page_size;      > 0: a paged cache (a multiple of 16); 0: contiguous
- *   int split_kv;       1: split each sequence's keys over CTAs; the JIT
- *                       compiles the combine kernel with it
- *   int head_pack;      query heads per tile (GQA decoding); 1 (default)
+ * The fields are the C rows of attnrt/spec_fields.def, in its order
+ * (append only): each row gives the member's name, its C type (its Kind:
+ * int for flags, enums and sizes, double for reals), its default, its CLI
+ * flag and its meaning, which `attngen --help` prints. A tile override
+ * (block_m, block_n, num_warps) at 0 is the tuned choice.
  *
  * A struct_size that ends before a field reads it as its default.
  */

@@ -137,26 +137,11 @@ typedef enum attnrt_kernel_kind {
  * attnrt_module_info.
  *
  * The launch facts of kernel_info.def, then the kernel's problem: every
- * PROBLEM row of spec_fields.def under its metadata key, as the C struct
- * holds it (int for flags and enums, double for reals):
- *
- *   int dtype;          an attnrt_dtype
- *   int head_dim;       D
- *   int causal;         1: a causal mask
- *   double scale;       the softmax scale baked into the kernel
- *   int lse;            1: writes LSE when args.lse is not NULL; 0: built
- *                       without LSE (a _nolse kernel), args.lse must be NULL
- *   int causal_align;   an attnrt_causal_align: where the diagonal of the
- *                       causal mask or window sits (top-left without one)
- *   double softcap;     the soft cap (0: none)
- *   int window_left, window_right;   the sliding window (-1: unbounded)
- *   int varlen;         1: packed [total, H, D] tensors and cu_seqlens
- *   int kv_cache;       1: reads K/V as a KV cache (attnrt_forward_args'
- *                       KV-cache fields)
- *   int page_size;      > 0: a paged cache of pages of this many rows
- *   int split_kv;       1: splits each sequence's keys over num_splits CTAs
- *   int head_pack;      query heads per tile (GQA packing); 1: none
- *   int kind;           an attnrt_kernel_kind
+ * PROBLEM row of spec_fields.def under its metadata key (the row's json
+ * column), as the C struct holds it (int for flags and enums, double for
+ * reals), with the row's meaning. Two differ from attngen_spec's: `lse`
+ * says whether the kernel was built to write the LSE (args.lse must then
+ * be NULL when it is 0), and `kind` is an attnrt_kernel_kind.
  */
 #define ATTNRT_INFO_PROBLEM(json, Kind) ATTNRT_SPEC_CTYPE_##Kind json;
 #define ATTNRT_INFO_TARGET(json, Kind)
