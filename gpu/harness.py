@@ -554,7 +554,7 @@ def time_peer(row, label, make_call, warmup, iters, flops=None):
 # The runtime's C API through ctypes (structs from python/attngen/_abi.py)
 # --------------------------------------------------------------------------------------
 
-ATTNRT_ABI_VERSION = 2
+ATTNRT_ABI_VERSION = 3
 ATTNRT_OK = 0
 ATTNRT_ERROR_INVALID_ARGUMENT = 1
 ATTNRT_ERROR_UNSUPPORTED_DEVICE = 5

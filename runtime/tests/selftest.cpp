@@ -206,8 +206,8 @@ std::vector<std::string> ptxParams(const char *entry, bool tma) {
 //===----------------------------------------------------------------------===//
 
 void testBasics() {
-  report(attnrt_abi_version() == ATTNRT_ABI_VERSION && ATTNRT_ABI_VERSION == 2,
-         "basics: ABI version is 2");
+  report(attnrt_abi_version() == ATTNRT_ABI_VERSION && ATTNRT_ABI_VERSION == 3,
+         "basics: ABI version is 3");
   report(attnrt_sizeof_forward_args() == sizeof(attnrt_forward_args),
          "basics: sizeof(attnrt_forward_args) agrees with the header");
   report(attnrt_sizeof_kernel_info() == sizeof(attnrt_kernel_info),

@@ -45,7 +45,7 @@ extern "C" {
 #endif
 
 /** Version of the kernel ABI (docs/ABI.md) this runtime implements. */
-#define ATTNRT_ABI_VERSION 2
+#define ATTNRT_ABI_VERSION 3
 
 /** The "format" value of the metadata JSON this runtime reads. */
 #define ATTNRT_METADATA_FORMAT "attngen-kernel-v2"
