@@ -143,6 +143,8 @@ int64_t AttentionKvCacheOp::getPageSize() {
 }
 
 LogicalResult AttentionKvCacheOp::verify() {
+  if (failed(verifyNoUnknownAttributes(*this)))
+    return failure();
   std::pair<Value, StringRef> tensors[] = {{getQ(), "q"},
                                            {getKCache(), "k_cache"},
                                            {getVCache(), "v_cache"},
@@ -208,6 +210,8 @@ LogicalResult AttentionKvCacheOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult CombineSplitsOp::verify() {
+  if (failed(verifyNoUnknownAttributes(*this)))
+    return failure();
   if (failed(verifyBNHDMemRef(*this, getO().getType(), "o")))
     return failure();
   auto oType = cast<MemRefType>(getO().getType());

@@ -7,6 +7,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <cmath>
@@ -300,7 +301,38 @@ static LogicalResult verifyCuSeqlens(AttentionOp op) {
   return success();
 }
 
+LogicalResult mlir::attn::verifyNoUnknownAttributes(Operation *op) {
+  ArrayRef<StringAttr> declared = op->getName().getAttributeNames();
+  for (NamedAttribute attr : op->getDiscardableAttrs()) {
+    StringRef name = attr.getName().getValue();
+    if (name.contains('.'))
+      continue;
+    SmallVector<StringRef> names;
+    StringRef nearest;
+    unsigned best = ~0u;
+    for (StringAttr known : declared) {
+      // operandSegmentSizes is the op's bookkeeping, not an option.
+      if (known.getValue() == "operandSegmentSizes")
+        continue;
+      names.push_back(known.getValue());
+      unsigned distance = name.edit_distance(known.getValue());
+      if (distance < best)
+        best = distance, nearest = known.getValue();
+    }
+    InFlightDiagnostic diag = op->emitOpError()
+                              << "has an unknown attribute '" << name
+                              << "'; its attributes are "
+                              << llvm::join(names, ", ");
+    if (best <= 3)
+      diag << " (did you mean '" << nearest << "'?)";
+    return diag;
+  }
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
+  if (failed(verifyNoUnknownAttributes(*this)))
+    return failure();
   std::pair<Value, StringRef> tensors[] = {
       {getQ(), "q"}, {getK(), "k"}, {getV(), "v"}, {getO(), "o"}};
   // A packed (variable-length) batch has no batch dimension: every logical

@@ -47,6 +47,12 @@ LogicalResult verifyTileCopy(Operation *op, Type globalType, Type batchType,
 LogicalResult verifyKvCacheCopy(Operation *op, Type srcType, SmemTileType dst,
                                 Value pages, int64_t headPack);
 
+/// Checks that a problem op holds no attribute it does not declare, other
+/// than another dialect's (`dialect.name`): a misspelt field (`casual`,
+/// `soft_cap`) would otherwise build a kernel without it. The message lists
+/// the op's attributes and suggests the nearest.
+LogicalResult verifyNoUnknownAttributes(Operation *op);
+
 /// Checks that `headPack` heads divide the `rows` of a register tile.
 LogicalResult verifyHeadPackRows(Operation *op, int64_t headPack,
                                  int64_t rows);

@@ -584,6 +584,37 @@ func.func @exp2_diff_emulated_row_vector(%m: !attn.regs<64xf32, row>) {
 
 // -----
 
+// A misspelt field on a problem op is an error, never a kernel without it.
+func.func @misspelt_field(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
+                          %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op has an unknown attribute 'casual'; its attributes are causal, causal_align, scale, softcap, window_left, window_right (did you mean 'causal'?)}}
+  attn.attention %q, %k, %v, %o {casual, scale = 0.125 : f32}
+    : memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @misspelt_softcap(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
+                            %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op has an unknown attribute 'soft_cap'; its attributes are causal, causal_align, scale, softcap, window_left, window_right (did you mean 'softcap'?)}}
+  attn.attention %q, %k, %v, %o {scale = 0.125 : f32, soft_cap = 30.0 : f32}
+    : memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @unknown_field(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
+                         %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>) {
+  // expected-error @+1 {{'attn.attention' op has an unknown attribute 'window'; its attributes are causal, causal_align, scale, softcap, window_left, window_right}}
+  attn.attention %q, %k, %v, %o {scale = 0.125 : f32, window = [128, 0]}
+    : memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>
+  return
+}
+
+// -----
+
 // expected-error @+1 {{unknown attribute 'attn.casual' of the attn dialect; it knows attn.target, attn.tiling, attn.problem, attn.schedule, attn.grid, attn.kernel, attn.tile_loop, attn.tensors, attn.params, attn.num_threads, attn.smem_bytes, attn.uses_tma, attn.exp2_emulated_eighths}}
 func.func @unknown_attribute() attributes {attn.casual} {
   return

@@ -393,6 +393,24 @@ static FailureOr<AttentionSpec> mergeSpecFlags(ModuleOp module,
 
 /// Where the metadata goes: --metadata, or with --emit=ptx and -o X.ptx,
 /// X.json. Refuses a metadata file that would overwrite the output.
+/// Whether two paths name one file: the same path once absolute and without
+/// dots, or two names of one existing file ("-", standard input or output,
+/// is only itself).
+static bool isSameFile(StringRef a, StringRef b) {
+  if (a == "-" || b == "-")
+    return a == b;
+  auto normalized = [](StringRef file) {
+    llvm::SmallString<256> absolute(file);
+    llvm::sys::fs::make_absolute(absolute);
+    llvm::sys::path::remove_dots(absolute, /*remove_dot_dot=*/true);
+    return std::string(absolute);
+  };
+  if (normalized(a) == normalized(b))
+    return true;
+  bool equivalent = false;
+  return !llvm::sys::fs::equivalent(a, b, equivalent) && equivalent;
+}
+
 static FailureOr<std::string> metadataPath() {
   if (emit != "ptx") {
     if (!metadataFile.empty()) {
@@ -411,22 +429,17 @@ static FailureOr<std::string> metadataPath() {
   }
   if (path.empty())
     return path;
-  auto normalized = [](StringRef file) {
-    llvm::SmallString<256> absolute(file);
-    if (file != "-")
-      llvm::sys::fs::make_absolute(absolute);
-    llvm::sys::path::remove_dots(absolute, /*remove_dot_dot=*/true);
-    return std::string(absolute);
-  };
-  bool same = normalized(path) == normalized(outputFile);
-  bool equivalent = false;
-  if (!same && !llvm::sys::fs::equivalent(path, outputFile, equivalent))
-    same = equivalent;
-  if (same) {
+  if (isSameFile(path, outputFile)) {
     fail(fmt::format("the metadata file '{}' would overwrite the PTX output "
                      "-o {}; name the output X.ptx or pass --metadata with "
                      "another file",
                      path, outputFile.getValue()));
+    return failure();
+  }
+  if (!inputFile.empty() && inputFile != "-" && isSameFile(path, inputFile)) {
+    fail(fmt::format("the metadata file '{}' would overwrite the input {}; "
+                     "pass --metadata with another file",
+                     path, inputFile.getValue()));
     return failure();
   }
   return path;
@@ -465,6 +478,11 @@ int main(int argc, char **argv) {
                  spec.combine;
   if (spec.kvCache && spec.causal && !options.causalAlign.given())
     spec.causalAlign = CausalAlign::bottom_right;
+  if (!inputFile.empty() && inputFile != "-" &&
+      isSameFile(outputFile, inputFile))
+    return fail(fmt::format("the output -o {} would overwrite the input {}; "
+                            "write the output to another file",
+                            outputFile.getValue(), inputFile.getValue()));
   FailureOr<std::string> metaPath = metadataPath();
   if (failed(metaPath))
     return 1;
