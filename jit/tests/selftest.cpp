@@ -429,6 +429,13 @@ void testWindow() {
                attngen_jit_compile(jit, &zero, arch, &b) == ATTNGEN_OK && a == b &&
                endsWith(attngen_compiled_kernel_name(a), "_f16_d64_window_l256_r0"),
            std::string("causal + (256, -1) and (256, 0) are one kernel ") + arch);
+    // flash_attn's rule: causal forces the right side to 0.
+    attngen_spec forced = specOf(64, 1, ATTNRT_DTYPE_F16);
+    forced.window_left = 256;
+    forced.window_right = 64;
+    const attngen_compiled *f = nullptr;
+    expect(attngen_jit_compile(jit, &forced, arch, &f) == ATTNGEN_OK && f == a,
+           std::string("causal + (256, 64) is the (256, 0) kernel ") + arch);
 
     attngen_spec old = specOf(64, 0, ATTNRT_DTYPE_F16);
     old.struct_size = offsetof(attngen_spec, window_left);
@@ -444,8 +451,7 @@ void testWindow() {
   const Bad bads[] = {
       {0, -2, -1, "window left = -2 is out of range; use -1 (unbounded) or 0 to 2147483647 keys"},
       {0, 4, -7, "window right = -7 is out of range"},
-      {1, 64, 5, "window right = 5 with a causal mask: a causal row sees no key right of its "
-                 "diagonal"}};
+      {1, 4, -7, "window right = -7 is out of range"}};
   for (const Bad &bad : bads) {
     attngen_spec spec = specOf(128, bad.causal);
     spec.window_left = bad.left;

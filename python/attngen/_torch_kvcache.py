@@ -44,8 +44,10 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
     j <= i + cache_seqlens[b] - seqlen_q); a query that sees no key gets out
     0 and lse -inf (flash_attn reports +inf). num_splits: 0 lets attngen
     split each sequence's keys over CTAs when that fills the GPU better
-    (flash-decoding), 1 never splits, n > 1 forces n. window_size must be
-    (-1, -1) (sliding windows are not supported here yet). The kernels never
+    (flash-decoding), 1 never splits, n > 1 forces n. window_size is
+    (-1, -1) or a causal mask's spelling ((-1, 0), or any right side with
+    causal=True, which forces it to 0 as flash_attn does); sliding windows
+    are not supported here yet. The kernels never
     read outside the caches whatever cache_seqlens and block_table hold;
     check_cache_values=True also checks their values on the host (a device
     sync; not under CUDA graph capture) and raises for bad ones.
@@ -95,10 +97,16 @@ def _check_arguments(q, k_cache, v_cache, cache_seqlens, block_table, causal, wi
     options = call_options("attention_with_kvcache", causal, scale,
                            "bottom-right" if causal else "top-left", softcap, window_size,
                            return_lse=return_lse, check_cache_values=check_cache_values)
-    if (options.window_left, options.window_right) != (-1, -1):
+    left, right = options.window_left, options.window_right
+    # flash_attn's spellings of a causal mask: window (-1, 0), and causal with
+    # any right side (causal forces it to 0).
+    causal = options.causal or (right == 0 and left == -1)
+    if (left, -1 if causal and right >= -1 else right) != (-1, -1):
         raise invalid_spec(
-            f"window_size = {(options.window_left, options.window_right)}: sliding windows are "
-            "not supported by the KV-cache kernels yet; pass (-1, -1)")
+            f"window_size = {(left, right)}: sliding windows are not supported by the KV-cache "
+            "kernels yet; pass (-1, -1), or (-1, 0) for a causal mask")
+    options = options._replace(causal=causal, window_right=-1,
+                               causal_align="bottom-right" if causal else "top-left")
     check_qkv(_LAYOUT, q, k_cache, v_cache)
     if block_table is not None:
         capacity = _check_pages(q, k_cache, block_table)

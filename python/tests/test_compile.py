@@ -97,6 +97,18 @@ class CompileTest(unittest.TestCase):
         self.assertIn("unknown argument 'soft_cap'", str(caught.exception))
         self.assertIn("softcap", str(caught.exception))
 
+    def test_causal_forces_the_right_window_side_to_zero(self):
+        # flash_attn's rule: causal=True with window_size=(L, R) is (L, 0).
+        for arch in ("sm_90a", "sm_80"):
+            with self.subTest(arch=arch):
+                forced = attngen.compile(arch=arch, head_dim=64, causal=True,
+                                         window_size=(256, 64))
+                causal_window = attngen.compile(arch=arch, head_dim=64, window_size=(256, 0))
+                self.assertEqual(forced.kernel_name, causal_window.kernel_name)
+                self.assertEqual(forced.ptx, causal_window.ptx)
+                self.assertTrue(forced.metadata["causal"])
+                self.assertEqual(forced.metadata["window_left"], 256)
+
     def test_scale_and_overrides(self):
         k = attngen.compile(arch="sm_80", head_dim=64, dtype="f16", scale=0.5)
         self.assertEqual(k.metadata["scale"], 0.5)
@@ -139,9 +151,6 @@ class CompileTest(unittest.TestCase):
              "causal alignment bottom-right needs a causal mask or a window"),
             (dict(window_size=(-2, 0)), "window left = -2 is out of range; use -1 (unbounded)"),
             (dict(window_size=(4, -5)), "window right = -5 is out of range"),
-            (dict(causal=True, window_size=(256, 64)),
-             "window right = 64 with a causal mask: a causal row sees no key right of its "
-             "diagonal"),
             (dict(window_size=(2**31, 0)), "window_size left = 2147483648 is out of range"),
             (dict(softcap=-1.0), "softcap -1 must be positive and finite"),
             (dict(softcap=float("nan")), "must be positive and finite (or 0 for none)"),

@@ -62,6 +62,8 @@ AttentionSpec mlir::attn::canonicalSpec(const AttentionSpec &spec) {
   // window_size = (L, 0) is a causal window: FlashAttention's own spelling.
   if (!canonical.causal && canonical.windowRight == 0)
     canonical.causal = true;
+  // Causal forces the right side to 0 (flash_attn's rule), which causal
+  // already is.
   if (canonical.causal)
     canonical.windowRight = -1;
   if (!hasDiagonal(canonical))

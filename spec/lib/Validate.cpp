@@ -85,8 +85,13 @@ llvm::Error mlir::attn::checkTmaStoreFits(const TileConfig &config,
 }
 
 llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
-  // The problem's checks, then each other field's own, in table order.
-  if (llvm::Error error = verifyProblem(spec))
+  // The problem's checks, then each other field's own, in table order. A
+  // request follows flash_attn: causal forces the window's right side to 0
+  // (canonicalSpec then drops it), where a kernel's problem must say so.
+  AttentionProblem problem = spec;
+  if (problem.causal && problem.windowRight > 0)
+    problem.windowRight = 0;
+  if (llvm::Error error = verifyProblem(problem))
     return error;
 #define SPEC_FIELD(G, InC, Member, name, json, Kind, Default, Flag, Help, Key, \
                    Rank, Rule, Check)                                          \

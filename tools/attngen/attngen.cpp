@@ -276,10 +276,7 @@ static FailureOr<ModuleKernel> findKernel(ModuleOp module, StringRef file) {
 /// A problem field as the kernel holds it: a canonical mask, the scale
 /// spelled out, reals as the f32 of the IR.
 static AttentionSpec problemAsHeld(const AttentionSpec &spec) {
-  // A causal mask with a right window side is no mask at all (validateSpec
-  // refuses it): it stays as it is, to differ from every kernel.
-  AttentionSpec held =
-      spec.causal && spec.windowRight > 0 ? spec : canonicalSpec(spec);
+  AttentionSpec held = canonicalSpec(spec);
   held.scale = softmaxScaleOf(held);
   spec::forEachFieldOf<spec::Group::PROBLEM>(
       held, [](const spec::FieldInfo &, auto kind, auto &value) {
