@@ -13,6 +13,10 @@
 #include "Log.h"
 #include "Status.h"
 
+#include "llvm/Support/FileSystem.h"
+
+#include <fmt/format.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -349,6 +353,16 @@ attngen_status attngen_jit_create(const attngen_jit_options *options,
       if (dir.empty())
         logLine("no cache folder (HOME, XDG_CACHE_HOME and ATTNGEN_CACHE_DIR "
                 "are unset): kernels are cached in memory only");
+      // A file where the folder should be: say so once, and report no
+      // folder (attngen_jit_cache_dir returns "").
+      if (!dir.empty() && llvm::sys::fs::exists(dir) &&
+          !llvm::sys::fs::is_directory(dir)) {
+        logLine(fmt::format("the cache folder '{}' is a file, not a folder: "
+                            "kernels are cached in memory only (point "
+                            "ATTNGEN_CACHE_DIR at a folder)",
+                            dir));
+        dir.clear();
+      }
     }
     *out = new attngen_jit(dir);
     logAt(LogLevel::Info, "JIT created; compiler {}; disk cache {}",

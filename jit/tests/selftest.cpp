@@ -610,6 +610,15 @@ void testCache() {
   s = stats(readOnly);
   expect(s.compiles == 1 && s.disk_writes == 0, "unwritable folder: compiled, not written");
   attngen_jit_destroy(readOnly);
+  // A file where the folder should be: memory only, and no folder reported.
+  writeFile(dir + "/a-file", "not a folder");
+  attngen_jit *onFile = makeJit(dir + "/a-file");
+  expect(std::string(attngen_jit_cache_dir(onFile)).empty(),
+         "a cache folder that is a file is reported as none");
+  compile(onFile, spec, "sm_80", "cache folder that is a file");
+  s = stats(onFile);
+  expect(s.compiles == 1 && s.disk_writes == 0, "cache folder that is a file: compiled, not written");
+  attngen_jit_destroy(onFile);
 
   // Several threads asking for the same kernels: each compiles once.
   attngen_jit *shared = makeJit(dir + "/threads");

@@ -39,7 +39,8 @@ def scale_value(scale):
     1/sqrt(head_dim)), else a positive finite float."""
     if scale is None:
         return 0.0
-    if isinstance(scale, bool):
+    # A string is refused as head_dim's "128" is, not parsed.
+    if isinstance(scale, (bool, str, bytes)):
         raise invalid_spec(f"scale must be a number or None, got {scale!r}")
     try:
         value = float(scale)

@@ -144,6 +144,7 @@ class CompileTest(unittest.TestCase):
             (dict(scale=-1.0), "positive and finite"),
             (dict(scale=float("nan")), "positive and finite"),
             (dict(scale="big"), "must be a number"),
+            (dict(scale="0.1"), "scale must be a number or None, got '0.1'"),
             (dict(arch="sm_90a", block_m=48), "sm_90a"),
             (dict(causal=True, causal_align="bottom_right"),
              "causal_align 'bottom_right' is not supported; use 'top-left'"),

@@ -117,6 +117,15 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
         "--tma-store needs the sm_90a warp-specialized schedule, "
         "whose consumer warpgroups each store their rows; leave it "
         "out or drop --no-warp-specialize");
+  // Asked for where it cannot apply: refused, never dropped silently.
+  if (spec.persistent.value_or(false) && !decoding && !usesFa3Schedule(spec))
+    return specError(
+        spec.target == TargetKind::sm_90a
+            ? "--persistent needs the warp-specialized schedule, whose "
+              "producer warpgroup feeds each CTA's next tile; leave it out "
+              "or drop --no-warp-specialize"
+            : "--persistent is for sm_90a's warp-specialized schedule; an "
+              "sm_80 kernel runs one CTA per tile: leave it out");
   // Decoding kernels have tiles of their own (KvCacheSpec.cpp).
   if (decoding)
     return validateKvCacheSpec(spec);

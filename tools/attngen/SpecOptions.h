@@ -199,6 +199,8 @@ struct SpecOptions {
     AttentionSpec spec;
 #define SPEC_FIELD(G, InC, Member, ...)                                        \
   if (llvm::Error error = readField(Member, spec.Member, spec))                \
+    return std::move(error);                                                   \
+  if (llvm::Error error = checkTuningZero<spec::Group::G>(Member, spec.Member))\
     return std::move(error);
 #include "attnrt/spec_fields.def"
 #undef SPEC_FIELD
@@ -223,6 +225,21 @@ struct SpecOptions {
   }
 
 private:
+  /// A tile override's 0 means "the tuned choice" in the C API, where a
+  /// field cannot be left out; a flag can, so --block-n=0 is refused rather
+  /// than silently ignored.
+  template <spec::Group G, class Option, class T>
+  static llvm::Error checkTuningZero(const Option &option, const T &value) {
+    if constexpr (G == spec::Group::TILING &&
+                  std::is_same_v<Option, NumberOption<int64_t>>)
+      if (option.given() && value == 0)
+        return flagError(fmt::format(
+            "{}: 0 is not a value of its own; leave the flag out for the "
+            "tuned choice",
+            option.asGiven()));
+    return llvm::Error::success();
+  }
+
   template <class Option, class T>
   static llvm::Error readField(const Option &option, T &out,
                                AttentionSpec &spec) {

@@ -270,7 +270,22 @@ static FailureOr<ModuleKernel> findKernel(ModuleOp module, StringRef file) {
            << " (" << llvm::join(names, ", ")
            << "): put each kernel in a module of its own";
   }
-  return describeKernel(kernels[0].first, kernels[0].second);
+  // The kernel's function is the module's only function: another one would
+  // reach the PTX translation, which has no way to say what is wrong.
+  auto [op, stage] = kernels[0];
+  Operation *owner =
+      stage == Stage::problem ? op->getParentOfType<func::FuncOp>() : op;
+  for (Operation &top : module.getBody()->getOperations()) {
+    auto function = dyn_cast<FunctionOpInterface>(&top);
+    if (!function || &top == owner)
+      continue;
+    return top.emitError() << "a second function @" << function.getName()
+                           << " beside the kernel's: attngen compiles one "
+                              "kernel function per module and nothing else; "
+                              "remove @"
+                           << function.getName();
+  }
+  return describeKernel(op, stage);
 }
 
 /// A problem field as the kernel holds it: a canonical mask, the scale
