@@ -93,6 +93,15 @@ int Arch::toC(TargetKind v) { return v == TargetKind::sm_80 ? 0 : 1; }
 
 std::string Arch::text(TargetKind v) { return stringifyTargetKind(v).str(); }
 
+std::string Arch::hintFor(llvm::StringRef text) {
+  if (text == "sm_90")
+    return " (Hopper kernels use wgmma and TMA, which need sm_90a)";
+  if (text.starts_with("sm_8") || text.starts_with("sm_10") ||
+      text.starts_with("sm_12"))
+    return " (compile for sm_80: the driver runs sm_80 PTX on newer GPUs)";
+  return "";
+}
+
 std::optional<TargetKind> Arch::parse(llvm::StringRef text) {
   if (text == "sm_80")
     return TargetKind::sm_80;

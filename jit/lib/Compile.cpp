@@ -53,12 +53,7 @@ attngen_status attngen::parseArch(const char *arch, TargetKind &out) {
     out = TargetKind::sm_90a;
     return ATTNGEN_OK;
   }
-  std::string hint;
-  if (name == "sm_90")
-    hint = " (Hopper kernels use wgmma and TMA, which need sm_90a)";
-  else if (name.rfind("sm_8", 0) == 0 || name.rfind("sm_10", 0) == 0 ||
-           name.rfind("sm_12", 0) == 0)
-    hint = " (compile for sm_80: the driver runs sm_80 PTX on newer GPUs)";
+  std::string hint = spec::Arch::hintFor(name);
   return fail(ATTNGEN_ERROR_INVALID_SPEC,
               "unsupported arch '{}'{}; supported: sm_80, sm_90a, or auto "
               "for the current GPU",

@@ -81,8 +81,14 @@ llvm::Error mlir::attn::checkKvCacheTileConfig(const TileConfig &config,
     return fail(llvm::formatv(
         "head-pack = {0} does not fit block-m = {1}: each packed head needs "
         "a multiple of 8 rows (block-m / head-pack); use a power of two up to "
-        "{2}",
-        headPack, config.blockM, config.blockM / 8));
+        "{2}{3}",
+        headPack, config.blockM, config.blockM / 8,
+        // A larger block-m fits the tiles up to 128 rows.
+        headPack > 0 && 8 * headPack <= 128 && config.blockM < 8 * headPack
+            ? llvm::formatv(", or a block-m of {0} (--block-m={0})",
+                            8 * headPack)
+                  .str()
+            : std::string()));
   if (!fitsPages(config.blockN, pageSize))
     return fail(llvm::formatv(
         "block-n = {0} does not fit pages of {1} rows: a key block must lie "

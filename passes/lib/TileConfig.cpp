@@ -200,10 +200,22 @@ llvm::Error mlir::attn::checkTileConfig(const TileConfig &config,
     return fail(llvm::formatv("num-warps = {0} is out of range; use 1 to 16",
                               config.numWarps));
   int64_t slice = kRowsPerWarp * config.numWarps;
-  if (config.blockM <= 0 || config.blockM % slice != 0)
+  if (config.blockM <= 0 || config.blockM % slice != 0) {
+    // Each warp owns 16-row slices: block-m / 16 warps fit when that is a
+    // warp count the target takes.
+    int64_t warps = config.blockM / kRowsPerWarp;
+    bool suggest = config.blockM > 0 && config.blockM % kRowsPerWarp == 0 &&
+                   warps <= 16 &&
+                   (target != TargetKind::sm_90a || warps % 4 == 0);
     return fail(llvm::formatv(
-        "block-m = {0} must be a positive multiple of 16 * num-warps = {1}",
-        config.blockM, slice));
+        "block-m = {0} must be a positive multiple of 16 * num-warps = {1}{2}",
+        config.blockM, slice,
+        suggest ? llvm::formatv("; with block-m = {0} use num-warps = {1} "
+                                "(--num-warps={1})",
+                                config.blockM, warps)
+                      .str()
+                : std::string()));
+  }
   if (config.blockN <= 0 || config.blockN % 16 != 0 || config.blockN > 256)
     return fail(llvm::formatv(
         "block-n = {0} must be a multiple of 16 between 16 and 256",
@@ -225,11 +237,27 @@ llvm::Error mlir::attn::checkTileConfig(const TileConfig &config,
   if (config.blockM > 256 || config.blockN > 256)
     return fail("block sizes above 256 exceed a TMA box; use at most 256");
   int64_t smem = sharedMemoryBytes(config, headDim);
-  if (smem > maxSharedMemoryBytes(target))
+  if (smem > maxSharedMemoryBytes(target)) {
+    // The K/V pipe's depth is the first thing to give back, if that fits
+    // (sm_90a's overlapped schedule wants 2 stages at least).
+    int64_t fitting = 0, fewest = target == TargetKind::sm_90a ? 2 : 1;
+    for (int64_t stages = config.stages - 1; stages >= fewest && !fitting;
+         --stages) {
+      TileConfig fewer = config;
+      fewer.stages = stages;
+      if (sharedMemoryBytes(fewer, headDim) <= maxSharedMemoryBytes(target))
+        fitting = stages;
+    }
     return fail(llvm::formatv(
         "tiles need {0} bytes of shared memory, more than the {1} a CTA may "
-        "use on {2}; use smaller block-m/block-n",
-        smem, maxSharedMemoryBytes(target), stringifyTargetKind(target)));
+        "use on {2}; {3}",
+        smem, maxSharedMemoryBytes(target), stringifyTargetKind(target),
+        fitting ? llvm::formatv("use fewer K/V stages (--stages={0} fits) or "
+                                "smaller block-m/block-n",
+                                fitting)
+                      .str()
+                : std::string("use smaller block-m/block-n")));
+  }
   return llvm::Error::success();
 }
 

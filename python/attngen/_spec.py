@@ -34,6 +34,15 @@ def dtype_code(dtype):
     return _DTYPES[name]
 
 
+def brief(value):
+    """`value` for a message: an int of many digits as its first ones and
+    its length, never hundreds of digits."""
+    text = repr(value)
+    if isinstance(value, int) and len(text) > 24:
+        return f"{text[:6]}... (an int of {len(text.lstrip('-'))} digits)"
+    return text
+
+
 def scale_value(scale):
     """`scale` as the C API's double: None -> 0.0 (the library's
     1/sqrt(head_dim)), else a positive finite float."""
@@ -45,7 +54,7 @@ def scale_value(scale):
     try:
         value = float(scale)
     except (TypeError, ValueError, OverflowError):
-        raise invalid_spec(f"scale must be a number or None, got {scale!r}") from None
+        raise invalid_spec(f"scale must be a number or None, got {brief(scale)}") from None
     if not (value > 0 and math.isfinite(value)):
         raise invalid_spec("scale must be positive and finite (or None for 1/sqrt(head_dim)), "
                            f"got {value}")
@@ -104,7 +113,7 @@ def softcap_value(function, value):
     try:
         return float(value)
     except OverflowError:
-        raise invalid_spec(f"softcap {value!r} does not fit a double; use a positive finite "
+        raise invalid_spec(f"softcap {brief(value)} does not fit a double; use a positive finite "
                            "number or 0.0 for none") from None
 
 

@@ -15,7 +15,8 @@ using namespace mlir::attn;
 static constexpr int64_t kPageRowMultiple = 16;
 static constexpr int64_t kMaxPageSize = 1 << 16;
 /// Most query heads one tile may pack.
-static constexpr int64_t kMaxHeadPack = 64;
+/// Most query heads one tile packs: 8 rows each in a block-m of at most 256.
+static constexpr int64_t kMaxHeadPack = 32;
 
 static llvm::Error fail(const std::string &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -43,9 +44,9 @@ llvm::Error mlir::attn::validateKvCacheSpec(const AttentionSpec &spec) {
                             "contiguous cache) or a multiple of 16 up to {}",
                             spec.pageSize, kMaxPageSize));
   if (spec.headPack < 1 || spec.headPack > kMaxHeadPack)
-    return fail(fmt::format("head pack {} is out of range; use 1 to {} (the "
+    return fail(fmt::format("head-pack = {} is out of range; use 1 to {} (the "
                             "query heads sharing a key/value head that one "
-                            "tile packs)",
+                            "tile packs, 8 rows each in at most 256)",
                             spec.headPack, kMaxHeadPack));
   // The mask as it will be compiled: window (-1, 0) is causal, and causal
   // forces the right side to 0 (flash_attn's spellings).

@@ -118,9 +118,13 @@ public:
     if (!option)
       return llvm::Error::success();
     std::optional<typename Kind::Type> parsed = Kind::parse(value());
-    if (!parsed)
-      return flagError(fmt::format("unsupported --{}={}; supported: {}", flag,
-                                   value(), Kind::kChoices));
+    if (!parsed) {
+      std::string hint;
+      if constexpr (std::is_same_v<Kind, spec::Arch>)
+        hint = Kind::hintFor(value());
+      return flagError(fmt::format("unsupported --{}={}{}; supported: {}",
+                                   flag, value(), hint, Kind::kChoices));
+    }
     out = *parsed;
     return llvm::Error::success();
   }

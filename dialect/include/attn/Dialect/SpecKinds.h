@@ -140,6 +140,9 @@ struct Arch {
   static std::string key(Type v) { return text(v); }
   static std::optional<Type> parse(llvm::StringRef text);
   static constexpr const char *kChoices = "sm_80, sm_90a";
+  /// What to use instead of an unsupported arch `text` (" (compile for
+  /// sm_80: ...)"), or "": the CLI and the C API give the same hint.
+  static std::string hintFor(llvm::StringRef text);
 };
 
 } // namespace spec
