@@ -5,6 +5,7 @@ whole), while which values are supported stays the compiler's to say. Needs
 no torch and no GPU."""
 
 import ctypes
+import functools
 import math
 from typing import NamedTuple, Optional
 
@@ -155,6 +156,21 @@ def call_options(function, causal, scale, causal_align, softcap, window_size, **
         # nothing: one kernel serves both.
         causal_align = "top-left"
     return CallOptions(causal, scale, causal_align, softcap, left, right)
+
+
+@functools.lru_cache(maxsize=256)
+def problem_verdict(causal, causal_align, softcap, window_left, window_right, scale):
+    """The compiler's message on the problem these checked options describe
+    (a default head dim and dtype), or "" when it takes them: what an eager
+    call would hear when it compiles, asked before any tensor is touched
+    (remembered: an eager call's hot path makes no ctypes call)."""
+    spec = KernelSpec(causal=causal, causal_align=causal_align, softcap=softcap,
+                      window_size=(window_left, window_right),
+                      scale=scale or None).struct("attention")
+    if lib.attngen_spec_check(ctypes.byref(spec), b"sm_90a") == 0:
+        return ""
+    # The arch is the check's, not the caller's: not part of the message.
+    return lib.attngen_last_error().decode().removesuffix(" (arch sm_90a)")
 
 
 class KernelSpec(NamedTuple):

@@ -4,9 +4,8 @@ torch.export trace it) and the launch. Eager calls launch directly (see
 _torch_launch.use_custom_op)."""
 
 from ._errors import invalid_argument
-from ._spec import call_options
-from ._torch_checks import (TensorLayout, check_devices, check_qkv, check_tensors,
-                            require_torch, torch)
+from ._torch_checks import (TensorLayout, call_options, check_devices, check_qkv,
+                            check_tensors, require_torch, torch)
 from ._torch_launch import (forward_args, kernel_for, launch, outputs_like, refuse_backward,
                             use_custom_op)
 

@@ -6,8 +6,10 @@ runs on CPU tensors, without a GPU. Holds the package's one optional
 
 from typing import NamedTuple
 
-from ._errors import invalid_argument
-from ._spec import check_head_dim_with_compiler, describe_head_dims, supported_head_dims
+from ._errors import invalid_argument, invalid_spec
+from ._spec import call_options as _scalar_options
+from ._spec import (check_head_dim_with_compiler, describe_head_dims, problem_verdict,
+                    supported_head_dims)
 
 try:
     import torch
@@ -16,6 +18,25 @@ except ImportError:
 
 # Asked once, at import: torch.compile traces a set look-up, not a ctypes call.
 _HEAD_DIMS = supported_head_dims()
+
+# The compiler's verdict on a call's scalar options: torch.compile and export
+# run it once while tracing and keep its answer, so that a traced call refuses
+# what an eager one would (a traced call never reaches the compiler).
+_problem_verdict = (torch.compiler.assume_constant_result(problem_verdict)
+                    if torch is not None else problem_verdict)
+
+
+def call_options(function, causal, scale, causal_align, softcap, window_size, **flags):
+    """The torch front ends' scalar options (_spec.call_options), checked by
+    the compiler too: softcap nan, a window side of -2 or a causal alignment
+    without a diagonal fail here, eagerly, under fake tensors and traced."""
+    options = _scalar_options(function, causal, scale, causal_align, softcap, window_size,
+                              **flags)
+    verdict = _problem_verdict(options.causal, options.causal_align, options.softcap,
+                               options.window_left, options.window_right, options.scale)
+    if verdict:
+        raise invalid_spec(verdict)
+    return options
 
 
 class TensorLayout(NamedTuple):

@@ -10,9 +10,9 @@ from typing import Optional
 from . import _capi
 from ._capi import lib
 from ._errors import check_status, invalid_argument, invalid_spec
-from ._spec import call_options
-from ._torch_checks import (TensorLayout, check_devices, check_int32, check_is_tensor,
-                            check_qkv, check_rank, check_tensors, require_torch, torch)
+from ._torch_checks import (TensorLayout, call_options, check_devices, check_int32,
+                            check_is_tensor, check_qkv, check_rank, check_tensors,
+                            require_torch, torch)
 from ._torch_launch import (current_stream, forward_args, kernel_for, launch, outputs_like,
                             refuse_backward, use_custom_op)
 

@@ -10,9 +10,8 @@ import numbers
 from . import _capi
 from ._capi import lib
 from ._errors import invalid_argument
-from ._spec import call_options
-from ._torch_checks import (TensorLayout, check_devices, check_int32, check_is_tensor,
-                            check_qkv, check_tensors, require_torch, torch)
+from ._torch_checks import (TensorLayout, call_options, check_devices, check_int32,
+                            check_is_tensor, check_qkv, check_tensors, require_torch, torch)
 from ._torch_launch import (forward_args, kernel_for, launch, outputs_like, refuse_backward,
                             use_custom_op)
 

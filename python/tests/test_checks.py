@@ -307,6 +307,34 @@ class TensorCheckTest(unittest.TestCase):
                 self.expect(bad, "q is on meta; attngen runs on CUDA devices", call,
                             q=z(*q.shape[:-1], 64).to("meta"))
 
+    def test_compiler_checks_under_fake_tensors(self):
+        # Traced calls (fake tensors, torch.compile, export) never reach the
+        # compiler, so each front end asks it about the scalar options first:
+        # what an eager call refuses, a traced one refuses too.
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        bad = [(dict(softcap=float("nan")), "softcap nan must be positive and finite"),
+               (dict(softcap=-1.0), "softcap -1 must be positive and finite"),
+               (dict(window_size=(-2, 0)), "window left = -2 is out of range")]
+        with FakeTensorMode():
+            q = torch.empty(1, 64, 4, 64, dtype=torch.bfloat16, device="cuda")
+            packed = torch.empty(64, 4, 64, dtype=torch.bfloat16, device="cuda")
+            cu = torch.tensor([0, 64], dtype=torch.int32, device="cuda")
+            calls = {"attention": lambda **kw: attngen.attention(q, q, q, **kw),
+                     "attention_varlen": lambda **kw: attngen.attention_varlen(
+                         packed, packed, packed, cu, cu, 64, 64, **kw),
+                     "attention_with_kvcache": lambda **kw: attngen.attention_with_kvcache(
+                         q[:, :1], q, q, **kw)}
+            for name, call in calls.items():
+                for kwargs, needle in bad:
+                    with self.subTest(function=name, **{k: str(v) for k, v in kwargs.items()}):
+                        with self.assertRaises(attngen.InvalidInputError) as caught:
+                            call(**kwargs)
+                        self.assertIn(needle, str(caught.exception))
+                        self.assertNotIn("(arch sm_90a)", str(caught.exception))
+            # flash_attn's causal window spelling is taken, traced as eagerly.
+            out = attngen.attention(q, q, q, causal=True, window_size=(32, 8))
+            self.assertEqual(out.shape, q.shape)
+
     def test_ops_on_meta_tensors(self):
         # The custom ops keep their names and schemas; their fake outputs are
         # what torch.compile and torch.export trace.
