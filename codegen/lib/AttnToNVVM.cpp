@@ -573,6 +573,8 @@ struct AttnToNVVMPass
     : public mlir::attn::impl::AttnToNVVMBase<AttnToNVVMPass> {
   using AttnToNVVMBase::AttnToNVVMBase;
   void runOnOperation() override {
+    if (failed(requireTiled(getOperation(), getArgument())))
+      return signalPassFailure();
     ModuleOp module = getOperation();
     std::optional<TargetKind> target = getTarget(module);
     SmallVector<func::FuncOp> kernels;

@@ -202,3 +202,21 @@ LogicalResult AttnDialect::verifyOperationAttribute(Operation *op,
   }
   return success();
 }
+
+LogicalResult mlir::attn::requireTiled(Operation *root, llvm::StringRef pass) {
+  Operation *untiled = nullptr;
+  root->walk([&](Operation *op) {
+    if (isa<AttentionOp, AttentionKvCacheOp, CombineSplitsOp>(op)) {
+      untiled = op;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (!untiled)
+    return success();
+  return untiled->emitError()
+         << "'" << pass << "' runs on tile programs, but this '"
+         << untiled->getName()
+         << "' is not tiled yet: run attn-tile first (after attn-configure), "
+            "or the whole --attn-pipeline";
+}

@@ -61,6 +61,8 @@ struct AttnAllocateSmemPass
     : public mlir::attn::impl::AttnAllocateSmemBase<AttnAllocateSmemPass> {
   using AttnAllocateSmemBase::AttnAllocateSmemBase;
   void runOnOperation() override {
+    if (failed(requireTiled(getOperation(), getArgument())))
+      return signalPassFailure();
     getOperation().walk([&](func::FuncOp func) {
       if (func->hasAttr(kKernelAttrName))
         placeKernel(func);

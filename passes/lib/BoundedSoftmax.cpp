@@ -113,6 +113,8 @@ bool fixMax(OnlineSoftmaxOp op, double offset) {
 struct AttnBoundedSoftmaxPass
     : public mlir::attn::impl::AttnBoundedSoftmaxBase<AttnBoundedSoftmaxPass> {
   void runOnOperation() override {
+    if (failed(requireTiled(getOperation(), getArgument())))
+      return signalPassFailure();
     // Program order, so a peeled loop is fixed before the one it feeds.
     getOperation().walk<WalkOrder::PreOrder>([&](OnlineSoftmaxOp op) {
       if (op.getFixedMax() || !isBoundedByOne(op.getScores()) ||

@@ -346,6 +346,8 @@ struct AttnCausalBlocksPass
     : public mlir::attn::impl::AttnCausalBlocksBase<AttnCausalBlocksPass> {
   using AttnCausalBlocksBase::AttnCausalBlocksBase;
   void runOnOperation() override {
+    if (failed(requireTiled(getOperation(), getArgument())))
+      return signalPassFailure();
     getOperation().walk([&](func::FuncOp func) {
       auto tiling = func->getAttrOfType<TilingAttr>(kTilingAttrName);
       if (!tiling || !scheduleApplies(func, &AttentionSchedule::skipMaskedBlocks))

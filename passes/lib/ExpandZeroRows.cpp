@@ -68,6 +68,8 @@ struct AttnExpandZeroRowsPass
     : public mlir::attn::impl::AttnExpandZeroRowsBase<AttnExpandZeroRowsPass> {
   using AttnExpandZeroRowsBase::AttnExpandZeroRowsBase;
   void runOnOperation() override {
+    if (failed(requireTiled(getOperation(), getArgument())))
+      return signalPassFailure();
     getOperation().walk([](WarpSpecializeOp ws) { expandZeroRows(ws); });
   }
 };

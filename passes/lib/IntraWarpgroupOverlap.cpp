@@ -278,6 +278,8 @@ LogicalResult rotate(scf::ForOp loop, LoopParts &parts) {
 struct AttnIntraWgOverlapPass
     : public mlir::attn::impl::AttnIntraWgOverlapBase<AttnIntraWgOverlapPass> {
   void runOnOperation() override {
+    if (failed(requireTiled(getOperation(), getArgument())))
+      return signalPassFailure();
     ModuleOp module = getOperation();
     SmallVector<scf::ForOp> loops;
     module.walk([&](scf::ForOp loop) {

@@ -159,6 +159,8 @@ struct AttnMultibufferPass
   using AttnMultibufferBase::AttnMultibufferBase;
 
   void runOnOperation() override {
+    if (failed(requireTiled(getOperation(), getArgument())))
+      return signalPassFailure();
     ModuleOp module = getOperation();
     if (stages < 1 || stages > kMaxPipeStages) {
       module.emitError() << "attn-multibuffer: stages = " << stages

@@ -106,6 +106,8 @@ struct AttnOnlineSoftmaxPass
     : public mlir::attn::impl::AttnOnlineSoftmaxBase<AttnOnlineSoftmaxPass> {
   using AttnOnlineSoftmaxBase::AttnOnlineSoftmaxBase;
   void runOnOperation() override {
+    if (failed(requireTiled(getOperation(), getArgument())))
+      return signalPassFailure();
     int64_t eighths = exp2Emulate;
     if (eighths < 0 || eighths > kExp2EmulatePeriod) {
       getOperation().emitError() << "attn-online-softmax: exp2-emulate="

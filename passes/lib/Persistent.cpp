@@ -597,6 +597,8 @@ struct AttnPersistentPass
   using AttnPersistentBase::AttnPersistentBase;
 
   void runOnOperation() override {
+    if (failed(requireTiled(getOperation(), getArgument())))
+      return signalPassFailure();
     ModuleOp module = getOperation();
     if (ctasPerSm < 1 || ctasPerSm > kMaxCtasPerSm) {
       module.emitError() << "attn-persistent: ctas-per-sm = "

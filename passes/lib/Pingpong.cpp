@@ -100,6 +100,8 @@ void schedule(WarpSpecializeOp ws) {
 struct AttnPingpongPass
     : public mlir::attn::impl::AttnPingpongBase<AttnPingpongPass> {
   void runOnOperation() override {
+    if (failed(requireTiled(getOperation(), getArgument())))
+      return signalPassFailure();
     SmallVector<WarpSpecializeOp> kernels;
     getOperation().walk([&](WarpSpecializeOp ws) {
       auto func = ws->getParentOfType<func::FuncOp>();

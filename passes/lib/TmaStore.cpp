@@ -132,6 +132,8 @@ void rewrite(WarpSpecializeOp ws, ArrayRef<StoreOp> stores,
 struct AttnTmaStorePass
     : public mlir::attn::impl::AttnTmaStoreBase<AttnTmaStorePass> {
   void runOnOperation() override {
+    if (failed(requireTiled(getOperation(), getArgument())))
+      return signalPassFailure();
     getOperation().walk([&](func::FuncOp func) {
       if (!scheduleApplies(func, &AttentionSchedule::tmaStore))
         return;

@@ -235,6 +235,8 @@ struct AttnWarpSpecializePass
   using AttnWarpSpecializeBase::AttnWarpSpecializeBase;
 
   void runOnOperation() override {
+    if (failed(requireTiled(getOperation(), getArgument())))
+      return signalPassFailure();
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> kernels;
     module.walk([&](func::FuncOp func) {

@@ -81,6 +81,11 @@ std::optional<AttentionProblem> getProblem(Operation *kernel);
 /// attn.combine_splits it holds; none if it has neither.
 std::optional<AttentionProblem> problemOfKernel(Operation *func);
 
+/// Fails, saying to run attn-tile first, when `root` holds a problem op that
+/// is not tiled yet: a tile-level pass (`pass`, its argument) run on one
+/// would otherwise change nothing and exit 0.
+LogicalResult requireTiled(Operation *root, llvm::StringRef pass);
+
 /// The #attn.schedule of a kernel function, if it has one.
 std::optional<AttentionSchedule> getSchedule(Operation *kernel);
 /// Whether the schedule of `kernel` (a kernel function) turns the technique
