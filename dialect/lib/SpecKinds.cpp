@@ -51,6 +51,14 @@ std::optional<DType> Element::parse(llvm::StringRef text) {
   return std::nullopt;
 }
 
+std::optional<DType> Element::parseFlag(llvm::StringRef text) {
+  if (text == "fp16" || text == "half" || text == "float16")
+    return DType::f16;
+  if (text == "bfloat16")
+    return DType::bf16;
+  return parse(text);
+}
+
 CausalAlign Align::fromDefault(int v) {
   return v == ATTNRT_CAUSAL_ALIGN_BOTTOM_RIGHT ? CausalAlign::bottom_right
                                                : CausalAlign::top_left;

@@ -117,7 +117,11 @@ public:
   llvm::Error read(typename Kind::Type &out) const {
     if (!option)
       return llvm::Error::success();
-    std::optional<typename Kind::Type> parsed = Kind::parse(value());
+    std::optional<typename Kind::Type> parsed;
+    if constexpr (std::is_same_v<Kind, spec::Element>)
+      parsed = Kind::parseFlag(value());
+    else
+      parsed = Kind::parse(value());
     if (!parsed) {
       std::string hint;
       if constexpr (std::is_same_v<Kind, spec::Arch>)

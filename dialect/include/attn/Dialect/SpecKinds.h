@@ -113,6 +113,10 @@ struct Element {
   /// "f16" / "bf16"; none otherwise.
   static std::optional<Type> parse(llvm::StringRef text);
   static constexpr const char *kChoices = "f16, bf16";
+  /// A flag's spelling: also the names Python takes (fp16, half, float16,
+  /// bfloat16), so the CLI and the package accept the same words; the IR
+  /// keeps f16 and bf16 only (parse).
+  static std::optional<Type> parseFlag(llvm::StringRef text);
 };
 
 /// top-left or bottom-right; the C struct holds an attngen_causal_align.
