@@ -19,11 +19,17 @@ except ImportError:
 # Asked once, at import: torch.compile traces a set look-up, not a ctypes call.
 _HEAD_DIMS = supported_head_dims()
 
-# The compiler's verdict on a call's scalar options: torch.compile and export
-# run it once while tracing and keep its answer, so that a traced call refuses
-# what an eager one would (a traced call never reaches the compiler).
-_problem_verdict = (torch.compiler.assume_constant_result(problem_verdict)
-                    if torch is not None else problem_verdict)
+def _problem_verdict(causal, causal_align, softcap, window_left, window_right, scale):
+    """The compiler's verdict on a call's scalar options. torch.compile and
+    export run it once while tracing and keep its answer (it is marked a
+    constant below: a plain function, since dynamo would trace into a marked
+    lru_cache wrapper), so that a traced call refuses what an eager one would
+    (a traced call never reaches the compiler)."""
+    return problem_verdict(causal, causal_align, softcap, window_left, window_right, scale)
+
+
+if torch is not None:
+    _problem_verdict = torch.compiler.assume_constant_result(_problem_verdict)
 
 
 def call_options(function, causal, scale, causal_align, softcap, window_size, **flags):

@@ -335,6 +335,22 @@ class TensorCheckTest(unittest.TestCase):
             out = attngen.attention(q, q, q, causal=True, window_size=(32, 8))
             self.assertEqual(out.shape, q.shape)
 
+    def test_compiler_checks_trace_without_graph_breaks(self):
+        # torch.compile(fullgraph=True) keeps the compiler's verdict as a
+        # constant: no ctypes call is traced, and a bad option still fails.
+        from attngen._torch_checks import call_options
+
+        def step(x, softcap):
+            call_options("attention", False, None, "bottom-right", softcap, (-1, -1))
+            return x + 1
+
+        good = torch.compile(lambda x: step(x, 30.0), fullgraph=True, backend="eager")
+        self.assertTrue(torch.equal(good(torch.ones(2)), torch.full((2,), 2.0)))
+        bad = torch.compile(lambda x: step(x, -1.0), fullgraph=True, backend="eager")
+        with self.assertRaises(Exception) as caught:
+            bad(torch.ones(2))
+        self.assertNotIn("Structure", str(caught.exception))
+
     def test_ops_on_meta_tensors(self):
         # The custom ops keep their names and schemas; their fake outputs are
         # what torch.compile and torch.export trace.

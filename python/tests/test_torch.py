@@ -166,6 +166,20 @@ class AttentionTest(unittest.TestCase):
                     self.assertTrue(bool((out.transpose(1, 2)[empty] == 0).all()))
                     self.assertLess((lse[~empty] - ref_lse[~empty]).abs().max().item(), 2e-2)
 
+    def test_kvcache_takes_flash_attns_causal_spellings(self):
+        # window_size (-1, 0), and causal with any right side, are the
+        # causal KV-cache kernel: the same output, bit for bit.
+        torch.manual_seed(8)
+        q, k, v = self.tensors(b=2, nq=3, nk=300, h=8, hkv=2, d=128)
+        lengths = torch.tensor([300, 7], dtype=torch.int32, device="cuda")
+        causal = attngen.attention_with_kvcache(q, k, v, lengths, causal=True)
+        for kwargs in (dict(window_size=(-1, 0)), dict(causal=True, window_size=(-1, 64))):
+            with self.subTest(**{key: str(value) for key, value in kwargs.items()}):
+                out = attngen.attention_with_kvcache(q, k, v, lengths, **kwargs)
+                self.assertTrue(torch.equal(out, causal))
+        plain = attngen.attention_with_kvcache(q, k, v, lengths)
+        self.assertFalse(torch.equal(plain, causal))
+
     def test_window_rows_that_see_no_key(self):
         # A window that ends before the keys begin or starts after they end:
         # those rows (whole query blocks of them) give out 0 and LSE -inf.
