@@ -19,29 +19,21 @@ except ImportError:
 # Asked once, at import: torch.compile traces a set look-up, not a ctypes call.
 _HEAD_DIMS = supported_head_dims()
 
-def _problem_verdict(causal, causal_align, softcap, window_left, window_right, scale):
-    """The compiler's verdict on a call's scalar options. torch.compile and
-    export run it once while tracing and keep its answer (it is marked a
-    constant below: a plain function, since dynamo would trace into a marked
-    lru_cache wrapper), so that a traced call refuses what an eager one would
-    (a traced call never reaches the compiler)."""
-    return problem_verdict(causal, causal_align, softcap, window_left, window_right, scale)
-
-
-if torch is not None:
-    _problem_verdict = torch.compiler.assume_constant_result(_problem_verdict)
-
-
 def call_options(function, causal, scale, causal_align, softcap, window_size, **flags):
     """The torch front ends' scalar options (_spec.call_options), checked by
     the compiler too: softcap nan, a window side of -2 or a causal alignment
-    without a diagonal fail here, eagerly, under fake tensors and traced."""
+    without a diagonal fail here, eagerly and under fake tensors (dispatch
+    modes), before any tensor is touched."""
     options = _scalar_options(function, causal, scale, causal_align, softcap, window_size,
                               **flags)
-    verdict = _problem_verdict(options.causal, options.causal_align, options.softcap,
-                               options.window_left, options.window_right, options.scale)
-    if verdict:
-        raise invalid_spec(verdict)
+    # Not while dynamo traces (torch.compile, export): a ctypes call breaks
+    # the graph, and marking the verdict a constant fails on torch 2.11 with
+    # dynamic shapes; there the kernel's compile still refuses at run time.
+    if torch is None or not torch.compiler.is_compiling():
+        verdict = problem_verdict(options.causal, options.causal_align, options.softcap,
+                                  options.window_left, options.window_right, options.scale)
+        if verdict:
+            raise invalid_spec(verdict)
     return options
 
 
