@@ -2,7 +2,34 @@
 Every other module raises through here, so that one status always becomes
 the same Python error."""
 
+import re
+
+from . import _capi
 from ._capi import STATUS_INVALID_ARGUMENT, STATUS_INVALID_SPEC, lib
+
+# A CLI flag in the compiler's words: --name, --name=value, --window=L,R.
+_FLAG = re.compile(r"--([a-z][a-z0-9-]*)(?:=(-?[\w.]+(?:-[\w.]+)*(?:,-?[\w.]+)?))?")
+
+
+def python_spelling(message):
+    """The compiler's message with each CLI flag that is a keyword of the
+    Python API in its Python spelling (--num-warps=4 -> num_warps=4,
+    --window=-1,0 -> window_size=(-1, 0), --causal -> causal=True); other
+    flags (--no-pingpong, --stages) stay as they are."""
+    fields = {name for name, _ in _capi.Spec._fields_}
+
+    def spell(match):
+        name, value = match.group(1).replace("-", "_"), match.group(2)
+        if name == "window" and value and "," in value:
+            left, right = value.split(",")
+            return f"window_size=({left}, {right})"
+        if name not in fields or name.startswith("window"):
+            return match.group(0)
+        if value is None:
+            return f"{name}=True"
+        return f"{name}={value!r}" if name in ("dtype", "causal_align") else f"{name}={value}"
+
+    return _FLAG.sub(spell, message)
 
 
 class AttngenError(RuntimeError):
@@ -45,5 +72,5 @@ def check_status(status, context=""):
     if context:
         message = f"{context}: {message}"
     if status in (STATUS_INVALID_ARGUMENT, STATUS_INVALID_SPEC):
-        raise InvalidInputError(message, name)
+        raise InvalidInputError(python_spelling(message), name)
     raise AttngenError(message, name)

@@ -145,6 +145,11 @@ class CompileTest(unittest.TestCase):
             (dict(scale=float("nan")), "positive and finite"),
             (dict(scale="big"), "must be a number"),
             (dict(scale="0.1"), "scale must be a number or None, got '0.1'"),
+            # The compiler's hints in Python's spelling, not the CLI's.
+            (dict(block_m=64), "use num-warps = 4 (num_warps=4)"),
+            (dict(causal_align="bottom-right"),
+             "set causal (causal=True) or a window (window_size=(L, R))"),
+            (dict(page_size=32), "set kv_cache (kv_cache=True)"),
             (dict(arch="sm_90a", block_m=48), "sm_90a"),
             (dict(causal=True, causal_align="bottom_right"),
              "causal_align 'bottom_right' is not supported; use 'top-left'"),
