@@ -5,11 +5,13 @@
 // the problem module.
 //
 //===----------------------------------------------------------------------===//
-#ifndef ATTN_CODEGEN_LIB_KVCACHESPEC_H
-#define ATTN_CODEGEN_LIB_KVCACHESPEC_H
+#ifndef ATTN_SPEC_LIB_KVCACHESPEC_H
+#define ATTN_SPEC_LIB_KVCACHESPEC_H
 
 #include "attn/Spec/Spec.h"
 #include "attn/Passes/TileConfig.h"
+
+#include "mlir/IR/Builders.h"
 
 namespace mlir::attn {
 
@@ -68,4 +70,4 @@ OwningOpRef<ModuleOp> buildKvCacheSpecModule(MLIRContext &ctx,
 
 } // namespace mlir::attn
 
-#endif // ATTN_CODEGEN_LIB_KVCACHESPEC_H
+#endif // ATTN_SPEC_LIB_KVCACHESPEC_H
