@@ -114,7 +114,7 @@ AttentionProblem AttentionKvCacheOp::problem() {
   AttentionProblem problem;
   problem.dtype = getElementType().isBF16() ? DType::bf16 : DType::f16;
   problem.headDim = getHeadDim();
-  if (getCausal())
+  if (hasDiagonal())
     problem.causalAlign = CausalAlign::bottom_right;
   problem.withLse = getLse() != nullptr;
   problem.kvCache = true;
@@ -200,7 +200,9 @@ LogicalResult AttentionKvCacheOp::verify() {
     return emitOpError() << "head_pack = " << headPack() << " must divide the "
                          << heads / kvHeads
                          << " query heads that share a key/value head";
-  if (failed(verifyScaleAndSoftcap(*this, getScale(), getSoftcap())))
+  if (failed(verifyScaleAndSoftcap(*this, getScale(), getSoftcap())) ||
+      failed(verifyMaskBounds(*this, getCausal(), CausalAlignAttr(),
+                              getWindowLeftAttr(), getWindowRightAttr())))
     return failure();
   return success();
 }

@@ -125,14 +125,14 @@ static LogicalResult verifyAccTile(Operation *op, Type type, StringRef name) {
 /// Largest window side: the kernels' index arithmetic is 32-bit.
 static constexpr int64_t kMaxWindowSide = std::numeric_limits<int32_t>::max();
 
-/// Checks a mask's window and alignment, shared by attn.attention and
-/// attn.mask: each window side in [0, 2^31 - 1], a causal window's right
+/// Checks a mask's window and alignment, shared by attn.attention,
+/// attn.attention_kvcache and attn.mask: each window side in [0, 2^31 - 1], a causal window's right
 /// side 0 (the causal diagonal already bounds it), and `align` only on a
 /// mask with a diagonal to place (causal or a window).
-static LogicalResult verifyMaskBounds(Operation *op, bool causal,
-                                      CausalAlignAttr align,
-                                      IntegerAttr windowLeft,
-                                      IntegerAttr windowRight) {
+LogicalResult mlir::attn::verifyMaskBounds(Operation *op, bool causal,
+                                           CausalAlignAttr align,
+                                           IntegerAttr windowLeft,
+                                           IntegerAttr windowRight) {
   for (auto [name, side] : {std::pair<StringRef, IntegerAttr>(
                                 "window_left", windowLeft),
                             {"window_right", windowRight}})

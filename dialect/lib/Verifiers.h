@@ -26,6 +26,11 @@ LogicalResult verifyDataOperands(Operation *op,
 /// (grouped-query attention); a dynamic count passes.
 LogicalResult verifyHeadGroups(Operation *op, int64_t heads, int64_t kvHeads);
 
+/// A mask's window sides (0 to 2^31 - 1), a causal window's right side 0,
+/// and `align` only with a diagonal to place (causal or a window).
+LogicalResult verifyMaskBounds(Operation *op, bool causal, CausalAlignAttr align,
+                               IntegerAttr windowLeft, IntegerAttr windowRight);
+
 /// Checks a problem op's softmax `scale` and its optional soft cap (both
 /// finite, positive, and small enough for the f32 exponentials).
 LogicalResult verifyScaleAndSoftcap(Operation *op, const APFloat &scale,

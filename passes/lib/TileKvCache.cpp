@@ -4,8 +4,9 @@
 // split], packed head group, batch):
 //
 //   kv_len = clamp(cache_seqlens[b], 0, capacity)
-//   blocks = the key blocks the tile's rows see (causal: bottom-right to
-//            kv_len), split s of S taking [lo, lo + n) of them, n >= 1
+//   blocks = the key blocks the tile's rows see (causal or a window:
+//            around the diagonals bottom-right to kv_len), split s of S
+//            taking [lo, lo + n) of them, n >= 1
 //   copy Q (head_pack heads x P positions); copy K_lo; wait Q
 //   for i in 0..n: (acc, m, l)
 //     wait K_i; copy V_i
@@ -111,22 +112,61 @@ void KvCacheProgramBuilder::build() {
   Value kvLen = arith::MinSIOp::create(
       b, loc, arith::MaxSIOp::create(b, loc, stored, c0), capacity);
 
-  // Keys the tile's rows see: all of them, or (bottom-right causal) up to
-  // the diagonal of its last existing position, kv_len - nq + min(row + P,
-  // nq) - 1. The first row's diagonal bounds the unmasked blocks.
-  Value visible = kvLen, unmaskedKeys = kvLen;
-  if (op.getCausal()) {
+  // Keys the tile's rows see, [first, visible): all of them, or around the
+  // bottom-right diagonals d = i + kv_len - nq of its first row `row` and
+  // of its last existing one, min(row + P, nq) - 1: up to that last
+  // diagonal (+ the window's right side), and from the first one's minus
+  // the window's left side. The sums stay in 32 bits whatever the sides:
+  // min(R, kv_len - 1 - d) for d + R, and max(d, L) - L for d - L.
+  std::optional<int64_t> right = op.getCausal() ? std::optional<int64_t>(0)
+                                 : op.getWindowRightAttr()
+                                     ? std::optional<int64_t>(
+                                           op.getWindowRightAttr().getInt())
+                                     : std::nullopt;
+  IntegerAttr leftAttr = op.getWindowLeftAttr();
+  Value visible = kvLen, unmaskedKeys = kvLen, first;
+  if (right || leftAttr) {
     Value end = arith::MinUIOp::create(
         b, loc, arith::AddIOp::create(b, loc, row, index(positions)), nq);
     Value offset = arith::SubIOp::create(b, loc, kvLen, nq);
-    visible = arith::MaxSIOp::create(
-        b, loc, arith::AddIOp::create(b, loc, end, offset), c0);
-    Value firstRowKeys = arith::AddIOp::create(
-        b, loc, arith::AddIOp::create(b, loc, row, offset), c1);
-    unmaskedKeys = arith::MinSIOp::create(
-        b, loc, kvLen, arith::MaxSIOp::create(b, loc, firstRowKeys, c0));
+    // The keys a row sees up to, from `next` = d + 1: d + 1 + min(R, kv_len
+    // - 1 - d); with R = 0 (causal) d + 1, an existing row's d being below
+    // kv_len.
+    auto rightEdge = [&](Value next) -> Value {
+      if (*right == 0)
+        return next;
+      Value room = arith::SubIOp::create(b, loc, kvLen, next);
+      return arith::AddIOp::create(
+          b, loc, next, arith::MinSIOp::create(b, loc, index(*right), room));
+    };
+    // d + 1 is end + offset for the last row, row + offset + 1 for the first.
+    if (right)
+      visible = arith::MaxSIOp::create(
+          b, loc, rightEdge(arith::AddIOp::create(b, loc, end, offset)), c0);
+    Value firstDiag = arith::AddIOp::create(b, loc, row, offset);
+    // The first row's edge bounds the blocks no row masks (with a left
+    // side, every block is masked).
+    if (right && !leftAttr)
+      unmaskedKeys = arith::MinSIOp::create(
+          b, loc, kvLen,
+          arith::MaxSIOp::create(
+              b, loc,
+              rightEdge(arith::AddIOp::create(b, loc, firstDiag, c1)), c0));
+    if (leftAttr) {
+      Value left = index(leftAttr.getInt());
+      first = arith::SubIOp::create(
+          b, loc, arith::MaxSIOp::create(b, loc, firstDiag, left), left);
+    }
   }
+  // Key blocks [firstBlock, firstBlock + total); a window's left edge cuts
+  // blocks from the first one on, so a windowed tile masks every block.
   Value total = arith::CeilDivUIOp::create(b, loc, visible, blockN);
+  Value firstBlock;
+  if (leftAttr) {
+    firstBlock = arith::DivUIOp::create(b, loc, first, blockN);
+    total = arith::SubIOp::create(
+        b, loc, arith::MaxUIOp::create(b, loc, total, firstBlock), firstBlock);
+  }
   Value lo = c0, count = total;
   if (op.isSplit()) {
     Value perSplit = arith::CeilDivUIOp::create(b, loc, total, numSplits);
@@ -138,22 +178,26 @@ void KvCacheProgramBuilder::build() {
   }
   // At least one block: a range without keys runs one fully masked block.
   Value numBlocks = arith::MaxUIOp::create(b, loc, count, c1);
-  Value base = arith::MulIOp::create(b, loc, lo, blockN);
+  Value base = arith::MulIOp::create(
+      b, loc, firstBlock ? arith::AddIOp::create(b, loc, firstBlock, lo) : lo,
+      blockN);
   // Local index of the first block that needs the mask.
-  Value firstMasked = arith::MinSIOp::create(
-      b, loc,
-      arith::MaxSIOp::create(
-          b, loc,
-          arith::SubIOp::create(
-              b, loc, arith::DivUIOp::create(b, loc, unmaskedKeys, blockN),
-              lo),
-          c0),
-      numBlocks);
-  Value qLen = op.getCausal() ? nq : Value();
+  Value firstMasked = c0;
+  if (!leftAttr)
+    firstMasked = arith::MinSIOp::create(
+        b, loc,
+        arith::MaxSIOp::create(
+            b, loc,
+            arith::SubIOp::create(
+                b, loc, arith::DivUIOp::create(b, loc, unmaskedKeys, blockN),
+                lo),
+            c0),
+        numBlocks);
+  Value qLen = op.hasDiagonal() ? nq : Value();
   UnitAttr causal = op.getCausal() ? b.getUnitAttr() : UnitAttr();
   CausalAlignAttr align =
-      op.getCausal() ? CausalAlignAttr::get(ctx, CausalAlign::bottom_right)
-                     : CausalAlignAttr();
+      op.hasDiagonal() ? CausalAlignAttr::get(ctx, CausalAlign::bottom_right)
+                       : CausalAlignAttr();
 
   Value qTileBuf = AllocSmemOp::create(b, loc, smemType(config.blockM));
   Value kTile = AllocSmemOp::create(b, loc, smemType(config.blockN));
@@ -192,9 +236,10 @@ void KvCacheProgramBuilder::build() {
           OpBuilder::InsertionGuard inner(b);
           b.setInsertionPointToEnd(branch.thenBlock());
           Value m = MaskOp::create(b, l, scores.getType(), scores, row, col,
-                                   kvLen, qLen, causal, align,
-                                   /*window_left=*/IntegerAttr(),
-                                   /*window_right=*/IntegerAttr(), packAttr());
+                                   kvLen, qLen, causal, align, leftAttr,
+                                   op.getCausal() ? IntegerAttr()
+                                                  : op.getWindowRightAttr(),
+                                   packAttr());
           scf::YieldOp::create(b, l, m);
           b.setInsertionPointToEnd(branch.elseBlock());
           scf::YieldOp::create(b, l, scores);

@@ -51,18 +51,11 @@ llvm::Error mlir::attn::validateKvCacheSpec(const AttentionSpec &spec) {
   // The mask as it will be compiled: window (-1, 0) is causal, and causal
   // forces the right side to 0 (flash_attn's spellings).
   AttentionSpec mask = canonicalSpec(spec);
-  // The decoding program bounds each split's key blocks by the causal
-  // diagonal only; a window would need a lower bound per split as well.
-  if (mask.windowLeft >= 0 || mask.windowRight >= 0)
-    return fail(fmt::format(
-        "a KV-cache kernel has no sliding window (got window {},{}); use "
-        "window_size (-1, -1) (--window=-1,-1), or the dense kernel "
-        "(attngen.attention) for windowed attention",
-        spec.windowLeft, spec.windowRight));
-  if (mask.causal && mask.causalAlign != CausalAlign::bottom_right)
-    return fail("a KV-cache kernel aligns its causal diagonal bottom-right, "
-                "to each sequence's cache_seqlens (as flash_attn_with_kvcache): "
-                "set causal_align to bottom-right (--causal-align=bottom-right)");
+  if (hasDiagonal(mask) && mask.causalAlign != CausalAlign::bottom_right)
+    return fail("a KV-cache kernel aligns its causal diagonal and window "
+                "bottom-right, to each sequence's cache_seqlens (as "
+                "flash_attn_with_kvcache): set causal_align to bottom-right "
+                "(--causal-align=bottom-right)");
   if (spec.exp2EmulatedEighths != 0)
     return fail("a KV-cache kernel computes every exponential on MUFU.EX2: drop "
                 "exp2 emulation (--exp2-emulate=0)");

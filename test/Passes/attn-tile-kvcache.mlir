@@ -112,3 +112,30 @@ func.func @page48(%q: memref<?x?x?x128xbf16>, %kc: memref<?x48x?x128xbf16>, %vc:
   return
 }
 }
+
+// -----
+
+// A sliding window (left 100, right 50): the key range starts at the block
+// of the first row's diagonal minus 100 (max(d, 100) - 100, no underflow),
+// ends at the last row's diagonal plus min(50, kv_len - d - 1), every block
+// is masked, and the mask carries both sides, bottom-right.
+module attributes {attn.target = #attn.target<sm_90a>} {
+// CHECK-LABEL: func.func @window
+// CHECK-SAME: causal = false,{{.*}} causal_align = bottom_right,{{.*}} window_left = 100, window_right = 50,
+// CHECK:      %[[KVLEN:.*]] = arith.minsi %{{.*}}, %{{.*}} : index
+// CHECK:      %[[OFF:.*]] = arith.subi %[[KVLEN]], %{{.*}} : index
+// CHECK:      %[[ROOM:.*]] = arith.subi %[[KVLEN]], %{{.*}} : index
+// CHECK:      %[[R:.*]] = arith.minsi %{{.*}}, %[[ROOM]] : index
+// CHECK:      %[[D0:.*]] = arith.addi %{{.*}}, %[[OFF]] : index
+// CHECK:      %[[MAXL:.*]] = arith.maxsi %[[D0]], %[[L:.*]] : index
+// CHECK-NEXT: %[[FIRST:.*]] = arith.subi %[[MAXL]], %[[L]] : index
+// CHECK:      %[[FB:.*]] = arith.divui %[[FIRST]], %{{.*}} : index
+// CHECK:      scf.for
+// CHECK:        scf.if %{{.*}} -> (!attn.regs<64x128xf32, acc>) {
+// CHECK-NEXT:     attn.mask %{{.*}}, %{{.*}}, %{{.*}}, %[[KVLEN]] q_len %{{.*}} {causal_align = #attn.causal_align<bottom_right>, window_left = 100 : i64, window_right = 50 : i64}
+func.func @window(%q: memref<?x?x?x128xbf16>, %kc: memref<?x?x?x128xbf16>, %vc: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>, %s: memref<?xi32>) {
+  attn.attention_kvcache %q, %kc, %vc, %o, %s {window_left = 100 : i64, window_right = 50 : i64, scale = 0.0883883 : f32}
+    : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?xi32>
+  return
+}
+}

@@ -485,10 +485,11 @@ int main(int argc, char **argv) {
     return fail(llvm::toString(flags.takeError()));
   AttentionSpec spec = *flags;
   // A paged, split or combine kernel is a KV-cache kernel, whose causal
-  // diagonal is bottom-right (flash_attn_with_kvcache).
+  // diagonal and window are bottom-right (flash_attn_with_kvcache).
   spec.kvCache = spec.kvCache || spec.pageSize != 0 || spec.splitKv ||
                  spec.combine;
-  if (spec.kvCache && spec.causal && !options.causalAlign.given())
+  if (spec.kvCache && hasDiagonal(canonicalSpec(spec)) &&
+      !options.causalAlign.given())
     spec.causalAlign = CausalAlign::bottom_right;
   if (!inputFile.empty() && inputFile != "-" &&
       isSameFile(outputFile, inputFile))

@@ -45,7 +45,11 @@ def Attn_AttentionKvCacheOp : Attn_Op<"attention_kvcache",
 
     With `causal` the mask is bottom-right aligned to each sequence's own
     key count, as flash_attn's: query `i` sees keys
-    `j <= i + cache_seqlens[b] - Nq`. `softcap` and `scale` are those of
+    `j <= i + cache_seqlens[b] - Nq`. `window_left = L` / `window_right = R`
+    make it a sliding window around that same diagonal `d`, as flash_attn's
+    `window_size`: query `i` sees keys `d - L <= j <= d + R` (a side left
+    out is unbounded; with `causal`, R is 0). The program visits only the
+    key blocks its rows see. `softcap` and `scale` are those of
     `attn.attention`; `lse` is [B, H, Nq] f32.
 
     `head_pack = G` packs G query heads that share a key/value head into
@@ -92,6 +96,8 @@ def Attn_AttentionKvCacheOp : Attn_Op<"attention_kvcache",
                        Arg<Optional<AnyMemRef>, "", [MemWrite]>:$lse_partial,
                        UnitAttr:$causal, F32Attr:$scale,
                        OptionalAttr<F32Attr>:$softcap,
+                       OptionalAttr<I64Attr>:$window_left,
+                       OptionalAttr<I64Attr>:$window_right,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$head_pack);
   let assemblyFormat = [{
     $q `,` $k_cache `,` $v_cache `,` $o `,` $cache_seqlens
@@ -108,6 +114,11 @@ def Attn_AttentionKvCacheOp : Attn_Op<"attention_kvcache",
     int64_t getPageSize();
     /// Whether the kernel splits the keys over CTAs (has the partials).
     bool isSplit() { return getOPartial() != nullptr; }
+    /// Whether the mask has a diagonal (causal or a window side), which is
+    /// bottom-right aligned to each sequence's keys.
+    bool hasDiagonal() {
+      return getCausal() || getWindowLeftAttr() || getWindowRightAttr();
+    }
     /// The problem this op states (attn-tile records it as #attn.problem).
     AttentionProblem problem();
   }];
