@@ -9,7 +9,7 @@ from typing import Optional
 
 from . import _capi
 from ._capi import lib
-from ._errors import check_status, invalid_argument, invalid_spec
+from ._errors import check_status, invalid_argument
 from ._torch_checks import (TensorLayout, call_options, check_devices, check_int32,
                             check_is_tensor, check_qkv, check_rank, check_tensors,
                             require_torch, torch)
@@ -68,7 +68,8 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
                 "torch.compile and CUDA graph capture cannot do: check in an eager call")
         out, lse = torch.ops.attngen.attention_with_kvcache(
             q, k_cache, v_cache, cache_seqlens, block_table, options.causal, options.scale,
-            options.softcap, return_lse, num_splits)
+            options.softcap, return_lse, num_splits, options.window_left,
+            options.window_right)
     else:
         if check_cache_values and torch.cuda.is_current_stream_capturing():
             raise invalid_argument(
@@ -76,7 +77,7 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
                 "graph capture cannot do: check in an eager call before capturing")
         out, lse = _forward(q, k_cache, v_cache, cache_seqlens, block_table, options.causal,
                             options.scale, options.softcap, return_lse, num_splits,
-                            check_cache_values)
+                            options.window_left, options.window_right, check_cache_values)
     return (out, lse) if return_lse else out
 
 
@@ -98,15 +99,15 @@ def _check_arguments(q, k_cache, v_cache, cache_seqlens, block_table, causal, wi
                            "bottom-right" if causal else "top-left", softcap, window_size,
                            return_lse=return_lse, check_cache_values=check_cache_values)
     left, right = options.window_left, options.window_right
-    # flash_attn's spellings of a causal mask: window (-1, 0), and causal with
+    # flash_attn's spellings of a causal mask: window (L, 0), and causal with
     # any right side (causal forces it to 0).
-    causal = options.causal or (right == 0 and left == -1)
-    if (left, -1 if causal and right >= -1 else right) != (-1, -1):
-        raise invalid_spec(
-            f"window_size = {(left, right)}: sliding windows are not supported by the KV-cache "
-            "kernels yet; pass (-1, -1), or (-1, 0) for a causal mask")
-    options = options._replace(causal=causal, window_right=-1,
-                               causal_align="bottom-right" if causal else "top-left")
+    causal = options.causal or right == 0
+    if causal:
+        right = -1
+    # The diagonal, causal or a window's, is bottom-right to each sequence's keys.
+    diagonal = causal or left >= 0 or right >= 0
+    options = options._replace(causal=causal, window_right=right,
+                               causal_align="bottom-right" if diagonal else "top-left")
     check_qkv(_LAYOUT, q, k_cache, v_cache)
     if block_table is not None:
         capacity = _check_pages(q, k_cache, block_table)
@@ -191,7 +192,8 @@ def _check_num_splits(num_splits):
 
 
 def _forward(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, softcap,
-             return_lse, num_splits, check_cache_values=False):
+             return_lse, num_splits, window_left=-1, window_right=-1,
+             check_cache_values=False):
     """The op's CUDA implementation and the eager path: the plan (splits and
     their workspace), the optional value check, then the launch."""
     batch, _, heads, _ = q.shape
@@ -199,8 +201,10 @@ def _forward(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, sof
     paged = block_table is not None
     page_size = k_cache.shape[1] if paged else 0
     # A kernel that can split serves num_splits 0 and n > 1; 1 never splits.
+    diagonal = causal or window_left >= 0 or window_right >= 0
     kernel = kernel_for(q, scale, causal=causal,
-                        causal_align="bottom-right" if causal else "top-left", softcap=softcap,
+                        causal_align="bottom-right" if diagonal else "top-left",
+                        softcap=softcap, window_size=(window_left, window_right),
                         kv_cache=True, page_size=page_size, split_kv=num_splits != 1,
                         head_pack=head_pack_for(heads // k_cache.shape[2]))
     keys = block_table.shape[1] * page_size if paged else k_cache.shape[1]
@@ -239,14 +243,15 @@ if torch is not None:
     def _kvcache_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                     cache_seqlens: Optional[torch.Tensor], block_table: Optional[torch.Tensor],
                     causal: bool, scale: float, softcap: float, return_lse: bool,
-                    num_splits: int) -> tuple[torch.Tensor, torch.Tensor]:
+                    num_splits: int, window_left: int, window_right: int
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
         """What traced calls (torch.compile, CUDA graphs, autograd) run."""
         return _forward(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale,
-                        softcap, return_lse, num_splits)
+                        softcap, return_lse, num_splits, window_left, window_right)
 
     @_kvcache_op.register_fake
     def _kvcache_fake(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, softcap,
-                      return_lse, num_splits):
+                      return_lse, num_splits, window_left, window_right):
         """The outputs' shapes, for tracing with fake or meta tensors."""
         return outputs_like(q, return_lse)
 

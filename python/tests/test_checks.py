@@ -364,7 +364,7 @@ class TensorCheckTest(unittest.TestCase):
                                                       64, -1, True)
         self.assertEqual((out.shape, lse.shape), (packed_q.shape, (8, 300)))
         out, lse = torch.ops.attngen.attention_with_kvcache(q[:, :1], k, k, None, None, True,
-                                                            0.0, 0.0, False, 0)
+                                                            0.0, 0.0, False, 0, 64, -1)
         self.assertEqual((out.shape, lse.shape), ((2, 1, 4, 64), (0,)))
         torch.library.opcheck(torch.ops.attngen.attention.default,
                               (q, k, k, True, 0.0, True, "bottom-right", 30.0, 256, -1),

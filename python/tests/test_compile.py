@@ -77,12 +77,18 @@ class CompileTest(unittest.TestCase):
             self.assertEqual(k.combine.metadata["kind"], "combine")
             self.assertIn(f".entry {k.combine.kernel_name}", k.combine.ptx)
         self.assertIsNone(attngen.compile(kv_cache=True).combine)
+        # Sliding windows decode too, bottom-right to each sequence's keys.
+        k = attngen.compile(kv_cache=True, window_size=(100, 50), causal_align="bottom-right")
+        self.assertEqual(k.kernel_name, "attn_kvcache_sm90a_bf16_d128_window_l100_r50_br")
+        self.assertEqual((k.metadata["window_left"], k.metadata["window_right"]), (100, 50))
         errors = [
             (dict(kv_cache=True, page_size=24), "page size 24 is not supported"),
             (dict(kv_cache=True, head_pack=16), "head-pack = 16 does not fit block-m = 64"),
             (dict(page_size=32), "belong to KV-cache kernels"),
-            (dict(kv_cache=True, causal=True), "aligns its causal diagonal bottom-right"),
-            (dict(kv_cache=True, window_size=(128, 0)), "has no sliding window"),
+            (dict(kv_cache=True, causal=True), "aligns its causal diagonal and window "
+             "bottom-right"),
+            (dict(kv_cache=True, window_size=(128, 0)), "aligns its causal diagonal and window "
+             "bottom-right"),
         ]
         for kwargs, needle in errors:
             with self.subTest(**{k: str(v) for k, v in kwargs.items()}):

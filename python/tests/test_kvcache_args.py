@@ -78,14 +78,12 @@ class KvCacheArgumentTest(unittest.TestCase):
         self.assertFails("num_splits must be an int", TypeError, num_splits=True)
 
     def test_window_and_flags(self):
-        self.assertFails("sliding windows are not supported by the KV-cache kernels yet",
-                         window_size=(128, 0))
-        self.assertFails("sliding windows are not supported by the KV-cache kernels yet",
-                         window_size=(-1, 64))
-        # flash_attn's spellings of a causal mask are taken: (-1, 0), and
-        # causal with any right side (causal forces it to 0).
+        self.assertFails("window left = -2 is out of range", window_size=(-2, 0))
+        # Sliding windows, and flash_attn's spellings of a causal mask: (-1,
+        # 0), and causal with any right side (causal forces it to 0).
         for kwargs in (dict(window_size=(-1, 0)), dict(causal=True, window_size=(-1, 64)),
-                       dict(causal=True, window_size=(-1, 0))):
+                       dict(causal=True, window_size=(-1, 0)), dict(window_size=(128, 0)),
+                       dict(window_size=(-1, 64)), dict(window_size=(100, 50))):
             with self.subTest(**{k: str(v) for k, v in kwargs.items()}):
                 self.assertFails("q is on cpu; attngen runs on CUDA devices", **kwargs)
         self.assertFails("causal must be a bool", TypeError, causal=1)
