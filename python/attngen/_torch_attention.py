@@ -4,6 +4,7 @@ torch.export trace it) and the launch. Eager calls launch directly (see
 _torch_launch.use_custom_op)."""
 
 from ._errors import invalid_argument
+from ._torch_kvcache import _forward as _kvcache_forward
 from ._torch_checks import (TensorLayout, call_options, check_devices, check_qkv,
                             check_tensors, require_torch, torch)
 from ._torch_launch import (forward_args, kernel_for, launch, outputs_like, refuse_backward,
@@ -31,7 +32,9 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, *,
     to right after its diagonal (i + seqlen_k - seqlen_q bottom-right, as
     flash_attn's window_size; -1: that side unbounded): (256, 0) is a causal
     window of 256 keys, (-1, 0) plain causal; with causal=True right must be
-    -1 or 0. Registered as the torch op torch.ops.attngen.attention, which
+    -1 or 0. A call with at most 16 query rows (decoding) runs the
+    KV-cache kernels, which pack the query heads of each key/value head and
+    split the keys over CTAs. Registered as the torch op torch.ops.attngen.attention, which
     torch.compile and torch.export trace; eager calls launch directly (the
     op's first call costs seconds of PyTorch set-up)."""
     require_torch("attention")
@@ -66,9 +69,28 @@ def _check_arguments(q, k, v, causal, scale, return_lse, causal_align, softcap, 
     return options
 
 
+#: Query rows up to which a call takes the decoding (KV-cache) kernels: their
+#: tiles pack the query heads of a key/value head and split the keys over
+#: CTAs, where the dense kernel's 128-row tiles would be mostly padding.
+DECODE_MAX_SEQLEN_Q = 16
+
+
+def _decodes(q, k, causal, causal_align, window_left, window_right):
+    """Whether the decoding kernels compute this call: few query rows, and a
+    mask they align the same way (bottom-right, or no diagonal, or Nq = Nk)."""
+    batch, seqlen_q = q.shape[:2]
+    if not 0 < seqlen_q <= DECODE_MAX_SEQLEN_Q or batch == 0:
+        return False
+    diagonal = causal or window_left >= 0 or window_right >= 0
+    return not diagonal or causal_align == "bottom-right" or seqlen_q == k.shape[1]
+
+
 def _forward(q, k, v, causal, scale, return_lse, causal_align, softcap, window_left,
              window_right):
     """Runs the kernel: the op's CUDA implementation and the eager path."""
+    if _decodes(q, k, causal, causal_align, window_left, window_right):
+        return _kvcache_forward(q, k, v, None, None, causal, scale, softcap, return_lse, 0,
+                                window_left, window_right)
     out, lse = outputs_like(q, return_lse)
     kernel = kernel_for(q, scale, causal=causal, causal_align=causal_align, softcap=softcap,
                         window_size=(window_left, window_right))
