@@ -70,6 +70,18 @@ fi
 step "KV-cache decoding: correctness (paged, split-KV, GQA), CUDA graphs, torch.compile, decode speed vs SDPA"
 python3 gpu/decode_check.py --json "$OUT/decode_check.json" "$@" 2>&1 | tee "$OUT/decode_check.log"
 [ "${PIPESTATUS[0]}" = 0 ] || fail "decode_check"
+step "flash_attn drop-in (attngen.flash_attn_interface): flash_attn's criterion, decode speed vs SDPA"
+python3 gpu/flash_attn_check.py --json "$OUT/flash_attn_check.json" "$@" 2>&1 | tee "$OUT/flash_attn_check.log"
+[ "${PIPESTATUS[0]}" = 0 ] || fail "flash_attn_check"
+if command -v compute-sanitizer >/dev/null 2>&1; then
+  step "compute-sanitizer memcheck and racecheck on the KV-cache kernels with windows (small cases)"
+  for tool in memcheck racecheck; do
+    timeout 300 compute-sanitizer --tool $tool --error-exitcode 1 python3 gpu/flash_attn_check.py \
+      --quick --only kvcache > "$OUT/flash_attn_$tool.log" 2>&1 \
+      || { tail -n 30 "$OUT/flash_attn_$tool.log"; fail "flash_attn_check under $tool"; }
+    tail -n 2 "$OUT/flash_attn_$tool.log"
+  done
+fi
 WHEEL=$(ls "$(dirname "$PREFIX")"/wheel/attngen-*.whl 2>/dev/null | head -n 1)
 if [ -n "$WHEEL" ]; then
   step "pip install of the wheel (self-contained library inside), tests against the install"

@@ -12,6 +12,9 @@
     out = attngen.attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k,
                                    max_seqlen_q, max_seqlen_k, causal=True)
 
+    # flash_attn's own API, a drop-in (change the import, nothing else):
+    from attngen.flash_attn_interface import flash_attn_func, flash_attn_with_kvcache
+
 Tensors are (batch, seqlen, heads, head_dim), fp16 or bf16, on a CUDA device,
 with the last dimension contiguous (other strides are free) and head_dim a
 multiple of 8 from 8 to 256. K and V may have fewer heads than Q
@@ -27,12 +30,14 @@ from ._jit import (CompiledKernel, __version__, cache_dir, clear_memory_cache, c
 from ._torch_attention import attention
 from ._torch_kvcache import attention_with_kvcache
 from ._torch_varlen import attention_varlen
+from . import flash_attn_interface  # flash_attn's API: attngen.flash_attn_interface
 
 # Private, kept for gpu/'s scripts, which print where the library came from
 # (attngen._abi, which they load by path, is a submodule like the others).
 _library_path = _capi.library_path
 
 __all__ = ["attention", "attention_varlen", "attention_with_kvcache", "compile",
+           "flash_attn_interface",
            "CompiledKernel", "AttngenError",
            "InvalidInputError", "cache_dir", "stats", "clear_memory_cache", "device_arch",
            "__version__", "compiler_id"]
