@@ -494,20 +494,13 @@ void lowerRowReduce(Lowering &l, RowReduceOp op) {
       return arith::MaxNumFOp::create(b, l.loc, x, y);
     return arith::AddFOp::create(b, l.loc, x, y);
   };
-  // The value P V multiplies: the 16-bit rounding attn.convert's pack does.
-  auto element = [&](Value v) -> Value {
-    if (!op.getRounded())
-      return v;
-    Value half = arith::TruncFOp::create(b, l.loc, l.elementType, v);
-    return arith::ExtFOp::create(b, l.loc, b.getF32Type(), half);
-  };
   SmallVector<Value> result;
   for (int64_t t = 0; t < shape.mTiles; ++t)
     for (int64_t h = 0; h < 2; ++h) {
       Value acc;
       for (int64_t n = 0; n < shape.nBlocks; ++n)
         for (int64_t e = 0; e < 2; ++e) {
-          Value v = element(values[(t * shape.nBlocks + n) * 4 + 2 * h + e]);
+          Value v = values[(t * shape.nBlocks + n) * 4 + 2 * h + e];
           acc = acc ? combine(acc, v) : v;
         }
       for (int64_t offset : {1, 2}) {
