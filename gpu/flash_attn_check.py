@@ -145,8 +145,10 @@ def check_func(res, quick):
         except Exception as e:  # noqa: BLE001 - report and go on
             res.add("flash_attn_func", label, False, harness.short_error(e))
             continue
-        ref, ref_lse = attention_ref(q, k, v, scale, causal, window, softcap)
-        ref_pt, _ = attention_ref(q, k, v, scale, causal, window, softcap, upcast=False)
+        # flash_attn's window: a side of seqlen_k or more is unbounded.
+        win = fa._window(window, causal, nk)
+        ref, ref_lse = attention_ref(q, k, v, scale, causal, win, softcap)
+        ref_pt, _ = attention_ref(q, k, v, scale, causal, win, softcap, upcast=False)
         ok, detail, ratio = judge(out, ref, ref_pt)
         worst = max(worst, ratio)
         ok = ok and probs is None and lse_ok(lse, ref_lse)
@@ -216,8 +218,9 @@ def check_varlen(res, quick):
                 ok = ok and bool(torch.all(seg == 0)) and bool(
                     torch.all(torch.isposinf(lse[:, cu_q[b]:cu_q[b + 1]])))
                 continue
-            ref, ref_lse = attention_ref(qs, keys[b][None], vals[b][None], d ** -0.5, causal, window)
-            ref_pt, _ = attention_ref(qs, keys[b][None], vals[b][None], d ** -0.5, causal, window,
+            win = fa._window(window, causal, max(lk))
+            ref, ref_lse = attention_ref(qs, keys[b][None], vals[b][None], d ** -0.5, causal, win)
+            ref_pt, _ = attention_ref(qs, keys[b][None], vals[b][None], d ** -0.5, causal, win,
                                       upcast=False)
             good, detail, _ = judge(out[cu_q[b]:cu_q[b + 1]][None], ref, ref_pt)
             good = good and lse_ok(lse[:, cu_q[b]:cu_q[b + 1]][None], ref_lse)
