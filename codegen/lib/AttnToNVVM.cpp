@@ -242,9 +242,12 @@ LogicalResult KernelLowering::lowerDim(memref::DimOp op) {
   int64_t rank = type.getRank();
   Value size;
   // A varlen kernel's packed tensors: LSE [H, total_q], data [total, H, D].
-  if (tensor->second == Tensor::Lse && rank == 2) {
+  bool rows = tensor->second == Tensor::Lse || tensor->second == Tensor::Delta;
+  bool data = tensor->second <= Tensor::O ||
+              (tensor->second >= Tensor::Dout && tensor->second != Tensor::Delta);
+  if (rows && rank == 2) {
     size = *dim == 0 ? l->params.numHeads : l->params.nq;
-  } else if (tensor->second <= Tensor::O && rank == 3) {
+  } else if (data && rank == 3) {
     // A packed [total, H, D] tensor's dimensions are [B, N, H, D]'s without
     // the batch.
     switch (*dim + 1) {

@@ -33,7 +33,9 @@ LogicalResult KernelFacts::expect(Operation *op, Value tensor,
 LogicalResult mlir::attn::checkCopySource(Operation *op, Value src,
                                           Value pages, const KernelFacts &facts,
                                           StringRef what) {
-  if (failed(facts.expect(op, src, {Tensor::Q, Tensor::K, Tensor::V}, what)))
+  if (failed(facts.expect(op, src,
+                          {Tensor::Q, Tensor::K, Tensor::V, Tensor::Dout},
+                          what)))
     return failure();
   // A paged copy reads the block table; only key/value tiles are paged.
   if (!pages)
@@ -79,7 +81,13 @@ LogicalResult mlir::attn::checkLowerable(func::FuncOp func,
   };
   auto checkTile = [&](Operation *op, Value v) -> LogicalResult {
     auto tile = dyn_cast<RegTileType>(v.getType());
-    if (tile && (tile.getRows() <= 0 || tile.getRows() % slice != 0))
+    // A column vector is held whole by every warp: its length is a tile's
+    // columns, any multiple of 8.
+    if (tile && tile.isCol() && tile.getRows() % 8 != 0)
+      return op->emitOpError() << "column vector " << tile
+                               << " must have a multiple of 8 entries";
+    if (tile && !tile.isCol() &&
+        (tile.getRows() <= 0 || tile.getRows() % slice != 0))
       return op->emitOpError()
              << "register tile " << tile << " has " << tile.getRows()
              << " rows, but the kernel's " << tiling.getNumWarps()

@@ -727,8 +727,9 @@ void lowerStoreSmem(Lowering &l, StoreSmemOp op) {
                                  NVVM::SharedSpace::shared_cta));
 }
 
-/// attn.load: each thread loads its column pairs of an f32 tensor as 8-byte
-/// words; rows at or past N read 0 (their address is the tensor's base).
+/// attn.load: each thread loads its column pairs as 8-byte words (f32) or
+/// 4-byte words (16-bit, widened); rows at or past N read 0 (their address
+/// is the tensor's base).
 void lowerLoad(Lowering &l, LoadOp op) {
   OpBuilder &b = l.b;
   auto type = cast<RegTileType>(op.getType());
@@ -739,7 +740,8 @@ void lowerLoad(Lowering &l, LoadOp op) {
   Value row0 = l.toI32(l.scalar(op.getRow()));
   Value numRows = l.tensorRows(tensor);
   Value base = l.params.ptr[static_cast<int>(tensor)];
-  auto vecType = VectorType::get({2}, b.getF32Type());
+  bool f32 = l.elementBytes(tensor) == 4;
+  auto vecType = VectorType::get({2}, f32 ? b.getF32Type() : l.elementType);
   Value zero = l.f32(0.0f);
   SmallVector<Value> values(valueCount(l, type));
   for (int64_t t = 0; t < shape.mTiles; ++t)
@@ -752,13 +754,17 @@ void lowerLoad(Lowering &l, LoadOp op) {
             l.globalAddress(tensor, batch, r.row, r.head, l.fragmentCol(n, 0)),
             base);
         auto load = LLVM::LoadOp::create(b, l.loc, vecType, addr,
-                                         /*alignment=*/8);
+                                         /*alignment=*/f32 ? 8 : 4);
         load.setInvariant(true);
         int64_t index = (t * shape.nBlocks + n) * 4 + 2 * h;
-        for (int64_t e = 0; e < 2; ++e)
-          values[index + e] = arith::SelectOp::create(
-              b, l.loc, r.inside,
-              LLVM::ExtractElementOp::create(b, l.loc, load, l.i32(e)), zero);
+        for (int64_t e = 0; e < 2; ++e) {
+          Value element =
+              LLVM::ExtractElementOp::create(b, l.loc, load, l.i32(e));
+          if (!f32)
+            element = arith::ExtFOp::create(b, l.loc, b.getF32Type(), element);
+          values[index + e] =
+              arith::SelectOp::create(b, l.loc, r.inside, element, zero);
+        }
       }
     }
   l.tiles[op] = values;
@@ -907,28 +913,32 @@ void mlir::attn::populateFragmentLowerings(LoweringTable &table) {
   table.add<StoreOp>(lowerStore).checkedBy(
       [](Operation *op, const KernelFacts &facts) {
         return facts.expect(op, cast<StoreOp>(op).getDst(),
-                            {Tensor::O, Tensor::OPartial},
-                            "must write the kernel's \"o\" argument (or a "
-                            "split kernel's \"o_partial\"): the kernel ABI "
-                            "has one output tensor");
+                            {Tensor::O, Tensor::OPartial, Tensor::Dq,
+                             Tensor::Dk, Tensor::Dv},
+                            "must write the kernel's \"o\" argument (a "
+                            "split kernel's \"o_partial\", a backward "
+                            "kernel's \"dq\", \"dk\" or \"dv\")");
       });
   table.add<StoreRowsOp>(lowerStoreRows)
       .checkedBy([](Operation *op, const KernelFacts &facts) {
         return facts.expect(op, cast<StoreRowsOp>(op).getDst(),
-                            {Tensor::Lse, Tensor::LsePartial},
+                            {Tensor::Lse, Tensor::LsePartial, Tensor::Delta},
                             "must write the kernel's \"lse\" (or "
-                            "\"lse_partial\") argument");
+                            "\"lse_partial\", or a backward kernel's "
+                            "\"delta\") argument");
       });
   table.add<LoadOp>(lowerLoad).checkedBy(
       [](Operation *op, const KernelFacts &facts) {
-        return facts.expect(op, cast<LoadOp>(op).getSrc(), {Tensor::OPartial},
-                            "must read the kernel's \"o_partial\" argument");
+        return facts.expect(op, cast<LoadOp>(op).getSrc(),
+                            {Tensor::OPartial, Tensor::O, Tensor::Dout},
+                            "must read the kernel's \"o_partial\" argument "
+                            "(or a backward kernel's \"o\" or \"dout\")");
       });
   table.add<LoadRowsOp>(lowerLoadRows)
       .checkedBy([](Operation *op, const KernelFacts &facts) {
         return facts.expect(op, cast<LoadRowsOp>(op).getSrc(),
-                            {Tensor::LsePartial},
+                            {Tensor::LsePartial, Tensor::Lse},
                             "must read the kernel's \"lse_partial\" "
-                            "argument");
+                            "argument (or a backward kernel's \"lse\")");
       });
 }

@@ -45,9 +45,17 @@ std::optional<SizeKind> mlir::attn::tensorDimSize(Tensor tensor, unsigned dim,
   switch (tensor) {
   case Tensor::Q:
   case Tensor::O:
+  case Tensor::Dout:
+  case Tensor::Dq:
     return dim == 0   ? std::optional(SizeKind::batch)
            : dim == 1 ? std::optional(SizeKind::nq)
            : dim == 2 ? std::optional(SizeKind::num_heads)
+                      : std::nullopt;
+  case Tensor::Dk:
+  case Tensor::Dv:
+    return dim == 0   ? std::optional(SizeKind::batch)
+           : dim == 1 ? std::optional(SizeKind::nk)
+           : dim == 2 ? std::optional(SizeKind::num_kv_heads)
                       : std::nullopt;
   case Tensor::K:
   case Tensor::V:
@@ -57,6 +65,7 @@ std::optional<SizeKind> mlir::attn::tensorDimSize(Tensor tensor, unsigned dim,
       return pagedCache ? std::nullopt : std::optional(SizeKind::nk);
     return dim == 2 ? std::optional(SizeKind::num_kv_heads) : std::nullopt;
   case Tensor::Lse:
+  case Tensor::Delta:
     return dim == 0   ? std::optional(SizeKind::batch)
            : dim == 1 ? std::optional(SizeKind::num_heads)
            : dim == 2 ? std::optional(SizeKind::nq)
@@ -262,7 +271,7 @@ FailureOr<KernelAbi> mlir::attn::deriveKernelAbi(func::FuncOp kernel,
   for (auto [tensor, arg] : llvm::zip(abi.tensors, kernel.getArguments())) {
     if (tensor == Tensor::Lse || tensor == Tensor::CuSeqlensQ ||
         tensor == Tensor::CuSeqlensK || tensor == Tensor::CacheSeqlens ||
-        tensor == Tensor::LsePartial)
+        tensor == Tensor::LsePartial || tensor == Tensor::Delta)
       continue;
     int64_t rank = cast<MemRefType>(arg.getType()).getRank();
     if (tensor != Tensor::BlockTable && rank != (packed ? 3 : 4))

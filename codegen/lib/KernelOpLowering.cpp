@@ -250,6 +250,7 @@ LoweringTable mlir::attn::buildLoweringTable(TargetKind target) {
   LoweringTable table(target);
   populateKernelOpLowerings(table);
   populateFragmentLowerings(table);
+  populateBackwardLowerings(table);
   if (target == TargetKind::sm_90a)
     populateSm90Lowerings(table);
   else

@@ -247,7 +247,8 @@ public:
   /// partial outputs) rather than key/value ones (K, V).
   static bool isQueryTensor(Tensor tensor) {
     return tensor == Tensor::Q || tensor == Tensor::O ||
-           tensor == Tensor::OPartial;
+           tensor == Tensor::OPartial || tensor == Tensor::Dout ||
+           tensor == Tensor::Dq;
   }
   /// Sequence length of a kernel tensor: Nq for Q and O, Nk for K and V.
   Value tensorRows(Tensor tensor) const {

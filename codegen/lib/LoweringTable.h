@@ -97,11 +97,12 @@ private:
   llvm::DenseMap<TypeID, OpLowering> entries;
 };
 
-/// The table of `target`: all four populate functions.
+/// The table of `target`: all its populate functions.
 LoweringTable buildLoweringTable(TargetKind target);
 
 void populateKernelOpLowerings(LoweringTable &table);
 void populateFragmentLowerings(LoweringTable &table);
+void populateBackwardLowerings(LoweringTable &table);
 void populateSm80Lowerings(LoweringTable &table);
 void populateSm90Lowerings(LoweringTable &table);
 

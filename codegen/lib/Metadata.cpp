@@ -90,6 +90,8 @@ static llvm::json::Value jsonOf(const AttentionProblem &problem, Kind,
   else if constexpr (std::is_same_v<Kind, spec::Align>)
     // "none" where there is no diagonal to place.
     return problem.hasDiagonal() ? spec::Align::key(value) : "none";
+  else if constexpr (std::is_same_v<Kind, spec::Backward>)
+    return spec::Backward::key(value);
   else if constexpr (std::is_same_v<Kind, spec::Combine>)
     return value ? "combine" : "forward";
   else

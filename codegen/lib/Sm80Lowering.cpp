@@ -511,7 +511,7 @@ void mlir::attn::populateSm80Lowerings(LoweringTable &table) {
         auto copy = cast<CopyAsyncOp>(op);
         return checkCopySource(op, copy.getSrc(), copy.getPages(), facts,
                                "copies from the kernel's q, k or v argument "
-                               "only");
+                               "(or a backward kernel's dout) only");
       });
   table.add<WaitOp>(lowerWait);
   table.add<MmaOp>(lowerMma);

@@ -206,7 +206,8 @@ LogicalResult AttnDialect::verifyOperationAttribute(Operation *op,
 LogicalResult mlir::attn::requireTiled(Operation *root, llvm::StringRef pass) {
   Operation *untiled = nullptr;
   root->walk([&](Operation *op) {
-    if (isa<AttentionOp, AttentionKvCacheOp, CombineSplitsOp>(op)) {
+    if (isa<AttentionOp, AttentionKvCacheOp, CombineSplitsOp,
+            AttentionBackwardOp>(op)) {
       untiled = op;
       return WalkResult::interrupt();
     }

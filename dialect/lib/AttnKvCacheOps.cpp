@@ -242,11 +242,15 @@ LogicalResult LoadOp::verify() {
   if (result.getFragment() != FragmentKind::acc)
     return emitOpError() << "result must be an 'acc' register tile, got "
                          << result;
-  if (failed(verifyRankAndElement(*this, getSrc(), "src", 4,
-                                  Float32Type::get(getContext()),
-                                  "[B, N, H, D]")))
-    return failure();
-  auto src = cast<MemRefType>(getSrc().getType());
+  // f32 (a split kernel's partial outputs), or 16-bit (the backward's O
+  // and dO, widened).
+  auto src = dyn_cast<MemRefType>(getSrc().getType());
+  if (!src || src.getRank() != 4 ||
+      !(src.getElementType().isF32() || src.getElementType().isF16() ||
+        src.getElementType().isBF16()))
+    return emitOpError() << "operand 'src' must be a rank-4 memref [B, N, H, "
+                            "D] of f32, f16 or bf16, got "
+                         << getSrc().getType();
   if (src.getDimSize(3) != result.getShape()[1])
     return emitOpError() << "tile has " << result.getShape()[1]
                          << " columns but the source head dimension is "

@@ -67,8 +67,8 @@ static void printRowsTensorType(OpAsmPrinter &printer, Operation *,
 /// Checks that `type` is a memref of f16/bf16 whose head dimension is
 /// static, of rank 4 [B, N, H, D], or with `packed` of rank 3 [total, H, D]
 /// (a variable-length batch); `name` names the operand in diagnostics.
-static LogicalResult verifyDataMemRef(Operation *op, Type type, StringRef name,
-                                      bool packed) {
+LogicalResult mlir::attn::verifyDataMemRef(Operation *op, Type type,
+                                           StringRef name, bool packed) {
   auto memref = dyn_cast<MemRefType>(type);
   if (packed && (!memref || memref.getRank() != kPackedDataRank))
     return op->emitOpError()
@@ -242,18 +242,11 @@ mlir::attn::verifyDataOperands(Operation *op,
   return success();
 }
 
-/// One dimension of one operand, for the static size checks.
-struct DimRef {
-  Value value;
-  StringRef name;
-  unsigned dim;
-};
-
 /// Checks that the static sizes among `dims` (one logical size, `what`)
 /// agree and returns that size, or kDynamic when all are dynamic (the
 /// runtime checks those).
-static FailureOr<int64_t> verifySameSize(Operation *op, StringRef what,
-                                         ArrayRef<DimRef> dims) {
+FailureOr<int64_t> mlir::attn::verifySameSize(Operation *op, StringRef what,
+                                              ArrayRef<DimRef> dims) {
   std::optional<DimRef> first;
   int64_t size = ShapedType::kDynamic;
   for (const DimRef &ref : dims) {
@@ -275,28 +268,29 @@ static FailureOr<int64_t> verifySameSize(Operation *op, StringRef what,
 
 /// Checks the cu_seqlens operands of a varlen attn.attention: both given,
 /// contiguous rank-1 i32 memrefs, of the same static length when known.
-static LogicalResult verifyCuSeqlens(AttentionOp op) {
-  if (!op.getCuSeqlensQ() || !op.getCuSeqlensK())
-    return op.emitOpError("a variable-length batch needs both cu_seqlens_q "
-                          "and cu_seqlens_k");
-  for (auto [value, name] : {std::pair(op.getCuSeqlensQ(), "cu_seqlens_q"),
-                             std::pair(op.getCuSeqlensK(), "cu_seqlens_k")}) {
+LogicalResult mlir::attn::verifyCuSeqlens(Operation *op, Value cuSeqlensQ,
+                                          Value cuSeqlensK) {
+  if (!cuSeqlensQ || !cuSeqlensK)
+    return op->emitOpError("a variable-length batch needs both cu_seqlens_q "
+                           "and cu_seqlens_k");
+  for (auto [value, name] : {std::pair(cuSeqlensQ, "cu_seqlens_q"),
+                             std::pair(cuSeqlensK, "cu_seqlens_k")}) {
     auto type = dyn_cast<MemRefType>(value.getType());
     if (!type || type.getRank() != 1 || !type.getElementType().isInteger(32))
-      return op.emitOpError()
+      return op->emitOpError()
              << "operand '" << name
              << "' must be a rank-1 i32 memref [B + 1] (where each sequence "
                 "starts), got "
              << value.getType();
     if (!type.getLayout().isIdentity())
-      return op.emitOpError() << "operand '" << name
+      return op->emitOpError() << "operand '" << name
                               << "' must be contiguous (the identity layout), "
                                  "got "
                               << type;
   }
   if (failed(verifySameSize(op, "number of sequences + 1",
-                            {{op.getCuSeqlensQ(), "cu_seqlens_q", 0},
-                             {op.getCuSeqlensK(), "cu_seqlens_k", 0}})))
+                            {{cuSeqlensQ, "cu_seqlens_q", 0},
+                             {cuSeqlensK, "cu_seqlens_k", 0}})))
     return failure();
   return success();
 }
@@ -338,7 +332,7 @@ LogicalResult AttentionOp::verify() {
   // A packed (variable-length) batch has no batch dimension: every logical
   // dimension below is one lower.
   bool packed = getCuSeqlensQ() || getCuSeqlensK();
-  if (packed && failed(verifyCuSeqlens(*this)))
+  if (packed && failed(verifyCuSeqlens(*this, getCuSeqlensQ(), getCuSeqlensK())))
     return failure();
   unsigned shift = packed ? 1 : 0;
   for (auto [value, name] : tensors)

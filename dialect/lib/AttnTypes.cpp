@@ -128,7 +128,8 @@ void RegTileType::print(AsmPrinter &printer) const {
 LogicalResult RegTileType::verify(function_ref<InFlightDiagnostic()> emitError,
                                   ArrayRef<int64_t> shape, Type elementType,
                                   FragmentKind fragment) {
-  size_t expectedRank = fragment == FragmentKind::row ? 1 : 2;
+  size_t expectedRank =
+      fragment == FragmentKind::row || fragment == FragmentKind::col ? 1 : 2;
   if (shape.size() != expectedRank)
     return emitError() << "register tile with '"
                        << stringifyFragmentKind(fragment) << "' fragments must "
@@ -141,6 +142,7 @@ LogicalResult RegTileType::verify(function_ref<InFlightDiagnostic()> emitError,
   switch (fragment) {
   case FragmentKind::acc:
   case FragmentKind::row:
+  case FragmentKind::col:
     if (!elementType.isF32())
       return emitError() << "'" << stringifyFragmentKind(fragment)
                          << "' register tile must hold f32, got "

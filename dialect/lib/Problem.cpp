@@ -155,6 +155,7 @@ void printValue(AsmPrinter &p, double v) {
 }
 void printValue(AsmPrinter &p, DType v) { p << spec::Element::text(v); }
 void printValue(AsmPrinter &p, CausalAlign v) { p << spec::Align::key(v); }
+void printValue(AsmPrinter &p, BackwardPart v) { p << spec::Backward::key(v); }
 
 ParseResult parseValue(AsmParser &p, bool &v) {
   StringRef word;
@@ -188,6 +189,17 @@ ParseResult parseValue(AsmParser &p, CausalAlign &v) {
   if (!parsed)
     return p.emitError(loc, "expected top_left or bottom_right, got '")
            << word << "'";
+  v = *parsed;
+  return success();
+}
+ParseResult parseValue(AsmParser &p, BackwardPart &v) {
+  StringRef word;
+  SMLoc loc = p.getCurrentLocation();
+  if (p.parseKeyword(&word))
+    return failure();
+  std::optional<BackwardPart> parsed = spec::Backward::parse(word);
+  if (!parsed)
+    return p.emitError(loc, "expected none, dq or dkdv, got '") << word << "'";
   v = *parsed;
   return success();
 }
@@ -323,6 +335,8 @@ std::optional<AttentionProblem> mlir::attn::problemOfKernel(Operation *func) {
       found = kv.problem();
     else if (auto combine = dyn_cast<CombineSplitsOp>(op))
       found = combine.problem();
+    else if (auto backward = dyn_cast<AttentionBackwardOp>(op))
+      found = backward.problem();
   });
   return found;
 }

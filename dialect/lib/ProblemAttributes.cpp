@@ -23,6 +23,9 @@ Attribute attributeOf(Builder &b, spec::Window, int64_t value) {
 Attribute attributeOf(Builder &b, spec::Align, CausalAlign value) {
   return CausalAlignAttr::get(b.getContext(), value);
 }
+Attribute attributeOf(Builder &b, spec::Backward, BackwardPart value) {
+  return BackwardPartAttr::get(b.getContext(), value);
+}
 template <class Kind, class T>
 Attribute attributeOf(Builder &, Kind, const T &) {
   return {};
@@ -41,6 +44,9 @@ void valueOf(Attribute attr, spec::Window, int64_t &value) {
 }
 void valueOf(Attribute attr, spec::Align, CausalAlign &value) {
   value = cast<CausalAlignAttr>(attr).getValue();
+}
+void valueOf(Attribute attr, spec::Backward, BackwardPart &value) {
+  value = cast<BackwardPartAttr>(attr).getValue();
 }
 template <class Kind, class T> void valueOf(Attribute, Kind, T &) {}
 

@@ -93,6 +93,33 @@ std::optional<CausalAlign> Align::parse(llvm::StringRef text) {
   return std::nullopt;
 }
 
+BackwardPart Backward::fromDefault(int v) {
+  return v == ATTNRT_BACKWARD_DQ     ? BackwardPart::dq
+         : v == ATTNRT_BACKWARD_DKDV ? BackwardPart::dkdv
+                                     : BackwardPart::none;
+}
+
+llvm::Expected<BackwardPart> Backward::fromC(int v, llvm::StringRef) {
+  if (v != ATTNRT_BACKWARD_NONE && v != ATTNRT_BACKWARD_DQ &&
+      v != ATTNRT_BACKWARD_DKDV)
+    return fieldError(fmt::format(
+        "backward {} is not supported; supported: ATTNRT_BACKWARD_NONE ({}, "
+        "a forward kernel), ATTNRT_BACKWARD_DQ ({}), ATTNRT_BACKWARD_DKDV ({})",
+        v, int(ATTNRT_BACKWARD_NONE), int(ATTNRT_BACKWARD_DQ),
+        int(ATTNRT_BACKWARD_DKDV)));
+  return fromDefault(v);
+}
+
+int Backward::toC(BackwardPart v) { return static_cast<int>(v); }
+
+std::string Backward::text(BackwardPart v) {
+  return stringifyBackwardPart(v).str();
+}
+
+std::optional<BackwardPart> Backward::parse(llvm::StringRef text) {
+  return symbolizeBackwardPart(text);
+}
+
 TargetKind Arch::fromDefault(int v) {
   return v == 0 ? TargetKind::sm_80 : TargetKind::sm_90a;
 }

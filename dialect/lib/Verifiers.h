@@ -9,6 +9,30 @@ namespace mlir::attn {
 /// dimension is static; `name` names the operand in diagnostics.
 LogicalResult verifyBNHDMemRef(Operation *op, Type type, StringRef name);
 
+/// Checks that `type` is a memref of f16/bf16 whose head dimension is
+/// static, of rank 4 [B, N, H, D], or with `packed` of rank 3 [total, H, D]
+/// (a variable-length batch); `name` names the operand in diagnostics.
+LogicalResult verifyDataMemRef(Operation *op, Type type, StringRef name,
+                               bool packed);
+
+/// One dimension of one operand, for the static size checks.
+struct DimRef {
+  Value value;
+  StringRef name;
+  unsigned dim;
+};
+
+/// Checks that the static sizes among `dims` (one logical size, `what`)
+/// agree and returns that size, or kDynamic when all are dynamic (the
+/// runtime checks those).
+FailureOr<int64_t> verifySameSize(Operation *op, StringRef what,
+                                  ArrayRef<DimRef> dims);
+
+/// Checks the cu_seqlens operands of a varlen problem op: both given,
+/// contiguous rank-1 i32 memrefs, of the same static length when known.
+LogicalResult verifyCuSeqlens(Operation *op, Value cuSeqlensQ,
+                              Value cuSeqlensK);
+
 /// Checks that `type`'s innermost dimension is contiguous (stride 1): the
 /// kernels copy rows in 16-byte chunks and take no stride for it.
 LogicalResult verifyUnitLastStride(Operation *op, MemRefType type,

@@ -78,7 +78,11 @@ attngen_status currentDevice(void **context, TargetKind &arch) {
   int major = 0, minor = 0;
   if (attnrt_status s = attnrt_current_device(context, nullptr, &major, &minor))
     return failFromRuntime(s);
-  if (major == 9 && minor == 0) {
+  // ATTNGEN_ARCH=sm_80 runs the sm_80 kernels on a Hopper GPU too (their
+  // PTX runs on every GPU from 8.0): how their GPU checks run on an H200.
+  const char *forced = std::getenv("ATTNGEN_ARCH");
+  bool forceSm80 = forced && std::strcmp(forced, "sm_80") == 0;
+  if (major == 9 && minor == 0 && !forceSm80) {
     arch = TargetKind::sm_90a;
     return ATTNGEN_OK;
   }
@@ -479,6 +483,20 @@ attngen_status attngen_kernel_forward(const attngen_kernel *k,
                               args, stream)
                         : attnrt_forward(k->module, args, stream);
   if (s)
+    return failFromRuntime(s);
+  return ATTNGEN_OK;
+}
+
+attngen_status attngen_kernel_backward(const attngen_kernel *dq,
+                                       const attngen_kernel *dkdv,
+                                       const attnrt_forward_args *args,
+                                       void *stream) {
+  if (!dq || !dkdv)
+    return fail(ATTNGEN_ERROR_INVALID_ARGUMENT,
+                "a backward kernel is NULL: get the dq and dkdv kernels from "
+                "attngen_jit_get_kernel (spec.backward = ATTNRT_BACKWARD_DQ, "
+                "ATTNRT_BACKWARD_DKDV)");
+  if (attnrt_status s = attnrt_backward(dq->module, dkdv->module, args, stream))
     return failFromRuntime(s);
   return ATTNGEN_OK;
 }

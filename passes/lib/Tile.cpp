@@ -5,6 +5,7 @@
 // copies overlapped with the two GEMMs as in FlashAttention-2.
 //
 //===----------------------------------------------------------------------===//
+#include "TileBackward.h"
 #include "TileBuilder.h"
 #include "TileKvCache.h"
 #include "attn/Passes/BoundedSoftmax.h"
@@ -298,12 +299,13 @@ struct AttnTilePass : public mlir::attn::impl::AttnTileBase<AttnTilePass> {
       return signalPassFailure();
   }
 
-  /// Tiles every attn.attention_kvcache and attn.combine_splits of `module`.
+  /// Tiles every attn.attention_kvcache, attn.combine_splits and
+  /// attn.attention_backward of `module`.
   LogicalResult tileDecodingKernels(ModuleOp module,
                                     std::optional<TargetKind> target) {
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
-      if (isa<AttentionKvCacheOp, CombineSplitsOp>(op))
+      if (isa<AttentionKvCacheOp, CombineSplitsOp, AttentionBackwardOp>(op))
         ops.push_back(op);
     });
     if (!ops.empty() && !target)
@@ -317,6 +319,17 @@ struct AttnTilePass : public mlir::attn::impl::AttnTileBase<AttnTilePass> {
       FailureOr<TileConfig> config = chosenTiling(func, op);
       if (failed(config))
         return failure();
+      if (auto backward = dyn_cast<AttentionBackwardOp>(op)) {
+        if (llvm::Error error =
+                checkTileConfig(*config, *target, backward.getHeadDim())) {
+          backward.emitOpError() << "invalid tile configuration: "
+                                 << llvm::toString(std::move(error));
+          return failure();
+        }
+        if (failed(tileBackward(backward, func, *config, *target)))
+          return failure();
+        continue;
+      }
       if (auto combine = dyn_cast<CombineSplitsOp>(op)) {
         int64_t pack = combine.headPack();
         if (config->blockM % (16 * config->numWarps) != 0 ||

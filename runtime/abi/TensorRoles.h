@@ -16,7 +16,8 @@ namespace attnrt::abi {
 /// A kernel tensor's role. A varlen kernel's cu_seqlens vectors (int32
 /// [B + 1]) follow the dense ones; the decoding kernels add the
 /// per-sequence key counts and the block table of a KV cache, and the
-/// split-KV workspace (partial outputs and log-sum-exps).
+/// split-KV workspace (partial outputs and log-sum-exps); the backward
+/// kernels its inputs and gradients.
 enum class TensorRole {
   Q = 0,
   K = 1,
@@ -29,17 +30,25 @@ enum class TensorRole {
   BlockTable = 8,
   OPartial = 9,
   LsePartial = 10,
+  // The backward pass: dL/dO, delta = rowsum(dO O) ([B, H, Nq] f32, as the
+  // LSE) and the three gradients.
+  Dout = 11,
+  Delta = 12,
+  Dq = 13,
+  Dk = 14,
+  Dv = 15,
 };
 
 /// Number of tensor roles.
-inline constexpr int kNumTensorRoles = 11;
+inline constexpr int kNumTensorRoles = 16;
 
 /// The roles' names, in TensorRole order: what `attn.tensors` and the
 /// metadata's "tensor" keys spell.
 inline constexpr const char *kTensorRoleNames[kNumTensorRoles] = {
     "q",            "k",           "v",         "o",
     "lse",          "cu_seqlens_q", "cu_seqlens_k", "cache_seqlens",
-    "block_table",  "o_partial",   "lse_partial"};
+    "block_table",  "o_partial",   "lse_partial", "dout",
+    "delta",        "dq",          "dk",           "dv"};
 
 } // namespace attnrt::abi
 

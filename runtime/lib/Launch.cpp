@@ -217,7 +217,12 @@ attnrt_status forward(attnrt_module *m, const attnrt_forward_args *given, void *
                     {"cu_seqlens_k", a->cu_seqlens_k},
                     {"cache_seqlens", a->cache_seqlens},
                     {"block_table", a->block_table},
-                    {"workspace", a->workspace}};
+                    {"workspace", a->workspace},
+                    {"dout", a->dout},
+                    {"delta", a->delta},
+                    {"dq", a->dq},
+                    {"dk", a->dk},
+                    {"dv", a->dv}};
     for (const auto &p : pointers)
       if (p.pointer)
         if (attnrt_status s = checkDevicePointer(*m, p.name, p.pointer))
@@ -250,11 +255,15 @@ attnrt_status forward(attnrt_module *m, const attnrt_forward_args *given, void *
   const void *pointers[kNumTensorRoles] = {a->q,           a->k,           a->v,
                                            a->o,           a->lse,         a->cu_seqlens_q,
                                            a->cu_seqlens_k, a->cache_seqlens, a->block_table,
-                                           oPartial,       lsePartial};
+                                           oPartial,       lsePartial,     a->dout,
+                                           a->delta,       a->dq,          a->dk,
+                                           a->dv};
   const int64_t *strides[kNumTensorRoles] = {a->q_strides, a->k_strides, a->v_strides,
                                              a->o_strides, nullptr,      nullptr,
                                              nullptr,      nullptr,      blockTableStrides,
-                                             oPartialStrides, nullptr};
+                                             oPartialStrides, nullptr,   a->dout_strides,
+                                             nullptr,      a->dq_strides, a->dk_strides,
+                                             a->dv_strides};
   // A paged cache's K and V are [num_blocks, page_size, Hkv, D].
   bool paged = m->info.page_size > 0;
   for (size_t i = 0; i < list.size(); ++i) {
@@ -262,8 +271,10 @@ attnrt_status forward(attnrt_module *m, const attnrt_forward_args *given, void *
     int t = static_cast<int>(p.tensor);
     switch (p.kind) {
     case ParamKind::TensorMap: {
-      bool query = p.tensor == TensorRole::Q || p.tensor == TensorRole::O;
-      const char *names[] = {"Q", "K", "V", "O"};
+      bool query = p.tensor == TensorRole::Q || p.tensor == TensorRole::O ||
+                   p.tensor == TensorRole::Dout;
+      const char *names[kNumTensorRoles] = {"Q", "K", "V", "O"};
+      names[static_cast<int>(TensorRole::Dout)] = "dO";
       int64_t rows = query ? a->nq : paged ? a->page_size : a->nk;
       int64_t batch = query || !paged ? a->batch : a->num_blocks;
       if (attnrt_status s = encodeTensorMap(*m, names[t], maps[i], pointers[t], rows,

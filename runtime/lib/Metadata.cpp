@@ -257,17 +257,20 @@ attnrt_status readParam(const JsonValue &item, size_t index, KernelParam &param)
   // and the output they store with the TMA (o);
   // strides for the [B, N, H, D] tensors (q, k, v, o, o_partial: b, n, h)
   // and the block table's rows (b); the row vectors are contiguous.
-  bool mapped = param.tensor <= TensorRole::O;
+  // The backward kernels copy dout in too and address dq, dk and dv with
+  // strides.
+  bool mapped = param.tensor <= TensorRole::O || param.tensor == TensorRole::Dout;
   bool strided = param.tensor <= TensorRole::O || param.tensor == TensorRole::OPartial ||
-                 param.tensor == TensorRole::BlockTable;
+                 param.tensor == TensorRole::BlockTable ||
+                 (param.tensor >= TensorRole::Dout && param.tensor != TensorRole::Delta);
   if ((param.kind == ParamKind::TensorMap && !mapped) ||
       (param.kind == ParamKind::Stride && !strided))
     return fail(ATTNRT_ERROR_INVALID_METADATA,
                 "kernel metadata key \"%stensor\" = \"%s\" cannot have a %s parameter (%s); %s",
                 prefix.c_str(), abi::kTensorRoleNames[tensor], kinds[kind],
                 param.kind == ParamKind::TensorMap
-                    ? "TMA descriptors exist for q, k, v and o"
-                    : "strides exist for q, k, v, o, o_partial and block_table",
+                    ? "TMA descriptors exist for q, k, v, o and dout"
+                    : "strides exist for q, k, v, o, o_partial, block_table, dout, dq, dk and dv",
                 kRegenerate);
   if (param.kind == ParamKind::Stride) {
     if (attnrt_status s = reader.getChoice("dim", kStrideDims, 3, param.dim))
@@ -377,7 +380,9 @@ attnrt_status readParams(const JsonValue &root, attnrt_kernel_info &info, Kernel
       anyMap = true;
       int *rows[] = {&info.tma_box_rows_q, &info.tma_box_rows_k, &info.tma_box_rows_v,
                       &info.tma_box_rows_o};
-      *rows[static_cast<int>(p.tensor)] = p.boxRows;
+      // dout's box is q's (the same rows of a query block).
+      if (p.tensor <= TensorRole::O)
+        *rows[static_cast<int>(p.tensor)] = p.boxRows;
       if (info.tma_box_cols && info.tma_box_cols != p.boxCols)
         return fail(ATTNRT_ERROR_INVALID_METADATA,
                     "kernel metadata parameter \"%s\" has a %d-column TMA box but another has %d: "
@@ -413,6 +418,15 @@ attnrt_status readParams(const JsonValue &root, attnrt_kernel_info &info, Kernel
        "the o_partial and lse_partial pointers and the num_splits size",
        "split-KV and combine kernels exchange partial results through the workspace"},
   };
+  bool backward = info.backward != ATTNRT_BACKWARD_NONE;
+  bool gradients = pointer[role(TensorRole::Dout)] && pointer[role(TensorRole::Delta)] &&
+                   pointer[role(TensorRole::Dq)] && pointer[role(TensorRole::Dk)] &&
+                   pointer[role(TensorRole::Dv)];
+  if (backward != gradients)
+    return fail(ATTNRT_ERROR_INVALID_METADATA,
+                "kernel metadata says \"backward\": \"%s\" but \"params\" %s the pointers to "
+                "dout, delta, dq, dk and dv; %s",
+                backward ? "dq or dkdv" : "none", gradients ? "has" : "lacks", kRegenerate);
   for (const Need &need : needs)
     if (!need.present)
       return fail(ATTNRT_ERROR_INVALID_METADATA, "kernel metadata \"params\" has no %s: %s; %s",
@@ -489,7 +503,8 @@ constexpr IntRange kIntRanges[] = {{"head_dim", 1, kMaxHeadDim},
 /// Keys metadata written before variable-length batches and the KV cache
 /// lacks: they read as their defaults when absent.
 constexpr const char *kOptionalKeys[] = {"varlen",   "kind",      "kv_cache",
-                                         "split_kv", "page_size", "head_pack"};
+                                         "split_kv", "page_size", "head_pack",
+                                         "backward"};
 
 /// How a problem field of each kind is read from its key (spec_fields.def's
 /// kinds, as the C struct holds them).
@@ -533,6 +548,12 @@ struct Align {
       return s;
     out = index == 1 ? ATTNRT_CAUSAL_ALIGN_BOTTOM_RIGHT : ATTNRT_CAUSAL_ALIGN_TOP_LEFT;
     return ATTNRT_OK;
+  }
+};
+struct Backward {
+  static attnrt_status read(MetadataReader &r, const char *key, int &out) {
+    static constexpr const char *names[] = {"none", "dq", "dkdv"};
+    return r.getChoice(key, names, 3, out);
   }
 };
 struct Combine {

@@ -76,6 +76,45 @@ attnrt_status checkPointer(const TensorArg &t) {
   return ATTNRT_OK;
 }
 
+attnrt_status checkStrides(const TensorArg &t, bool usesTma);
+
+/// A backward kernel's tensors: dout (copied as q), dq, dk and dv (stored
+/// from registers), the forward's LSE and the delta scratch tensor, and no
+/// gradient aliasing an input other CTAs still read.
+attnrt_status checkBackwardArgs(const attnrt_kernel_info &info, const attnrt_forward_args &a,
+                                int64_t batchExtent) {
+  const TensorArg grads[4] = {
+      {"dout", "dO", a.dout, {batchExtent, a.nq, a.num_heads, a.head_dim}, a.dout_strides},
+      {"dq", "dQ", a.dq, {batchExtent, a.nq, a.num_heads, a.head_dim}, a.dq_strides},
+      {"dk", "dK", a.dk, {batchExtent, a.nk, a.num_kv_heads, a.head_dim}, a.dk_strides},
+      {"dv", "dV", a.dv, {batchExtent, a.nk, a.num_kv_heads, a.head_dim}, a.dv_strides}};
+  for (int i = 0; i < 4; ++i) {
+    if (attnrt_status s = checkPointer(grads[i]))
+      return s;
+    if (attnrt_status s = checkStrides(grads[i], i == 0 && info.uses_tma != 0))
+      return s;
+  }
+  for (const auto &[name, pointer] :
+       {std::pair("lse", static_cast<const void *>(a.lse)),
+        std::pair("delta", static_cast<const void *>(a.delta))})
+    if (!pointer || reinterpret_cast<uintptr_t>(pointer) % kTensorAlignBytes != 0)
+      return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                  "args.%s = %p: a backward kernel needs a 16-byte aligned contiguous float32 "
+                  "[B, H, Nq] tensor (%s)",
+                  name, pointer,
+                  std::string(name) == "lse" ? "the forward's log-sum-exp"
+                                             : "scratch for rowsum(dO * O)");
+  const void *inputs[] = {a.q, a.k, a.v, a.o, a.dout};
+  for (const TensorArg &g : {grads[1], grads[2], grads[3]})
+    for (const void *input : inputs)
+      if (g.pointer == input)
+        return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                    "args.%s is the same address as an input (q, k, v, o or dout): other blocks "
+                    "still read it while the gradient is written; pass a separate tensor",
+                    g.name);
+  return ATTNRT_OK;
+}
+
 attnrt_status checkStrides(const TensorArg &t, bool usesTma) {
   if (t.strides[3] != 1)
     return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
@@ -343,8 +382,12 @@ attnrt_status checkForwardArgs(const attnrt_kernel_info &info, const attnrt_forw
     if (attnrt_status s = checkStrides(tensors[i], info.uses_tma != 0))
       return s;
 
+  if (info.backward != ATTNRT_BACKWARD_NONE)
+    if (attnrt_status s = checkBackwardArgs(info, a, batchExtent))
+      return s;
+
   // O must not alias K or V: other CTAs still read them while O is written.
-  if (!combine && (a.o == a.k || a.o == a.v))
+  if (info.backward == ATTNRT_BACKWARD_NONE && !combine && (a.o == a.k || a.o == a.v))
     return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
                 "args.o is the same address as args.%s: the kernel would overwrite keys/values other "
                 "blocks still read; pass a separate output tensor",

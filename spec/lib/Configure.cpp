@@ -29,7 +29,18 @@ KernelConfig mlir::attn::configure(const AttentionSpec &spec) {
   KernelConfig config;
   AttentionSchedule &s = config.schedule;
   bool fa3 = usesFa3Schedule(spec);
-  if (spec.kvCache) {
+  if (isBackward(spec)) {
+    // The backward kernels: one role for all warps, single-stage copies.
+    // dq's loop is the forward's shape, which attn-causal-blocks bounds
+    // and peels; dkdv bounds its flat (head, query block) loop itself and
+    // masks every block.
+    config.tiling = backwardTileConfig(spec);
+    s.skipMaskedBlocks =
+        spec.skipMaskedBlocks && spec.backward == BackwardPart::dq;
+    s.warpSpecialize = false;
+    s.tmaStore = false;
+    s.persistent = false;
+  } else if (spec.kvCache) {
     // Decoding kernels: their own tiles; their programs mask under a branch
     // of their own (no block skipping), and a combine kernel has no
     // schedule beyond its loop over the splits.
@@ -56,8 +67,25 @@ KernelConfig mlir::attn::configure(const AttentionSpec &spec) {
   s.pingpong = s.warpSpecialize && spec.pingpong;
   s.flushDenormals = spec.flushDenormals;
   s.exp2EmulatedEighths = spec.exp2EmulatedEighths;
-  s.boundedSoftmax = spec.boundedSoftmax && boundedSoftmaxApplies(spec);
+  s.boundedSoftmax = spec.boundedSoftmax && boundedSoftmaxApplies(spec) &&
+                     !isBackward(spec);
   return config;
+}
+
+TileConfig mlir::attn::backwardTileConfig(const AttentionSpec &spec) {
+  // 64 rows on one warpgroup (4 warps): its two accumulators (dK and dV, or
+  // dQ) and the S, P and dP tiles fit the registers up to head dim 128.
+  TileConfig t;
+  t.blockM = spec.blockM > 0 ? spec.blockM : 64;
+  // dkdv above d64 steps 32 queries at a time: its S^T, P^T and dP^T
+  // tiles then leave room for the two accumulators (no spills).
+  int64_t queryStep =
+      spec.backward == BackwardPart::dkdv && spec.headDim > 64 ? 32 : 64;
+  t.blockN = spec.blockN > 0 ? spec.blockN : queryStep;
+  t.numWarps = spec.numWarps > 0 ? spec.numWarps : 4;
+  t.stages = 1;
+  t.peelMaskedBlocks = true;
+  return t;
 }
 
 AttentionSpec mlir::attn::specOfProblem(TargetKind target,
@@ -92,7 +120,8 @@ AttentionSpec mlir::attn::specOfConfig(TargetKind target,
   spec.persistent = s.persistent;
   spec.flushDenormals = s.flushDenormals;
   spec.exp2EmulatedEighths = s.exp2EmulatedEighths;
-  spec.boundedSoftmax = s.boundedSoftmax || !boundedSoftmaxApplies(spec);
+  spec.boundedSoftmax = s.boundedSoftmax || !boundedSoftmaxApplies(spec) ||
+                        isBackward(spec);
   // A decoding kernel's schedule has no persistent grid or TMA epilogue to
   // ask for (validateSpec refuses asking).
   if (spec.kvCache)

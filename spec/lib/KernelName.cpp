@@ -57,8 +57,10 @@ struct NameContext {
 
 std::string nameNone(const NameContext &) { return ""; }
 
-/// attn_fwd, attn_kvcache or attn_combine.
+/// attn_fwd, attn_kvcache, attn_combine, attn_bwd_dq or attn_bwd_dkdv.
 std::string namePrefix(const NameContext &c) {
+  if (c.problem.backward != BackwardPart::none)
+    return "attn_bwd_" + spec::Backward::key(c.problem.backward);
   return c.problem.combine   ? "attn_combine"
          : c.problem.kvCache ? "attn_kvcache"
                              : "attn_fwd";

@@ -10,12 +10,33 @@
 using namespace mlir;
 using namespace mlir::attn;
 
+/// The problem module of a backward kernel: q, k, v, o, dout, lse, delta,
+/// dq, dk, dv (both kernels take them all; each reads and writes its own).
+static OwningOpRef<ModuleOp> buildBackwardSpecModule(MLIRContext &ctx,
+                                                     const AttentionSpec &spec,
+                                                     StringRef name) {
+  Type element = elementTypeOf(ctx, spec);
+  int64_t dyn = ShapedType::kDynamic;
+  auto tensorType = MemRefType::get({dyn, dyn, dyn, spec.headDim}, element);
+  auto rowsType = MemRefType::get({dyn, dyn, dyn}, Float32Type::get(&ctx));
+  SmallVector<Type> args(5, tensorType);
+  args.append({rowsType, rowsType, tensorType, tensorType, tensorType});
+  return buildProblemModule(
+      ctx, spec, name, args, [&](OpBuilder &b, Location loc, Block &body) {
+        SmallVector<Value> operands(body.getArguments());
+        operands.append({Value(), Value()}); // no cu_seqlens
+        createProblemOp<AttentionBackwardOp>(b, loc, operands, spec);
+      });
+}
+
 /// The problem module of a canonical spec, its function named `name`.
 static OwningOpRef<ModuleOp> buildProblemOpModule(MLIRContext &ctx,
                                                   const AttentionSpec &spec,
                                                   StringRef name) {
   if (spec.kvCache)
     return buildKvCacheSpecModule(ctx, spec, name);
+  if (spec.backward != BackwardPart::none)
+    return buildBackwardSpecModule(ctx, spec, name);
   Type element = elementTypeOf(ctx, spec);
   Type f32 = Float32Type::get(&ctx);
   int64_t dyn = ShapedType::kDynamic;

@@ -84,6 +84,9 @@ llvm::Error mlir::attn::checkTmaStoreFits(const TileConfig &config,
   return llvm::Error::success();
 }
 
+/// The largest head dim with a backward kernel (Configure.cpp's tiles).
+static constexpr int64_t kMaxBackwardHeadDim = 128;
+
 llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
   // The problem's checks, then each other field's own, in table order. A
   // request follows flash_attn: causal forces the window's right side to 0
@@ -126,6 +129,24 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
               "or drop --no-warp-specialize"
             : "--persistent is for sm_90a's warp-specialized schedule; an "
               "sm_80 kernel runs one CTA per tile: leave it out");
+  if (isBackward(spec)) {
+    if (decoding)
+      return specError("--backward is for dense attention: a KV-cache or "
+                       "split-KV kernel has no backward kernel");
+    if (spec.varlen)
+      return specError("--backward has no variable-length kernel yet: pad "
+                       "the batch to dense [B, N, H, D] tensors");
+    if (spec.headDim > kMaxBackwardHeadDim)
+      return specError(fmt::format(
+          "--backward supports head dims up to {} for now (its dK and dV "
+          "accumulators must fit one warpgroup's registers); got {}",
+          kMaxBackwardHeadDim, spec.headDim));
+    if (tmaStoreAsked || spec.persistent.value_or(false))
+      return specError("--tma-store and --persistent are forward schedules; "
+                       "leave them out of a --backward kernel");
+    return checkTileConfig(backwardTileConfig(spec), spec.target,
+                           spec.headDim);
+  }
   // Decoding kernels have tiles of their own (KvCacheSpec.cpp).
   if (decoding)
     return validateKvCacheSpec(spec);

@@ -189,6 +189,9 @@ template <> struct OptionOf<spec::Element> {
 template <> struct OptionOf<spec::Align> {
   using type = ChoiceOption<spec::Align>;
 };
+template <> struct OptionOf<spec::Backward> {
+  using type = ChoiceOption<spec::Backward>;
+};
 template <> struct OptionOf<spec::Arch> {
   using type = ChoiceOption<spec::Arch>;
 };

@@ -239,6 +239,15 @@ ATTNGEN_API attngen_status attngen_kernel_forward(const attngen_kernel *k,
                                                   const attnrt_forward_args *args,
                                                   void *stream);
 
+/** The backward pass on `stream`: `dq` (a spec with backward =
+ *  ATTNRT_BACKWARD_DQ) then `dkdv` (ATTNRT_BACKWARD_DKDV, the same spec
+ *  otherwise), as attnrt_backward (attnrt.h): args holds the forward's
+ *  tensors, dout, the delta scratch tensor and the gradients. */
+ATTNGEN_API attngen_status attngen_kernel_backward(const attngen_kernel *dq,
+                                                   const attngen_kernel *dkdv,
+                                                   const attnrt_forward_args *args,
+                                                   void *stream);
+
 /** The splits and workspace bytes a call of a KV-cache kernel needs
  *  (attnrt_kvcache_plan on the loaded kernel); either output may be NULL. */
 ATTNGEN_API attngen_status attngen_kernel_plan(const attngen_kernel *k,

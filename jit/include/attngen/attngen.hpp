@@ -54,6 +54,13 @@ enum class CausalAlign {
   bottomRight = ATTNGEN_CAUSAL_BOTTOM_RIGHT ///< j <= i + Nk - Nq, FlashAttention's
 };
 
+/// Which kernel of the backward pass a spec asks for (see attnrt_backward_part).
+enum class Backward {
+  none = ATTNRT_BACKWARD_NONE, ///< a forward kernel
+  dq = ATTNRT_BACKWARD_DQ,     ///< delta = rowsum(dO O) and dQ; runs first
+  dkdv = ATTNRT_BACKWARD_DKDV  ///< dK and dV, per key/value head
+};
+
 namespace detail {
 /// The C++ type of each kind of spec field (attnrt/spec_fields.def), and
 /// its conversion from and to the C struct's value.
@@ -70,6 +77,7 @@ using Window = Field<int>;
 using Real = Field<double, double>;
 using Element = Field<DType>;
 using Align = Field<CausalAlign>;
+using Backward = Field<attngen::Backward>;
 } // namespace kind
 } // namespace detail
 

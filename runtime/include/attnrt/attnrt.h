@@ -92,8 +92,17 @@ typedef enum attnrt_dtype {
 #define ATTNRT_SPEC_CTYPE_Tri int
 #define ATTNRT_SPEC_CTYPE_Element int
 #define ATTNRT_SPEC_CTYPE_Align int
+#define ATTNRT_SPEC_CTYPE_Backward int
 #define ATTNRT_SPEC_CTYPE_Arch int
 #define ATTNRT_SPEC_CTYPE_Real double
+
+/** Which kernel of the backward pass a kernel is (metadata "backward";
+ *  attngen_spec::backward). */
+typedef enum attnrt_backward_part {
+  ATTNRT_BACKWARD_NONE = 0, /**< a forward kernel */
+  ATTNRT_BACKWARD_DQ = 1,   /**< the backward's first kernel: delta and dQ */
+  ATTNRT_BACKWARD_DKDV = 2  /**< its second kernel: dK and dV */
+} attnrt_backward_part;
 
 /** Where the diagonal of a causal mask or a window sits when nq != nk
  *  (metadata "causal_align"; attngen_spec::causal_align). */
@@ -376,6 +385,19 @@ ATTNRT_API attnrt_status attnrt_kvcache_plan(const attnrt_kernel_info *info,
                                              const attnrt_forward_args *args,
                                              int64_t *num_splits,
                                              size_t *workspace_bytes);
+
+/**
+ * The backward pass on `stream`: `dq` (attngen --backward=dq) writes
+ * args->delta = rowsum(dO * O) and dQ, then `dkdv` (--backward=dkdv) reads
+ * delta and writes dK and dV (docs/ABI.md "Backward"). args holds the
+ * forward's q, k, v, o and lse (which may be a merged global LSE), dout,
+ * the delta scratch tensor ([B, H, Nq] f32) and the three gradients. Both
+ * kernels are compiled from one spec and checked before either runs. The
+ * result is deterministic: every gradient row is summed in registers in a
+ * fixed order.
+ */
+ATTNRT_API attnrt_status attnrt_backward(attnrt_module *dq, attnrt_module *dkdv,
+                                         const attnrt_forward_args *args, void *stream);
 
 /**
  * A whole split-KV call on `stream`: the KV-cache kernel, then (when the

@@ -50,9 +50,10 @@ def Attn_TargetKind : I32EnumAttr<"TargetKind", "GPU target architecture",
 def Attn_FragAcc : I32EnumAttrCase<"acc", 0>;
 def Attn_FragOperandA : I32EnumAttrCase<"operand_a", 1>;
 def Attn_FragRow : I32EnumAttrCase<"row", 2>;
+def Attn_FragCol : I32EnumAttrCase<"col", 3>;
 def Attn_FragmentKind : I32EnumAttr<"FragmentKind",
     "how a register tile is spread over the threads",
-    [Attn_FragAcc, Attn_FragOperandA, Attn_FragRow]> {
+    [Attn_FragAcc, Attn_FragOperandA, Attn_FragRow, Attn_FragCol]> {
   let cppNamespace = "::mlir::attn";
   let genSpecializedAttr = 0;
 }
@@ -70,6 +71,16 @@ def Attn_CausalBottomRight : I32EnumAttrCase<"bottom_right", 1>;
 def Attn_CausalAlign : I32EnumAttr<"CausalAlign",
     "where the causal diagonal sits when Nq != Nk",
     [Attn_CausalTopLeft, Attn_CausalBottomRight]> {
+  let cppNamespace = "::mlir::attn";
+  let genSpecializedAttr = 0;
+}
+
+def Attn_BackwardNone : I32EnumAttrCase<"none", 0>;
+def Attn_BackwardDq : I32EnumAttrCase<"dq", 1>;
+def Attn_BackwardDkdv : I32EnumAttrCase<"dkdv", 2>;
+def Attn_BackwardPart : I32EnumAttr<"BackwardPart",
+    "which kernel of the backward pass (none: the forward)",
+    [Attn_BackwardNone, Attn_BackwardDq, Attn_BackwardDkdv]> {
   let cppNamespace = "::mlir::attn";
   let genSpecializedAttr = 0;
 }
@@ -105,6 +116,15 @@ def Attn_SizeKindAttrParam : EnumAttr<Attn_Dialect, Attn_SizeKind, "size"> {
 //===----------------------------------------------------------------------===//
 // Attributes
 //===----------------------------------------------------------------------===//
+
+def Attn_BackwardAttr : EnumAttr<Attn_Dialect, Attn_BackwardPart, "backward"> {
+  let summary = "Which kernel of the backward pass an op or kernel is";
+  let description = [{
+    `dq`: the kernel that owns query blocks (delta, then dQ); `dkdv`: the
+    kernel that owns key blocks (dK and dV). `none` is the forward.
+  }];
+  let assemblyFormat = "`<` $value `>`";
+}
 
 def Attn_CausalAlignAttr : EnumAttr<Attn_Dialect, Attn_CausalAlign, "causal_align"> {
   let summary = "Alignment of the mask's diagonal: top-left or bottom-right";
@@ -391,6 +411,9 @@ def Attn_RegTileType : Attn_Type<"RegTile", "regs"> {
     `operand_a`: the A-operand (16-bit) layout of the same MMAs.
     `row`: a 1-D per-row vector (running max, running sum), held by the threads
     that own that row of an `acc` tile.
+    `col`: a 1-D per-column vector, held by the threads that own that column
+    of an `acc` tile (every warp holds all of it): the backward's LSE and
+    delta where a tile's columns are queries.
 
     Per warp (16 rows x 8 columns per fragment), lane `l` holds
 
@@ -414,6 +437,9 @@ def Attn_RegTileType : Attn_Type<"RegTile", "regs"> {
   let extraClassDeclaration = [{
     int64_t getRows() const { return getShape()[0]; }
     bool isRow() const { return getFragment() == FragmentKind::row; }
+    bool isCol() const { return getFragment() == FragmentKind::col; }
+    /// A 1-D vector (`row` or `col`).
+    bool isVector() const { return isRow() || isCol(); }
   }];
 }
 

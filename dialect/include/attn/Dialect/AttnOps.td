@@ -801,5 +801,6 @@ def Attn_StoreRowsOp : Attn_Op<"store_rows", [Attn_ConsumersOnly]> {
 include "attn/Dialect/AttnScheduleOps.td"
 include "attn/Dialect/AttnVarlenOps.td"
 include "attn/Dialect/AttnKvCacheOps.td"
+include "attn/Dialect/AttnBackwardOps.td"
 
 #endif // ATTN_DIALECT_ATTNOPS_TD

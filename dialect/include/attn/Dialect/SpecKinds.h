@@ -23,6 +23,7 @@ namespace mlir::attn {
 
 enum class TargetKind : uint32_t;
 enum class CausalAlign : uint32_t;
+enum class BackwardPart : uint32_t;
 
 /// The element type of Q, K, V and O.
 enum class DType { f16, bf16 };
@@ -132,6 +133,21 @@ struct Align {
   static std::string key(Type v);
   static std::optional<Type> parse(llvm::StringRef text);
   static constexpr const char *kChoices = "top-left, bottom-right";
+};
+
+/// none (a forward kernel), dq or dkdv; the C struct holds an
+/// attnrt_backward_part.
+struct Backward {
+  using Type = BackwardPart;
+  using CType = int;
+  static Type fromDefault(CType v);
+  static llvm::Expected<Type> fromC(CType v, llvm::StringRef name);
+  static CType toC(Type v);
+  /// none, dq, dkdv: the CLI's, the IR's and the metadata's spelling.
+  static std::string text(Type v);
+  static std::string key(Type v) { return text(v); }
+  static std::optional<Type> parse(llvm::StringRef text);
+  static constexpr const char *kChoices = "dq, dkdv";
 };
 
 /// sm_80 or sm_90a (the C API takes it as a string of its own).

@@ -68,11 +68,22 @@ inline bool hasDiagonal(const AttentionSpec &spec) {
   return spec.causal || spec.windowLeft >= 0 || spec.windowRight >= 0;
 }
 
-/// Whether a spec's kernel runs FlashAttention-3's schedule: sm_90a with
-/// warp specialization (producer and consumer warpgroups).
-inline bool usesFa3Schedule(const AttentionSpec &spec) {
-  return spec.target == TargetKind::sm_90a && spec.warpSpecialize;
+/// Whether a spec is one of the backward pass's kernels.
+inline bool isBackward(const AttentionSpec &spec) {
+  return spec.backward != BackwardPart::none;
 }
+
+/// Whether a spec's kernel runs FlashAttention-3's schedule: sm_90a with
+/// warp specialization (producer and consumer warpgroups). The backward
+/// kernels run the single-role schedule for now.
+inline bool usesFa3Schedule(const AttentionSpec &spec) {
+  return spec.target == TargetKind::sm_90a && spec.warpSpecialize &&
+         !isBackward(spec);
+}
+
+/// The tiles of a backward kernel (its rows: queries for dq, keys for dkdv;
+/// its loop's blocks: the other side), with the spec's overrides.
+TileConfig backwardTileConfig(const AttentionSpec &spec);
 
 /// Whether a spec's soft cap is one attn-bounded-softmax fixes (a cap of at
 /// most 50 on bf16; BoundedSoftmax.h says why). Its tiles follow it either

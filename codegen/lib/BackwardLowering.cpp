@@ -1,0 +1,176 @@
+//===- BackwardLowering.cpp - the backward's register-tile ops ------------===//
+//
+// The ops the backward pass adds to the forward's (AttnBackwardOps.td), in
+// the fragment layout of Lowering.h, the same code for both targets. A `col`
+// vector holds, per thread, the columns of its fragments: value n * 2 + e is
+// column 8n + 2(l%4) + e, which element (t * nBlocks + n) * 4 + i of an
+// `acc` tile uses with e = i % 2.
+//
+//===----------------------------------------------------------------------===//
+#include "LoweringTable.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMTypes.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+/// The index into a row or col vector that element `index` of an acc tile
+/// of `type` reads.
+int64_t vectorIndexOf(Lowering &l, RegTileType tile, RegTileType vector,
+                      int64_t index) {
+  FragmentShape shape = l.fragmentShape(tile);
+  int64_t i = index % 4;
+  if (vector.isRow()) {
+    int64_t t = index / (shape.nBlocks * 4);
+    return t * 2 + i / 2;
+  }
+  int64_t n = index / 4 % shape.nBlocks;
+  return n * 2 + i % 2;
+}
+
+/// attn.load_cols: each thread loads the columns of its fragments (2 per
+/// 8-column block); columns at or past N read 0, from the tensor's base.
+void lowerLoadCols(Lowering &l, LoadColsOp op) {
+  OpBuilder &b = l.b;
+  auto type = cast<RegTileType>(op.getType());
+  Tensor tensor = l.tensors.lookup(op.getSrc());
+  // The columns are query rows of the [B, H, Nq] tensor.
+  TileRows cols = l.tileRows(Tensor::Q, op.getBatch(), op.getCol());
+  Value head = l.toI64(l.toI32(l.scalar(op.getHead())));
+  Value base = l.params.ptr[static_cast<int>(tensor)];
+  auto ptrType =
+      LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
+  // (b * H + h) * Nq, or h * total_q for a packed batch.
+  Value batchHead = head;
+  if (cols.batch)
+    batchHead = arith::AddIOp::create(
+        b, l.loc,
+        arith::MulIOp::create(b, l.loc, l.toI64(cols.batch),
+                              l.toI64(l.params.numHeads)),
+        head);
+  Value rowBase =
+      arith::MulIOp::create(b, l.loc, batchHead, l.toI64(l.params.nq));
+  SmallVector<Value> values;
+  for (int64_t n = 0; n < type.getShape()[0] / 8; ++n)
+    for (int64_t e = 0; e < 2; ++e) {
+      Value col = arith::AddIOp::create(b, l.loc, cols.row, l.fragmentCol(n, e));
+      Value inside = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt,
+                                           col, cols.end);
+      Value offset = arith::AddIOp::create(b, l.loc, rowBase, l.toI64(col));
+      Value addr = arith::SelectOp::create(
+          b, l.loc, inside,
+          LLVM::GEPOp::create(b, l.loc, ptrType, b.getF32Type(), base,
+                              ValueRange{offset}),
+          base);
+      auto load = LLVM::LoadOp::create(b, l.loc, b.getF32Type(), addr,
+                                       /*alignment=*/4);
+      load.setInvariant(true);
+      values.push_back(
+          arith::SelectOp::create(b, l.loc, inside, load, l.f32(0.0f)));
+    }
+  l.tiles[op] = values;
+}
+
+/// exp2(s * c - lse * log2(e)) = exp2(fma(s, c, -lse * log2(e))); an
+/// infinite LSE (a row without keys: -inf from attngen, +inf from
+/// flash_attn) is taken as +inf, so P = 0 there.
+void lowerRecomputeProbs(Lowering &l, RecomputeProbsOp op) {
+  OpBuilder &b = l.b;
+  auto tile = cast<RegTileType>(op.getInput().getType());
+  auto vector = cast<RegTileType>(op.getLse().getType());
+  Value c = l.f32(op.getScaleLog2e().convertToFloat());
+  Value negLog2e = l.f32(-static_cast<float>(llvm::numbers::log2e));
+  Value inf = l.f32(std::numeric_limits<float>::infinity());
+  Value negInf = l.f32(-std::numeric_limits<float>::infinity());
+  SmallVector<Value> negLse;
+  for (Value lse : l.tiles[op.getLse()]) {
+    Value empty =
+        arith::CmpFOp::create(b, l.loc, arith::CmpFPredicate::OEQ, lse, negInf);
+    Value safe = arith::SelectOp::create(b, l.loc, empty, inf, lse);
+    negLse.push_back(arith::MulFOp::create(b, l.loc, safe, negLog2e));
+  }
+  SmallVector<Value> result;
+  for (auto [index, s] : llvm::enumerate(l.tiles[op.getInput()])) {
+    Value arg = LLVM::FMAOp::create(
+        b, l.loc, s, c, negLse[vectorIndexOf(l, tile, vector, index)]);
+    auto fmf = LLVM::FastmathFlagsAttr::get(b.getContext(),
+                                            LLVM::FastmathFlags::afn);
+    result.push_back(LLVM::Exp2Op::create(b, l.loc, arg.getType(), arg, fmf));
+  }
+  l.tiles[op] = result;
+}
+
+/// scale * p * (dp - delta), times 1 - t^2 under a soft cap.
+void lowerSoftmaxGrad(Lowering &l, SoftmaxGradOp op) {
+  OpBuilder &b = l.b;
+  auto tile = cast<RegTileType>(op.getProbs().getType());
+  auto vector = cast<RegTileType>(op.getDelta().getType());
+  const SmallVector<Value> &p = l.tiles[op.getProbs()];
+  const SmallVector<Value> &dp = l.tiles[op.getDprobs()];
+  const SmallVector<Value> &delta = l.tiles[op.getDelta()];
+  const SmallVector<Value> *tanh =
+      op.getTanh() ? &l.tiles[op.getTanh()] : nullptr;
+  Value scale = l.f32(op.getScale().convertToFloat());
+  SmallVector<Value> result;
+  for (size_t index = 0; index < p.size(); ++index) {
+    Value d = arith::SubFOp::create(
+        b, l.loc, dp[index], delta[vectorIndexOf(l, tile, vector, index)]);
+    Value scaled = arith::MulFOp::create(b, l.loc, p[index], scale);
+    if (tanh) {
+      Value t = (*tanh)[index];
+      // 1 - t^2 = fma(-t, t, 1)
+      Value slope = LLVM::FMAOp::create(
+          b, l.loc, arith::NegFOp::create(b, l.loc, t), t, l.f32(1.0f));
+      scaled = arith::MulFOp::create(b, l.loc, scaled, slope);
+    }
+    result.push_back(arith::MulFOp::create(b, l.loc, scaled, d));
+  }
+  l.tiles[op] = result;
+}
+
+/// Per row: the thread's products summed, then across the row's four lanes.
+void lowerRowDot(Lowering &l, RowDotOp op) {
+  OpBuilder &b = l.b;
+  auto type = cast<RegTileType>(op.getLhs().getType());
+  FragmentShape shape = l.fragmentShape(type);
+  const SmallVector<Value> &x = l.tiles[op.getLhs()];
+  const SmallVector<Value> &y = l.tiles[op.getRhs()];
+  SmallVector<Value> result;
+  for (int64_t t = 0; t < shape.mTiles; ++t)
+    for (int64_t h = 0; h < 2; ++h) {
+      Value acc = l.f32(0.0f);
+      for (int64_t n = 0; n < shape.nBlocks; ++n)
+        for (int64_t e = 0; e < 2; ++e) {
+          int64_t index = (t * shape.nBlocks + n) * 4 + 2 * h + e;
+          acc = LLVM::FMAOp::create(b, l.loc, x[index], y[index], acc);
+        }
+      for (int64_t offset : {1, 2}) {
+        Value other = NVVM::ShflOp::create(
+            b, l.loc, b.getF32Type(), l.i32(-1), acc, l.i32(offset),
+            l.i32(0x1f), NVVM::ShflKind::bfly, UnitAttr());
+        acc = arith::AddFOp::create(b, l.loc, acc, other);
+      }
+      result.push_back(acc);
+    }
+  l.tiles[op] = result;
+}
+
+} // namespace
+
+void mlir::attn::populateBackwardLowerings(LoweringTable &table) {
+  table.add<LoadColsOp>(lowerLoadCols)
+      .checkedBy([](Operation *op, const KernelFacts &facts) {
+        return facts.expect(op, cast<LoadColsOp>(op).getSrc(),
+                            {Tensor::Lse, Tensor::Delta},
+                            "must read the kernel's \"lse\" or \"delta\" "
+                            "argument");
+      });
+  table.add<RecomputeProbsOp>(lowerRecomputeProbs);
+  table.add<SoftmaxGradOp>(lowerSoftmaxGrad);
+  table.add<RowDotOp>(lowerRowDot);
+}

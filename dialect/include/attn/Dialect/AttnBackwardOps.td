@@ -1,0 +1,199 @@
+//===- AttnBackwardOps.td - the backward pass's ops --------*- tablegen -*-===//
+//
+// The backward pass of attention (FlashAttention's algorithm 2): a problem
+// op, and the tile ops its two kernels add to the forward's: the recompute
+// of P from the log-sum-exp, dS = P (dP - D), D = rowsum(dO O), and the
+// per-column vectors of the kernel that owns keys.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef ATTN_BACKWARD_OPS
+#define ATTN_BACKWARD_OPS
+
+//===----------------------------------------------------------------------===//
+// Problem level
+//===----------------------------------------------------------------------===//
+
+def Attn_AttentionBackwardOp : Attn_Op<"attention_backward",
+    [AttrSizedOperandSegments]> {
+  let summary = "One kernel of the attention backward pass, on whole tensors";
+  let description = [{
+    The gradients of `O = softmax(scale * Q K^T + mask) V` (the forward's
+    problem: the same attributes, layouts and head groups as
+    `attn.attention`) given `dout` = dL/dO, the forward's `o` and its
+    natural-log log-sum-exp `lse` ([B, H, Nq] f32, +inf or -inf on rows that
+    see no key). The caller passes O and the LSE, so a ring (context
+    parallel) caller can pass the merged global ones.
+
+    The backward runs as two kernels, chosen by `backward`:
+
+    - `#attn.backward<dq>`, one CTA per query block (as the forward):
+      `delta = rowsum(dout * o)` ([B, H, Nq] f32, written for the second
+      kernel), then over the key blocks the row sees: S = Q K^T, P =
+      exp(scale S - LSE), dP = dO V^T, dS = P (dP - delta), dQ += dS K;
+      dQ = scale dQ written once. Each dQ row is summed in registers in a
+      fixed order: the result is deterministic.
+    - `#attn.backward<dkdv>`, one CTA per key block and key/value head, over
+      the query blocks (of every query head of the group) that see it:
+      S^T = K Q^T, P^T from the LSE per column, dP^T = V dO^T, dS^T =
+      P^T (dP^T - delta), dV += P^T dO, dK += dS^T Q; written once, per
+      key/value head (grouped-query attention is never expanded).
+
+    With `softcap = c`, dS is also multiplied by `1 - tanh^2` of the capped
+    score (taken before the mask).
+
+    ```mlir
+    attn.attention_backward %q, %k, %v, %o, %do, %lse, %delta, %dq, %dk, %dv
+        {backward = #attn.backward<dq>, causal, scale = 0.125 : f32}
+      : memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>,
+        memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?xf32>,
+        memref<?x?x?xf32>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>,
+        memref<?x?x?x64xbf16>
+    ```
+  }];
+  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$q,
+                       Arg<AnyMemRef, "", [MemRead]>:$k,
+                       Arg<AnyMemRef, "", [MemRead]>:$v,
+                       Arg<AnyMemRef, "", [MemRead]>:$o,
+                       Arg<AnyMemRef, "", [MemRead]>:$dout,
+                       Arg<AnyMemRef, "", [MemRead]>:$lse,
+                       Arg<AnyMemRef, "", [MemRead, MemWrite]>:$delta,
+                       Arg<AnyMemRef, "", [MemWrite]>:$dq,
+                       Arg<AnyMemRef, "", [MemWrite]>:$dk,
+                       Arg<AnyMemRef, "", [MemWrite]>:$dv,
+                       Arg<Optional<AnyMemRef>, "", [MemRead]>:$cu_seqlens_q,
+                       Arg<Optional<AnyMemRef>, "", [MemRead]>:$cu_seqlens_k,
+                       Attn_BackwardAttr:$backward,
+                       UnitAttr:$causal,
+                       OptionalAttr<Attn_CausalAlignAttr>:$causal_align,
+                       F32Attr:$scale, OptionalAttr<F32Attr>:$softcap,
+                       OptionalAttr<I64Attr>:$window_left,
+                       OptionalAttr<I64Attr>:$window_right);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `,` $o `,` $dout `,` $lse `,` $delta `,` $dq `,` $dk `,`
+    $dv
+    (`varlen` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:` type($cu_seqlens_q) `,`
+     type($cu_seqlens_k) `)`)?
+    attr-dict `:` type($q) `,` type($k) `,` type($v) `,` type($o) `,`
+    type($dout) `,` type($lse) `,` type($delta) `,` type($dq) `,` type($dk)
+    `,` type($dv)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getHeadDim();
+    Type getElementType();
+    /// The problem this op states (attn-tile records it as #attn.problem).
+    AttentionProblem problem();
+    /// Whether the mask has a diagonal to place: causal or a window side.
+    bool hasDiagonal() {
+      return getCausal() || getWindowLeftAttr() || getWindowRightAttr();
+    }
+    /// Whether that diagonal is bottom-right aligned (shifted by Nk - Nq).
+    bool isBottomRight() {
+      return hasDiagonal() && getCausalAlign() == CausalAlign::bottom_right;
+    }
+    /// Whether the batch is packed (variable-length sequences).
+    bool isVarlen() { return getCuSeqlensQ() != nullptr; }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Tile program
+//===----------------------------------------------------------------------===//
+
+def Attn_LoadColsOp : Attn_Op<"load_cols"> {
+  let summary = "Load a per-column vector from a [B, H, N] f32 tensor";
+  let description = [{
+    `result[c] = src[batch, head, col + c]` (packed: `src[head, start + c]`),
+    held by the threads that own column `c` of an `acc` tile: each thread
+    loads the columns of its fragments. Columns at or past N read as 0. The
+    backward's key-owning kernel reads the LSE and delta of its query block
+    this way, since there its tiles' columns are queries.
+
+    ```mlir
+    %l = attn.load_cols %lse[%b, %h, %col] : memref<?x?x?xf32> -> !attn.regs<64xf32, col>
+    ```
+  }];
+  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$src,
+                       Attn_BatchIndex:$batch, Index:$head, Index:$col);
+  let results = (outs Attn_AnyRegTile:$result);
+  let assemblyFormat = [{
+    $src `[` $batch `,` $head `,` $col `]` attr-dict `:`
+    custom<RowsTensorType>(type($src), type($batch)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_RecomputeProbsOp : Attn_Op<"recompute_probs",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "P = exp(scale * s - lse), the backward's recomputation";
+  let description = [{
+    FlashAttention's recomputation: the backward never stores P, it forms it
+    again from the scores and the forward's log-sum-exp, one FMA and one
+    `ex2.approx.f32` per element: `exp2(s * scale_log2e - lse * log2(e))`.
+    `lse` is a `row` vector (a tile whose rows are queries) or a `col` vector
+    (a transposed tile, S^T, whose columns are queries). An infinite LSE (a
+    row that saw no key) gives P = 0.
+
+    ```mlir
+    %p = attn.recompute_probs %s, %lse {scale_log2e = 0.18033688 : f32}
+      : !attn.regs<128x64xf32, acc>, !attn.regs<128xf32, row>
+    ```
+  }];
+  let arguments = (ins Attn_AnyRegTile:$input, Attn_AnyRegTile:$lse,
+                       F32Attr:$scale_log2e);
+  let results = (outs Attn_AnyRegTile:$result);
+  let assemblyFormat = [{
+    $input `,` $lse attr-dict `:` qualified(type($input)) `,` qualified(type($lse))
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_SoftmaxGradOp : Attn_Op<"softmax_grad",
+    [Pure, AllTypesMatch<["probs", "dprobs", "result"]>]> {
+  let summary = "dS = scale * P * (dP - delta), the softmax's gradient";
+  let description = [{
+    The gradient of the scores through the softmax, with `delta` =
+    rowsum(dO * O) per query broadcast along a `row` (queries are rows) or a
+    `col` vector (queries are columns), times `scale`, the factor between
+    the scores and the logits (the softmax scale). With a soft cap the
+    logits are `c * tanh(...)`: `tanh` is then the capped tile (before the
+    mask) and each element is also multiplied by `1 - tanh^2`.
+
+    ```mlir
+    %ds = attn.softmax_grad %p, %dp, %delta {scale = 0.125 : f32}
+      : !attn.regs<128x64xf32, acc>, !attn.regs<128xf32, row>
+    ```
+  }];
+  let arguments = (ins Attn_AnyRegTile:$probs, Attn_AnyRegTile:$dprobs,
+                       Attn_AnyRegTile:$delta, Optional<Attn_AnyRegTile>:$tanh,
+                       F32Attr:$scale);
+  let results = (outs Attn_AnyRegTile:$result);
+  let assemblyFormat = [{
+    $probs `,` $dprobs `,` $delta (`tanh` $tanh^)? attr-dict `:`
+    qualified(type($probs)) `,` qualified(type($delta))
+    (`,` qualified(type($tanh))^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_RowDotOp : Attn_Op<"row_dot", [Pure, AllTypesMatch<["lhs", "rhs"]>]> {
+  let summary = "The dot product of each row of two tiles";
+  let description = [{
+    `result[r] = sum_c lhs[r, c] * rhs[r, c]`: the backward's delta =
+    rowsum(dO * O). In-thread products, then two butterfly shuffles across
+    the four lanes of a row, as `attn.row_reduce`.
+
+    ```mlir
+    %d = attn.row_dot %do, %o : !attn.regs<64x128xf32, acc> -> !attn.regs<64xf32, row>
+    ```
+  }];
+  let arguments = (ins Attn_AnyRegTile:$lhs, Attn_AnyRegTile:$rhs);
+  let results = (outs Attn_AnyRegTile:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` qualified(type($lhs)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // ATTN_BACKWARD_OPS

@@ -1,0 +1,172 @@
+//===- AttnBackwardOps.cpp - the backward pass's ops ----------------------===//
+#include "Verifiers.h"
+#include "attn/Dialect/AttnDialect.h"
+#include "attn/Dialect/ProblemAttributes.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+//===----------------------------------------------------------------------===//
+// AttentionBackwardOp
+//===----------------------------------------------------------------------===//
+
+int64_t AttentionBackwardOp::getHeadDim() {
+  auto q = cast<MemRefType>(getQ().getType());
+  return q.getDimSize(q.getRank() - 1);
+}
+
+Type AttentionBackwardOp::getElementType() {
+  return cast<MemRefType>(getQ().getType()).getElementType();
+}
+
+AttentionProblem AttentionBackwardOp::problem() {
+  AttentionProblem problem;
+  problem.dtype = getElementType().isBF16() ? DType::bf16 : DType::f16;
+  problem.headDim = getHeadDim();
+  // The LSE is an input here: the forward's output, which the backward
+  // always reads.
+  problem.withLse = true;
+  problem.varlen = isVarlen();
+  readProblemAttributes(*this, problem);
+  return problem;
+}
+
+/// Checks that `value` is a [B, H, N] (packed: [H, total]) contiguous f32
+/// memref: the LSE and delta.
+static LogicalResult verifyRowsMemRef(Operation *op, Value value,
+                                      StringRef name, bool packed) {
+  auto type = dyn_cast<MemRefType>(value.getType());
+  int64_t rank = packed ? 2 : 3;
+  if (!type || type.getRank() != rank || !type.getElementType().isF32())
+    return op->emitOpError()
+           << "operand '" << name << "' must be a rank-" << rank
+           << " f32 memref " << (packed ? "[H, total_q]" : "[B, H, Nq]")
+           << ", got " << value.getType();
+  if (!type.getLayout().isIdentity())
+    return op->emitOpError() << "operand '" << name
+                             << "' must be contiguous (the identity layout), "
+                                "got "
+                             << type;
+  return success();
+}
+
+LogicalResult AttentionBackwardOp::verify() {
+  if (failed(verifyNoUnknownAttributes(*this)))
+    return failure();
+  if (getBackward() == BackwardPart::none)
+    return emitOpError("needs backward = #attn.backward<dq> or "
+                       "#attn.backward<dkdv>: the kernel it stands for");
+  bool packed = getCuSeqlensQ() || getCuSeqlensK();
+  if (packed &&
+      failed(verifyCuSeqlens(*this, getCuSeqlensQ(), getCuSeqlensK())))
+    return failure();
+  std::pair<Value, StringRef> tensors[] = {
+      {getQ(), "q"},   {getK(), "k"},   {getV(), "v"},
+      {getO(), "o"},   {getDout(), "dout"}, {getDq(), "dq"},
+      {getDk(), "dk"}, {getDv(), "dv"}};
+  for (auto [value, name] : tensors)
+    if (failed(verifyDataMemRef(*this, value.getType(), name, packed)))
+      return failure();
+  if (failed(verifyDataOperands(*this, tensors, getElementType(),
+                                getHeadDim())))
+    return failure();
+  if (failed(verifyRowsMemRef(*this, getLse(), "lse", packed)) ||
+      failed(verifyRowsMemRef(*this, getDelta(), "delta", packed)))
+    return failure();
+  unsigned shift = packed ? 1 : 0;
+  SmallVector<DimRef> batch, queries, keys, heads, kvHeads;
+  for (auto [value, name] : tensors) {
+    batch.push_back({value, name, 0});
+    bool query = name == "q" || name == "o" || name == "dout" || name == "dq";
+    (query ? queries : keys).push_back({value, name, 1 - shift});
+    (query ? heads : kvHeads).push_back({value, name, 2 - shift});
+  }
+  for (auto [value, name] :
+       {std::pair(getLse(), "lse"), std::pair(getDelta(), "delta")}) {
+    batch.push_back({value, name, 0});
+    heads.push_back({value, name, 1 - shift});
+    queries.push_back({value, name, 2 - shift});
+  }
+  if ((!packed && failed(verifySameSize(*this, "batch size", batch))) ||
+      failed(verifySameSize(*this, packed ? "total query rows" : "query length",
+                            queries)) ||
+      failed(verifySameSize(*this, packed ? "total key rows" : "key length",
+                            keys)))
+    return failure();
+  FailureOr<int64_t> numHeads = verifySameSize(*this, "number of heads", heads);
+  FailureOr<int64_t> numKvHeads =
+      verifySameSize(*this, "number of key/value heads", kvHeads);
+  if (failed(numHeads) || failed(numKvHeads) ||
+      failed(verifyHeadGroups(*this, *numHeads, *numKvHeads)) ||
+      failed(verifyScaleAndSoftcap(*this, getScale(), getSoftcap())))
+    return failure();
+  return verifyMaskBounds(*this, getCausal(), getCausalAlignAttr(),
+                          getWindowLeftAttr(), getWindowRightAttr());
+}
+
+//===----------------------------------------------------------------------===//
+// Tile ops
+//===----------------------------------------------------------------------===//
+
+/// Checks that `vector` is a `row` or `col` vector as long as the rows or
+/// the columns of the acc tile `tile`.
+static LogicalResult verifyBroadcastVector(Operation *op, Type tile,
+                                           Type vector, StringRef name) {
+  auto tileType = cast<RegTileType>(tile);
+  auto vectorType = cast<RegTileType>(vector);
+  if (tileType.getFragment() != FragmentKind::acc)
+    return op->emitOpError() << "needs an 'acc' register tile, got " << tile;
+  if (!vectorType.isVector())
+    return op->emitOpError() << "'" << name
+                             << "' must be a 'row' or 'col' register tile, "
+                                "got "
+                             << vector;
+  int64_t extent = vectorType.isRow() ? tileType.getShape()[0]
+                                      : tileType.getShape()[1];
+  if (vectorType.getShape()[0] != extent)
+    return op->emitOpError()
+           << "'" << name << "' has " << vectorType.getShape()[0]
+           << " entries but the tile has " << extent
+           << (vectorType.isRow() ? " rows" : " columns");
+  return success();
+}
+
+LogicalResult LoadColsOp::verify() {
+  auto result = cast<RegTileType>(getResult().getType());
+  if (!result.isCol())
+    return emitOpError() << "result must be a 'col' register tile, got "
+                         << result;
+  auto src = dyn_cast<MemRefType>(getSrc().getType());
+  int64_t rank = isa<SeqType>(getBatch().getType()) ? 2 : 3;
+  if (!src || src.getRank() != rank || !src.getElementType().isF32())
+    return emitOpError() << "source must be a rank-" << rank
+                         << " f32 memref, got " << getSrc().getType();
+  return success();
+}
+
+LogicalResult RecomputeProbsOp::verify() {
+  return verifyBroadcastVector(*this, getInput().getType(),
+                               getLse().getType(), "lse");
+}
+
+LogicalResult SoftmaxGradOp::verify() {
+  if (Value tanh = getTanh())
+    if (tanh.getType() != getProbs().getType())
+      return emitOpError() << "'tanh' must have the type of 'probs', got "
+                           << tanh.getType();
+  return verifyBroadcastVector(*this, getProbs().getType(),
+                               getDelta().getType(), "delta");
+}
+
+LogicalResult RowDotOp::verify() {
+  auto tile = cast<RegTileType>(getLhs().getType());
+  auto result = cast<RegTileType>(getResult().getType());
+  if (tile.getFragment() != FragmentKind::acc)
+    return emitOpError() << "needs 'acc' register tiles, got " << tile;
+  if (!result.isRow() || result.getRows() != tile.getRows())
+    return emitOpError() << "result must be a 'row' register tile of "
+                         << tile.getRows() << " rows, got " << result;
+  return success();
+}

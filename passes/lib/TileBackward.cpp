@@ -1,0 +1,377 @@
+//===- TileBackward.cpp - attn-tile: the backward pass's two kernels ------===//
+//
+// attn.attention_backward (whole tensors)  ->  one of two tile programs,
+// FlashAttention-2's backward split so that no gradient is accumulated in
+// global memory:
+//
+//   dq   (grid: query block, head, batch; a loop over key blocks, shaped as
+//        the forward's, so attn-causal-blocks bounds and peels it)
+//          delta = rowsum(dO * O)                     -> delta (for dkdv)
+//          for j: S = Q K_j^T; mask; P = exp(scale S - LSE)      recompute
+//                 dP = dO V_j^T; dS = scale P (dP - delta); dQ += dS K_j
+//   dkdv (grid: key block, kv head, batch; a loop over the query blocks of
+//        every query head of the group: GQA is reduced in registers)
+//          for i: S^T = K Q_i^T; mask^T; P^T = exp(scale S^T - LSE_i)
+//                 dP^T = V dO_i^T; dS^T = scale P^T (dP^T - delta_i)
+//                 dK += dS^T Q_i; dV += P^T dO_i
+//
+// Both sum their gradients in registers in a fixed order: the backward is
+// deterministic. The key-owning kernel computes the transposed tiles, so
+// each GEMM is one the forward already has (smem x smem^T, registers x
+// smem), and its LSE and delta are per-column vectors (attn.load_cols).
+//
+//===----------------------------------------------------------------------===//
+#include "TileBackward.h"
+#include "TileBuilder.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+class BackwardProgramBuilder : TileBuilder {
+public:
+  BackwardProgramBuilder(AttentionBackwardOp op, const TileConfig &config,
+                         TargetKind target)
+      : TileBuilder(op, config, target, op.getHeadDim(), op.getElementType()),
+        op(op) {}
+
+  void buildDq();
+  void buildDkdv();
+
+private:
+  /// The softmax scale and, with a soft cap, tanh's scale: the scores are
+  /// S (scale) or c * tanh((scale / c) S) (c, capScale).
+  void scales() {
+    scale = op.getScaleAttr().getValueAsDouble();
+    logitScale = scale;
+    if (FloatAttr cap = op.getSoftcapAttr()) {
+      capScale = b.getF32FloatAttr(scale / cap.getValueAsDouble());
+      logitScale = cap.getValueAsDouble();
+    }
+  }
+  /// A [rows x cols] f32 accumulator.
+  RegTileType acc(int64_t rows, int64_t cols) {
+    return RegTileType::get(b.getContext(), {rows, cols}, b.getF32Type(),
+                            FragmentKind::acc);
+  }
+  RegTileType operand(int64_t rows, int64_t cols) {
+    return RegTileType::get(b.getContext(), {rows, cols}, op.getElementType(),
+                            FragmentKind::operand_a);
+  }
+  RegTileType vector(int64_t n, FragmentKind kind) {
+    return RegTileType::get(b.getContext(), {n}, b.getF32Type(), kind);
+  }
+  /// P from the scores `s` (soft-capped first: `tanh` returns the capped
+  /// tile, which dS needs) and the LSE vector.
+  Value probs(Location l, Value s, Value lse, Value &tanh,
+              llvm::function_ref<Value(Value)> mask) {
+    if (capScale) {
+      s = SoftcapOp::create(b, l, s.getType(), s, capScale);
+      tanh = s;
+    }
+    s = mask(s);
+    return RecomputeProbsOp::create(
+        b, l, s.getType(), s, lse,
+        b.getF32FloatAttr(logitScale * M_LOG2E));
+  }
+
+  AttentionBackwardOp op;
+  double scale = 0, logitScale = 0;
+  FloatAttr capScale;
+};
+
+void BackwardProgramBuilder::buildDq() {
+  scales();
+  const int64_t bm = config.blockM, bn = config.blockN;
+  const int64_t outCols = outputAccumulatorCols(target, op.getHeadDim());
+  Value c0 = index(0), c1 = index(1);
+  Value blockM = index(bm), blockN = index(bn);
+  Value qBlock = ProgramIdOp::create(b, loc, b.getIndexType(), 0);
+  Value head = ProgramIdOp::create(b, loc, b.getIndexType(), 1);
+  Value batch = ProgramIdOp::create(b, loc, b.getIndexType(), 2);
+  Value nq = memref::DimOp::create(b, loc, op.getQ(), 1);
+  Value nk = memref::DimOp::create(b, loc, op.getK(), 1);
+  Value numHeads = memref::DimOp::create(b, loc, op.getQ(), 2);
+  Value numKvHeads = memref::DimOp::create(b, loc, op.getK(), 2);
+  Value group = arith::DivUIOp::create(b, loc, numHeads, numKvHeads);
+  Value kvHead = arith::DivUIOp::create(b, loc, head, group);
+  Value row = arith::MulIOp::create(b, loc, qBlock, blockM);
+
+  Value qTile = AllocSmemOp::create(b, loc, smemType(bm));
+  Value doTile = AllocSmemOp::create(b, loc, smemType(bm));
+  Value kTile = AllocSmemOp::create(b, loc, smemType(bn));
+  Value vTile = AllocSmemOp::create(b, loc, smemType(bn));
+  Value numBlocks = arith::CeilDivUIOp::create(b, loc, nk, blockN);
+
+  CopyAsyncOp::create(b, loc, op.getQ(), batch, row, head, qTile, c0);
+  CopyAsyncOp::create(b, loc, op.getDout(), batch, row, head, doTile, c0);
+  CopyAsyncOp::create(b, loc, op.getK(), batch, c0, kvHead, kTile, c0);
+  // delta = rowsum(dO * O), from global memory while the copies land; the
+  // dkdv kernel reads it back per column.
+  RegTileType rows = vector(bm, FragmentKind::row);
+  Value o = LoadOp::create(b, loc, acc(bm, op.getHeadDim()), op.getO(), batch,
+                           row, head, IntegerAttr());
+  Value dout = LoadOp::create(b, loc, acc(bm, op.getHeadDim()), op.getDout(),
+                              batch, row, head, IntegerAttr());
+  Value delta = RowDotOp::create(b, loc, rows, dout, o);
+  StoreRowsOp::create(b, loc, delta, op.getDelta(), batch, head, row);
+  Value lse = LoadRowsOp::create(b, loc, rows, op.getLse(), batch, head, row,
+                                 IntegerAttr());
+  WaitOp::create(b, loc, qTile, c0);
+  WaitOp::create(b, loc, doTile, c0);
+
+  Value dq0 = splat(acc(bm, outCols), 0.0f);
+  auto loop = scf::ForOp::create(
+      b, loc, c0, numBlocks, c1, ValueRange{dq0},
+      [&](OpBuilder &lb, Location l, Value j, ValueRange iter) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
+        Value col = arith::MulIOp::create(b, l, j, blockN);
+        // K_j landed (everyone is done with V_{j-1}): start V_j.
+        WaitOp::create(b, l, kTile, j);
+        CopyAsyncOp::create(b, l, op.getV(), batch, col, kvHead, vTile, j);
+        Value s = MmaOp::create(b, l, acc(bm, bn), qTile, kTile, Value(),
+                                /*transpose_b=*/true);
+        Value tanh;
+        Value p = probs(l, s, lse, tanh, [&](Value scores) {
+          return MaskOp::create(
+              b, l, scores.getType(), scores, row, col, nk,
+              op.isBottomRight() ? nq : Value(), op.getCausalAttr(),
+              op.getCausalAlignAttr(), op.getWindowLeftAttr(),
+              op.getWindowRightAttr(), /*head_pack=*/IntegerAttr());
+        });
+        WaitOp::create(b, l, vTile, j);
+        Value dp = MmaOp::create(b, l, acc(bm, bn), doTile, vTile, Value(),
+                                 /*transpose_b=*/true);
+        Value ds = SoftmaxGradOp::create(b, l, p.getType(), p, dp, delta,
+                                         tanh, b.getF32FloatAttr(scale));
+        Value dsOperand = ConvertOp::create(b, l, operand(bm, bn), ds);
+        Value dq = MmaOp::create(b, l, acc(bm, outCols), dsOperand, kTile,
+                                 iter[0], /*transpose_b=*/false);
+        // Everyone is done with K_j: start K_{j+1}.
+        BarrierOp::create(b, l);
+        Value next = arith::AddIOp::create(b, l, j, c1);
+        Value hasNext = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
+                                              next, numBlocks);
+        scf::IfOp::create(b, l, hasNext, [&](OpBuilder &ib, Location il) {
+          Value nextCol = arith::MulIOp::create(ib, il, next, blockN);
+          CopyAsyncOp::create(ib, il, op.getK(), batch, nextCol, kvHead,
+                              kTile, next);
+          scf::YieldOp::create(ib, il);
+        });
+        scf::YieldOp::create(b, l, dq);
+      });
+  StoreOp::create(b, loc, loop.getResult(0), op.getDq(), batch, row, head);
+  op.erase();
+}
+
+void BackwardProgramBuilder::buildDkdv() {
+  scales();
+  const int64_t bm = config.blockM, bn = config.blockN;
+  const int64_t outCols = outputAccumulatorCols(target, op.getHeadDim());
+  Value c0 = index(0), c1 = index(1);
+  Value blockN = index(bn);
+  Value kBlock = ProgramIdOp::create(b, loc, b.getIndexType(), 0);
+  Value kvHead = ProgramIdOp::create(b, loc, b.getIndexType(), 1);
+  Value batch = ProgramIdOp::create(b, loc, b.getIndexType(), 2);
+  Value nq = memref::DimOp::create(b, loc, op.getQ(), 1);
+  Value nk = memref::DimOp::create(b, loc, op.getK(), 1);
+  Value numHeads = memref::DimOp::create(b, loc, op.getQ(), 2);
+  Value numKvHeads = memref::DimOp::create(b, loc, op.getK(), 2);
+  Value group = arith::DivUIOp::create(b, loc, numHeads, numKvHeads);
+  Value firstHead = arith::MulIOp::create(b, loc, kvHead, group);
+  Value row = arith::MulIOp::create(b, loc, kBlock, index(bm));
+
+  // The query blocks some key row of this block sees: key k sees queries
+  // [k - off - R, k - off + L] (off = 0, or Nk - Nq bottom-right; L, R the
+  // forward's window sides, causal R = 0). Differences with R as
+  // max(x, R) - R and sums with L as min(x, cap - L) + L: no 32-bit index
+  // overflows whatever the window. A block no key row of which sees a query
+  // still visits one (fully masked) block, so its first copy is consumed.
+  Value numBlocks = arith::CeilDivUIOp::create(b, loc, nq, blockN);
+  Value lo = c0, hi = numBlocks;
+  std::optional<int64_t> left = op.getWindowLeftAttr()
+                                    ? std::optional(op.getWindowLeftAttr().getInt())
+                                    : std::nullopt;
+  std::optional<int64_t> right =
+      op.getCausal() ? std::optional<int64_t>(0)
+      : op.getWindowRightAttr()
+          ? std::optional(op.getWindowRightAttr().getInt())
+          : std::nullopt;
+  if (left || right) {
+    // d0 = row - off: the first key row's diagonal, in query coordinates.
+    Value diag = row;
+    if (op.isBottomRight())
+      diag = arith::SubIOp::create(b, loc, row,
+                                   arith::SubIOp::create(b, loc, nk, nq));
+    if (right) {
+      Value r = index(*right);
+      Value first = arith::SubIOp::create(
+          b, loc, arith::MaxSIOp::create(b, loc, diag, r), r);
+      lo = arith::DivUIOp::create(b, loc, first, blockN);
+    }
+    if (left) {
+      // The last key row sees queries <= d0 + bm - 1 + L, capped at Nq - 1.
+      Value l = index(*left);
+      Value lastDiag = arith::AddIOp::create(b, loc, diag, index(bm - 1));
+      Value cap = arith::SubIOp::create(b, loc, nq, c1);
+      Value last = arith::AddIOp::create(
+          b, loc,
+          arith::MinSIOp::create(b, loc, lastDiag,
+                                 arith::SubIOp::create(b, loc, cap, l)),
+          l);
+      // ceil((last + 1) / bn), with last >= -1.
+      Value end = arith::AddIOp::create(
+          b, loc, arith::MaxSIOp::create(b, loc, last, index(-1)), c1);
+      hi = arith::CeilDivUIOp::create(b, loc, end, blockN);
+    }
+    lo = arith::MinUIOp::create(
+        b, loc, lo, arith::SubIOp::create(b, loc, numBlocks, c1));
+  }
+  Value span = arith::MaxSIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, hi, lo), c1);
+  // One flat loop over (query head of the group, query block): fills count
+  // its iterations.
+  Value trips = arith::MulIOp::create(b, loc, span, group);
+
+  Value kTile = AllocSmemOp::create(b, loc, smemType(bm));
+  Value vTile = AllocSmemOp::create(b, loc, smemType(bm));
+  Value qTile = AllocSmemOp::create(b, loc, smemType(bn));
+  Value doTile = AllocSmemOp::create(b, loc, smemType(bn));
+  CopyAsyncOp::create(b, loc, op.getK(), batch, row, kvHead, kTile, c0);
+  CopyAsyncOp::create(b, loc, op.getV(), batch, row, kvHead, vTile, c0);
+  Value firstCol = arith::MulIOp::create(b, loc, lo, blockN);
+  CopyAsyncOp::create(b, loc, op.getQ(), batch, firstCol, firstHead, qTile,
+                      c0);
+  WaitOp::create(b, loc, kTile, c0);
+  WaitOp::create(b, loc, vTile, c0);
+
+  // The transposed mask: rows are keys, columns queries, so the band is the
+  // forward's mirrored (sides swapped, the diagonal at -off): what the
+  // forward's lowering (and the mask's own checks) already handle.
+  IntegerAttr maskLeft, maskRight;
+  if (right)
+    maskLeft = b.getI64IntegerAttr(*right);
+  if (left)
+    maskRight = b.getI64IntegerAttr(*left);
+  bool masked = left || right;
+
+  Value zero = splat(acc(bm, outCols), 0.0f);
+  auto loop = scf::ForOp::create(
+      b, loc, c0, trips, c1, ValueRange{zero, zero},
+      [&](OpBuilder &lb, Location l, Value it, ValueRange iter) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
+        Value i = arith::AddIOp::create(
+            b, l, lo, arith::RemUIOp::create(b, l, it, span));
+        Value head = arith::AddIOp::create(
+            b, l, firstHead, arith::DivUIOp::create(b, l, it, span));
+        Value col = arith::MulIOp::create(b, l, i, blockN);
+        // Q_i landed (everyone is done with dO_{i-1}): start dO_i.
+        WaitOp::create(b, l, qTile, it);
+        CopyAsyncOp::create(b, l, op.getDout(), batch, col, head, doTile, it);
+        Value lse = LoadColsOp::create(b, l, vector(bn, FragmentKind::col),
+                                       op.getLse(), batch, head, col);
+        Value delta = LoadColsOp::create(b, l, vector(bn, FragmentKind::col),
+                                         op.getDelta(), batch, head, col);
+        Value st = MmaOp::create(b, l, acc(bm, bn), kTile, qTile, Value(),
+                                 /*transpose_b=*/true);
+        Value tanh;
+        Value pt = probs(l, st, lse, tanh, [&](Value scores) {
+          // Key rows [row, row + bm), query columns [col, col + bn): the
+          // query tail is masked by the length test (kv_len = Nq here).
+          return MaskOp::create(
+              b, l, scores.getType(), scores, row, col, nq,
+              op.isBottomRight() ? nk : Value(), UnitAttr(),
+              masked ? op.getCausalAlignAttr() : CausalAlignAttr(), maskLeft,
+              maskRight, /*head_pack=*/IntegerAttr());
+        });
+        WaitOp::create(b, l, doTile, it);
+        Value dpt = MmaOp::create(b, l, acc(bm, bn), vTile, doTile, Value(),
+                                  /*transpose_b=*/true);
+        Value dst = SoftmaxGradOp::create(b, l, pt.getType(), pt, dpt, delta,
+                                          tanh, b.getF32FloatAttr(scale));
+        Value dsOperand = ConvertOp::create(b, l, operand(bm, bn), dst);
+        Value dk = MmaOp::create(b, l, acc(bm, outCols), dsOperand, qTile,
+                                 iter[0], /*transpose_b=*/false);
+        // Everyone is done with Q_i: start Q_{i+1} under the dV GEMM.
+        BarrierOp::create(b, l);
+        Value next = arith::AddIOp::create(b, l, it, c1);
+        Value hasNext = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
+                                              next, trips);
+        scf::IfOp::create(b, l, hasNext, [&](OpBuilder &ib, Location il) {
+          Value nextI = arith::AddIOp::create(
+              ib, il, lo, arith::RemUIOp::create(ib, il, next, span));
+          Value nextHead = arith::AddIOp::create(
+              ib, il, firstHead, arith::DivUIOp::create(ib, il, next, span));
+          Value nextCol = arith::MulIOp::create(ib, il, nextI, blockN);
+          CopyAsyncOp::create(ib, il, op.getQ(), batch, nextCol, nextHead,
+                              qTile, next);
+          scf::YieldOp::create(ib, il);
+        });
+        Value pOperand = ConvertOp::create(b, l, operand(bm, bn), pt);
+        Value dv = MmaOp::create(b, l, acc(bm, outCols), pOperand, doTile,
+                                 iter[1], /*transpose_b=*/false);
+        scf::YieldOp::create(b, l, ValueRange{dk, dv});
+      });
+  StoreOp::create(b, loc, loop.getResult(0), op.getDk(), batch, row, kvHead);
+  StoreOp::create(b, loc, loop.getResult(1), op.getDv(), batch, row, kvHead);
+  op.erase();
+}
+
+/// The kernel's arguments by role: the op's operands, in order.
+ArrayAttr backwardTensorRoles(AttentionBackwardOp op) {
+  Builder b(op.getContext());
+  SmallVector<StringRef> roles = {"q",   "k",     "v",  "o",  "dout",
+                                  "lse", "delta", "dq", "dk", "dv"};
+  if (op.isVarlen())
+    roles.append({"cu_seqlens_q", "cu_seqlens_k"});
+  return b.getStrArrayAttr(roles);
+}
+
+/// dq: one CTA per (query block, head, batch), as the forward; dkdv: one
+/// per (key block, key/value head, batch).
+GridAttr backwardGrid(MLIRContext *ctx, const TileConfig &config,
+                      BackwardPart part) {
+  bool dq = part == BackwardPart::dq;
+  Builder b(ctx);
+  return GridAttr::get(
+      ctx,
+      b.getArrayAttr(
+          {GridDimAttr::get(ctx, dq ? SizeKind::nq : SizeKind::nk,
+                            config.blockM),
+           GridDimAttr::get(ctx,
+                            dq ? SizeKind::num_heads : SizeKind::num_kv_heads,
+                            1),
+           GridDimAttr::get(ctx, SizeKind::batch, 1)}),
+      /*ctasPerSm=*/0);
+}
+
+} // namespace
+
+LogicalResult mlir::attn::tileBackward(AttentionBackwardOp op,
+                                       func::FuncOp func,
+                                       const TileConfig &config,
+                                       TargetKind target) {
+  if (op.isVarlen())
+    return op.emitOpError("variable-length batches have no backward kernel "
+                          "yet; pad the batch to dense [B, N, H, D] tensors");
+  MLIRContext *ctx = op.getContext();
+  func->setAttr(kKernelAttrName, UnitAttr::get(ctx));
+  func->setAttr(kTensorsAttrName, backwardTensorRoles(op));
+  func->setAttr(kGridAttrName, backwardGrid(ctx, config, op.getBackward()));
+  func->setAttr(kProblemAttrName, ProblemAttr::get(ctx, op.problem()));
+  BackwardProgramBuilder builder(op, config, target);
+  if (op.getBackward() == BackwardPart::dq)
+    builder.buildDq();
+  else
+    builder.buildDkdv();
+  return success();
+}

@@ -1,0 +1,82 @@
+// RUN: attngen-opt %s -split-input-file -verify-diagnostics
+
+// One case per chunk: the backward ops' verifier errors, whole messages.
+!t = memref<?x?x?x64xbf16>
+!r = memref<?x?x?xf32>
+func.func @no_part(%q: !t, %l: !r) {
+  // expected-error @+1 {{'attn.attention_backward' op needs backward = #attn.backward<dq> or #attn.backward<dkdv>: the kernel it stands for}}
+  attn.attention_backward %q, %q, %q, %q, %q, %l, %l, %q, %q, %q
+      {backward = #attn.backward<none>, scale = 0.125 : f32}
+    : !t, !t, !t, !t, !t, !r, !r, !t, !t, !t
+  return
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16>
+!r = memref<?x?x?xf32>
+func.func @lse_rank(%q: !t, %l: !r, %bad: memref<?x?xf32>) {
+  // expected-error @+1 {{'attn.attention_backward' op operand 'lse' must be a rank-3 f32 memref [B, H, Nq], got 'memref<?x?xf32>'}}
+  attn.attention_backward %q, %q, %q, %q, %q, %bad, %l, %q, %q, %q
+      {backward = #attn.backward<dq>, scale = 0.125 : f32}
+    : !t, !t, !t, !t, !t, memref<?x?xf32>, !r, !t, !t, !t
+  return
+}
+
+// -----
+
+!t = memref<?x?x?x64xbf16>
+!r = memref<?x?x?xf32>
+func.func @gradient_dtype(%q: !t, %l: !r, %dq: memref<?x?x?x64xf16>) {
+  // expected-error @+1 {{'attn.attention_backward' op operand 'dq' has element type 'f16' but 'q' has 'bf16'}}
+  attn.attention_backward %q, %q, %q, %q, %q, %l, %l, %dq, %q, %q
+      {backward = #attn.backward<dq>, scale = 0.125 : f32}
+    : !t, !t, !t, !t, !t, !r, !r, memref<?x?x?x64xf16>, !t, !t
+  return
+}
+
+// -----
+
+!t = memref<2x?x?x64xbf16>
+!r = memref<3x?x?xf32>
+func.func @delta_batch(%q: !t, %l: !r) {
+  // expected-error @+1 {{'attn.attention_backward' op batch size differs: operand 'lse' has 3 (dim 0) but 'q' has 2 (dim 0)}}
+  attn.attention_backward %q, %q, %q, %q, %q, %l, %l, %q, %q, %q
+      {backward = #attn.backward<dkdv>, scale = 0.125 : f32}
+    : !t, !t, !t, !t, !t, !r, !r, !t, !t, !t
+  return
+}
+
+// -----
+
+func.func @col_length(%s: !attn.regs<64x32xf32, acc>, %l: !attn.regs<64xf32, col>) {
+  // expected-error @+1 {{'attn.recompute_probs' op 'lse' has 64 entries but the tile has 32 columns}}
+  %p = attn.recompute_probs %s, %l {scale_log2e = 1.0 : f32}
+    : !attn.regs<64x32xf32, acc>, !attn.regs<64xf32, col>
+  return
+}
+
+// -----
+
+func.func @grad_vector_kind(%s: !attn.regs<64x32xf32, acc>, %d: !attn.regs<64x32xf32, acc>) {
+  // expected-error @+1 {{'attn.softmax_grad' op 'delta' must be a 'row' or 'col' register tile, got '!attn.regs<64x32xf32, acc>'}}
+  %ds = attn.softmax_grad %s, %s, %d {scale = 1.0 : f32}
+    : !attn.regs<64x32xf32, acc>, !attn.regs<64x32xf32, acc>
+  return
+}
+
+// -----
+
+func.func @row_dot_result(%a: !attn.regs<64x32xf32, acc>) {
+  // expected-error @+1 {{'attn.row_dot' op result must be a 'row' register tile of 64 rows, got '!attn.regs<32xf32, col>'}}
+  %d = attn.row_dot %a, %a : !attn.regs<64x32xf32, acc> -> !attn.regs<32xf32, col>
+  return
+}
+
+// -----
+
+func.func @load_cols_kind(%src: memref<?x?x?xf32>, %i: index) {
+  // expected-error @+1 {{'attn.load_cols' op result must be a 'col' register tile, got '!attn.regs<64xf32, row>'}}
+  %l = attn.load_cols %src[%i, %i, %i] : memref<?x?x?xf32> -> !attn.regs<64xf32, row>
+  return
+}

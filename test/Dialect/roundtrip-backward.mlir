@@ -1,0 +1,28 @@
+// RUN: attngen-opt %s | attngen-opt | FileCheck %s
+
+// The backward problem op and its tile ops print and parse back.
+!t = memref<?x?x?x64xbf16>
+!r = memref<?x?x?xf32>
+// CHECK-LABEL: func.func @backward
+// CHECK: attn.attention_backward %{{.*}} {backward = #attn.backward<dkdv>, causal, causal_align = #attn.causal_align<bottom_right>, scale = 1.250000e-01 : f32, softcap = 3.000000e+01 : f32}
+func.func @backward(%q: !t, %l: !r) {
+  attn.attention_backward %q, %q, %q, %q, %q, %l, %l, %q, %q, %q
+      {backward = #attn.backward<dkdv>, causal, causal_align = #attn.causal_align<bottom_right>, scale = 0.125 : f32, softcap = 30.0 : f32}
+    : !t, !t, !t, !t, !t, !r, !r, !t, !t, !t
+  return
+}
+
+// CHECK-LABEL: func.func @tile_ops
+// CHECK: attn.load_cols %{{.*}} : memref<?x?x?xf32> -> !attn.regs<32xf32, col>
+// CHECK: attn.recompute_probs %{{.*}}, %{{.*}} {scale_log2e = 1.000000e+00 : f32} : !attn.regs<64x32xf32, acc>, !attn.regs<32xf32, col>
+// CHECK: attn.softmax_grad %{{.*}}, %{{.*}}, %{{.*}} tanh %{{.*}} {scale = 5.000000e-01 : f32} : !attn.regs<64x32xf32, acc>, !attn.regs<32xf32, col>, !attn.regs<64x32xf32, acc>
+// CHECK: attn.row_dot %{{.*}}, %{{.*}} : !attn.regs<64x32xf32, acc> -> !attn.regs<64xf32, row>
+func.func @tile_ops(%src: memref<?x?x?xf32>, %i: index, %s: !attn.regs<64x32xf32, acc>) {
+  %l = attn.load_cols %src[%i, %i, %i] : memref<?x?x?xf32> -> !attn.regs<32xf32, col>
+  %p = attn.recompute_probs %s, %l {scale_log2e = 1.0 : f32}
+    : !attn.regs<64x32xf32, acc>, !attn.regs<32xf32, col>
+  %ds = attn.softmax_grad %p, %s, %l tanh %s {scale = 0.5 : f32}
+    : !attn.regs<64x32xf32, acc>, !attn.regs<32xf32, col>, !attn.regs<64x32xf32, acc>
+  %d = attn.row_dot %ds, %p : !attn.regs<64x32xf32, acc> -> !attn.regs<64xf32, row>
+  return
+}
