@@ -4,6 +4,8 @@
     out = attngen.attention(q, k, v, causal=True)             # torch tensors
     out = attngen.attention(q, k, v, window_size=(256, 0))    # sliding window
     out, lse = attngen.attention(q, k, v, return_lse=True)
+    out.sum().backward()                                      # autograd: dq, dk, dv
+    dq, dk, dv = attngen.attention_backward(dout, q, k, v, out, lse, causal=True)
 
     k = attngen.compile(arch="sm_90a", head_dim=128, dtype="bf16")   # no GPU needed
     k.ptx, k.metadata
@@ -28,6 +30,7 @@ from ._errors import AttngenError, InvalidInputError
 from ._jit import (CompiledKernel, __version__, cache_dir, clear_memory_cache, compile,
                    compiler_id, device_arch, stats)
 from ._torch_attention import attention
+from ._torch_backward import attention_backward
 from ._torch_kvcache import attention_with_kvcache
 from ._torch_varlen import attention_varlen
 from . import flash_attn_interface  # flash_attn's API: attngen.flash_attn_interface
@@ -36,7 +39,7 @@ from . import flash_attn_interface  # flash_attn's API: attngen.flash_attn_inter
 # (attngen._abi, which they load by path, is a submodule like the others).
 _library_path = _capi.library_path
 
-__all__ = ["attention", "attention_varlen", "attention_with_kvcache", "compile",
+__all__ = ["attention", "attention_backward", "attention_varlen", "attention_with_kvcache", "compile",
            "flash_attn_interface",
            "CompiledKernel", "AttngenError",
            "InvalidInputError", "cache_dir", "stats", "clear_memory_cache", "device_arch",

@@ -192,6 +192,7 @@ class KernelSpec(NamedTuple):
     block_m: int = 0
     block_n: int = 0
     num_warps: int = 0
+    backward: str = "none"
 
     def struct(self, function):
         """The C attngen_spec, each field checked on the way in; `function`
@@ -214,6 +215,10 @@ class KernelSpec(NamedTuple):
         spec.split_kv = flag(function, "split_kv", self.split_kv)
         spec.page_size = c_int("page_size", self.page_size)
         spec.head_pack = c_int("head_pack", self.head_pack)
+        if self.backward not in _capi.BACKWARD:
+            raise invalid_spec(f"backward {self.backward!r} is not a kernel of the backward "
+                               "pass; use 'dq' or 'dkdv' (or 'none' for a forward kernel)")
+        spec.backward = _capi.BACKWARD[self.backward]
         return spec
 
     def describe(self):

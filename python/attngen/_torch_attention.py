@@ -7,8 +7,8 @@ from ._errors import invalid_argument
 from ._torch_kvcache import _forward as _kvcache_forward
 from ._torch_checks import (TensorLayout, call_options, check_devices, check_qkv,
                             check_tensors, require_torch, torch)
-from ._torch_launch import (forward_args, kernel_for, launch, outputs_like, refuse_backward,
-                            use_custom_op)
+from ._torch_backward import register_attention_autograd
+from ._torch_launch import forward_args, kernel_for, launch, outputs_like, use_custom_op
 
 _LAYOUT = TensorLayout(function="attention", names=("q", "k", "v"), rank=4,
                        dims=" (batch, seqlen, heads, head_dim)", rank_hint="",
@@ -41,8 +41,10 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, *,
     options = _check_arguments(q, k, v, causal, scale, return_lse, causal_align, softcap,
                                window_size)
     if use_custom_op(q, k, v):
+        # Under autograd the op keeps the LSE, which its backward reads.
+        records = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
         out, lse = torch.ops.attngen.attention(q, k, v, options.causal, options.scale,
-                                               return_lse, options.causal_align,
+                                               return_lse or records, options.causal_align,
                                                options.softcap, options.window_left,
                                                options.window_right)
     else:
@@ -115,7 +117,4 @@ if torch is not None:
         """The outputs' shapes, for tracing with fake or meta tensors."""
         return outputs_like(q, return_lse)
 
-    refuse_backward(
-        _attention_op,
-        "attngen.attention has no backward pass yet: call it under torch.no_grad() or "
-        "use torch.nn.functional.scaled_dot_product_attention for training")
+    register_attention_autograd(_attention_op)

@@ -189,5 +189,6 @@ if torch is not None:
 
     refuse_backward(
         _attention_varlen_op,
-        "attngen.attention_varlen has no backward pass yet: call it under torch.no_grad() "
-        "or use flash_attn_varlen_func for training")
+        "attngen.attention_varlen has no backward pass yet: call it under torch.no_grad(), "
+        "or pad the batch to (batch, seqlen, heads, head_dim) and train with "
+        "attngen.attention, which has one")

@@ -1,0 +1,286 @@
+#!/usr/bin/env python3
+"""attngen's backward pass on a GPU: correctness, determinism, autograd and
+speed against PyTorch SDPA's backward, in one run.
+
+    ATTNGEN_LIBRARY=.../libattngen.so PYTHONPATH=python \\
+        python3 gpu/backward_check.py [--quick] [--json OUT.json] [--no-bench]
+        [--only correct|determinism|autograd|bench]
+
+* Correctness: dq, dk and dv of attngen.attention_backward against a float32
+  reference (autograd through float32 attention), passing when each max error
+  is at most 2x that of the same math done by PyTorch in the input dtype
+  (+1e-5), flash_attn's criterion. Ragged Nq != Nk, causal (both
+  alignments), windows narrower than a block, soft caps, GQA 8:1 and MQA,
+  head dims 32..128, bf16 and f16; the gradients start as NaN (poisoned
+  blocks) so a row never written shows.
+* Determinism: 20 runs bitwise equal (GQA, causal).
+* Autograd: attngen.attention(...).backward() equals attention_backward, eagerly
+  and under torch.compile(fullgraph=True).
+* Speed: bf16, B*N = 16k, H*D = 2048, backward only, against SDPA's cuDNN and
+  flash backends in the same run; TFLOPS count 2.5x the forward's FLOPs.
+Exit status 0 when every check passed.
+"""
+
+import argparse
+import math
+import random
+import sys
+
+import torch
+
+import harness
+
+attngen = None
+
+
+def reference_grads(q, k, v, dout, scale, causal, bottom_right, window, softcap, upcast):
+    """(out, dq, dk, dv) of attention in float32 (`upcast`) or in the inputs'
+    dtype, through autograd: the reference and PyTorch's own error."""
+    dtype = torch.float32 if upcast else q.dtype
+    q, k, v = (t.detach().to(dtype).requires_grad_() for t in (q, k, v))
+    group = q.shape[2] // k.shape[2]
+    kk, vv = k.repeat_interleave(group, 2), v.repeat_interleave(group, 2)
+    s = torch.einsum("bthd,bshd->bhts", q, kk) * scale
+    if softcap:
+        s = softcap * torch.tanh(s / softcap)
+    nq, nk = q.shape[1], k.shape[1]
+    mask = harness.visibility_mask(nq, nk, causal, bottom_right, window, q.device)
+    if mask is not None:
+        s = s.masked_fill(~mask, -math.inf)
+    p = torch.softmax(s.float(), dim=-1)
+    if mask is not None:
+        p = p.masked_fill(~mask.any(-1, keepdim=True), 0.0)
+    out = torch.einsum("bhts,bshd->bthd", p.to(dtype), vv)
+    dq, dk, dv = torch.autograd.grad(out, (q, k, v), dout.to(dtype))
+    return out, dq, dk, dv
+
+
+def correctness_cases(quick):
+    rng = random.Random(7)
+    cases = []
+    masks = [(False, False, (-1, -1)), (True, False, (-1, -1)), (True, True, (-1, -1)),
+             (False, True, (40, 0)), (False, False, (17, 9)), (False, True, (-1, 5))]
+    for d in (32, 64, 96, 128):
+        for causal, br, window in masks:
+            nq, nk = rng.choice([(1, 1), (7, 300), (113, 77), (255, 256), (300, 130),
+                                 (129, 511), (64, 64)])
+            h, hkv = rng.choice([(4, 4), (8, 1), (8, 2), (2, 2)])
+            softcap = rng.choice([0.0, 0.0, 30.0])
+            dtype = rng.choice(["bf16", "bf16", "f16"])
+            cases.append(dict(d=d, nq=nq, nk=nk, h=h, hkv=hkv, b=2, causal=causal,
+                              bottom_right=br, window=window, softcap=softcap, dtype=dtype))
+    if quick:
+        cases = cases[::2]
+    return cases
+
+
+def run_correctness(cases, results):
+    for c in cases:
+        dtype = torch.bfloat16 if c["dtype"] == "bf16" else torch.float16
+        torch.manual_seed(len(results))
+        q = torch.randn(c["b"], c["nq"], c["h"], c["d"], device="cuda", dtype=dtype)
+        k = torch.randn(c["b"], c["nk"], c["hkv"], c["d"], device="cuda", dtype=dtype)
+        v = torch.randn(c["b"], c["nk"], c["hkv"], c["d"], device="cuda", dtype=dtype)
+        dout = torch.randn_like(q)
+        scale = 1.0 / math.sqrt(c["d"])
+        align = "bottom-right" if c["bottom_right"] else "top-left"
+        window = c["window"]
+        causal = c["causal"]
+        out, lse = attngen.attention(q, k, v, causal=causal, return_lse=True,
+                                     causal_align=align, softcap=c["softcap"],
+                                     window_size=window)
+        specs = [(q.shape, dtype), (k.shape, dtype), (v.shape, dtype)]
+        addresses = harness.poison_next_allocations(specs)
+        dq, dk, dv = attngen.attention_backward(dout, q, k, v, out, lse, causal=causal,
+                                                causal_align=align, softcap=c["softcap"],
+                                                window_size=window)
+        poisoned = harness.reused_poisoned_blocks((dq, dk, dv), addresses)
+        torch.cuda.synchronize()
+        ref = reference_grads(q, k, v, dout, scale, causal, c["bottom_right"], window,
+                              c["softcap"], upcast=True)
+        pt = reference_grads(q, k, v, dout, scale, causal, c["bottom_right"], window,
+                             c["softcap"], upcast=False)
+        row = dict(c)
+        ok = True
+        for name, got, want, theirs in zip(("dq", "dk", "dv"), (dq, dk, dv), ref[1:], pt[1:]):
+            err = (got.float() - want).abs().max().item()
+            bound = 2 * (theirs.float() - want).abs().max().item() + 1e-5
+            row[f"{name}_err"] = err
+            row[f"{name}_ratio"] = err / max(bound - 1e-5, 1e-12) * 2
+            if not (err <= bound) or not torch.isfinite(got).all():
+                ok = False
+        row["poisoned"] = poisoned
+        row["ok"] = ok
+        results.append(row)
+        status = "ok  " if ok else "FAIL"
+        print(f"{status} d{c['d']} {c['dtype']} {c['nq']}x{c['nk']} h{c['h']}/{c['hkv']} "
+              f"causal={causal} br={c['bottom_right']} win={window} cap={c['softcap']}: "
+              + " ".join(f"{n}={row[n + '_err']:.2e}({row[n + '_ratio']:.2f}x)"
+                         for n in ("dq", "dk", "dv")), flush=True)
+
+
+def run_determinism(results, runs):
+    failed = 0
+    for d, causal, (h, hkv), n in ((64, True, (8, 1), 1000), (128, False, (8, 2), 777),
+                                   (128, True, (16, 16), 2048)):
+        torch.manual_seed(d + n)
+        q = torch.randn(2, n, h, d, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(2, n + 3, hkv, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn_like(k)
+        dout = torch.randn_like(q)
+        out, lse = attngen.attention(q, k, v, causal=causal, return_lse=True)
+        first = attngen.attention_backward(dout, q, k, v, out, lse, causal=causal)
+        same = True
+        for _ in range(runs - 1):
+            again = attngen.attention_backward(dout, q, k, v, out, lse, causal=causal)
+            same = same and all(torch.equal(a, b) for a, b in zip(first, again))
+        results.append(dict(d=d, causal=causal, h=h, hkv=hkv, n=n, runs=runs, bitwise=same))
+        print(f"{'ok  ' if same else 'FAIL'} determinism d{d} causal={causal} h{h}/{hkv} "
+              f"N={n}: {runs} runs bitwise equal: {same}", flush=True)
+        failed += not same
+    return failed
+
+
+def run_autograd(results):
+    failed = 0
+    torch.manual_seed(3)
+    q = torch.randn(2, 333, 8, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    k = torch.randn(2, 400, 2, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    v = torch.randn(2, 400, 2, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    dout = torch.randn(2, 333, 8, 64, device="cuda", dtype=torch.bfloat16)
+
+    def step(fn):
+        q.grad = k.grad = v.grad = None
+        out = fn(q, k, v)
+        out.backward(dout)
+        return q.grad.clone(), k.grad.clone(), v.grad.clone()
+
+    eager = step(lambda q, k, v: attngen.attention(q, k, v, causal=True))
+    with torch.no_grad():
+        out, lse = attngen.attention(q, k, v, causal=True, return_lse=True)
+    direct = attngen.attention_backward(dout, q, k, v, out, lse, causal=True)
+    same = all(torch.equal(a, b) for a, b in zip(eager, direct))
+    print(f"{'ok  ' if same else 'FAIL'} autograd eager == attention_backward: {same}",
+          flush=True)
+    failed += not same
+    try:
+        compiled = torch.compile(lambda q, k, v: attngen.attention(q, k, v, causal=True),
+                                 fullgraph=True)
+        traced = step(compiled)
+        same_c = all(torch.equal(a, b) for a, b in zip(traced, direct))
+        why = ""
+    except Exception as e:  # noqa: BLE001 -- reported
+        same_c, why = False, harness.short_error(e)
+    print(f"{'ok  ' if same_c else 'FAIL'} autograd torch.compile(fullgraph) == eager: "
+          f"{same_c} {why}", flush=True)
+    failed += not same_c
+    # Only some inputs require grad.
+    qq = q.detach().requires_grad_()
+    out = attngen.attention(qq, k.detach(), v.detach(), causal=True)
+    out.backward(dout)
+    partial = torch.equal(qq.grad, direct[0])
+    print(f"{'ok  ' if partial else 'FAIL'} autograd with only q requiring grad: {partial}",
+          flush=True)
+    failed += not partial
+    results.append(dict(eager=same, compiled=same_c, compile_error=why, partial=partial))
+    return failed
+
+
+def run_bench(results, quick):
+    rows = []
+    shapes = [(64, 1024), (64, 4096), (128, 1024), (128, 4096), (128, 8192)]
+    if quick:
+        shapes = [(64, 1024), (128, 1024), (128, 4096)]
+    for d, n in shapes:
+        for causal in (False, True):
+            b, h = 16384 // n, 2048 // d
+            torch.manual_seed(n + d)
+            q = torch.randn(b, n, h, d, device="cuda", dtype=torch.bfloat16)
+            k, v, dout = torch.randn_like(q), torch.randn_like(q), torch.randn_like(q)
+            out, lse = attngen.attention(q, k, v, causal=causal, return_lse=True)
+            flops = 2.5 * harness.attention_flops(b, h, n, n, d, causal)
+            row = dict(d=d, n=n, b=b, h=h, causal=causal)
+
+            def ours():
+                return attngen.attention_backward(dout, q, k, v, out, lse, causal=causal)
+            ms, why = harness.try_time(ours, 3, 10)
+            row["attngen_ms"] = ms
+            row["attngen_tflops"] = harness.tflops(flops, ms) if ms else None
+            row["attngen_error"] = why
+            for backend in ("cudnn", "flash"):
+                try:
+                    qt, kt, vt = (t.detach().requires_grad_() for t in (q, k, v))
+                    o = harness.sdpa_call(backend, qt, kt, vt, causal=causal)()
+                    dot = dout.transpose(1, 2)
+
+                    def theirs():
+                        return torch.autograd.grad(o, (qt, kt, vt), dot, retain_graph=True)
+                    pms, pwhy = harness.try_time(theirs, 3, 10)
+                except Exception as e:  # noqa: BLE001
+                    pms, pwhy = None, harness.short_error(e)
+                row[f"{backend}_ms"] = pms
+                row[f"{backend}_tflops"] = harness.tflops(flops, pms) if pms else None
+                row[f"{backend}_error"] = pwhy
+            rows.append(row)
+            print(f"bench d{d} N{n} causal={causal}: attngen {harness.fmt(row['attngen_tflops'])}"
+                  f" cudnn {harness.fmt(row['cudnn_tflops'])} flash "
+                  f"{harness.fmt(row['flash_tflops'])} TFLOPS", flush=True)
+    results.extend(rows)
+
+
+def main():
+    global attngen
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--no-bench", action="store_true")
+    parser.add_argument("--json")
+    parser.add_argument("--only", choices=["correct", "determinism", "autograd", "bench"])
+    parser.add_argument("--cases", type=int, default=0,
+                        help="only the first N correctness cases (for compute-sanitizer)")
+    args = parser.parse_args()
+    import attngen as module
+    attngen = module
+    report = {"env": harness.environment()}
+    failed = 0
+    if args.only in (None, "correct"):
+        rows = []
+        cases = correctness_cases(args.quick)
+        run_correctness(cases[:args.cases] if args.cases else cases, rows)
+        failed += sum(not r["ok"] for r in rows)
+        report["correctness"] = rows
+    if args.only in (None, "determinism"):
+        rows = []
+        failed += run_determinism(rows, 20)
+        report["determinism"] = rows
+    if args.only in (None, "autograd"):
+        rows = []
+        failed += run_autograd(rows)
+        report["autograd"] = rows
+    if args.only in (None, "bench") and not args.no_bench:
+        harness.warm_up_gpu()
+        rows = []
+        run_bench(rows, args.quick)
+        report["bench"] = rows
+        print()
+        harness.print_table(
+            ["d", "N", "causal", "attngen TF", "cuDNN TF", "flash TF", "vs cuDNN", "vs flash"],
+            [[r["d"], r["n"], r["causal"], harness.fmt(r["attngen_tflops"]),
+              harness.fmt(r["cudnn_tflops"]), harness.fmt(r["flash_tflops"]),
+              harness.fmt(r["attngen_tflops"] / r["cudnn_tflops"], ".2f")
+              if r["attngen_tflops"] and r["cudnn_tflops"] else "-",
+              harness.fmt(r["attngen_tflops"] / r["flash_tflops"], ".2f")
+              if r["attngen_tflops"] and r["flash_tflops"] else "-"] for r in rows])
+    if "correctness" in report:
+        c = report["correctness"]
+        print(f"\ncorrectness: {sum(r['ok'] for r in c)}/{len(c)} passed; worst ratio "
+              f"{max(max(r['dq_ratio'], r['dk_ratio'], r['dv_ratio']) for r in c):.2f}x "
+              "of PyTorch's own error (bound 2x)")
+    report["failed"] = failed
+    if args.json:
+        harness.write_json(args.json, report)
+    print(f"backward_check: {'FAILED ' + str(failed) if failed else 'all passed'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

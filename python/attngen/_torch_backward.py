@@ -1,0 +1,134 @@
+"""The backward pass on (batch, seqlen, heads, head_dim) torch tensors:
+attngen.attention_backward (functional: the caller passes out and lse, so a
+ring-attention caller can pass the merged global ones), the torch custom op
+attngen::attention_backward, and the autograd of attngen::attention that
+calls it. Two kernels run: dq (delta = rowsum(dO * O), then dQ) and dkdv
+(dK and dV per key/value head); both sum in registers in a fixed order, so
+the gradients are deterministic."""
+
+import ctypes
+
+from ._capi import lib
+from ._errors import check_status, invalid_argument
+from ._torch_checks import (TensorLayout, call_options, check_devices, check_qkv,
+                            check_tensors, require_torch, torch)
+from ._torch_launch import _strides_4d, current_stream, forward_args, kernel_for
+
+_LAYOUT = TensorLayout(function="attention_backward", names=("q", "k", "v"), rank=4,
+                       dims=" (batch, seqlen, heads, head_dim)", rank_hint="",
+                       row_dims="the batch, seqlen and heads dimensions", kv_heads="k/v have")
+
+
+def attention_backward(dout, q, k, v, out, lse, causal=False, scale=None, *,
+                       causal_align="bottom-right", softcap=0.0, window_size=(-1, -1),
+                       deterministic=False):
+    """The gradients (dq, dk, dv) of attngen.attention(q, k, v, ...) given dout
+    = dL/dout, the forward's out and its lse ((batch, heads, seqlen_q)
+    float32, as attention(..., return_lse=True) returns it). The options are
+    the forward's. out and lse may come from elsewhere (a ring of context-
+    parallel calls merged into the global ones). dk and dv have k's and v's
+    heads: grouped-query gradients are summed per key/value head. The result
+    is always deterministic (`deterministic` is accepted for flash_attn's
+    sake). Head dims up to 128 for now."""
+    require_torch("attention_backward")
+    if not isinstance(deterministic, bool):
+        raise TypeError("attngen.attention_backward: deterministic must be a bool")
+    options = _check_arguments(dout, q, k, v, out, lse, causal, scale, causal_align, softcap,
+                               window_size)
+    return tuple(torch.ops.attngen.attention_backward(
+        dout, q, k, v, out, lse, options.causal, options.scale, options.causal_align,
+        options.softcap, options.window_left, options.window_right))
+
+
+def _check_arguments(dout, q, k, v, out, lse, causal, scale, causal_align, softcap,
+                     window_size):
+    check_tensors(_LAYOUT, q, k, v)
+    options = call_options("attention_backward", causal, scale, causal_align, softcap,
+                           window_size)
+    check_qkv(_LAYOUT, q, k, v)
+    for name, t in (("dout", dout), ("out", out)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"attngen.attention_backward: {name} must be a torch.Tensor")
+        if tuple(t.shape) != tuple(q.shape) or t.dtype != q.dtype:
+            raise invalid_argument(f"{name} must have q's shape {tuple(q.shape)} and dtype "
+                                   f"{q.dtype}; got {tuple(t.shape)} {t.dtype}")
+        if t.stride()[-1] != 1 or any(s % 8 for s in t.stride()[:-1]):
+            raise invalid_argument(f"{name} has strides {tuple(t.stride())}: its last "
+                                   "dimension must be contiguous and the others multiples of "
+                                   "8 elements; call .contiguous()")
+    batch, seqlen_q, heads = q.shape[:3]
+    if (not isinstance(lse, torch.Tensor) or tuple(lse.shape) != (batch, heads, seqlen_q)
+            or lse.dtype != torch.float32):
+        raise invalid_argument(
+            "lse must be the forward's log-sum-exp: a float32 tensor (batch, heads, seqlen_q) = "
+            f"{(batch, heads, seqlen_q)}; get it from attention(..., return_lse=True)")
+    if k.shape[0] != batch:
+        raise invalid_argument(f"q has batch {batch} but k and v have batch {k.shape[0]}")
+    check_devices([("q", q), ("k", k), ("v", v), ("dout", dout), ("out", out), ("lse", lse)])
+    return options
+
+
+def _backward(dout, q, k, v, out, lse, causal, scale, causal_align, softcap, window_left,
+              window_right):
+    """Runs the two kernels: the op's CUDA implementation."""
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    batch, seqlen_q = q.shape[:2]
+    if batch == 0 or seqlen_q == 0 or k.shape[1] == 0:
+        # No query row (or no key): nothing flows; the kernels launch nothing.
+        return dq.zero_(), dk.zero_(), dv.zero_()
+    lse = lse.contiguous()
+    delta = torch.empty_like(lse)
+    fields = dict(causal=causal, causal_align=causal_align, softcap=softcap,
+                  window_size=(window_left, window_right))
+    dq_kernel = kernel_for(q, scale, backward="dq", **fields)
+    dkdv_kernel = kernel_for(q, scale, backward="dkdv", **fields)
+    args = forward_args(q, k, v, out, lse, batch, k.shape[1])
+    args.dout, args.delta = dout.data_ptr(), delta.data_ptr()
+    args.dq, args.dk, args.dv = dq.data_ptr(), dk.data_ptr(), dv.data_ptr()
+    args.dout_strides[:] = _strides_4d(dout)
+    args.dq_strides[:] = _strides_4d(dq)
+    args.dk_strides[:] = _strides_4d(dk)
+    args.dv_strides[:] = _strides_4d(dv)
+    check_status(lib.attngen_kernel_backward(dq_kernel, dkdv_kernel, ctypes.byref(args),
+                                             current_stream(q.device)))
+    return dq, dk, dv
+
+
+if torch is not None:
+    @torch.library.custom_op("attngen::attention_backward", mutates_args=(),
+                             device_types="cuda")
+    def _attention_backward_op(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
+                               v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor,
+                               causal: bool, scale: float, causal_align: str, softcap: float,
+                               window_left: int, window_right: int
+                               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The gradients of attngen::attention (eager, traced and in CUDA graphs)."""
+        return _backward(dout.contiguous() if dout.stride()[-1] != 1 else dout, q, k, v, out,
+                         lse, causal, scale, causal_align, softcap, window_left, window_right)
+
+    @_attention_backward_op.register_fake
+    def _attention_backward_fake(dout, q, k, v, out, lse, causal, scale, causal_align,
+                                 softcap, window_left, window_right):
+        return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+
+def register_attention_autograd(op):
+    """attngen::attention's autograd: save q, k, v, out and lse, and run the
+    backward kernels on dout. The lse output is not differentiated (as
+    flash_attn's): its gradient must be unused."""
+    def setup_context(ctx, inputs, output):
+        q, k, v, causal, scale, _, causal_align, softcap, window_left, window_right = inputs
+        out, lse = output
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.options = (causal, scale, causal_align, softcap, window_left, window_right)
+
+    def backward(ctx, grad_out, grad_lse):
+        q, k, v, out, lse = ctx.saved_tensors
+        if lse.numel() == 0 and q.numel() > 0:
+            raise RuntimeError("attngen.attention's autograd needs the forward's lse: call "
+                               "the op with return_lse=True (attngen.attention does)")
+        dq, dk, dv = torch.ops.attngen.attention_backward(
+            grad_out.contiguous(), q, k, v, out, lse, *ctx.options)
+        return dq, dk, dv, None, None, None, None, None, None, None
+
+    op.register_autograd(backward, setup_context=setup_context)
