@@ -208,6 +208,14 @@ struct AttnMultibufferPass
                                target == TargetKind::sm_90a)))
         return signalPassFailure();
     }
+    // A refill barrier orders a single buffer's reads before its next copy;
+    // a pipe's releases and acquires do that now.
+    for (func::FuncOp func : funcs)
+      if (func)
+        func.walk([](BarrierOp barrier) {
+          if (barrier.getRefill())
+            barrier.erase();
+        });
     // sm_80: every thread fills and reads, so the ring is a schedule of the
     // copies themselves.
     if (target == TargetKind::sm_80)

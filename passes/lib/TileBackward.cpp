@@ -156,7 +156,7 @@ void BackwardProgramBuilder::buildDq() {
         Value dq = MmaOp::create(b, l, acc(bm, outCols), dsOperand, kTile,
                                  iter[0], /*transpose_b=*/false);
         // Everyone is done with K_j: start K_{j+1}.
-        BarrierOp::create(b, l);
+        BarrierOp::create(b, l, /*refill=*/true);
         Value next = arith::AddIOp::create(b, l, j, c1);
         Value hasNext = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
                                               next, numBlocks);
@@ -302,7 +302,7 @@ void BackwardProgramBuilder::buildDkdv() {
         Value dk = MmaOp::create(b, l, acc(bm, outCols), dsOperand, qTile,
                                  iter[0], /*transpose_b=*/false);
         // Everyone is done with Q_i: start Q_{i+1} under the dV GEMM.
-        BarrierOp::create(b, l);
+        BarrierOp::create(b, l, /*refill=*/true);
         Value next = arith::AddIOp::create(b, l, it, c1);
         Value hasNext = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
                                               next, trips);

@@ -30,16 +30,24 @@ KernelConfig mlir::attn::configure(const AttentionSpec &spec) {
   AttentionSchedule &s = config.schedule;
   bool fa3 = usesFa3Schedule(spec);
   if (isBackward(spec)) {
-    // The backward kernels: one role for all warps, single-stage copies.
-    // dq's loop is the forward's shape, which attn-causal-blocks bounds
-    // and peels; dkdv bounds its flat (head, query block) loop itself and
-    // masks every block.
+    // The backward kernels: on sm_90a a TMA producer warpgroup feeding
+    // two-stage pipes (--no-warp-specialize: one role for all warps and
+    // single-stage copies, as on sm_80). dq's loop is the forward's shape,
+    // which attn-causal-blocks bounds and peels; dkdv bounds its flat
+    // (head, query block) loop itself and masks every block.
     config.tiling = backwardTileConfig(spec);
     s.skipMaskedBlocks =
         spec.skipMaskedBlocks && spec.backward == BackwardPart::dq;
-    s.warpSpecialize = false;
+    s.warpSpecialize =
+        spec.target == TargetKind::sm_90a && spec.warpSpecialize;
+    if (s.warpSpecialize && spec.stages == 0)
+      config.tiling.stages = 2;
+    s.intraWgOverlap = s.pingpong = false;
     s.tmaStore = false;
     s.persistent = false;
+    s.flushDenormals = spec.flushDenormals;
+    s.boundedSoftmax = false;
+    return config;
   } else if (spec.kvCache) {
     // Decoding kernels: their own tiles; their programs mask under a branch
     // of their own (no block skipping), and a combine kernel has no
@@ -83,7 +91,7 @@ TileConfig mlir::attn::backwardTileConfig(const AttentionSpec &spec) {
       spec.backward == BackwardPart::dkdv && spec.headDim > 64 ? 32 : 64;
   t.blockN = spec.blockN > 0 ? spec.blockN : queryStep;
   t.numWarps = spec.numWarps > 0 ? spec.numWarps : 4;
-  t.stages = 1;
+  t.stages = spec.stages > 0 ? spec.stages : 1;
   t.peelMaskedBlocks = true;
   return t;
 }

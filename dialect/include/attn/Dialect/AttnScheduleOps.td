@@ -245,10 +245,18 @@ def Attn_BarrierOp : Attn_Op<"barrier", [MemoryEffects<[MemRead, MemWrite]>]> {
     each sm_80 `attn.pipe_wait`. The verifier refuses it inside
     `attn.warp_specialize`, whose producer runs on one thread.
 
+    With `refill`, it only orders the reads of a single-buffered tile
+    before its refill (a tile program whose buffers all live across an
+    iteration, as the backward's, has no `attn.wait` that would): once
+    attn-multibuffer turns the tile into a pipe, whose stages are released
+    after their last reader, the barrier has no job and the pass drops it.
+
     ```mlir
     attn.barrier
+    attn.barrier {refill}
     ```
   }];
+  let arguments = (ins UnitAttr:$refill);
   let assemblyFormat = "attr-dict";
   let hasVerifier = 1;
 }
