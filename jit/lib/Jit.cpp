@@ -12,6 +12,7 @@
 #include "DiskCache.h"
 #include "Log.h"
 #include "Status.h"
+#include "attn/Passes/TileConfig.h"
 
 #include "llvm/Support/FileSystem.h"
 
@@ -180,11 +181,17 @@ struct attngen_jit {
   /// combine of their own, so locks are always taken in that order).
   attngen_status filledSlot(const attngen_spec *cspec, TargetKind arch,
                             Slot *&slot, std::unique_lock<std::mutex> &lock,
-                            Slot **combineSlot = nullptr) {
+                            Slot **combineSlot = nullptr,
+                            int64_t deviceSmem = 0) {
     ++counters.requests;
     AttentionSpec spec;
     if (attngen_status s = readSpec(cspec, arch, spec))
       return s;
+    // The GPU allows less shared memory than the target (an sm_80 kernel on
+    // an sm_86/sm_89 GPU): fit the tiles to it unless the caller said.
+    if (deviceSmem > 0 && deviceSmem < maxSharedMemoryBytes(arch) &&
+        spec.maxSmem == 0)
+      spec.maxSmem = deviceSmem;
     std::string key = cacheKey(spec);
     slot = &slotFor(key);
     lock = std::unique_lock<std::mutex>(slot->mutex);
@@ -250,9 +257,13 @@ struct attngen_jit {
     TargetKind arch;
     if (attngen_status s = currentDevice(&context, arch))
       return s;
+    int deviceSmem = 0;
+    if (attnrt_status s = attnrt_current_device_max_smem(&deviceSmem))
+      return failFromRuntime(s);
     Slot *slot = nullptr, *combineSlot = nullptr;
     std::unique_lock<std::mutex> lock;
-    if (attngen_status s = filledSlot(cspec, arch, slot, lock, &combineSlot))
+    if (attngen_status s =
+            filledSlot(cspec, arch, slot, lock, &combineSlot, deviceSmem))
       return s;
     attngen_kernel *kernel = nullptr;
     if (attngen_status s = loaded(*slot, context, kernel))

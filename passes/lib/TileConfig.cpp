@@ -191,8 +191,29 @@ int64_t mlir::attn::sharedMemoryBytes(const TileConfig &config, int64_t headDim,
   return sharedMemoryLayoutBytes(allocations);
 }
 
+TileConfig mlir::attn::fitSharedMemory(TileConfig config, int64_t headDim,
+                                       int64_t smemLimit, bool keepStages,
+                                       bool keepBlockM, bool keepBlockN) {
+  auto fits = [&] { return sharedMemoryBytes(config, headDim) <= smemLimit; };
+  if (smemLimit <= 0)
+    return config;
+  // The K/V pipe's depth first (what it buys is overlap, not work), then
+  // the query block with its warps (fewer rows per CTA), then the key block.
+  while (!fits() && !keepStages && config.stages > 1)
+    --config.stages;
+  while (!fits() && !keepBlockM && config.blockM > 64 &&
+         config.numWarps % 2 == 0) {
+    config.blockM /= 2;
+    config.numWarps /= 2;
+  }
+  while (!fits() && !keepBlockN && config.blockN > 32)
+    config.blockN /= 2;
+  return config;
+}
+
 llvm::Error mlir::attn::checkTileConfig(const TileConfig &config,
-                                        TargetKind target, int64_t headDim) {
+                                        TargetKind target, int64_t headDim,
+                                        int64_t smemLimit) {
   auto fail = [](const llvm::Twine &message) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
   };
@@ -237,7 +258,10 @@ llvm::Error mlir::attn::checkTileConfig(const TileConfig &config,
   if (config.blockM > 256 || config.blockN > 256)
     return fail("block sizes above 256 exceed a TMA box; use at most 256");
   int64_t smem = sharedMemoryBytes(config, headDim);
-  if (smem > maxSharedMemoryBytes(target)) {
+  int64_t limit = maxSharedMemoryBytes(target);
+  if (smemLimit > 0 && smemLimit < limit)
+    limit = smemLimit;
+  if (smem > limit) {
     // The K/V pipe's depth is the first thing to give back, if that fits
     // (sm_90a's overlapped schedule wants 2 stages at least).
     int64_t fitting = 0, fewest = target == TargetKind::sm_90a ? 2 : 1;
@@ -245,13 +269,16 @@ llvm::Error mlir::attn::checkTileConfig(const TileConfig &config,
          --stages) {
       TileConfig fewer = config;
       fewer.stages = stages;
-      if (sharedMemoryBytes(fewer, headDim) <= maxSharedMemoryBytes(target))
+      if (sharedMemoryBytes(fewer, headDim) <= limit)
         fitting = stages;
     }
     return fail(llvm::formatv(
         "tiles need {0} bytes of shared memory, more than the {1} a CTA may "
         "use on {2}; {3}",
-        smem, maxSharedMemoryBytes(target), stringifyTargetKind(target),
+        smem, limit,
+        limit < maxSharedMemoryBytes(target)
+            ? llvm::formatv("this GPU (max-smem)").str()
+            : stringifyTargetKind(target).str(),
         fitting ? llvm::formatv("use fewer K/V stages (--stages={0} fits) or "
                                 "smaller block-m/block-n",
                                 fitting)

@@ -193,6 +193,7 @@ class KernelSpec(NamedTuple):
     block_n: int = 0
     num_warps: int = 0
     backward: str = "none"
+    max_smem: int = 0
 
     def struct(self, function):
         """The C attngen_spec, each field checked on the way in; `function`
@@ -203,6 +204,7 @@ class KernelSpec(NamedTuple):
         spec.block_m = c_int("block_m", self.block_m)
         spec.block_n = c_int("block_n", self.block_n)
         spec.num_warps = c_int("num_warps", self.num_warps)
+        spec.max_smem = c_int("max_smem", self.max_smem)
         spec.dtype = dtype_code(self.dtype)
         spec.causal = flag(function, "causal", self.causal)
         spec.causal_align = causal_align_code(function, self.causal_align)

@@ -379,6 +379,22 @@ attnrt_status attnrt_current_device(void **context, int *device, int *cc_major, 
   });
 }
 
+attnrt_status attnrt_current_device_max_smem(int *bytes) {
+  return attnrt::guardApi("attnrt_current_device_max_smem", [&] {
+    if (!bytes)
+      return attnrt::fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                          "attnrt_current_device_max_smem needs a non-NULL output");
+    attnrt_module probe; // only its context/device fields are used
+    if (attnrt_status s = attnrt::loadDriver(&probe.api))
+      return s;
+    if (attnrt_status s = attnrt::acquireContext(probe))
+      return s;
+    return attnrt::deviceAttribute(probe, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                                   "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)",
+                                   *bytes);
+  });
+}
+
 attnrt_status attnrt_module_info(const attnrt_module *module, attnrt_kernel_info *out) {
   return attnrt::guardApi("attnrt_module_info", [&] {
     if (!module || !out)

@@ -151,7 +151,8 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
   if (decoding)
     return validateKvCacheSpec(spec);
   TileConfig config = tileConfigOf(spec);
-  if (llvm::Error error = checkTileConfig(config, spec.target, spec.headDim))
+  if (llvm::Error error =
+          checkTileConfig(config, spec.target, spec.headDim, spec.maxSmem))
     return error;
   if (tmaStoreAsked)
     return checkTmaStoreFits(config, spec.headDim);

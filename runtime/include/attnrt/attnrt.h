@@ -349,6 +349,14 @@ ATTNRT_API attnrt_status attnrt_module_info(const attnrt_module *module,
 ATTNRT_API attnrt_status attnrt_current_device(void **context, int *device,
                                                int *cc_major, int *cc_minor);
 
+/**
+ * The dynamic shared memory one CTA may opt into on the current device
+ * (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN; the same context
+ * rule as attnrt_current_device): 232448 on an H100/H200, 166912 on an
+ * A100, 101376 on sm_86/sm_89 GPUs. A JIT fits its tiles to it.
+ */
+ATTNRT_API attnrt_status attnrt_current_device_max_smem(int *bytes);
+
 /* ---- Launch ------------------------------------------------------------- */
 
 /**

@@ -82,8 +82,18 @@ TileConfig resolveTileConfig(TargetKind target, int64_t headDim, bool causal,
 
 /// Checks a (possibly user-overridden) configuration against what the target's
 /// code generator supports, and returns an error that says what to change.
+/// `smemLimit` > 0 caps the target's shared memory (a GPU that allows less,
+/// as an RTX 4090's 99 KB under sm_80).
 llvm::Error checkTileConfig(const TileConfig &config, TargetKind target,
-                            int64_t headDim);
+                            int64_t headDim, int64_t smemLimit = 0);
+
+/// `config` with its K/V stages, then its query block (and warps), then its
+/// key block given back until its shared memory fits `smemLimit` bytes;
+/// the `keep*` flags protect what the caller chose. Unchanged when it fits
+/// (or when nothing more can be given back: checkTileConfig then says so).
+TileConfig fitSharedMemory(TileConfig config, int64_t headDim,
+                           int64_t smemLimit, bool keepStages, bool keepBlockM,
+                           bool keepBlockN);
 
 /// Registers one thread may use (the PTX ISA limit); a kernel needing more
 /// spills to local memory.

@@ -96,10 +96,16 @@ inline bool boundedSoftmaxApplies(const AttentionSpec &spec) {
 /// dim and mask, with the spec's overrides (`window`: a sliding window,
 /// which decides whether d256 peels its masked blocks).
 inline TileConfig tileConfigOf(const AttentionSpec &spec, bool window = false) {
-  return resolveTileConfig(spec.target, spec.headDim, hasDiagonal(spec),
-                           spec.blockM, spec.blockN, spec.numWarps,
-                           usesFa3Schedule(spec), spec.stages, window,
-                           boundedSoftmaxApplies(spec));
+  TileConfig config = resolveTileConfig(
+      spec.target, spec.headDim, hasDiagonal(spec), spec.blockM, spec.blockN,
+      spec.numWarps, usesFa3Schedule(spec), spec.stages, window,
+      boundedSoftmaxApplies(spec));
+  // A GPU with less shared memory than the target's: the tiles the spec
+  // leaves to the default give back until they fit.
+  return fitSharedMemory(config, spec.headDim, spec.maxSmem,
+                         /*keepStages=*/spec.stages > 0,
+                         /*keepBlockM=*/spec.blockM > 0 || spec.numWarps > 0,
+                         /*keepBlockN=*/spec.blockN > 0);
 }
 /// Whether a dense spec's tile overrides (block-m, block-n, warps) give
 /// tiles other than its default's: such a kernel's name says its tiles, and
