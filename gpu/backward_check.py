@@ -186,6 +186,32 @@ def run_autograd(results):
     return failed
 
 
+#: Tile variants the bench times besides the default: (name, spec fields of
+#: the dq kernel, of the dkdv kernel).
+VARIANTS = [("1wg", dict(block_m=64, num_warps=4), dict(block_m=64, num_warps=4))]
+
+
+def with_tiles(dq_fields, dkdv_fields):
+    """A context that compiles the backward's kernels with these tile
+    overrides (the bench's variants; the API itself takes the defaults)."""
+    import contextlib
+    from attngen import _torch_backward
+
+    @contextlib.contextmanager
+    def patched():
+        original = _torch_backward.kernel_for
+
+        def kernel_for(q, scale, backward, **fields):
+            extra = dq_fields if backward == "dq" else dkdv_fields
+            return original(q, scale, backward=backward, **fields, **extra)
+        _torch_backward.kernel_for = kernel_for
+        try:
+            yield
+        finally:
+            _torch_backward.kernel_for = original
+    return patched()
+
+
 def run_bench(results, quick):
     rows = []
     shapes = [(64, 1024), (64, 4096), (128, 1024), (128, 4096), (128, 8192)]
@@ -207,6 +233,11 @@ def run_bench(results, quick):
             row["attngen_ms"] = ms
             row["attngen_tflops"] = harness.tflops(flops, ms) if ms else None
             row["attngen_error"] = why
+            for name, dq_fields, dkdv_fields in VARIANTS:
+                with with_tiles(dq_fields, dkdv_fields):
+                    vms, vwhy = harness.try_time(ours, 3, 10)
+                row[f"{name}_tflops"] = harness.tflops(flops, vms) if vms else None
+                row[f"{name}_error"] = vwhy
             for backend in ("cudnn", "flash"):
                 try:
                     qt, kt, vt = (t.detach().requires_grad_() for t in (q, k, v))
@@ -222,8 +253,13 @@ def run_bench(results, quick):
                 row[f"{backend}_tflops"] = harness.tflops(flops, pms) if pms else None
                 row[f"{backend}_error"] = pwhy
             rows.append(row)
-            print(f"bench d{d} N{n} causal={causal}: attngen {harness.fmt(row['attngen_tflops'])}"
-                  f" cudnn {harness.fmt(row['cudnn_tflops'])} flash "
+            variants = "".join(
+                f" {v[0]} {harness.fmt(row[v[0] + '_tflops'])}"
+                + (f" ({row[v[0] + '_error']})" if row[v[0] + "_error"] else "")
+                for v in VARIANTS)
+            print(f"bench d{d} N{n} causal={causal}: attngen "
+                  f"{harness.fmt(row['attngen_tflops'])}{variants} cudnn "
+                  f"{harness.fmt(row['cudnn_tflops'])} flash "
                   f"{harness.fmt(row['flash_tflops'])} TFLOPS", flush=True)
     results.extend(rows)
 

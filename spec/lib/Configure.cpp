@@ -81,16 +81,22 @@ KernelConfig mlir::attn::configure(const AttentionSpec &spec) {
 }
 
 TileConfig mlir::attn::backwardTileConfig(const AttentionSpec &spec) {
-  // 64 rows on one warpgroup (4 warps): its two accumulators (dK and dV, or
-  // dQ) and the S, P and dP tiles fit the registers up to head dim 128.
+  // 64 rows a warpgroup: its accumulators (dK and dV, or dQ) and the S, P
+  // and dP tiles fit the registers up to head dim 128. sm_90a's
+  // warp-specialized kernels run two consumer warpgroups on 128 rows (one
+  // producer feeds both; 1.4-1.6x one warpgroup's speed, docs/PERF.md).
+  bool twoWarpgroups = spec.target == TargetKind::sm_90a && spec.warpSpecialize;
   TileConfig t;
-  t.blockM = spec.blockM > 0 ? spec.blockM : 64;
+  t.blockM = spec.blockM > 0 ? spec.blockM : twoWarpgroups ? 128 : 64;
   // dkdv above d64 steps 32 queries at a time: its S^T, P^T and dP^T
   // tiles then leave room for the two accumulators (no spills).
   int64_t queryStep =
       spec.backward == BackwardPart::dkdv && spec.headDim > 64 ? 32 : 64;
   t.blockN = spec.blockN > 0 ? spec.blockN : queryStep;
-  t.numWarps = spec.numWarps > 0 ? spec.numWarps : 4;
+  t.numWarps = spec.numWarps > 0    ? spec.numWarps
+               : spec.blockM > 0     ? spec.blockM / 16
+               : twoWarpgroups       ? 8
+                                     : 4;
   t.stages = spec.stages > 0 ? spec.stages : 1;
   t.peelMaskedBlocks = true;
   return t;
