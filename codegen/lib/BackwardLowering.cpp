@@ -149,13 +149,9 @@ void lowerRowDot(Lowering &l, RowDotOp op) {
           int64_t index = (t * shape.nBlocks + n) * 4 + 2 * h + e;
           acc = LLVM::FMAOp::create(b, l.loc, x[index], y[index], acc);
         }
-      for (int64_t offset : {1, 2}) {
-        Value other = NVVM::ShflOp::create(
-            b, l.loc, b.getF32Type(), l.i32(-1), acc, l.i32(offset),
-            l.i32(0x1f), NVVM::ShflKind::bfly, UnitAttr());
-        acc = arith::AddFOp::create(b, l.loc, acc, other);
-      }
-      result.push_back(acc);
+      result.push_back(l.combineRowLanes(acc, [&](Value x, Value y) -> Value {
+        return arith::AddFOp::create(b, l.loc, x, y);
+      }));
     }
   l.tiles[op] = result;
 }

@@ -293,6 +293,17 @@ Value Lowering::fragmentCol(int64_t n, int64_t e) {
   return arith::AddIOp::create(b, loc, base, i32(8 * n + e));
 }
 
+Value Lowering::combineRowLanes(
+    Value value, llvm::function_ref<Value(Value, Value)> combine) {
+  for (int64_t offset : {1, 2}) {
+    Value other = NVVM::ShflOp::create(b, loc, b.getF32Type(), i32(-1), value,
+                                       i32(offset), i32(0x1f),
+                                       NVVM::ShflKind::bfly, UnitAttr());
+    value = combine(value, other);
+  }
+  return value;
+}
+
 void Lowering::emitIf(Value cond, llvm::function_ref<void()> body) {
   auto ifOp = scf::IfOp::create(b, loc, cond, /*withElseRegion=*/false);
   OpBuilder::InsertionGuard guard(b);
@@ -503,12 +514,7 @@ void lowerRowReduce(Lowering &l, RowReduceOp op) {
           Value v = values[(t * shape.nBlocks + n) * 4 + 2 * h + e];
           acc = acc ? combine(acc, v) : v;
         }
-      for (int64_t offset : {1, 2}) {
-        Value other = NVVM::ShflOp::create(
-            b, l.loc, b.getF32Type(), l.i32(-1), acc, l.i32(offset),
-            l.i32(0x1f), NVVM::ShflKind::bfly, UnitAttr());
-        acc = combine(acc, other);
-      }
+      acc = l.combineRowLanes(acc, combine);
       result.push_back(combine(init[t * 2 + h], acc));
     }
   l.tiles[op] = result;

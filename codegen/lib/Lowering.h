@@ -287,6 +287,10 @@ public:
 
   /// Emits scf.if(cond) { body } with no results.
   void emitIf(Value cond, llvm::function_ref<void()> body);
+  /// `value` combined across the four lanes that share a fragment row (two
+  /// butterfly shuffles, 1 and 2): every lane gets the row's total.
+  Value combineRowLanes(Value value,
+                        llvm::function_ref<Value(Value, Value)> combine);
 };
 
 } // namespace mlir::attn
