@@ -188,7 +188,7 @@ def run_autograd(results):
 
 #: Tile variants the bench times besides the default: (name, spec fields of
 #: the dq kernel, of the dkdv kernel).
-VARIANTS = []  # e.g. ("1wg", dict(block_m=64, block_n=64, num_warps=4), dict(...))
+VARIANTS = [("1wg", dict(block_m=64, num_warps=4), dict(block_m=64, num_warps=4))]
 
 
 def with_tiles(dq_fields, dkdv_fields):

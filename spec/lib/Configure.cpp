@@ -88,24 +88,11 @@ TileConfig mlir::attn::backwardTileConfig(const AttentionSpec &spec) {
   bool twoWarpgroups = spec.target == TargetKind::sm_90a && spec.warpSpecialize;
   TileConfig t;
   t.blockM = spec.blockM > 0 ? spec.blockM : twoWarpgroups ? 128 : 64;
-  // The loop's step. One warpgroup (sm_80, --no-warp-specialize): 64,
-  // and dkdv above d64 32 queries at a time, so that its S^T, P^T and dP^T
-  // tiles leave room for the two accumulators (no spills). Two warpgroups
-  // (240 registers each): dq 128 keys; dkdv 128 queries to d64 and 64
-  // above (the fastest of 32/64/128 in one run, docs/PERF.md).
-  bool dkdv = spec.backward == BackwardPart::dkdv;
-  // A mask or a soft cap keeps more live per score: dkdv then steps 64
-  // (128 spills 68-252 bytes there), and
-  // above d64 a soft cap's tanh tile steps 32.
-  bool plain = !hasDiagonal(spec) && spec.softcap == 0;
-  int64_t step = twoWarpgroups
-                     ? (!dkdv                                ? 128
-                        : spec.headDim > 64 && spec.softcap > 0 ? 32
-                        : spec.headDim > 64 || !plain        ? 64
-                                                             : 128)
-                 : dkdv && spec.headDim > 64 ? 32
-                                              : 64;
-  t.blockN = spec.blockN > 0 ? spec.blockN : step;
+  // dkdv above d64 steps 32 queries at a time: its S^T, P^T and dP^T
+  // tiles then leave room for the two accumulators (no spills).
+  int64_t queryStep =
+      spec.backward == BackwardPart::dkdv && spec.headDim > 64 ? 32 : 64;
+  t.blockN = spec.blockN > 0 ? spec.blockN : queryStep;
   t.numWarps = spec.numWarps > 0    ? spec.numWarps
                : spec.blockM > 0     ? spec.blockM / 16
                : twoWarpgroups       ? 8
