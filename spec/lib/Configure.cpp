@@ -88,11 +88,22 @@ TileConfig mlir::attn::backwardTileConfig(const AttentionSpec &spec) {
   bool twoWarpgroups = spec.target == TargetKind::sm_90a && spec.warpSpecialize;
   TileConfig t;
   t.blockM = spec.blockM > 0 ? spec.blockM : twoWarpgroups ? 128 : 64;
-  // dkdv above d64 steps 32 queries at a time: its S^T, P^T and dP^T
-  // tiles then leave room for the two accumulators (no spills).
-  int64_t queryStep =
-      spec.backward == BackwardPart::dkdv && spec.headDim > 64 ? 32 : 64;
-  t.blockN = spec.blockN > 0 ? spec.blockN : queryStep;
+  // The loop's step: the widest that ptxas fits without spills.
+  // One warpgroup (sm_80, --no-warp-specialize): 64, and dkdv above d64 32
+  // queries, so that its S^T, P^T and dP^T tiles leave room for the two
+  // accumulators. Two warpgroups (240 registers each): dq 128 keys; dkdv
+  // 128 queries to d64 and 64 above, but 64 under a mask or soft cap
+  // (which keep more live per score) and 32 for a soft cap above d64.
+  bool dkdv = spec.backward == BackwardPart::dkdv;
+  bool plain = !hasDiagonal(spec) && spec.softcap == 0;
+  int64_t step = twoWarpgroups
+                     ? (!dkdv                                   ? 128
+                        : spec.headDim > 64 && spec.softcap > 0 ? 32
+                        : spec.headDim > 64 || !plain           ? 64
+                                                                : 128)
+                 : dkdv && spec.headDim > 64 ? 32
+                                              : 64;
+  t.blockN = spec.blockN > 0 ? spec.blockN : step;
   t.numWarps = spec.numWarps > 0    ? spec.numWarps
                : spec.blockM > 0     ? spec.blockM / 16
                : twoWarpgroups       ? 8
