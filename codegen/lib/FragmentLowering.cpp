@@ -505,15 +505,41 @@ void lowerRowReduce(Lowering &l, RowReduceOp op) {
       return arith::MaxNumFOp::create(b, l.loc, x, y);
     return arith::AddFOp::create(b, l.loc, x, y);
   };
+  // With `rounded`, the value the P V GEMM multiplies: the element rounded
+  // to 16 bits as attn.convert's pack does (to nearest, ties to even), on
+  // the integer pipe. A second conversion would run at the MUFU rate that
+  // the soft-capped loop is bound by, and sharing attn.convert's changes
+  // how the code generator carries P into the GEMM. bf16 is f32's top half:
+  // add 0x7fff plus the kept part's lowest bit, then clear the low half.
+  // f16 converts there and back.
+  auto rounded = [&](Value v) -> Value {
+    if (!op.getRounded())
+      return v;
+    Type f32 = b.getF32Type(), i32 = b.getI32Type();
+    if (!l.elementType.isBF16()) {
+      Value half = arith::TruncFOp::create(b, l.loc, l.elementType, v);
+      return arith::ExtFOp::create(b, l.loc, f32, half);
+    }
+    Value bits = arith::BitcastOp::create(b, l.loc, i32, v);
+    Value lsb = arith::AndIOp::create(
+        b, l.loc, arith::ShRUIOp::create(b, l.loc, bits, l.i32(16)), l.i32(1));
+    Value bias = arith::AddIOp::create(b, l.loc, lsb, l.i32(0x7fff));
+    Value kept = arith::AndIOp::create(
+        b, l.loc, arith::AddIOp::create(b, l.loc, bits, bias),
+        l.i32(static_cast<int32_t>(0xffff0000u)));
+    return arith::BitcastOp::create(b, l.loc, f32, kept);
+  };
   SmallVector<Value> result;
   for (int64_t t = 0; t < shape.mTiles; ++t)
     for (int64_t h = 0; h < 2; ++h) {
       Value acc;
-      for (int64_t n = 0; n < shape.nBlocks; ++n)
+      for (int64_t n = 0; n < shape.nBlocks; ++n) {
+        int64_t index = (t * shape.nBlocks + n) * 4 + 2 * h;
         for (int64_t e = 0; e < 2; ++e) {
-          Value v = values[(t * shape.nBlocks + n) * 4 + 2 * h + e];
+          Value v = rounded(values[index + e]);
           acc = acc ? combine(acc, v) : v;
         }
+      }
       acc = l.combineRowLanes(acc, combine);
       result.push_back(combine(init[t * 2 + h], acc));
     }

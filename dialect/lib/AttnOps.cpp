@@ -585,6 +585,9 @@ LogicalResult RowReduceOp::verify() {
     return failure();
   if (getResult().getType() != getInit().getType())
     return emitOpError("result must have the type of 'init'");
+  if (getRounded() && getKind() != ReduceKind::sum)
+    return emitOpError("'rounded' applies to a sum (of probabilities), not "
+                       "to a max");
   return success();
 }
 

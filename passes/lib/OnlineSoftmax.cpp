@@ -38,7 +38,7 @@ FloatAttr foldLog2e(OpBuilder &b, FloatAttr scale) {
 ///   m1 = max(m, rowmax(s)); p = exp2((s - m1) * c); alpha = exp2((m - m1) * c)
 ///   l1 = alpha * l + rowsum(p)
 /// and with fixed_max: m1 = m, p = exp2((s - m) * c), alpha = 1,
-///   l1 = l + rowsum(p).
+///   l1 = l + rowsum(bf16(p)).
 /// With `emulatedEighths` > 0, p's exp2_diff says which eighths of its
 /// fragment blocks take the software exp2.
 struct ExpandOnlineSoftmax : public OpRewritePattern<OnlineSoftmaxOp> {
@@ -79,8 +79,12 @@ struct ExpandOnlineSoftmax : public OpRewritePattern<OnlineSoftmaxOp> {
       scaledSum = RescaleOp::create(rewriter, loc, op.getSum().getType(),
                                     op.getSum(), alpha);
     }
-    Value newSum = RowReduceOp::create(rewriter, loc, op.getSum().getType(),
-                                       ReduceKind::sum, probs, scaledSum);
+    // With a fixed max the largest P is not exactly 1: the sum adds the P
+    // that P V multiplies (rounded to 16 bits), or a single-key row would
+    // be off by the rounding.
+    Value newSum = RowReduceOp::create(
+        rewriter, loc, op.getSum().getType(), ReduceKind::sum, probs, scaledSum,
+        /*rounded=*/fixed);
     rewriter.replaceOp(op, {probs, newMax, newSum, alpha});
     return success();
   }

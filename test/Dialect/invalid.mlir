@@ -663,3 +663,11 @@ func.func @problem_disagrees_with_o(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x
     attributes {attn.kernel, attn.tensors = ["q", "k", "v", "o"], attn.problem = #attn.problem<scale = 0.125>} {
   return
 }
+
+// -----
+
+func.func @rounded_max(%s: !attn.regs<64x64xf32, acc>, %m: !attn.regs<64xf32, row>) {
+  // expected-error @+1 {{'rounded' applies to a sum (of probabilities), not to a max}}
+  %r = attn.row_reduce max %s, %m {rounded} : !attn.regs<64x64xf32, acc> -> !attn.regs<64xf32, row>
+  return
+}

@@ -16,15 +16,16 @@ module attributes {attn.target = #attn.target<sm_90a>} {
   // CHECK:        scf.yield %{{.*}}, %[[MM]], %{{.*}} :
   // CHECK-NOT:  online_softmax
   //
-  // Expanded: no row max, no rescale, the sum accumulates P as it is; the
-  // LSE reads the offset (the canonicalizer drops the loop-invariant max).
+  // Expanded: no row max, no rescale, the sum accumulates P as the P V GEMM
+  // takes it (rounded to bf16); the LSE reads the offset (the canonicalizer
+  // drops the loop-invariant max).
   // EXPAND-LABEL: func.func @cap30
   // EXPAND-NOT:   row_reduce max
   // EXPAND-NOT:   attn.rescale
   // EXPAND:       %[[Z:.*]] = attn.splat 0.000000e+00 -> !attn.regs<64xf32, row>
   // EXPAND:       scf.for
   // EXPAND:         attn.exp2_diff %{{.*}}, %[[Z]] {scale_log2e = 43.2808495 : f32}
-  // EXPAND-NEXT:    attn.row_reduce sum
+  // EXPAND-NEXT:    attn.row_reduce sum %{{.*}}, %{{.*}} {rounded}
   // EXPAND:       attn.lse %[[Z]], %{{.*}} {scale = 3.000000e+01 : f32}
   // EXPAND-NOT:   row_reduce max
   // EXPAND-NOT:   attn.rescale

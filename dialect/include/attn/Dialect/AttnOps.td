@@ -590,12 +590,18 @@ def Attn_RowReduceOp : Attn_Op<"row_reduce", [Pure, AllTypesMatch<["init", "resu
     Lowers to in-thread reductions over the row's fragments and two butterfly
     shuffles (`shfl.sync.bfly` 1 and 2) across the four lanes that share a row.
 
+    With `rounded` (a sum) each element is first rounded to the kernel's
+    16-bit element type: the sum of the P that the P V GEMM multiplies, so
+    that normalising by it divides exactly what was accumulated (the
+    rounding is the one attn.convert does, and LLVM shares it).
+
     ```mlir
     %m1 = attn.row_reduce max %s, %m : !attn.regs<128x64xf32, acc> -> !attn.regs<128xf32, row>
+    %l1 = attn.row_reduce sum %p, %l {rounded} : !attn.regs<128x64xf32, acc> -> !attn.regs<128xf32, row>
     ```
   }];
   let arguments = (ins Attn_ReduceKindAttrParam:$kind, Attn_AnyRegTile:$input,
-                       Attn_AnyRegTile:$init);
+                       Attn_AnyRegTile:$init, UnitAttr:$rounded);
   let results = (outs Attn_AnyRegTile:$result);
   let assemblyFormat = [{
     $kind $input `,` $init attr-dict `:` qualified(type($input)) `->` qualified(type($result))
