@@ -4,7 +4,7 @@ speed against PyTorch SDPA's backward, in one run.
 
     ATTNGEN_LIBRARY=.../libattngen.so PYTHONPATH=python \\
         python3 gpu/backward_check.py [--quick] [--json OUT.json] [--no-bench]
-        [--only correct|determinism|autograd|bench]
+        [--only correct|varlen|determinism|autograd|bench]
 
 * Correctness: dq, dk and dv of attngen.attention_backward against a float32
   reference (autograd through float32 attention), passing when each max error
@@ -13,6 +13,9 @@ speed against PyTorch SDPA's backward, in one run.
   alignments), windows narrower than a block, soft caps, GQA 8:1 and MQA,
   head dims 32..128, bf16 and f16; the gradients start as NaN (poisoned
   blocks) so a row never written shows.
+* Varlen: attngen.attention_varlen(...).backward() on packed batches (ragged
+  lengths, empty query and key sequences, masks, soft caps, GQA) against
+  each sequence's float32 reference, the same criterion; 20 runs bitwise.
 * Determinism: 20 runs bitwise equal (GQA, causal).
 * Autograd: attngen.attention(...).backward() equals attention_backward, eagerly
   and under torch.compile(fullgraph=True).
@@ -186,6 +189,107 @@ def run_autograd(results):
     return failed
 
 
+def varlen_cases(quick):
+    """Packed batches: ragged lengths, empty query and key sequences, masks,
+    GQA, soft caps; each (lengths_q, lengths_k, fields)."""
+    rng = random.Random(11)
+    cases = []
+    for d in (32, 64, 96, 128):
+        for causal, br, window, cap in ((False, False, (-1, -1), 0.0),
+                                        (True, True, (-1, -1), 0.0),
+                                        (True, False, (-1, -1), 30.0),
+                                        (False, True, (40, 0), 0.0),
+                                        (False, True, (17, 9), 30.0)):
+            batch = rng.randint(1, 6)
+            lengths_q = [rng.choice([0, 1, 7, 64, 129, 300, 511]) for _ in range(batch)]
+            lengths_k = [rng.choice([0, 1, 63, 128, 200, 700]) for _ in range(batch)]
+            h, hkv = rng.choice([(4, 4), (8, 1), (8, 2)])
+            cases.append(dict(d=d, lengths_q=lengths_q, lengths_k=lengths_k, h=h, hkv=hkv,
+                              causal=causal, bottom_right=br, window=window, softcap=cap,
+                              dtype=rng.choice(["bf16", "bf16", "f16"])))
+    return cases[::2] if quick else cases
+
+
+def run_varlen(cases, results):
+    """dq, dk, dv of attention_varlen's autograd (poisoned first) against each
+    sequence's float32 reference, with the same criterion as the dense cases."""
+    failed = 0
+    for c in cases:
+        dtype = torch.bfloat16 if c["dtype"] == "bf16" else torch.float16
+        torch.manual_seed(len(results) + 100)
+        total_q, total_k = sum(c["lengths_q"]), sum(c["lengths_k"])
+        q = torch.randn(total_q, c["h"], c["d"], device="cuda", dtype=dtype)
+        k = torch.randn(total_k, c["hkv"], c["d"], device="cuda", dtype=dtype)
+        v = torch.randn(total_k, c["hkv"], c["d"], device="cuda", dtype=dtype)
+        dout = torch.randn_like(q)
+        cu_q, cu_k = (torch.tensor(harness.cu_seqlens(c[n]), dtype=torch.int32, device="cuda")
+                      for n in ("lengths_q", "lengths_k"))
+        align = "bottom-right" if c["bottom_right"] else "top-left"
+        opts = dict(causal=c["causal"], window_size=c["window"], softcap=c["softcap"],
+                    causal_align=align)
+        qq, kk, vv = (t.clone().requires_grad_() for t in (q, k, v))
+        out = attngen.attention_varlen(qq, kk, vv, cu_q, cu_k, max(c["lengths_q"]),
+                                       max(c["lengths_k"]), **opts)
+        addresses = harness.poison_next_allocations([(q.shape, dtype), (k.shape, dtype),
+                                                     (v.shape, dtype)])
+        out.backward(dout)
+        poisoned = harness.reused_poisoned_blocks((qq.grad, kk.grad, vv.grad), addresses)
+        torch.cuda.synchronize()
+        scale = 1.0 / math.sqrt(c["d"])
+        want = [torch.zeros(t.shape, device="cuda") for t in (q, k, v)]
+        theirs = [torch.zeros(t.shape, device="cuda") for t in (q, k, v)]
+        oq = ok_ = 0
+        for nq, nk in zip(c["lengths_q"], c["lengths_k"]):
+            if nq and nk:
+                sl = [(slice(oq, oq + nq),) * 2, (slice(ok_, ok_ + nk),) * 2]
+                args = (q[oq:oq + nq][None], k[ok_:ok_ + nk][None], v[ok_:ok_ + nk][None],
+                        dout[oq:oq + nq][None], scale, c["causal"], c["bottom_right"],
+                        c["window"], c["softcap"])
+                for target, upcast in ((want, True), (theirs, False)):
+                    _, dq, dk, dv = reference_grads(*args, upcast=upcast)
+                    target[0][sl[0][0]] = dq[0].float()
+                    target[1][sl[1][0]] = dk[0].float()
+                    target[2][sl[1][0]] = dv[0].float()
+            oq, ok_ = oq + nq, ok_ + nk
+        row = dict(c)
+        ok = True
+        for name, got, w, t in zip(("dq", "dk", "dv"), (qq.grad, kk.grad, vv.grad), want,
+                                   theirs):
+            err = (got.float() - w).abs().max().item() if got.numel() else 0.0
+            bound = 2 * ((t - w).abs().max().item() if got.numel() else 0.0) + 1e-5
+            row[f"{name}_err"] = err
+            row[f"{name}_ratio"] = err / max(bound - 1e-5, 1e-12) * 2
+            if not (err <= bound) or not torch.isfinite(got).all():
+                ok = False
+        row["poisoned"] = poisoned
+        row["ok"] = ok
+        results.append(row)
+        failed += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} varlen d{c['d']} {c['dtype']} q{c['lengths_q']} "
+              f"k{c['lengths_k']} h{c['h']}/{c['hkv']} causal={c['causal']} "
+              f"br={c['bottom_right']} win={c['window']} cap={c['softcap']}: "
+              + " ".join(f"{n}={row[n + '_err']:.2e}({row[n + '_ratio']:.2f}x)"
+                         for n in ("dq", "dk", "dv")), flush=True)
+    # Determinism on a packed batch with GQA, causal, empty sequences.
+    torch.manual_seed(5)
+    lengths_q, lengths_k = [300, 0, 777, 1, 512], [400, 17, 0, 64, 1000]
+    q = torch.randn(sum(lengths_q), 8, 128, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(sum(lengths_k), 2, 128, device="cuda", dtype=torch.bfloat16)
+    v, dout = torch.randn_like(k), torch.randn_like(q)
+    cu_q, cu_k = (torch.tensor(harness.cu_seqlens(n), dtype=torch.int32, device="cuda")
+                  for n in (lengths_q, lengths_k))
+    out, lse = attngen.attention_varlen(q, k, v, cu_q, cu_k, 777, 1000, causal=True,
+                                        return_lse=True)
+    grads = [attngen.attention_varlen_backward(dout, q, k, v, out, lse, cu_q, cu_k, 777, 1000,
+                                               causal=True) for _ in range(20)]
+    same = all(torch.equal(a, b) for g in grads[1:] for a, b in zip(grads[0], g))
+    print(f"{'ok  ' if same else 'FAIL'} varlen determinism d128 causal h8/2 "
+          f"q{lengths_q} k{lengths_k}: 20 runs bitwise equal: {same}", flush=True)
+    results.append(dict(determinism=same))
+    failed += not same
+    return failed
+
+
 #: Tile variants the bench times besides the default: (name, spec fields of
 #: the dq kernel, of the dkdv kernel).
 VARIANTS = [("1wg", dict(block_m=64, num_warps=4), dict(block_m=64, num_warps=4))]
@@ -270,7 +374,8 @@ def main():
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-bench", action="store_true")
     parser.add_argument("--json")
-    parser.add_argument("--only", choices=["correct", "determinism", "autograd", "bench"])
+    parser.add_argument("--only", choices=["correct", "varlen", "determinism", "autograd",
+                                           "bench"])
     parser.add_argument("--cases", type=int, default=0,
                         help="only the first N correctness cases (for compute-sanitizer)")
     args = parser.parse_args()
@@ -284,6 +389,11 @@ def main():
         run_correctness(cases[:args.cases] if args.cases else cases, rows)
         failed += sum(not r["ok"] for r in rows)
         report["correctness"] = rows
+    if args.only in (None, "varlen"):
+        rows = []
+        cases = varlen_cases(args.quick)
+        failed += run_varlen(cases[:args.cases] if args.cases else cases, rows)
+        report["varlen"] = rows
     if args.only in (None, "determinism"):
         rows = []
         failed += run_determinism(rows, 20)

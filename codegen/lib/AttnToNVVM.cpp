@@ -501,6 +501,9 @@ LogicalResult KernelLowering::run() {
       case SizeKind::max_seqlen_q:
         l->params.maxSeqlenQ = value;
         break;
+      case SizeKind::max_seqlen_k:
+        l->params.maxSeqlenK = value;
+        break;
       case SizeKind::num_splits:
         l->params.numSplits = value;
         break;

@@ -767,10 +767,12 @@ void lowerLoad(Lowering &l, LoadOp op) {
   auto type = cast<RegTileType>(op.getType());
   FragmentShape shape = l.fragmentShape(type);
   Tensor tensor = l.tensors.lookup(op.getSrc());
-  Value batch = l.toI32(l.scalar(op.getBatch()));
+  // The batch's rows, or a packed batch's sequence (null batch).
+  TileRows rows = l.tileRows(tensor, op.getBatch(), op.getRow());
+  Value batch = rows.batch;
   Value head0 = l.toI32(l.scalar(op.getHead()));
-  Value row0 = l.toI32(l.scalar(op.getRow()));
-  Value numRows = l.tensorRows(tensor);
+  Value row0 = rows.row;
+  Value numRows = rows.end;
   Value base = l.params.ptr[static_cast<int>(tensor)];
   bool f32 = l.elementBytes(tensor) == 4;
   auto vecType = VectorType::get({2}, f32 ? b.getF32Type() : l.elementType);
@@ -803,14 +805,17 @@ void lowerLoad(Lowering &l, LoadOp op) {
 }
 
 /// The offset of element (batch, head, row) of a contiguous [B, H, Nq]
-/// f32 tensor (LSE and the partial LSEs): (b * H + h) * Nq + row, in i64.
+/// f32 tensor (LSE and the partial LSEs): (b * H + h) * Nq + row, in i64;
+/// with a null batch, of a packed batch's [H, total_q]: h * total_q + row.
 Value rowsOffset(Lowering &l, Value batch, Value head, Value row) {
   OpBuilder &b = l.b;
-  Value bh = arith::AddIOp::create(
-      b, l.loc,
-      arith::MulIOp::create(b, l.loc, l.toI64(batch),
-                            l.toI64(l.params.numHeads)),
-      l.toI64(head));
+  Value bh = l.toI64(head);
+  if (batch)
+    bh = arith::AddIOp::create(
+        b, l.loc,
+        arith::MulIOp::create(b, l.loc, l.toI64(batch),
+                              l.toI64(l.params.numHeads)),
+        bh);
   return arith::AddIOp::create(
       b, l.loc, arith::MulIOp::create(b, l.loc, bh, l.toI64(l.params.nq)),
       l.toI64(row));
@@ -889,9 +894,11 @@ void lowerLoadRows(Lowering &l, LoadRowsOp op) {
   OpBuilder &b = l.b;
   auto type = cast<RegTileType>(op.getType());
   FragmentShape shape = l.fragmentShape(type);
-  Value batch = l.toI32(l.scalar(op.getBatch()));
+  // Query rows: Nq, or the packed batch's sequence, bounds them.
+  TileRows rows = l.tileRows(Tensor::Q, op.getBatch(), op.getRow());
+  Value batch = rows.batch;
   Value head0 = l.toI32(l.scalar(op.getHead()));
-  Value row0 = l.toI32(l.scalar(op.getRow()));
+  Value row0 = rows.row;
   Value base = l.params.ptr[static_cast<int>(l.tensors.lookup(op.getSrc()))];
   auto ptrType =
       LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
@@ -900,7 +907,7 @@ void lowerLoadRows(Lowering &l, LoadRowsOp op) {
   for (int64_t t = 0; t < shape.mTiles; ++t)
     for (int64_t h = 0; h < 2; ++h) {
       Lowering::GlobalRow r = l.globalFragmentRow(
-          t, h, type.getRows(), op.headPack(), row0, head0, l.params.nq);
+          t, h, type.getRows(), op.headPack(), row0, head0, rows.end);
       Value addr = arith::SelectOp::create(
           b, l.loc, r.inside,
           LLVM::GEPOp::create(b, l.loc, ptrType, b.getF32Type(), base,

@@ -34,6 +34,8 @@ Value mlir::attn::sizeParam(const KernelParams &params, SizeKind kind) {
     return params.numBlocks;
   case SizeKind::max_seqlen_q:
     return params.maxSeqlenQ;
+  case SizeKind::max_seqlen_k:
+    return params.maxSeqlenK;
   }
   return Value();
 }

@@ -56,6 +56,7 @@ struct KernelParams {
   Value stride[kNumTensors][3]; ///< element strides (b, n, h), i64
   Value batch, nq, nk, numHeads, numKvHeads; ///< i32
   Value maxSeqlenQ; ///< i32, varlen kernels only (their grid's query blocks)
+  Value maxSeqlenK; ///< i32, the varlen backward's dkdv kernel (its grid)
   /// Decoding kernels: the key splits, a paged cache's block-table columns
   /// and pages (i32; null where the kernel takes no such size).
   Value numSplits, maxBlocks, numBlocks;

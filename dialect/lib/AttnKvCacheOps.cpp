@@ -244,17 +244,21 @@ LogicalResult LoadOp::verify() {
                          << result;
   // f32 (a split kernel's partial outputs), or 16-bit (the backward's O
   // and dO, widened).
+  // A packed batch's (indexed by a sequence) is [total, H, D].
+  bool packed = isa<SeqType>(getBatch().getType());
+  int64_t rank = packed ? 3 : 4;
   auto src = dyn_cast<MemRefType>(getSrc().getType());
-  if (!src || src.getRank() != 4 ||
+  if (!src || src.getRank() != rank ||
       !(src.getElementType().isF32() || src.getElementType().isF16() ||
         src.getElementType().isBF16()))
-    return emitOpError() << "operand 'src' must be a rank-4 memref [B, N, H, "
-                            "D] of f32, f16 or bf16, got "
-                         << getSrc().getType();
-  if (src.getDimSize(3) != result.getShape()[1])
+    return emitOpError() << "operand 'src' must be a rank-" << rank
+                         << " memref "
+                         << (packed ? "[total, H, D]" : "[B, N, H, D]")
+                         << " of f32, f16 or bf16, got " << getSrc().getType();
+  if (src.getDimSize(rank - 1) != result.getShape()[1])
     return emitOpError() << "tile has " << result.getShape()[1]
                          << " columns but the source head dimension is "
-                         << src.getDimSize(3);
+                         << src.getDimSize(rank - 1);
   return verifyHeadPackRows(*this, headPack(), result.getRows());
 }
 
@@ -263,9 +267,10 @@ LogicalResult LoadRowsOp::verify() {
   if (!result.isRow())
     return emitOpError() << "result must be a 'row' register tile, got "
                          << result;
-  if (failed(verifyRankAndElement(*this, getSrc(), "src", 3,
+  bool packed = isa<SeqType>(getBatch().getType());
+  if (failed(verifyRankAndElement(*this, getSrc(), "src", packed ? 2 : 3,
                                   Float32Type::get(getContext()),
-                                  "[B, H, N]")))
+                                  packed ? "[H, total]" : "[B, H, N]")))
     return failure();
   return verifyHeadPackRows(*this, headPack(), result.getRows());
 }

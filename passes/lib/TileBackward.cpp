@@ -68,6 +68,52 @@ private:
   RegTileType vector(int64_t n, FragmentKind kind) {
     return RegTileType::get(b.getContext(), {n}, b.getF32Type(), kind);
   }
+  /// The problem's extents for grid entry `batch`: the tensors' batch index
+  /// and lengths, or for a packed (varlen) batch the sequences of entry
+  /// `batch`, whose lengths then take Nq's and Nk's place.
+  struct Extents {
+    Value qBatch, kBatch, nq, nk, numHeads, numKvHeads;
+  };
+  Extents extents(Value batch) {
+    Extents e;
+    bool packed = op.isVarlen();
+    int64_t rowsDim = packed ? 0 : 1, headsDim = packed ? 1 : 2;
+    if (!packed) {
+      e.qBatch = e.kBatch = batch;
+      e.nq = memref::DimOp::create(b, loc, op.getQ(), rowsDim);
+      e.nk = memref::DimOp::create(b, loc, op.getK(), rowsDim);
+    } else {
+      auto qSeq = querySequence(batch);
+      auto kSeq = keySequence(batch);
+      e.qBatch = qSeq.getSeq();
+      e.kBatch = kSeq.getSeq();
+      e.nq = qSeq.getLength();
+      e.nk = kSeq.getLength();
+    }
+    e.numHeads = memref::DimOp::create(b, loc, op.getQ(), headsDim);
+    e.numKvHeads = memref::DimOp::create(b, loc, op.getK(), headsDim);
+    return e;
+  }
+  SequenceOp querySequence(Value batch) {
+    return SequenceOp::create(b, loc, op.getCuSeqlensQ(), batch,
+                              memref::DimOp::create(b, loc, op.getQ(), 0));
+  }
+  SequenceOp keySequence(Value batch) {
+    return SequenceOp::create(b, loc, op.getCuSeqlensK(), batch,
+                              memref::DimOp::create(b, loc, op.getK(), 0));
+  }
+  /// A packed batch's grid covers its longest sequence: a CTA whose block
+  /// starts at or past its own sequence's end exits at once (the rest of
+  /// the program goes inside this guard).
+  void exitPastEnd(Value row, Value length) {
+    if (!op.isVarlen())
+      return;
+    Value live =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, length);
+    auto guard = scf::IfOp::create(b, loc, live, /*withElseRegion=*/false);
+    b.setInsertionPoint(guard.thenBlock()->getTerminator());
+  }
+
   /// P from the scores `s` (soft-capped first: `tanh` returns the capped
   /// tile, which dS needs) and the LSE vector.
   Value probs(Location l, Value s, Value lse, Value &tanh,
@@ -95,12 +141,10 @@ void BackwardProgramBuilder::buildDq() {
   Value blockM = index(bm), blockN = index(bn);
   Value qBlock = ProgramIdOp::create(b, loc, b.getIndexType(), 0);
   Value head = ProgramIdOp::create(b, loc, b.getIndexType(), 1);
-  Value batch = ProgramIdOp::create(b, loc, b.getIndexType(), 2);
-  Value nq = memref::DimOp::create(b, loc, op.getQ(), 1);
-  Value nk = memref::DimOp::create(b, loc, op.getK(), 1);
-  Value numHeads = memref::DimOp::create(b, loc, op.getQ(), 2);
-  Value numKvHeads = memref::DimOp::create(b, loc, op.getK(), 2);
-  Value group = arith::DivUIOp::create(b, loc, numHeads, numKvHeads);
+  Value gridBatch = ProgramIdOp::create(b, loc, b.getIndexType(), 2);
+  Extents e = extents(gridBatch);
+  Value batch = e.qBatch, kBatch = e.kBatch, nq = e.nq, nk = e.nk;
+  Value group = arith::DivUIOp::create(b, loc, e.numHeads, e.numKvHeads);
   Value kvHead = arith::DivUIOp::create(b, loc, head, group);
   Value row = arith::MulIOp::create(b, loc, qBlock, blockM);
 
@@ -108,11 +152,16 @@ void BackwardProgramBuilder::buildDq() {
   Value doTile = AllocSmemOp::create(b, loc, smemType(bm));
   Value kTile = AllocSmemOp::create(b, loc, smemType(bn));
   Value vTile = AllocSmemOp::create(b, loc, smemType(bn));
+  exitPastEnd(row, nq);
   Value numBlocks = arith::CeilDivUIOp::create(b, loc, nk, blockN);
+  // A sequence without keys still runs one (fully masked) block: its rows
+  // get dQ = 0, and the prologue's K copy is consumed.
+  if (op.isVarlen())
+    numBlocks = arith::MaxUIOp::create(b, loc, numBlocks, c1);
 
   CopyAsyncOp::create(b, loc, op.getQ(), batch, row, head, qTile, c0);
   CopyAsyncOp::create(b, loc, op.getDout(), batch, row, head, doTile, c0);
-  CopyAsyncOp::create(b, loc, op.getK(), batch, c0, kvHead, kTile, c0);
+  CopyAsyncOp::create(b, loc, op.getK(), kBatch, c0, kvHead, kTile, c0);
   // delta = rowsum(dO * O), from global memory while the copies land; the
   // dkdv kernel reads it back per column.
   RegTileType rows = vector(bm, FragmentKind::row);
@@ -136,7 +185,7 @@ void BackwardProgramBuilder::buildDq() {
         Value col = arith::MulIOp::create(b, l, j, blockN);
         // K_j landed (everyone is done with V_{j-1}): start V_j.
         WaitOp::create(b, l, kTile, j);
-        CopyAsyncOp::create(b, l, op.getV(), batch, col, kvHead, vTile, j);
+        CopyAsyncOp::create(b, l, op.getV(), kBatch, col, kvHead, vTile, j);
         Value s = MmaOp::create(b, l, acc(bm, bn), qTile, kTile, Value(),
                                 /*transpose_b=*/true);
         Value tanh;
@@ -162,13 +211,16 @@ void BackwardProgramBuilder::buildDq() {
                                               next, numBlocks);
         scf::IfOp::create(b, l, hasNext, [&](OpBuilder &ib, Location il) {
           Value nextCol = arith::MulIOp::create(ib, il, next, blockN);
-          CopyAsyncOp::create(ib, il, op.getK(), batch, nextCol, kvHead,
+          CopyAsyncOp::create(ib, il, op.getK(), kBatch, nextCol, kvHead,
                               kTile, next);
           scf::YieldOp::create(ib, il);
         });
         scf::YieldOp::create(b, l, dq);
       });
-  StoreOp::create(b, loc, loop.getResult(0), op.getDq(), batch, row, head);
+  // A packed batch's epilogue reads its sequence again, as the forward's.
+  Value outBatch =
+      op.isVarlen() ? querySequence(gridBatch).getSeq() : batch;
+  StoreOp::create(b, loc, loop.getResult(0), op.getDq(), outBatch, row, head);
   op.erase();
 }
 
@@ -180,12 +232,10 @@ void BackwardProgramBuilder::buildDkdv() {
   Value blockN = index(bn);
   Value kBlock = ProgramIdOp::create(b, loc, b.getIndexType(), 0);
   Value kvHead = ProgramIdOp::create(b, loc, b.getIndexType(), 1);
-  Value batch = ProgramIdOp::create(b, loc, b.getIndexType(), 2);
-  Value nq = memref::DimOp::create(b, loc, op.getQ(), 1);
-  Value nk = memref::DimOp::create(b, loc, op.getK(), 1);
-  Value numHeads = memref::DimOp::create(b, loc, op.getQ(), 2);
-  Value numKvHeads = memref::DimOp::create(b, loc, op.getK(), 2);
-  Value group = arith::DivUIOp::create(b, loc, numHeads, numKvHeads);
+  Value gridBatch = ProgramIdOp::create(b, loc, b.getIndexType(), 2);
+  Extents e = extents(gridBatch);
+  Value qBatch = e.qBatch, batch = e.kBatch, nq = e.nq, nk = e.nk;
+  Value group = arith::DivUIOp::create(b, loc, e.numHeads, e.numKvHeads);
   Value firstHead = arith::MulIOp::create(b, loc, kvHead, group);
   Value row = arith::MulIOp::create(b, loc, kBlock, index(bm));
 
@@ -245,10 +295,11 @@ void BackwardProgramBuilder::buildDkdv() {
   Value vTile = AllocSmemOp::create(b, loc, smemType(bm));
   Value qTile = AllocSmemOp::create(b, loc, smemType(bn));
   Value doTile = AllocSmemOp::create(b, loc, smemType(bn));
+  exitPastEnd(row, nk);
   CopyAsyncOp::create(b, loc, op.getK(), batch, row, kvHead, kTile, c0);
   CopyAsyncOp::create(b, loc, op.getV(), batch, row, kvHead, vTile, c0);
   Value firstCol = arith::MulIOp::create(b, loc, lo, blockN);
-  CopyAsyncOp::create(b, loc, op.getQ(), batch, firstCol, firstHead, qTile,
+  CopyAsyncOp::create(b, loc, op.getQ(), qBatch, firstCol, firstHead, qTile,
                       c0);
   WaitOp::create(b, loc, kTile, c0);
   WaitOp::create(b, loc, vTile, c0);
@@ -276,11 +327,12 @@ void BackwardProgramBuilder::buildDkdv() {
         Value col = arith::MulIOp::create(b, l, i, blockN);
         // Q_i landed (everyone is done with dO_{i-1}): start dO_i.
         WaitOp::create(b, l, qTile, it);
-        CopyAsyncOp::create(b, l, op.getDout(), batch, col, head, doTile, it);
+        CopyAsyncOp::create(b, l, op.getDout(), qBatch, col, head, doTile,
+                            it);
         Value lse = LoadColsOp::create(b, l, vector(bn, FragmentKind::col),
-                                       op.getLse(), batch, head, col);
+                                       op.getLse(), qBatch, head, col);
         Value delta = LoadColsOp::create(b, l, vector(bn, FragmentKind::col),
-                                         op.getDelta(), batch, head, col);
+                                         op.getDelta(), qBatch, head, col);
         Value st = MmaOp::create(b, l, acc(bm, bn), kTile, qTile, Value(),
                                  /*transpose_b=*/true);
         Value tanh;
@@ -312,7 +364,7 @@ void BackwardProgramBuilder::buildDkdv() {
           Value nextHead = arith::AddIOp::create(
               ib, il, firstHead, arith::DivUIOp::create(ib, il, next, span));
           Value nextCol = arith::MulIOp::create(ib, il, nextI, blockN);
-          CopyAsyncOp::create(ib, il, op.getQ(), batch, nextCol, nextHead,
+          CopyAsyncOp::create(ib, il, op.getQ(), qBatch, nextCol, nextHead,
                               qTile, next);
           scf::YieldOp::create(ib, il);
         });
@@ -321,8 +373,11 @@ void BackwardProgramBuilder::buildDkdv() {
                                  iter[1], /*transpose_b=*/false);
         scf::YieldOp::create(b, l, ValueRange{dk, dv});
       });
-  StoreOp::create(b, loc, loop.getResult(0), op.getDk(), batch, row, kvHead);
-  StoreOp::create(b, loc, loop.getResult(1), op.getDv(), batch, row, kvHead);
+  Value outBatch = op.isVarlen() ? keySequence(gridBatch).getSeq() : batch;
+  StoreOp::create(b, loc, loop.getResult(0), op.getDk(), outBatch, row,
+                  kvHead);
+  StoreOp::create(b, loc, loop.getResult(1), op.getDv(), outBatch, row,
+                  kvHead);
   op.erase();
 }
 
@@ -339,14 +394,16 @@ ArrayAttr backwardTensorRoles(AttentionBackwardOp op) {
 /// dq: one CTA per (query block, head, batch), as the forward; dkdv: one
 /// per (key block, key/value head, batch).
 GridAttr backwardGrid(MLIRContext *ctx, const TileConfig &config,
-                      BackwardPart part) {
+                      BackwardPart part, bool packed) {
   bool dq = part == BackwardPart::dq;
+  // A packed batch's grid covers its longest sequence.
+  SizeKind rows = dq ? (packed ? SizeKind::max_seqlen_q : SizeKind::nq)
+                     : (packed ? SizeKind::max_seqlen_k : SizeKind::nk);
   Builder b(ctx);
   return GridAttr::get(
       ctx,
       b.getArrayAttr(
-          {GridDimAttr::get(ctx, dq ? SizeKind::nq : SizeKind::nk,
-                            config.blockM),
+          {GridDimAttr::get(ctx, rows, config.blockM),
            GridDimAttr::get(ctx,
                             dq ? SizeKind::num_heads : SizeKind::num_kv_heads,
                             1),
@@ -360,13 +417,11 @@ LogicalResult mlir::attn::tileBackward(AttentionBackwardOp op,
                                        func::FuncOp func,
                                        const TileConfig &config,
                                        TargetKind target) {
-  if (op.isVarlen())
-    return op.emitOpError("variable-length batches have no backward kernel "
-                          "yet; pad the batch to dense [B, N, H, D] tensors");
   MLIRContext *ctx = op.getContext();
   func->setAttr(kKernelAttrName, UnitAttr::get(ctx));
   func->setAttr(kTensorsAttrName, backwardTensorRoles(op));
-  func->setAttr(kGridAttrName, backwardGrid(ctx, config, op.getBackward()));
+  func->setAttr(kGridAttrName, backwardGrid(ctx, config, op.getBackward(),
+                                            op.isVarlen()));
   func->setAttr(kProblemAttrName, ProblemAttr::get(ctx, op.problem()));
   BackwardProgramBuilder builder(op, config, target);
   if (op.getBackward() == BackwardPart::dq)

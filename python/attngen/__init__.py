@@ -32,14 +32,15 @@ from ._jit import (CompiledKernel, __version__, cache_dir, clear_memory_cache, c
 from ._torch_attention import attention
 from ._torch_backward import attention_backward
 from ._torch_kvcache import attention_with_kvcache
-from ._torch_varlen import attention_varlen
+from ._torch_varlen import attention_varlen, attention_varlen_backward
 from . import flash_attn_interface  # flash_attn's API: attngen.flash_attn_interface
 
 # Private, kept for gpu/'s scripts, which print where the library came from
 # (attngen._abi, which they load by path, is a submodule like the others).
 _library_path = _capi.library_path
 
-__all__ = ["attention", "attention_backward", "attention_varlen", "attention_with_kvcache", "compile",
+__all__ = ["attention", "attention_backward", "attention_varlen", "attention_varlen_backward",
+           "attention_with_kvcache", "compile",
            "flash_attn_interface",
            "CompiledKernel", "AttngenError",
            "InvalidInputError", "cache_dir", "stats", "clear_memory_cache", "device_arch",

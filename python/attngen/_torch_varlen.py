@@ -1,7 +1,9 @@
 """attngen.attention_varlen on packed variable-length batches, as
 flash_attn_varlen_func takes them: its checks (the values of cu_seqlens
 through the runtime's attnrt_check_cu_seqlens), the torch custom op
-attngen::attention_varlen (torch.compile, CUDA graphs) and the launch."""
+attngen::attention_varlen (torch.compile, CUDA graphs) and the launch; its
+backward: attngen.attention_varlen_backward, the custom op
+attngen::attention_varlen_backward and the autograd that calls it."""
 
 import ctypes
 import math
@@ -12,8 +14,9 @@ from ._capi import lib
 from ._errors import invalid_argument
 from ._torch_checks import (TensorLayout, call_options, check_devices, check_int32,
                             check_is_tensor, check_qkv, check_tensors, require_torch, torch)
-from ._torch_launch import (forward_args, kernel_for, launch, outputs_like, refuse_backward,
-                            use_custom_op)
+from ._torch_launch import (_strides_4d, current_stream, forward_args, kernel_for, launch,
+                            outputs_like, use_custom_op)
+from ._errors import check_status
 
 _LAYOUT = TensorLayout(
     function="attention_varlen", names=("q", "k", "v"), rank=3,
@@ -54,16 +57,22 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     graph is being captured and while tracing; pass False once the inputs
     are known to be right (serving loops, benchmarks). The kernel never
     reads or writes outside its tensors either way. Registered as the torch
-    op torch.ops.attngen.attention_varlen (torch.compile, CUDA graphs)."""
+    op torch.ops.attngen.attention_varlen (torch.compile, CUDA graphs).
+
+    Differentiable: gradients flow to q, k and v through
+    attention_varlen_backward's kernels (head dims up to 128;
+    deterministic)."""
     require_torch("attention_varlen")
     cu_q, cu_k, max_q, max_k = cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k
     options = _check_arguments(q, k, v, cu_q, cu_k, max_q, max_k, causal, window_size, softcap,
                                scale, return_lse, causal_align, check_seqlens)
     if use_custom_op(q, k, v, cu_q, cu_k):
+        # Under autograd the op keeps the LSE, which its backward reads.
+        records = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
         out, lse = torch.ops.attngen.attention_varlen(
-            q, k, v, cu_q, cu_k, max_q, max_k, options.causal, options.scale, return_lse,
-            options.causal_align, options.softcap, options.window_left, options.window_right,
-            check_seqlens)
+            q, k, v, cu_q, cu_k, max_q, max_k, options.causal, options.scale,
+            return_lse or records, options.causal_align, options.softcap,
+            options.window_left, options.window_right, check_seqlens)
     else:
         out, lse = _forward(q, k, v, cu_q, cu_k, max_q, max_k, options.causal, options.scale,
                             return_lse, options.causal_align, options.softcap,
@@ -72,9 +81,9 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
 
 
 def _check_arguments(q, k, v, cu_q, cu_k, max_q, max_k, causal, window_size, softcap, scale,
-                     return_lse, causal_align, check_seqlens):
-    """Everything but the values of cu_seqlens, the devices last; returns the
-    options."""
+                     return_lse, causal_align, check_seqlens, gradients=None):
+    """Everything but the values of cu_seqlens (and the backward's `gradients`
+    dout, out, lse), the devices last; returns the options."""
     check_tensors(_LAYOUT, q, k, v)
     options = call_options("attention_varlen", causal, scale, causal_align, softcap,
                            window_size, return_lse=return_lse, check_seqlens=check_seqlens)
@@ -82,8 +91,11 @@ def _check_arguments(q, k, v, cu_q, cu_k, max_q, max_k, causal, window_size, sof
     _check_cu_seqlens(cu_q, cu_k)
     for name, value in (("max_seqlen_q", max_q), ("max_seqlen_k", max_k)):
         _check_max_seqlen(name, value)
-    check_devices(list(zip(_LAYOUT.names + ("cu_seqlens_q", "cu_seqlens_k"),
-                           (q, k, v, cu_q, cu_k))))
+    named = list(zip(_LAYOUT.names + ("cu_seqlens_q", "cu_seqlens_k"), (q, k, v, cu_q, cu_k)))
+    if gradients is not None:
+        _check_gradient_inputs(*gradients, q)
+        named += list(zip(("dout", "out", "lse"), gradients))
+    check_devices(named)
     return options
 
 
@@ -187,8 +199,111 @@ if torch is not None:
         """The outputs' shapes, for tracing with fake or meta tensors."""
         return outputs_like(q, return_lse)
 
-    refuse_backward(
-        _attention_varlen_op,
-        "attngen.attention_varlen has no backward pass yet: call it under torch.no_grad(), "
-        "or pad the batch to (batch, seqlen, heads, head_dim) and train with "
-        "attngen.attention, which has one")
+
+def attention_varlen_backward(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k,
+                              max_seqlen_q, max_seqlen_k, causal=False, window_size=(-1, -1),
+                              softcap=0.0, scale=None, *, causal_align="bottom-right",
+                              deterministic=False):
+    """The gradients (dq, dk, dv) of attention_varlen(q, k, v, cu_seqlens_q,
+    ...) given dout = dL/dout (total_q, heads, head_dim), the forward's out
+    and its lse ((heads, total_q) float32, as attention_varlen(...,
+    return_lse=True) returns it); the other arguments are the forward's. As
+    attention_backward: out and lse may come from elsewhere, dk and dv are
+    summed per key/value head, and the result is deterministic. Head dims up
+    to 128."""
+    require_torch("attention_varlen_backward")
+    if not isinstance(deterministic, bool):
+        raise TypeError("attngen.attention_varlen_backward: deterministic must be a bool")
+    cu_q, cu_k, max_q, max_k = cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k
+    options = _check_arguments(q, k, v, cu_q, cu_k, max_q, max_k, causal, window_size, softcap,
+                               scale, False, causal_align, True, gradients=(dout, out, lse))
+    return tuple(torch.ops.attngen.attention_varlen_backward(
+        dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, options.causal, options.scale,
+        options.causal_align, options.softcap, options.window_left, options.window_right))
+
+
+def _check_gradient_inputs(dout, out, lse, q):
+    for name, t in (("dout", dout), ("out", out)):
+        check_is_tensor("attention_varlen_backward", name, t)
+        if tuple(t.shape) != tuple(q.shape) or t.dtype != q.dtype:
+            raise invalid_argument(f"{name} must have q's shape {tuple(q.shape)} and dtype "
+                                   f"{q.dtype}; got {tuple(t.shape)} {t.dtype}")
+        if t.stride()[-1] != 1 or any(s % 8 for s in t.stride()[:-1]):
+            raise invalid_argument(f"{name} has strides {tuple(t.stride())}: its last "
+                                   "dimension must be contiguous and the others multiples of "
+                                   "8 elements; call .contiguous()")
+    total_q, heads = q.shape[:2]
+    if (not isinstance(lse, torch.Tensor) or tuple(lse.shape) != (heads, total_q)
+            or lse.dtype != torch.float32):
+        raise invalid_argument(
+            "lse must be the forward's log-sum-exp: a float32 tensor (heads, total_q) = "
+            f"{(heads, total_q)}; get it from attention_varlen(..., return_lse=True)")
+
+
+def _backward(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, causal, scale, causal_align,
+              softcap, window_left, window_right):
+    """Runs the two backward kernels: the op's CUDA implementation."""
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    total_q, total_k, batch = q.shape[0], k.shape[0], cu_q.numel() - 1
+    if batch == 0 or total_q == 0 or total_k == 0:
+        # No query row, or no key anywhere: nothing flows.
+        return dq.zero_(), dk.zero_(), dv.zero_()
+    dout = dout if dout.stride()[-1] == 1 else dout.contiguous()
+    lse = lse.contiguous()
+    delta = torch.empty_like(lse)
+    fields = dict(causal=causal, causal_align=causal_align, softcap=softcap,
+                  window_size=(window_left, window_right), varlen=True)
+    dq_kernel = kernel_for(q, scale, backward="dq", **fields)
+    dkdv_kernel = kernel_for(q, scale, backward="dkdv", **fields)
+    args = forward_args(q, k, v, out, lse, batch, total_k)
+    args.cu_seqlens_q, args.cu_seqlens_k = cu_q.data_ptr(), cu_k.data_ptr()
+    args.max_seqlen_q, args.max_seqlen_k = max_q, max_k
+    args.dout, args.delta = dout.data_ptr(), delta.data_ptr()
+    args.dq, args.dk, args.dv = dq.data_ptr(), dk.data_ptr(), dv.data_ptr()
+    args.dout_strides[:] = _strides_4d(dout)
+    args.dq_strides[:] = _strides_4d(dq)
+    args.dk_strides[:] = _strides_4d(dk)
+    args.dv_strides[:] = _strides_4d(dv)
+    check_status(lib.attngen_kernel_backward(dq_kernel, dkdv_kernel, ctypes.byref(args),
+                                             current_stream(q.device)))
+    return dq, dk, dv
+
+
+if torch is not None:
+    @torch.library.custom_op("attngen::attention_varlen_backward", mutates_args=(),
+                             device_types="cuda")
+    def _attention_varlen_backward_op(
+            dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+            out: torch.Tensor, lse: torch.Tensor, cu_seqlens_q: torch.Tensor,
+            cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, causal: bool,
+            scale: float, causal_align: str, softcap: float, window_left: int,
+            window_right: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The gradients of attngen::attention_varlen (eager, traced, CUDA graphs)."""
+        return _backward(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                         max_seqlen_k, causal, scale, causal_align, softcap, window_left,
+                         window_right)
+
+    @_attention_varlen_backward_op.register_fake
+    def _attention_varlen_backward_fake(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k,
+                                        max_seqlen_q, max_seqlen_k, causal, scale,
+                                        causal_align, softcap, window_left, window_right):
+        return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+    def _setup_context(ctx, inputs, output):
+        (q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, _, causal_align, softcap,
+         window_left, window_right, _) = inputs
+        out, lse = output
+        ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k)
+        ctx.options = (max_q, max_k, causal, scale, causal_align, softcap, window_left,
+                       window_right)
+
+    def _autograd_backward(ctx, grad_out, grad_lse):
+        q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
+        if lse.numel() == 0 and q.numel() > 0:
+            raise RuntimeError("attngen.attention_varlen's autograd needs the forward's lse: "
+                               "call the op with return_lse=True (attention_varlen does)")
+        dq, dk, dv = torch.ops.attngen.attention_varlen_backward(
+            grad_out.contiguous(), q, k, v, out, lse, cu_q, cu_k, *ctx.options)
+        return (dq, dk, dv) + (None,) * 12
+
+    _attention_varlen_op.register_autograd(_autograd_backward, setup_context=_setup_context)

@@ -21,10 +21,10 @@ them; inputs whose last dimension is not contiguous are copied.
 What attngen does not have yet raises InvalidInputError (a ValueError and a
 RuntimeError) that says so: dropout_p > 0 and alibi_slopes. return_attn_probs
 returns (out, softmax_lse, None): flash_attn's third output is only
-meaningful with dropout. flash_attn_func and its packed forms are
-differentiable (attngen.attention's backward, head dims up to 128); the
-varlen and KV-cache functions have no backward pass yet: .backward() through
-them raises NotImplementedError.
+meaningful with dropout. flash_attn_func, flash_attn_varlen_func and their
+packed forms are differentiable (attngen.attention's and
+attention_varlen's backward, head dims up to 128); flash_attn_with_kvcache
+has no backward pass: .backward() through it raises NotImplementedError.
 
 Where flash_attn reads memory that attngen's kernels cannot address directly,
 this module copies, and the docstrings say so: a paged cache in

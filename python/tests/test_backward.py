@@ -29,14 +29,26 @@ class BackwardKernelTest(unittest.TestCase):
                 tensors = {p.get("tensor") for p in kernel.metadata["params"]}
                 self.assertTrue({"dout", "delta", "dq", "dk", "dv", "lse"} <= tensors)
 
+    def test_varlen_kernels_compile(self):
+        # A packed batch: grids over the longest sequence (max_seqlen_q for
+        # dq, max_seqlen_k for dkdv), the cu_seqlens pointers among the params.
+        for part, size in (("dq", "max_seqlen_q"), ("dkdv", "max_seqlen_k")):
+            for arch in ("sm_90a", "sm_80"):
+                kernel = attngen.compile(arch=arch, head_dim=96, varlen=True, causal=True,
+                                         backward=part)
+                self.assertTrue(kernel.kernel_name.startswith(f"attn_bwd_{part}_"))
+                self.assertIn("_varlen", kernel.kernel_name)
+                self.assertTrue(kernel.metadata["varlen"])
+                self.assertEqual(kernel.metadata["grid"]["tiles"][0]["size"], size)
+                tensors = {p.get("tensor") for p in kernel.metadata["params"]}
+                self.assertTrue({"cu_seqlens_q", "cu_seqlens_k", "delta", "dk"} <= tensors)
+
     def test_forward_kernels_say_none(self):
         self.assertEqual(attngen.compile(head_dim=64).metadata["backward"], "none")
 
     def test_refusals(self):
         with self.assertRaisesRegex(attngen.InvalidInputError, "up to 128"):
             attngen.compile(head_dim=256, backward="dq")
-        with self.assertRaisesRegex(attngen.InvalidInputError, "variable-length"):
-            attngen.compile(head_dim=64, varlen=True, backward="dkdv")
         with self.assertRaisesRegex(attngen.InvalidInputError, "'dq' or 'dkdv'"):
             _spec.KernelSpec(backward="dx").struct("compile")
 
@@ -79,7 +91,59 @@ class BackwardArgumentTest(unittest.TestCase):
 
 
 @unittest.skipIf(torch is None, "needs torch")
+class VarlenBackwardArgumentTest(unittest.TestCase):
+    def call(self, **changes):
+        total_q, total_k, h, hkv, d = 70, 90, 4, 2, 64
+        named = dict(
+            dout=torch.randn(total_q, h, d, dtype=torch.bfloat16),
+            q=torch.randn(total_q, h, d, dtype=torch.bfloat16),
+            k=torch.randn(total_k, hkv, d, dtype=torch.bfloat16),
+            v=torch.randn(total_k, hkv, d, dtype=torch.bfloat16),
+            out=torch.randn(total_q, h, d, dtype=torch.bfloat16),
+            lse=torch.randn(h, total_q),
+            cu_seqlens_q=torch.tensor([0, 30, 70], dtype=torch.int32),
+            cu_seqlens_k=torch.tensor([0, 50, 90], dtype=torch.int32),
+            max_seqlen_q=40, max_seqlen_k=50)
+        named.update(changes)
+        return attngen.attention_varlen_backward(**named, causal=True)
+
+    def assertInvalid(self, needle, **changes):
+        with self.assertRaises(attngen.InvalidInputError) as caught:
+            self.call(**changes)
+        self.assertIn(needle, str(caught.exception))
+
+    def test_shapes_and_dtypes(self):
+        self.assertInvalid("dout must have q's shape",
+                           dout=torch.randn(60, 4, 64, dtype=torch.bfloat16))
+        self.assertInvalid("lse must be the forward's log-sum-exp (heads, total_q)"
+                           .replace(" (heads, total_q)", ""), lse=torch.randn(2, 4, 35))
+        self.assertInvalid("cu_seqlens_q has 2 entries",
+                           cu_seqlens_q=torch.tensor([0, 70], dtype=torch.int32))
+        # Every shape check passes on CPU tensors; the device check comes last.
+        self.assertInvalid("attngen runs on CUDA devices")
+
+    def test_deterministic_is_a_bool(self):
+        with self.assertRaises(TypeError):
+            self.call(deterministic=1)
+
+
+@unittest.skipIf(torch is None, "needs torch")
 class AutogradTraceTest(unittest.TestCase):
+    def test_varlen_meta_tensors_get_gradients(self):
+        # attngen::attention_varlen's autograd calls the varlen backward op,
+        # whose fake implementation gives dq, dk, dv shaped as q, k, v.
+        q = torch.empty(70, 8, 64, dtype=torch.bfloat16, device="meta", requires_grad=True)
+        k = torch.empty(90, 2, 64, dtype=torch.bfloat16, device="meta", requires_grad=True)
+        v = torch.empty(90, 2, 64, dtype=torch.bfloat16, device="meta", requires_grad=True)
+        cu_q = torch.empty(3, dtype=torch.int32, device="meta")
+        cu_k = torch.empty(3, dtype=torch.int32, device="meta")
+        out, lse = torch.ops.attngen.attention_varlen(q, k, v, cu_q, cu_k, 40, 50, True, 0.0,
+                                                      True, "bottom-right", 0.0, -1, -1, False)
+        self.assertEqual(tuple(lse.shape), (8, 70))
+        dq, dk, dv = torch.autograd.grad(out, (q, k, v), torch.ones_like(out))
+        self.assertEqual([tuple(t.shape) for t in (dq, dk, dv)],
+                         [(70, 8, 64), (90, 2, 64), (90, 2, 64)])
+
     def test_meta_tensors_get_gradients_of_their_inputs_shapes(self):
         # attngen::attention's autograd calls attngen::attention_backward,
         # whose fake implementation gives dq, dk, dv shaped as q, k, v (GQA:

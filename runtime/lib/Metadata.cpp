@@ -54,7 +54,8 @@ unsigned KernelParam::bytes() const {
 /// Names of the attnrt_size values, in order.
 static constexpr const char *kSizeNames[] = {"batch",        "nq",         "nk",
                                              "num_heads",    "num_kv_heads", "max_seqlen_q",
-                                             "num_splits",   "max_blocks", "num_blocks"};
+                                             "num_splits",   "max_blocks", "num_blocks",
+                                             "max_seqlen_k"};
 /// Number of attnrt_size values.
 static constexpr int kNumSizes = sizeof(kSizeNames) / sizeof(kSizeNames[0]);
 /// Names of the attnrt_kernel_kind values, in order.
@@ -332,19 +333,21 @@ attnrt_status checkVarlenParams(const attnrt_kernel_info &info, const KernelAbi 
                   "kernel metadata parameter \"%s\" is a batch stride, but a varlen kernel's "
                   "tensors are packed [total, H, D] and have none; %s",
                   p.name.c_str(), kRegenerate);
-    if (!info.varlen && p.kind == ParamKind::Size && p.size == ATTNRT_SIZE_MAX_SEQLEN_Q)
+    if (!info.varlen && p.kind == ParamKind::Size &&
+        (p.size == ATTNRT_SIZE_MAX_SEQLEN_Q || p.size == ATTNRT_SIZE_MAX_SEQLEN_K))
       return fail(ATTNRT_ERROR_INVALID_METADATA,
-                  "kernel metadata parameter \"%s\" is max_seqlen_q, which only a varlen kernel "
+                  "kernel metadata parameter \"%s\" is %s, which only a varlen kernel "
                   "(\"varlen\": true) takes; %s",
-                  p.name.c_str(), kRegenerate);
+                  p.name.c_str(), kSizeNames[p.size], kRegenerate);
   }
   if (!info.varlen)
     for (int d = 0; d < info.grid_dims; ++d)
-      if (info.grid_size[d] == ATTNRT_SIZE_MAX_SEQLEN_Q)
+      if (info.grid_size[d] == ATTNRT_SIZE_MAX_SEQLEN_Q ||
+          info.grid_size[d] == ATTNRT_SIZE_MAX_SEQLEN_K)
         return fail(ATTNRT_ERROR_INVALID_METADATA,
-                    "kernel metadata key \"grid.tiles[%d].size\" is \"max_seqlen_q\", which only a "
+                    "kernel metadata key \"grid.tiles[%d].size\" is \"%s\", which only a "
                     "varlen kernel (\"varlen\": true) has; %s",
-                    d, kRegenerate);
+                    d, kSizeNames[info.grid_size[d]], kRegenerate);
   return ATTNRT_OK;
 }
 

@@ -100,8 +100,8 @@ attnrt_status checkBackwardArgs(const attnrt_kernel_info &info, const attnrt_for
     if (!pointer || reinterpret_cast<uintptr_t>(pointer) % kTensorAlignBytes != 0)
       return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
                   "args.%s = %p: a backward kernel needs a 16-byte aligned contiguous float32 "
-                  "[B, H, Nq] tensor (%s)",
-                  name, pointer,
+                  "%s tensor (%s)",
+                  name, pointer, info.varlen ? "[H, total_q]" : "[B, H, Nq]",
                   std::string(name) == "lse" ? "the forward's log-sum-exp"
                                              : "scratch for rowsum(dO * O)");
   const void *inputs[] = {a.q, a.k, a.v, a.o, a.dout};
@@ -197,6 +197,8 @@ int64_t sizeValue(const attnrt_forward_args &a, int size) {
     return a.num_kv_heads;
   case ATTNRT_SIZE_MAX_SEQLEN_Q:
     return a.max_seqlen_q;
+  case ATTNRT_SIZE_MAX_SEQLEN_K:
+    return a.max_seqlen_k;
   case ATTNRT_SIZE_NUM_SPLITS:
     return a.num_splits > 0 ? a.num_splits : 1;
   case ATTNRT_SIZE_MAX_BLOCKS:

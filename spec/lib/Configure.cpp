@@ -92,17 +92,17 @@ TileConfig mlir::attn::backwardTileConfig(const AttentionSpec &spec) {
   // One warpgroup (sm_80, --no-warp-specialize): 64, and dkdv above d64 32
   // queries, so that its S^T, P^T and dP^T tiles leave room for the two
   // accumulators. Two warpgroups (240 registers each): dq 128 keys; dkdv
-  // 128 queries to d64 and 64 above, but 64 under a mask or soft cap
-  // (which keep more live per score) and 32 for a soft cap above d64.
+  // 128 queries to d64 and 64 above, but narrower where more is live per
+  // score: 64 to d64 under a mask, a soft cap or a packed batch's sequence
+  // bounds, and 32 above d64 under a soft cap, or a mask in a packed batch.
   bool dkdv = spec.backward == BackwardPart::dkdv;
-  bool plain = !hasDiagonal(spec) && spec.softcap == 0;
-  int64_t step = twoWarpgroups
-                     ? (!dkdv                                   ? 128
-                        : spec.headDim > 64 && spec.softcap > 0 ? 32
-                        : spec.headDim > 64 || !plain           ? 64
-                                                                : 128)
-                 : dkdv && spec.headDim > 64 ? 32
-                                              : 64;
+  bool plain = !hasDiagonal(spec) && spec.softcap == 0 && !spec.varlen;
+  bool tight = spec.softcap > 0 || (spec.varlen && hasDiagonal(spec));
+  int64_t step = !twoWarpgroups ? (dkdv && spec.headDim > 64 ? 32 : 64)
+                 : !dkdv        ? 128
+                 : spec.headDim > 64 ? (tight ? 32 : 64)
+                 : plain             ? 128
+                                     : 64;
   t.blockN = spec.blockN > 0 ? spec.blockN : step;
   t.numWarps = spec.numWarps > 0    ? spec.numWarps
                : spec.blockM > 0     ? spec.blockM / 16

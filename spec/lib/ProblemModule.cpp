@@ -11,7 +11,8 @@ using namespace mlir;
 using namespace mlir::attn;
 
 /// The problem module of a backward kernel: q, k, v, o, dout, lse, delta,
-/// dq, dk, dv (both kernels take them all; each reads and writes its own).
+/// dq, dk, dv (both kernels take them all; each reads and writes its own),
+/// and a packed batch's cu_seqlens_q, cu_seqlens_k.
 static OwningOpRef<ModuleOp> buildBackwardSpecModule(MLIRContext &ctx,
                                                      const AttentionSpec &spec,
                                                      StringRef name) {
@@ -19,12 +20,19 @@ static OwningOpRef<ModuleOp> buildBackwardSpecModule(MLIRContext &ctx,
   int64_t dyn = ShapedType::kDynamic;
   auto tensorType = MemRefType::get({dyn, dyn, dyn, spec.headDim}, element);
   auto rowsType = MemRefType::get({dyn, dyn, dyn}, Float32Type::get(&ctx));
+  if (spec.varlen) {
+    tensorType = MemRefType::get({dyn, dyn, spec.headDim}, element);
+    rowsType = MemRefType::get({dyn, dyn}, Float32Type::get(&ctx));
+  }
   SmallVector<Type> args(5, tensorType);
   args.append({rowsType, rowsType, tensorType, tensorType, tensorType});
+  if (spec.varlen)
+    args.append(2, MemRefType::get({dyn}, IntegerType::get(&ctx, 32)));
   return buildProblemModule(
       ctx, spec, name, args, [&](OpBuilder &b, Location loc, Block &body) {
         SmallVector<Value> operands(body.getArguments());
-        operands.append({Value(), Value()}); // no cu_seqlens
+        if (!spec.varlen)
+          operands.append({Value(), Value()}); // no cu_seqlens
         createProblemOp<AttentionBackwardOp>(b, loc, operands, spec);
       });
 }

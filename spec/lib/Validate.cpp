@@ -133,9 +133,6 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
     if (decoding)
       return specError("--backward is for dense attention: a KV-cache or "
                        "split-KV kernel has no backward kernel");
-    if (spec.varlen)
-      return specError("--backward has no variable-length kernel yet: pad "
-                       "the batch to dense [B, N, H, D] tensors");
     if (spec.headDim > kMaxBackwardHeadDim)
       return specError(fmt::format(
           "--backward supports head dims up to {} for now (its dK and dV "

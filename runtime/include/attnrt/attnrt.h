@@ -127,7 +127,9 @@ typedef enum attnrt_size {
                                     (args.num_splits, or the runtime's choice
                                     when it is 0) */
   ATTNRT_SIZE_MAX_BLOCKS = 7,  /**< "max_blocks": args.max_blocks */
-  ATTNRT_SIZE_NUM_BLOCKS = 8   /**< "num_blocks": args.num_blocks */
+  ATTNRT_SIZE_NUM_BLOCKS = 8,  /**< "num_blocks": args.num_blocks */
+  ATTNRT_SIZE_MAX_SEQLEN_K = 9 /**< "max_seqlen_k": args.max_seqlen_k
+                                    (the varlen backward's dkdv kernel) */
 } attnrt_size;
 
 /** What a kernel computes (attnrt_kernel_info::kind; metadata "kind"). */

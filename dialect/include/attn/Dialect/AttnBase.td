@@ -97,11 +97,14 @@ def Attn_SizeMaxSeqlenQ : I32EnumAttrCase<"max_seqlen_q", 5>;
 def Attn_SizeNumSplits : I32EnumAttrCase<"num_splits", 6>;
 def Attn_SizeMaxBlocks : I32EnumAttrCase<"max_blocks", 7>;
 def Attn_SizeNumBlocks : I32EnumAttrCase<"num_blocks", 8>;
+// The longest key sequence of a variable-length batch (the grid of the
+// backward's key-owning kernel), as flash_attn_varlen_func's max_seqlen_k.
+def Attn_SizeMaxSeqlenK : I32EnumAttrCase<"max_seqlen_k", 9>;
 def Attn_SizeKind : I32EnumAttr<"SizeKind",
     "a problem size the runtime knows at launch (a kernel parameter)",
     [Attn_SizeBatch, Attn_SizeNq, Attn_SizeNk, Attn_SizeNumHeads,
      Attn_SizeNumKvHeads, Attn_SizeMaxSeqlenQ, Attn_SizeNumSplits,
-     Attn_SizeMaxBlocks, Attn_SizeNumBlocks]> {
+     Attn_SizeMaxBlocks, Attn_SizeNumBlocks, Attn_SizeMaxSeqlenK]> {
   let cppNamespace = "::mlir::attn";
   let genSpecializedAttr = 0;
 }

@@ -220,18 +220,21 @@ def Attn_LoadOp : Attn_Op<"load"> {
     `head_pack = G`: tile row `r` is head `head + r / P`, row `row + r % P`,
     `P = rows / G`), straight into the `acc` fragment layout: each thread
     loads its column pairs as 8-byte words. Rows at or past N read as 0.
+    Indexed by a sequence (`!attn.seq`), the source is a packed [total, H,
+    D] tensor and the rows are the sequence's (at or past its end read 0).
 
     ```mlir
     %o = attn.load %op[%bs, %row, %h] {head_pack = 4 : i64}
       : memref<?x?x?x128xf32> -> !attn.regs<64x128xf32, acc>
     ```
   }];
-  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$src, Index:$batch,
-                       Index:$row, Index:$head,
+  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$src,
+                       Attn_BatchIndex:$batch, Index:$row, Index:$head,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$head_pack);
   let results = (outs Attn_AnyRegTile:$result);
   let assemblyFormat = [{
-    $src `[` $batch `,` $row `,` $head `]` attr-dict `:` type($src) `->`
+    $src `[` $batch `,` $row `,` $head `]` attr-dict `:`
+    custom<DataTensorType>(type($src), type($batch)) `->`
     qualified(type($result))
   }];
   let hasVerifier = 1;
@@ -247,19 +250,21 @@ def Attn_LoadRowsOp : Attn_Op<"load_rows"> {
     `result[r] = src[batch, head, row + r]` (with `head_pack = G`:
     `src[batch, head + r / P, row + r % P]`), the counterpart of
     `attn.store_rows`. Rows at or past N read as -inf: a log-sum-exp row
-    that does not exist holds no mass.
+    that does not exist holds no mass. Indexed by a sequence (`!attn.seq`),
+    the source is a packed batch's [H, total] tensor: `src[head, start + r]`.
 
     ```mlir
     %l = attn.load_rows %lp[%bs, %h, %row] {head_pack = 4 : i64}
       : memref<?x?x?xf32> -> !attn.regs<64xf32, row>
     ```
   }];
-  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$src, Index:$batch,
-                       Index:$head, Index:$row,
+  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$src,
+                       Attn_BatchIndex:$batch, Index:$head, Index:$row,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$head_pack);
   let results = (outs Attn_AnyRegTile:$result);
   let assemblyFormat = [{
-    $src `[` $batch `,` $head `,` $row `]` attr-dict `:` type($src) `->`
+    $src `[` $batch `,` $head `,` $row `]` attr-dict `:`
+    custom<RowsTensorType>(type($src), type($batch)) `->`
     qualified(type($result))
   }];
   let hasVerifier = 1;
