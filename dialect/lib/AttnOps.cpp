@@ -578,6 +578,15 @@ LogicalResult OnlineSoftmaxOp::verify() {
   return success();
 }
 
+LogicalResult SoftmaxFinalizeOp::verify() {
+  if (Value lseSum = getLseSum())
+    if (lseSum.getType() != getSum().getType())
+      return emitOpError() << "'lse_sum' must have the type of 'sum' ("
+                           << getSum().getType() << "), got "
+                           << lseSum.getType();
+  return success();
+}
+
 LogicalResult RowReduceOp::verify() {
   if (failed(verifyAccTile(*this, getInput().getType(), "input")) ||
       failed(verifyRowVectorFor(*this, getInput().getType(),

@@ -12,7 +12,13 @@
 //   (%m: the loop's iter arg, initially -inf)
 // becomes
 //   %p, %m1, %l1, %a = attn.online_softmax %t, %m, %l {fixed_max, scale = c}
-// with %m's init a splat of the offset and %m yielded unchanged.
+//   %lx1 = attn.row_reduce sum %p, %lx
+// with %m's init a splat of the offset and %m yielded unchanged. The largest
+// P is then no longer exactly 1: the expanded softmax sums P rounded as the
+// P V GEMM takes it (%l, which normalises O), and the loop carries the sum
+// of the f32 P beside it (%lx, a new iter arg), from which
+// attn.softmax_finalize forms the LSE: O is exact for a row with one key, and
+// so is the P the backward recomputes from the LSE.
 //
 //===----------------------------------------------------------------------===//
 #include "attn/Passes/BoundedSoftmax.h"
@@ -110,24 +116,91 @@ bool fixMax(OnlineSoftmaxOp op, double offset) {
   return true;
 }
 
+/// Where a loop made fixed carries its sums: the rounded one (which
+/// normalises O) and the f32 one (for the LSE).
+struct SumSlots {
+  unsigned rounded, exact;
+};
+
+/// Carries the sum of `op`'s f32 P across its loop in a new iter arg: from
+/// 0, or from the earlier peeled loop's. Returns the new loop, or null when
+/// the loop does not carry the sum as expected (the LSE then reads the
+/// rounded sum).
+scf::ForOp carryExactSum(OnlineSoftmaxOp op,
+                         llvm::DenseMap<Operation *, SumSlots> &slots) {
+  auto loop = cast<scf::ForOp>(op->getParentOp());
+  auto arg = dyn_cast<BlockArgument>(op.getSum());
+  if (!arg || arg.getOwner() != loop.getBody() ||
+      arg == loop.getInductionVar())
+    return nullptr;
+  unsigned index = arg.getArgNumber() - loop.getNumInductionVars();
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  if (yield.getOperand(index) != op.getNewSum())
+    return nullptr;
+  Value init = loop.getInitArgs()[index];
+  Value exactInit;
+  if (auto earlier = init.getDefiningOp<scf::ForOp>()) {
+    auto it = slots.find(earlier);
+    if (it == slots.end() ||
+        cast<OpResult>(init).getResultNumber() != it->second.rounded)
+      return nullptr;
+    exactInit = earlier->getResult(it->second.exact);
+  } else if (isSplatOf(init, 0.0)) {
+    exactInit = init;
+  } else {
+    return nullptr;
+  }
+  IRRewriter rewriter(op->getContext());
+  rewriter.setInsertionPoint(loop);
+  FailureOr<LoopLikeOpInterface> replaced = loop.replaceWithAdditionalYields(
+      rewriter, exactInit, /*replaceInitOperandUsesInLoop=*/false,
+      [&](OpBuilder &b, Location loc, ArrayRef<BlockArgument> args) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointAfter(op);
+        Value exact = RowReduceOp::create(b, loc, op.getSum().getType(),
+                                          ReduceKind::sum, op.getProbs(),
+                                          args.front(), /*rounded=*/false);
+        return SmallVector<Value>{exact};
+      });
+  if (failed(replaced))
+    return nullptr;
+  auto newLoop = cast<scf::ForOp>(replaced->getOperation());
+  slots[newLoop] = {index, newLoop.getNumResults() - 1};
+  return newLoop;
+}
+
 struct AttnBoundedSoftmaxPass
     : public mlir::attn::impl::AttnBoundedSoftmaxBase<AttnBoundedSoftmaxPass> {
   void runOnOperation() override {
     if (failed(requireTiled(getOperation(), getArgument())))
       return signalPassFailure();
     // Program order, so a peeled loop is fixed before the one it feeds.
-    getOperation().walk<WalkOrder::PreOrder>([&](OnlineSoftmaxOp op) {
+    SmallVector<OnlineSoftmaxOp> candidates;
+    getOperation().walk<WalkOrder::PreOrder>(
+        [&](OnlineSoftmaxOp op) { candidates.push_back(op); });
+    llvm::DenseMap<Operation *, SumSlots> slots;
+    for (OnlineSoftmaxOp op : candidates) {
       if (op.getFixedMax() || !isBoundedByOne(op.getScores()) ||
           !probsAreBf16(op))
-        return;
+        continue;
       // The kernel's schedule may keep the running max (the ablation).
       auto func = op->getParentOfType<func::FuncOp>();
       if (func && !scheduleApplies(func, &AttentionSchedule::boundedSoftmax))
-        return;
+        continue;
       std::optional<double> offset =
           boundedSoftmaxOffset(op.getScale().convertToDouble());
-      if (offset)
-        fixMax(op, *offset);
+      if (offset && fixMax(op, *offset))
+        carryExactSum(op, slots);
+    }
+    // The LSE of each finalize fed by such a loop reads the f32 sum.
+    getOperation().walk([&](SoftmaxFinalizeOp finalize) {
+      auto result = dyn_cast<OpResult>(finalize.getSum());
+      if (!result)
+        return;
+      auto it = slots.find(result.getOwner());
+      if (it != slots.end() && result.getResultNumber() == it->second.rounded)
+        finalize.getLseSumMutable().assign(
+            result.getOwner()->getResult(it->second.exact));
     });
   }
 };

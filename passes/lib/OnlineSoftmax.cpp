@@ -90,7 +90,7 @@ struct ExpandOnlineSoftmax : public OpRewritePattern<OnlineSoftmaxOp> {
   }
 };
 
-/// softmax_finalize(acc, m, l) -> (acc / l, scale * m + log(l))
+/// softmax_finalize(acc, m, l[, lx]) -> (acc / l, scale * m + log(lx or l))
 struct ExpandSoftmaxFinalize : public OpRewritePattern<SoftmaxFinalizeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(SoftmaxFinalizeOp op,
@@ -98,9 +98,10 @@ struct ExpandSoftmaxFinalize : public OpRewritePattern<SoftmaxFinalizeOp> {
     Location loc = op.getLoc();
     Value out = NormalizeOp::create(rewriter, loc, op.getAcc().getType(),
                                     op.getAcc(), op.getSum());
+    // A fixed-max softmax's LSE reads the sum of the f32 P (lse_sum).
+    Value lseSum = op.getLseSum() ? op.getLseSum() : op.getSum();
     Value lse = LogSumExpOp::create(rewriter, loc, op.getMax().getType(),
-                                    op.getMax(), op.getSum(),
-                                    op.getScaleAttr());
+                                    op.getMax(), lseSum, op.getScaleAttr());
     rewriter.replaceOp(op, {out, lse});
     return success();
   }

@@ -178,7 +178,7 @@ void TileProgramBuilder::build() {
 
   auto finalize = SoftmaxFinalizeOp::create(
       b, loc, accType(outCols), rowType(), loop.getResult(0),
-      loop.getResult(1), loop.getResult(2), scale);
+      loop.getResult(1), loop.getResult(2), /*lse_sum=*/Value(), scale);
   // The epilogue reads its sequence's rows again (one load per CTA) rather
   // than keep them in registers across the key/value loop.
   Value outSeq = qBatch;

@@ -278,7 +278,7 @@ void KvCacheProgramBuilder::build() {
 
   auto finalize = SoftmaxFinalizeOp::create(
       b, loc, accType(outCols), rowType(), loop.getResult(0),
-      loop.getResult(1), loop.getResult(2), scale);
+      loop.getResult(1), loop.getResult(2), /*lse_sum=*/Value(), scale);
   auto storeTo = [&](OpBuilder &sb, Value o, Value lse, Value outBatch) {
     StoreOp::create(sb, loc, finalize.getOut(), o, outBatch, row, head,
                     packAttr());

@@ -671,3 +671,11 @@ func.func @rounded_max(%s: !attn.regs<64x64xf32, acc>, %m: !attn.regs<64xf32, ro
   %r = attn.row_reduce max %s, %m {rounded} : !attn.regs<64x64xf32, acc> -> !attn.regs<64xf32, row>
   return
 }
+
+// -----
+
+func.func @lse_sum_type(%acc: !attn.regs<64x64xf32, acc>, %m: !attn.regs<64xf32, row>, %x: !attn.regs<32xf32, row>) {
+  // expected-error @+1 {{'lse_sum' must have the type of 'sum' ('!attn.regs<64xf32, row>'), got '!attn.regs<32xf32, row>'}}
+  %o, %l = attn.softmax_finalize %acc, %m, %m {scale = 1.0 : f32} : !attn.regs<64x64xf32, acc>, !attn.regs<64xf32, row> lse_sum %x : !attn.regs<32xf32, row>
+  return
+}

@@ -3,22 +3,26 @@
 
 // A soft cap of 30 on bf16: the max starts at the offset 0 and is yielded
 // unchanged through both loops of the causal kernel (the unmasked blocks,
-// then the masked ones), and each online softmax is marked fixed_max.
+// then the masked ones), and each online softmax is marked fixed_max. Each
+// loop also carries the sum of the f32 P (a fourth iter arg, from 0, then
+// from the first loop's), from which the finalize forms the LSE.
 module attributes {attn.target = #attn.target<sm_90a>} {
   // CHECK-LABEL: func.func @cap30
   // CHECK:      attn.splat 0xFF800000
   // CHECK-NEXT: %[[M0:.*]] = attn.splat 0.000000e+00 -> !attn.regs<64xf32, row>
-  // CHECK:      %[[R1:.*]]:3 = scf.for {{.*}} iter_args(%{{[^ ]*}} = %{{[^ ]*}}, %[[M:[^ ]*]] = %[[M0]], %{{[^ ]*}} = %{{[^ ]*}})
-  // CHECK:        attn.online_softmax %{{.*}}, %[[M]], %{{.*}} {fixed_max, scale = 3.000000e+01 : f32}
-  // CHECK:        scf.yield %{{.*}}, %[[M]], %{{.*}} :
-  // CHECK:      scf.for {{.*}} iter_args(%{{[^ ]*}} = %[[R1]]#0, %[[MM:[^ ]*]] = %[[R1]]#1, %{{[^ ]*}} = %[[R1]]#2)
+  // CHECK:      %[[R1:.*]]:4 = scf.for {{.*}} iter_args(%{{[^ ]*}} = %{{[^ ]*}}, %[[M:[^ ]*]] = %[[M0]], %{{[^ ]*}} = %[[L0:[^ ]*]], %[[X:[^ ]*]] = %[[L0]])
+  // CHECK:        %[[P:.*]], %{{.*}}, %{{.*}}, %{{.*}} = attn.online_softmax %{{.*}}, %[[M]], %{{.*}} {fixed_max, scale = 3.000000e+01 : f32}
+  // CHECK-NEXT:   %[[X1:.*]] = attn.row_reduce sum %[[P]], %[[X]] :
+  // CHECK:        scf.yield %{{.*}}, %[[M]], %{{.*}}, %[[X1]] :
+  // CHECK:      %[[R2:.*]]:4 = scf.for {{.*}} iter_args(%{{[^ ]*}} = %[[R1]]#0, %[[MM:[^ ]*]] = %[[R1]]#1, %{{[^ ]*}} = %[[R1]]#2, %{{[^ ]*}} = %[[R1]]#3)
   // CHECK:        attn.online_softmax %{{.*}}, %[[MM]], %{{.*}} {fixed_max, scale = 3.000000e+01 : f32}
-  // CHECK:        scf.yield %{{.*}}, %[[MM]], %{{.*}} :
+  // CHECK:        scf.yield %{{.*}}, %[[MM]], %{{.*}}, %{{.*}} :
+  // CHECK:      attn.softmax_finalize %[[R2]]#0, %[[R2]]#1, %[[R2]]#2 {scale = 3.000000e+01 : f32} : {{.*}} lse_sum %[[R2]]#3
   // CHECK-NOT:  online_softmax
   //
   // Expanded: no row max, no rescale, the sum accumulates P as the P V GEMM
-  // takes it (rounded to bf16); the LSE reads the offset (the canonicalizer
-  // drops the loop-invariant max).
+  // takes it (rounded to bf16) and normalises O; the LSE reads the offset
+  // (the canonicalizer drops the loop-invariant max) and the f32 sum.
   // EXPAND-LABEL: func.func @cap30
   // EXPAND-NOT:   row_reduce max
   // EXPAND-NOT:   attn.rescale
@@ -26,7 +30,10 @@ module attributes {attn.target = #attn.target<sm_90a>} {
   // EXPAND:       scf.for
   // EXPAND:         attn.exp2_diff %{{.*}}, %[[Z]] {scale_log2e = 43.2808495 : f32}
   // EXPAND-NEXT:    attn.row_reduce sum %{{.*}}, %{{.*}} {rounded}
-  // EXPAND:       attn.lse %[[Z]], %{{.*}} {scale = 3.000000e+01 : f32}
+  // EXPAND-NEXT:    attn.row_reduce sum %{{.*}}, %{{.*}} :
+  // EXPAND:       %[[F:.*]]:3 = scf.for
+  // EXPAND:       attn.normalize %[[F]]#0, %[[F]]#1
+  // EXPAND:       attn.lse %[[Z]], %[[F]]#2 {scale = 3.000000e+01 : f32}
   // EXPAND-NOT:   row_reduce max
   // EXPAND-NOT:   attn.rescale
   func.func @cap30(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,

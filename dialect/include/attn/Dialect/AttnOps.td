@@ -568,19 +568,28 @@ def Attn_SoftmaxFinalizeOp : Attn_Op<"softmax_finalize", [Pure,
   let description = [{
     `out = acc / l` per row (0 for a row with `l == 0`) and
     `lse = scale * m + log(l)` (natural log; -inf when `l == 0`).
+    With `lse_sum` the LSE takes that sum instead of `l`: a fixed-max
+    softmax normalises by the sum of the rounded P (what P V multiplied)
+    and forms the LSE from the sum of the f32 P (attn-bounded-softmax).
     `attn-online-softmax` expands it into `attn.normalize` and `attn.lse`.
 
     ```mlir
     %out, %lse = attn.softmax_finalize %acc, %m, %l {scale = 0.125 : f32}
       : !attn.regs<128x128xf32, acc>, !attn.regs<128xf32, row>
+    %out, %lse = attn.softmax_finalize %acc, %m, %l {scale = 30.0 : f32}
+      : !attn.regs<128x128xf32, acc>, !attn.regs<128xf32, row>
+        lse_sum %lx : !attn.regs<128xf32, row>
     ```
   }];
   let arguments = (ins Attn_AnyRegTile:$acc, Attn_AnyRegTile:$max,
-                       Attn_AnyRegTile:$sum, F32Attr:$scale);
+                       Attn_AnyRegTile:$sum, Optional<Attn_AnyRegTile>:$lse_sum,
+                       F32Attr:$scale);
   let results = (outs Attn_AnyRegTile:$out, Attn_AnyRegTile:$lse);
   let assemblyFormat = [{
     $acc `,` $max `,` $sum attr-dict `:` qualified(type($acc)) `,` qualified(type($max))
+    (`lse_sum` $lse_sum^ `:` qualified(type($lse_sum)))?
   }];
+  let hasVerifier = 1;
 }
 
 def Attn_RowReduceOp : Attn_Op<"row_reduce", [Pure, AllTypesMatch<["init", "result"]>]> {
@@ -592,8 +601,8 @@ def Attn_RowReduceOp : Attn_Op<"row_reduce", [Pure, AllTypesMatch<["init", "resu
 
     With `rounded` (a sum) each element is first rounded to the kernel's
     16-bit element type: the sum of the P that the P V GEMM multiplies, so
-    that normalising by it divides exactly what was accumulated (the
-    rounding is the one attn.convert does, and LLVM shares it).
+    that normalising by it divides exactly what was accumulated (rounded to
+    nearest even, as attn.convert's conversion does).
 
     ```mlir
     %m1 = attn.row_reduce max %s, %m : !attn.regs<128x64xf32, acc> -> !attn.regs<128xf32, row>
