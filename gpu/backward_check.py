@@ -4,7 +4,7 @@ speed against PyTorch SDPA's backward, in one run.
 
     ATTNGEN_LIBRARY=.../libattngen.so PYTHONPATH=python \\
         python3 gpu/backward_check.py [--quick] [--json OUT.json] [--no-bench]
-        [--only correct|varlen|determinism|autograd|bench]
+        [--only correct|varlen|determinism|autograd|bench|varlen-bench]
 
 * Correctness: dq, dk and dv of attngen.attention_backward against a float32
   reference (autograd through float32 attention), passing when each max error
@@ -316,6 +316,42 @@ def with_tiles(dq_fields, dkdv_fields):
     return patched()
 
 
+def run_varlen_bench(results):
+    """The varlen backward beside the dense one on the same tokens: 16
+    sequences of 1k (the dense kernel's shape), and 16 of mixed lengths."""
+    d, h = 128, 16
+    for lengths in ([1024] * 16, [256, 2048, 512, 1536, 128, 1900, 700, 1300] * 2):
+        for causal in (False, True):
+            torch.manual_seed(len(lengths))
+            total = sum(lengths)
+            q = torch.randn(total, h, d, device="cuda", dtype=torch.bfloat16)
+            k, v, dout = torch.randn_like(q), torch.randn_like(q), torch.randn_like(q)
+            cu = torch.tensor(harness.cu_seqlens(lengths), dtype=torch.int32, device="cuda")
+            top = max(lengths)
+            out, lse = attngen.attention_varlen(q, k, v, cu, cu, top, top, causal=causal,
+                                                return_lse=True)
+            flops = 2.5 * harness.varlen_attention_flops(lengths, lengths, h, d, causal)
+
+            def varlen():
+                return attngen.attention_varlen_backward(dout, q, k, v, out, lse, cu, cu, top,
+                                                         top, causal=causal)
+            ms, why = harness.try_time(varlen, 3, 10)
+            row = dict(kind="varlen", lengths=lengths, causal=causal,
+                       varlen_tflops=harness.tflops(flops, ms) if ms else None, error=why)
+            if len(set(lengths)) == 1:
+                b, n = len(lengths), lengths[0]
+                qd, kd, vd, dod, od = (t.view(b, n, h, d) for t in (q, k, v, dout, out))
+                od_out, od_lse = attngen.attention(qd, kd, vd, causal=causal, return_lse=True)
+                dms, _ = harness.try_time(lambda: attngen.attention_backward(
+                    dod, qd, kd, vd, od_out, od_lse, causal=causal), 3, 10)
+                row["dense_tflops"] = harness.tflops(flops, dms) if dms else None
+            results.append(row)
+            shape = "1k" if len(set(lengths)) == 1 else "mixed"
+            print(f"bench varlen d{d} {len(lengths)} seqs {shape} causal={causal}: varlen "
+                  f"{harness.fmt(row['varlen_tflops'])} dense "
+                  f"{harness.fmt(row.get('dense_tflops'))} TFLOPS", flush=True)
+
+
 def run_bench(results, quick):
     rows = []
     shapes = [(64, 1024), (64, 4096), (128, 1024), (128, 4096), (128, 8192)]
@@ -375,7 +411,7 @@ def main():
     parser.add_argument("--no-bench", action="store_true")
     parser.add_argument("--json")
     parser.add_argument("--only", choices=["correct", "varlen", "determinism", "autograd",
-                                           "bench"])
+                                           "bench", "varlen-bench"])
     parser.add_argument("--cases", type=int, default=0,
                         help="only the first N correctness cases (for compute-sanitizer)")
     args = parser.parse_args()
@@ -402,6 +438,11 @@ def main():
         rows = []
         failed += run_autograd(rows)
         report["autograd"] = rows
+    if args.only in (None, "varlen-bench") and not args.no_bench:
+        harness.warm_up_gpu()
+        rows = []
+        run_varlen_bench(rows)
+        report["varlen_bench"] = rows
     if args.only in (None, "bench") and not args.no_bench:
         harness.warm_up_gpu()
         rows = []
