@@ -4,7 +4,7 @@ speed against PyTorch SDPA's backward, in one run.
 
     ATTNGEN_LIBRARY=.../libattngen.so PYTHONPATH=python \\
         python3 gpu/backward_check.py [--quick] [--json OUT.json] [--no-bench]
-        [--only correct|varlen|determinism|autograd|bench|varlen-bench]
+        [--only correct|varlen|determinism|autograd|bench|varlen-bench|memory]
 
 * Correctness: dq, dk and dv of attngen.attention_backward against a float32
   reference (autograd through float32 attention), passing when each max error
@@ -352,6 +352,49 @@ def run_varlen_bench(results):
                   f"{harness.fmt(row.get('dense_tflops'))} TFLOPS", flush=True)
 
 
+def run_memory(results):
+    """Peak memory a backward allocates beyond its three gradients
+    (torch.cuda.max_memory_allocated), attngen's beside SDPA's backends."""
+    for d, n, causal, (h, hkv) in ((128, 8192, True, (16, 16)), (64, 4096, False, (32, 4))):
+        b = 2
+        torch.manual_seed(n)
+        q = torch.randn(b, n, h, d, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(b, n, hkv, d, device="cuda", dtype=torch.bfloat16)
+        v, dout = torch.randn_like(k), torch.randn_like(q)
+        out, lse = attngen.attention(q, k, v, causal=causal, return_lse=True)
+        gradients = 2 * (q.numel() + k.numel() + v.numel())
+        row = dict(d=d, n=n, b=b, h=h, hkv=hkv, causal=causal, gradient_bytes=gradients)
+
+        def extra(call):
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            base = torch.cuda.memory_allocated()
+            result = call()
+            torch.cuda.synchronize()
+            peak = torch.cuda.max_memory_allocated() - base
+            del result
+            return peak - gradients
+        row["attngen_extra"] = extra(lambda: attngen.attention_backward(
+            dout, q, k, v, out, lse, causal=causal))
+        for backend in ("flash", "cudnn"):
+            try:
+                qt, kt, vt = (t.detach().requires_grad_() for t in (q, k, v))
+                o = harness.sdpa_call(backend, qt, kt, vt, causal=causal)()
+                row[f"{backend}_extra"] = extra(lambda: torch.autograd.grad(
+                    o, (qt, kt, vt), dout.transpose(1, 2), retain_graph=True))
+            except Exception as e:  # noqa: BLE001 -- reported
+                row[f"{backend}_extra"] = None
+                row[f"{backend}_error"] = harness.short_error(e)
+        results.append(row)
+        mib = 1 << 20
+        peers = ", ".join(
+            f"{be} {harness.fmt(row[be + '_extra'] / mib)} MiB" if row[be + "_extra"] is not None
+            else f"{be} - ({row[be + '_error']})" for be in ("flash", "cudnn"))
+        print(f"memory d{d} N{n} B{b} h{h}/{hkv} causal={causal}: beyond the gradients "
+              f"({gradients / mib:.0f} MiB) attngen {row['attngen_extra'] / mib:.1f} MiB, "
+              f"{peers}", flush=True)
+
+
 def run_bench(results, quick):
     rows = []
     shapes = [(64, 1024), (64, 4096), (128, 1024), (128, 4096), (128, 8192)]
@@ -411,7 +454,7 @@ def main():
     parser.add_argument("--no-bench", action="store_true")
     parser.add_argument("--json")
     parser.add_argument("--only", choices=["correct", "varlen", "determinism", "autograd",
-                                           "bench", "varlen-bench"])
+                                           "bench", "varlen-bench", "memory"])
     parser.add_argument("--cases", type=int, default=0,
                         help="only the first N correctness cases (for compute-sanitizer)")
     args = parser.parse_args()
@@ -438,6 +481,10 @@ def main():
         rows = []
         failed += run_autograd(rows)
         report["autograd"] = rows
+    if args.only in (None, "memory"):
+        rows = []
+        run_memory(rows)
+        report["memory"] = rows
     if args.only in (None, "varlen-bench") and not args.no_bench:
         harness.warm_up_gpu()
         rows = []
