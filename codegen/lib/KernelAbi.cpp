@@ -173,13 +173,64 @@ static FailureOr<SmallVector<Tensor>> readTensorRoles(func::FuncOp kernel) {
            << "'" << kTensorsAttrName
            << "' names one of \"cu_seqlens_q\" and \"cu_seqlens_k\": a "
               "variable-length kernel takes both";
+  // The problem fixes the order: an edited list would hand the runtime's
+  // pointers to the wrong arguments (k's to the body's v).
+  if (std::optional<AttentionProblem> problem = getProblem(kernel)) {
+    SmallVector<StringRef> expected = kernelTensorRoles(*problem);
+    bool same = expected.size() == roles.size();
+    for (size_t i = 0; same && i < roles.size(); ++i)
+      same = tensorName(roles[i]) == expected[i];
+    if (!same) {
+      std::string list;
+      llvm::raw_string_ostream os(list);
+      os << "[";
+      llvm::interleave(
+          expected, os, [&](StringRef r) { os << "\"" << r << "\""; }, ", ");
+      os << "]";
+      return kernel.emitOpError()
+             << "'" << kTensorsAttrName << "' is " << names
+             << " but this kernel's problem (attn.problem) takes its tensors "
+                "as "
+             << list
+             << ": the argument order is fixed; restore it (or regenerate "
+                "the tile program with attngen --emit=mlir)";
+    }
+  }
   return roles;
+}
+
+/// The tile program was built for its grid's row tile: an `attn.tiling`
+/// whose block_m says otherwise (an edited attribute) would only change the
+/// metadata, not the code.
+static LogicalResult checkRowTile(func::FuncOp kernel) {
+  std::optional<AttentionProblem> problem = getProblem(kernel);
+  auto tiling = kernel->getAttrOfType<TilingAttr>(kTilingAttrName);
+  auto grid = kernel->getAttrOfType<GridAttr>(kGridAttrName);
+  if (!problem || problem->kvCache || problem->combine || !tiling || !grid)
+    return success();
+  for (unsigned i = 0, e = grid.getTiles().size(); i < e; ++i) {
+    GridDimAttr dim = grid.getTile(i);
+    if (!llvm::is_contained({SizeKind::nq, SizeKind::nk, SizeKind::max_seqlen_q,
+                             SizeKind::max_seqlen_k},
+                            dim.getSize()))
+      continue;
+    if (dim.getTile() != tiling.getBlockM())
+      return kernel.emitOpError()
+             << "'attn.tiling' says block_m = " << tiling.getBlockM()
+             << " but the tile program steps " << dim.getTile()
+             << " rows per CTA ('attn.grid'): it was built for "
+             << dim.getTile()
+             << "; change the spec and regenerate the tile program "
+                "(attngen --block-m=N --emit=mlir) instead of the attribute";
+    return success();
+  }
+  return success();
 }
 
 FailureOr<KernelAbi> mlir::attn::deriveKernelAbi(func::FuncOp kernel,
                                                  TargetKind target) {
   FailureOr<SmallVector<Tensor>> roles = readTensorRoles(kernel);
-  if (failed(roles))
+  if (failed(roles) || failed(checkRowTile(kernel)))
     return failure();
   KernelAbi abi;
   abi.tensors = *roles;

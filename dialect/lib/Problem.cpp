@@ -93,6 +93,37 @@ llvm::Error mlir::attn::verifyProblem(const AttentionProblem &problem) {
   return llvm::Error::success();
 }
 
+llvm::SmallVector<llvm::StringRef>
+mlir::attn::kernelTensorRoles(const AttentionProblem &problem) {
+  SmallVector<StringRef> roles;
+  if (problem.combine) {
+    roles = {"o_partial", "lse_partial", "o"};
+    if (problem.withLse)
+      roles.push_back("lse");
+    return roles;
+  }
+  if (problem.kvCache) {
+    roles = {"q", "k", "v", "o", "cache_seqlens"};
+    if (problem.pageSize > 0)
+      roles.push_back("block_table");
+    if (problem.withLse)
+      roles.push_back("lse");
+    if (problem.splitKv)
+      roles.append({"o_partial", "lse_partial"});
+    return roles;
+  }
+  if (problem.backward != BackwardPart::none)
+    roles = {"q", "k", "v", "o", "dout", "lse", "delta", "dq", "dk", "dv"};
+  else {
+    roles = {"q", "k", "v", "o"};
+    if (problem.withLse)
+      roles.push_back("lse");
+  }
+  if (problem.varlen)
+    roles.append({"cu_seqlens_q", "cu_seqlens_k"});
+  return roles;
+}
+
 bool AttentionProblem::sameProblem(const AttentionProblem &other) const {
   bool same = true;
   spec::forEachFieldPairOf<spec::Group::PROBLEM>(

@@ -218,15 +218,10 @@ LogicalResult checkKernelShape(AttentionOp op, func::FuncOp func) {
   return success();
 }
 
-/// The kernel's arguments by role, in order: q, k, v, o[, lse].
+/// The kernel's arguments by role, in order: q, k, v, o[, lse][, cu_seqlens].
 ArrayAttr tensorRoles(AttentionOp op) {
-  Builder b(op.getContext());
-  SmallVector<StringRef> roles = {"q", "k", "v", "o"};
-  if (op.getLse())
-    roles.push_back("lse");
-  if (op.isVarlen())
-    roles.append({"cu_seqlens_q", "cu_seqlens_k"});
-  return b.getStrArrayAttr(roles);
+  return Builder(op.getContext())
+      .getStrArrayAttr(kernelTensorRoles(op.problem()));
 }
 
 /// The tile space of the program attn-tile builds: one CTA per (query

@@ -383,12 +383,8 @@ void BackwardProgramBuilder::buildDkdv() {
 
 /// The kernel's arguments by role: the op's operands, in order.
 ArrayAttr backwardTensorRoles(AttentionBackwardOp op) {
-  Builder b(op.getContext());
-  SmallVector<StringRef> roles = {"q",   "k",     "v",  "o",  "dout",
-                                  "lse", "delta", "dq", "dk", "dv"};
-  if (op.isVarlen())
-    roles.append({"cu_seqlens_q", "cu_seqlens_k"});
-  return b.getStrArrayAttr(roles);
+  return Builder(op.getContext())
+      .getStrArrayAttr(kernelTensorRoles(op.problem()));
 }
 
 /// dq: one CTA per (query block, head, batch), as the forward; dkdv: one

@@ -101,11 +101,9 @@ void mlir::attn::tileCombine(CombineSplitsOp op, func::FuncOp func,
   // without the splits, no softmax scale of its own (1: the partial LSEs
   // are already natural-log values).
   Builder ab(ctx);
-  SmallVector<StringRef> roles = {"o_partial", "lse_partial", "o"};
-  if (op.getLse())
-    roles.push_back("lse");
   func->setAttr(kKernelAttrName, UnitAttr::get(ctx));
-  func->setAttr(kTensorsAttrName, ab.getStrArrayAttr(roles));
+  func->setAttr(kTensorsAttrName,
+                ab.getStrArrayAttr(kernelTensorRoles(op.problem())));
   func->setAttr(kGridAttrName,
                 GridAttr::get(ctx,
                               ab.getArrayAttr(

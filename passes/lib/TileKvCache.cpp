@@ -308,15 +308,8 @@ void KvCacheProgramBuilder::build() {
 
 /// The kernel's arguments by role, in operand order.
 ArrayAttr kvCacheTensorRoles(AttentionKvCacheOp op) {
-  Builder b(op.getContext());
-  SmallVector<StringRef> roles = {"q", "k", "v", "o", "cache_seqlens"};
-  if (op.getBlockTable())
-    roles.push_back("block_table");
-  if (op.getLse())
-    roles.push_back("lse");
-  if (op.isSplit())
-    roles.append({"o_partial", "lse_partial"});
-  return b.getStrArrayAttr(roles);
+  return Builder(op.getContext())
+      .getStrArrayAttr(kernelTensorRoles(op.problem()));
 }
 
 /// The tile space: (query tile of P positions [x num_splits], group of

@@ -228,7 +228,7 @@ module attributes {attn.target = #attn.target<sm_80>} {
   func.func @varlen_rank4(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x64xbf16>,
                           %v: memref<?x?x64xbf16>, %o: memref<?x?x64xbf16>,
                           %cq: memref<?xi32>, %ck: memref<?xi32>)
-      attributes {attn.kernel, attn.problem = #attn.problem<head_dim = 64, varlen = true, scale = 0.125>, attn.tensors = ["q", "k", "v", "o", "cu_seqlens_q", "cu_seqlens_k"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = max_seqlen_q, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+      attributes {attn.kernel, attn.problem = #attn.problem<head_dim = 64, varlen = true, with_lse = false, scale = 0.125>, attn.tensors = ["q", "k", "v", "o", "cu_seqlens_q", "cu_seqlens_k"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = max_seqlen_q, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
     return
   }
 }
@@ -239,8 +239,8 @@ module attributes {attn.target = #attn.target<sm_80>} {
 module attributes {attn.target = #attn.target<sm_80>} {
   func.func @sequence_of_q(%q: memref<?x?x64xbf16>, %k: memref<?x?x64xbf16>,
                            %v: memref<?x?x64xbf16>, %o: memref<?x?x64xbf16>,
-                           %cq: memref<?xi32>, %ck: memref<?xi32>, %bad: memref<?xi32>)
-      attributes {attn.kernel, attn.problem = #attn.problem<head_dim = 64, varlen = true, scale = 0.125>, attn.tensors = ["q", "k", "v", "o", "cu_seqlens_q", "cu_seqlens_k", "lse"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = max_seqlen_q, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+                           %bad: memref<?xi32>, %cq: memref<?xi32>, %ck: memref<?xi32>)
+      attributes {attn.kernel, attn.problem = #attn.problem<head_dim = 64, varlen = true, scale = 0.125>, attn.tensors = ["q", "k", "v", "o", "lse", "cu_seqlens_q", "cu_seqlens_k"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = max_seqlen_q, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
     %c0 = arith.constant 0 : index
     // expected-error @+1 {{'attn.sequence' op must read the kernel's "cu_seqlens_q" or "cu_seqlens_k" argument}}
     %s, %n = attn.sequence %bad[%c0] rows %c0 : memref<?xi32>
@@ -255,7 +255,7 @@ module attributes {attn.target = #attn.target<sm_80>} {
   func.func @sequence_carried(%q: memref<?x?x64xbf16>, %k: memref<?x?x64xbf16>,
                               %v: memref<?x?x64xbf16>, %o: memref<?x?x64xbf16>,
                               %cq: memref<?xi32>, %ck: memref<?xi32>)
-      attributes {attn.kernel, attn.problem = #attn.problem<head_dim = 64, varlen = true, scale = 0.125>, attn.tensors = ["q", "k", "v", "o", "cu_seqlens_q", "cu_seqlens_k"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = max_seqlen_q, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+      attributes {attn.kernel, attn.problem = #attn.problem<head_dim = 64, varlen = true, with_lse = false, scale = 0.125>, attn.tensors = ["q", "k", "v", "o", "cu_seqlens_q", "cu_seqlens_k"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = max_seqlen_q, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %s, %n = attn.sequence %cq[%c0] rows %c0 : memref<?xi32>
@@ -299,6 +299,32 @@ module attributes {attn.target = #attn.target<sm_80>} {
     %b = attn.alloc_smem : !attn.smem<64x64xbf16, swizzle = 128>
     // expected-error @+1 {{'attn.zero_rows' op is not supported by attn-to-nvvm on sm_80}}
     attn.zero_rows %b from %c0 {threads = 128} : !attn.smem<64x64xbf16, swizzle = 128>
+    return
+  }
+}
+
+// -----
+
+// The problem fixes the order of the arguments: an edited attn.tensors would
+// hand the runtime's k pointer to the body's v.
+module attributes {attn.target = #attn.target<sm_80>} {
+  // expected-error @+1 {{'attn.tensors' is ["q", "v", "k", "o"] but this kernel's problem (attn.problem) takes its tensors as ["q", "k", "v", "o"]: the argument order is fixed}}
+  func.func @swapped_roles(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
+                           %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>)
+      attributes {attn.kernel, attn.problem = #attn.problem<head_dim = 64, with_lse = false, scale = 0.125>, attn.tensors = ["q", "v", "k", "o"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
+    return
+  }
+}
+
+// -----
+
+// The tile program was built for its grid's row tile: an edited block_m
+// would change the metadata, not the code.
+module attributes {attn.target = #attn.target<sm_80>} {
+  // expected-error @+1 {{'attn.tiling' says block_m = 128 but the tile program steps 64 rows per CTA ('attn.grid')}}
+  func.func @edited_block_m(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
+                            %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>)
+      attributes {attn.kernel, attn.problem = #attn.problem<head_dim = 64, with_lse = false, scale = 0.125>, attn.tensors = ["q", "k", "v", "o"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 128, block_n = 64, num_warps = 4>} {
     return
   }
 }

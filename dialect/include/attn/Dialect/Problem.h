@@ -13,6 +13,8 @@
 #include "attn/Dialect/SpecFields.h"
 
 #include "llvm/ADT/Hashing.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
 namespace mlir::attn {
@@ -48,6 +50,12 @@ struct AttentionProblem {
 };
 
 llvm::hash_code hash_value(const AttentionProblem &problem);
+
+/// The roles of a kernel's arguments, in order (its `attn.tensors`), which
+/// the problem fixes: the forward's q, k, v, o[, lse][, cu_seqlens_q,
+/// cu_seqlens_k]; the KV cache's, the combine kernel's and the backward's.
+llvm::SmallVector<llvm::StringRef>
+kernelTensorRoles(const AttentionProblem &problem);
 
 namespace spec {
 /// A field's type once chosen: a Tri (unset, true, false) resolves to true
