@@ -527,9 +527,9 @@ def print_tables(results, gemm):
     print_table(header, rows)
 
 
-#: The sliding-window part of a kernel name: _window_l<L>_r<R> (each side optional), and
-#: _br when bottom-right aligned.
-WINDOW_NAME = re.compile(r"_window(_l\d+)?(_r\d+)?(_br)?")
+#: The sliding-window part of a kernel name: _window_l<L>_r<R> (inf for an unbounded
+#: side), and _tl when top-left aligned.
+WINDOW_NAME = re.compile(r"_window_l(\d+|inf)_r(\d+|inf)(_tl)?")
 
 
 def window_costs(results):

@@ -19,7 +19,7 @@ variants=(
   "d128::0 1/4 3/8 1/2"
   "d128_softcap2:--softcap=2:0 1/4 3/8 1/2 5/8 3/4"
   "d64:--head-dim=64:0 1/4 3/8 1/2"
-  "d64_causal:--head-dim=64 --causal:0 1/4 3/8 1/2"
+  "d64_causal:--head-dim=64 --causal --causal-align=top-left:0 1/4 3/8 1/2"
   "d64_softcap2:--head-dim=64 --softcap=2:0 1/4 3/8 1/2 5/8 3/4"
   "d64_causal_br:--head-dim=64 --causal --causal-align=bottom-right:1/2"
 )

@@ -12,7 +12,7 @@ ATTNGEN=${1:-build/bin/attngen}
 DIR=${2:-.gpu}
 mkdir -p "$DIR/fa3" "$DIR/ablation"
 for d in 64 128 256; do
-  for causal in "" --causal; do
+  for causal in "" "--causal --causal-align=top-left"; do
     "$ATTNGEN" --head-dim=$d $causal -o "$DIR/fa3/sm90a_bf16_d${d}${causal:+_causal}.ptx"
   done
   "$ATTNGEN" --head-dim=$d --causal --causal-align=bottom-right \
@@ -21,7 +21,7 @@ for d in 64 128 256; do
   # The other grid beside the default at every head dim (attn-persistent is
   # on by default for unmasked d64 and d128 and for causal masks): _pers or
   # _nopers, as the kernel's name says. It matters most at 1k.
-  for causal in "" --causal; do
+  for causal in "" "--causal --causal-align=top-left"; do
     for persistent in true false; do
       out="$DIR/fa3/tmp.ptx"
       "$ATTNGEN" --head-dim=$d $causal --persistent=$persistent -o "$out"
@@ -51,7 +51,7 @@ for ablation in no-warp-specialize no-intra-wg-overlap stages3; do
   "$ATTNGEN" --window=1024,0 --causal-align=bottom-right $flag \
     -o "$DIR/ablation/d128_window_l1024_r0_br_${ablation//-/_}.ptx"
 done
-for causal in "" --causal; do
+for causal in "" "--causal --causal-align=top-left"; do
   c=${causal:+_causal}
   "$ATTNGEN" $causal --no-warp-specialize -o "$DIR/ablation/d128${c}_no_warp_specialize.ptx"
   "$ATTNGEN" $causal --no-intra-wg-overlap -o "$DIR/ablation/d128${c}_no_intra_wg_overlap.ptx"
@@ -65,11 +65,11 @@ done
 # Pingpong and the TMA epilogue at the other head dims (d256 has no room
 # for the TMA one).
 for d in 64 256; do
-  for causal in "" --causal; do
+  for causal in "" "--causal --causal-align=top-left"; do
     c=${causal:+_causal}
     "$ATTNGEN" --head-dim=$d $causal --no-pingpong -o "$DIR/ablation/d${d}${c}_no_pingpong.ptx"
   done
 done
 "$ATTNGEN" --head-dim=64 --tma-store=false -o "$DIR/ablation/d64_no_tma_store.ptx"
-"$ATTNGEN" --head-dim=64 --causal --tma-store=false -o "$DIR/ablation/d64_causal_no_tma_store.ptx"
+"$ATTNGEN" --head-dim=64 --causal --causal-align=top-left --tma-store=false -o "$DIR/ablation/d64_causal_no_tma_store.ptx"
 ls "$DIR"/fa3/*.ptx "$DIR"/ablation/*.ptx | wc -l

@@ -19,7 +19,7 @@ mkdir -p "$DIR"
 for arch in sm_80 sm_90a; do
   for dtype in bf16 f16; do
     for d in 64 128; do
-      for causal in "" --causal; do
+      for causal in "" "--causal --causal-align=top-left"; do
         name="${arch}_${dtype}_d${d}${causal:+_causal}"
         "$ATTNGEN" --arch=$arch --dtype=$dtype --head-dim=$d $causal -o "$DIR/$name.ptx"
       done
@@ -48,7 +48,7 @@ done
 # The sm_80 K/V ring ablation beside the default (2 stages): attn-tile's single
 # buffers (--stages=1) and three stages, bf16 d128 plain and causal.
 for stages in 1 3; do
-  for causal in "" --causal; do
+  for causal in "" "--causal --causal-align=top-left"; do
     "$ATTNGEN" --arch=sm_80 --dtype=bf16 --head-dim=128 $causal --stages=$stages \
       -o "$DIR/sm_80_bf16_d128${causal:+_causal}_s$stages.ptx"
   done

@@ -30,7 +30,7 @@ CANDIDATES=(
 count=0
 for entry in "${CANDIDATES[@]}"; do
   read -r d m n w s <<<"$entry"
-  for causal in "" --causal; do
+  for causal in "" "--causal --causal-align=top-left"; do
     name="sm80_bf16_d${d}${causal:+_causal}_m${m}n${n}w${w}s${s}"
     if ! "$ATTNGEN" --arch=sm_80 --dtype=bf16 --head-dim="$d" $causal --block-m="$m" \
         --block-n="$n" --num-warps="$w" --stages="$s" -o "$DIR/$name.ptx" 2>"$DIR/$name.err"; then

@@ -89,7 +89,7 @@ static llvm::json::Value jsonOf(const AttentionProblem &problem, Kind,
     return spec::Element::text(value);
   else if constexpr (std::is_same_v<Kind, spec::Align>)
     // "none" where there is no diagonal to place.
-    return problem.hasDiagonal() ? spec::Align::key(value) : "none";
+    return problem.hasDiagonal() ? spec::Align::text(value) : "none";
   else if constexpr (std::is_same_v<Kind, spec::Backward>)
     return spec::Backward::key(value);
   else if constexpr (std::is_same_v<Kind, spec::Combine>)
@@ -138,6 +138,10 @@ std::string mlir::attn::metadataToJson(const KernelMetadata &meta) {
                         const auto &value) {
         object[field.json] = jsonOf(meta.problem, kind, value);
       });
+  // A causal row sees no key right of its diagonal: the metadata says the
+  // 0 that the kernel name spells (_r0), not the problem's -1.
+  if (meta.problem.causal)
+    object["window_right"] = 0;
   // Only a kernel that emulates says so: the runtime ignores the key (it
   // changes no launch), it tells a benchmark which variant ran.
   if (meta.exp2EmulatedEighths > 0)

@@ -83,13 +83,6 @@ llvm::Error mlir::attn::verifyProblem(const AttentionProblem &problem) {
                     "window right 0 or -1 with causal, or drop "
                     "causal for a window that looks ahead",
                     problem.windowRight));
-  if (problem.causalAlign == CausalAlign::bottom_right &&
-      !problem.hasDiagonal())
-    return problemError(
-        "causal alignment bottom-right needs a causal mask or a "
-        "window (it places their diagonal): set causal (--causal) "
-        "or a window (--window=L,R), or leave the alignment "
-        "top-left");
   return llvm::Error::success();
 }
 

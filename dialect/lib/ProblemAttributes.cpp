@@ -59,7 +59,11 @@ bool declares(Operation *op, StringRef name) {
 void mlir::attn::writeProblemAttributes(Operation *op,
                                         const AttentionProblem &problem) {
   Builder b(op->getContext());
-  const AttentionProblem defaults;
+  // The IR spells every field away from its IR default. An op without
+  // `causal_align` is top-left (the ops' documented reading), while the spec's
+  // default is bottom-right: a bottom-right problem always says so.
+  AttentionProblem defaults;
+  defaults.causalAlign = CausalAlign::top_left;
   spec::forEachFieldPairOf<spec::Group::PROBLEM>(
       problem, defaults,
       [&](const spec::FieldInfo &info, auto kind, const auto &value,
@@ -73,6 +77,8 @@ void mlir::attn::writeProblemAttributes(Operation *op,
 
 void mlir::attn::readProblemAttributes(Operation *op,
                                        AttentionProblem &problem) {
+  if (declares(op, "causal_align"))
+    problem.causalAlign = CausalAlign::top_left;
   spec::forEachFieldOf<spec::Group::PROBLEM>(
       problem, [&](const spec::FieldInfo &info, auto kind, auto &value) {
         if (!declares(op, info.name))

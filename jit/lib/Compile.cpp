@@ -97,6 +97,11 @@ attngen_status attngen::readSpec(const attngen_spec *spec, TargetKind arch,
 #undef SPEC_FIELD
 #undef ATTNGEN_READ_C
 #undef ATTNGEN_READ_NOC
+  // A caller built before causal_align existed was built for top-left, which
+  // was every mask's alignment then; bottom-right is the default since.
+  if (spec->struct_size < offsetof(attngen_spec, causal_align) +
+                              sizeof(spec->causal_align))
+    out.causalAlign = CausalAlign::top_left;
   if (!error.empty())
     return fail(ATTNGEN_ERROR_INVALID_SPEC, "{}", error);
   if (llvm::Error error = validateSpec(out))

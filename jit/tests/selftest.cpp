@@ -284,42 +284,58 @@ bool endsWith(const std::string &text, const std::string &suffix) {
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-/// causal_align through the C and C++ APIs: the kernel name, metadata and key
-/// carry it; bad values are refused; a spec from an older header (a
-/// struct_size without the field) reads as top-left.
+/// causal_align through the C and C++ APIs: bottom-right by default (as
+/// flash_attn), top-left on request; the kernel name, metadata and key carry
+/// it; bad values are refused; a spec from an older header (a struct_size
+/// without the field) keeps the top-left it was built for.
 void testCausalAlign() {
   attngen_jit *jit = makeJit("", 0);
   for (const char *arch : {"sm_80", "sm_90a"}) {
     attngen_spec spec = specOf(64, 1, ATTNRT_DTYPE_F16);
-    spec.causal_align = ATTNGEN_CAUSAL_BOTTOM_RIGHT;
+    expect(spec.causal_align == ATTNGEN_CAUSAL_BOTTOM_RIGHT,
+           "attngen_spec_init's alignment is bottom-right");
     const attngen_compiled *c = nullptr;
     expect(attngen_jit_compile(jit, &spec, arch, &c) == ATTNGEN_OK,
            std::string("bottom-right compile ") + arch + ": " + attngen_last_error());
     if (!c)
       continue;
     std::string name = attngen_compiled_kernel_name(c);
-    expect(endsWith(name, "_f16_d64_causal_br"), "bottom-right kernel name " + name);
+    expect(endsWith(name, "_f16_d64_causal"), "bottom-right kernel name " + name);
     attnrt_kernel_info info;
     expect(attnrt_metadata_parse(attngen_compiled_metadata(c), &info) == ATTNRT_OK &&
                info.causal == 1 && info.causal_align == ATTNRT_CAUSAL_ALIGN_BOTTOM_RIGHT,
            std::string("bottom-right metadata ") + arch);
+    expect(std::string(attngen_compiled_metadata(c)).find("\"causal_align\": \"bottom-right\"") !=
+               std::string::npos,
+           "the metadata spells the alignment as the CLI does");
     expect(std::string(attngen_compiled_cache_key(c)).find("causal_align=bottom_right") !=
                std::string::npos,
            "the key names the alignment");
     std::string brPtx = attngen_compiled_ptx(c);
+
+    attngen_spec topLeft = specOf(64, 1, ATTNRT_DTYPE_F16);
+    topLeft.causal_align = ATTNGEN_CAUSAL_TOP_LEFT;
+    expect(attngen_jit_compile(jit, &topLeft, arch, &c) == ATTNGEN_OK,
+           std::string("top-left compile ") + arch + ": " + attngen_last_error());
+    std::string tlPtx;
+    if (c) {
+      tlPtx = attngen_compiled_ptx(c);
+      expect(endsWith(attngen_compiled_kernel_name(c), "_f16_d64_causal_tl") &&
+                 attnrt_metadata_parse(attngen_compiled_metadata(c), &info) == ATTNRT_OK &&
+                 info.causal == 1 && info.causal_align == ATTNRT_CAUSAL_ALIGN_TOP_LEFT &&
+                 brPtx != tlPtx,
+             std::string("top-left kernel ") + arch);
+    }
 
     attngen_spec old = specOf(64, 1, ATTNRT_DTYPE_F16);
     old.struct_size = offsetof(attngen_spec, causal_align);
     old.causal_align = 7; // past the caller's struct: never read
     expect(attngen_jit_compile(jit, &old, arch, &c) == ATTNGEN_OK,
            std::string("spec of the 0.1.0 size ") + arch + ": " + attngen_last_error());
-    if (c) {
-      expect(endsWith(attngen_compiled_kernel_name(c), "_f16_d64_causal") &&
-                 attnrt_metadata_parse(attngen_compiled_metadata(c), &info) == ATTNRT_OK &&
-                 info.causal == 1 && info.causal_align == ATTNRT_CAUSAL_ALIGN_TOP_LEFT &&
-                 brPtx != attngen_compiled_ptx(c),
+    if (c)
+      expect(endsWith(attngen_compiled_kernel_name(c), "_f16_d64_causal_tl") &&
+                 tlPtx == attngen_compiled_ptx(c),
              std::string("an old-size spec is top-left ") + arch);
-    }
   }
   attngen_spec bad = specOf(64, 1);
   bad.causal_align = 5;
@@ -327,19 +343,19 @@ void testCausalAlign() {
               "causal_align 5 is not supported; supported: ATTNGEN_CAUSAL_TOP_LEFT (0), "
               "ATTNGEN_CAUSAL_BOTTOM_RIGHT (1)",
               "causal_align = 5");
-  bad = specOf(64, 0);
-  bad.causal_align = ATTNGEN_CAUSAL_BOTTOM_RIGHT;
-  expectError(attngen_spec_check(&bad, "sm_90a"), ATTNGEN_ERROR_INVALID_SPEC,
-              "causal alignment bottom-right needs a causal mask or a window",
-              "bottom-right, not causal");
+  // Without a diagonal either alignment is the same kernel.
+  attngen_spec plain = specOf(64, 0);
+  expect(attngen_spec_check(&plain, "sm_90a") == ATTNGEN_OK,
+         std::string("bottom-right, not causal: ") + attngen_last_error());
 
   attngen::JIT cxx("", false);
   attngen::Spec s;
   s.causal = true;
-  s.causalAlign = attngen::CausalAlign::bottomRight;
-  expect(endsWith(std::string(cxx.compile(s, "sm_90a").kernelName()),
-                  "_bf16_d128_causal_br"),
-         "C++: bottom-right kernel");
+  expect(endsWith(std::string(cxx.compile(s, "sm_90a").kernelName()), "_bf16_d128_causal"),
+         "C++: bottom-right kernel by default");
+  s.causalAlign = attngen::CausalAlign::topLeft;
+  expect(endsWith(std::string(cxx.compile(s, "sm_90a").kernelName()), "_bf16_d128_causal_tl"),
+         "C++: top-left kernel");
   attngen_jit_destroy(jit);
 }
 
@@ -404,11 +420,11 @@ void testWindow() {
     if (!c)
       continue;
     std::string name = attngen_compiled_kernel_name(c);
-    expect(endsWith(name, "_f16_d64_window_l100_r50_br"), "window kernel name " + name);
+    expect(endsWith(name, "_f16_d64_window_l100_r50"), "window kernel name " + name);
     std::string meta = attngen_compiled_metadata(c);
     expect(meta.find("\"window_left\": 100") != std::string::npos &&
                meta.find("\"window_right\": 50") != std::string::npos &&
-               meta.find("\"causal_align\": \"bottom_right\"") != std::string::npos,
+               meta.find("\"causal_align\": \"bottom-right\"") != std::string::npos,
            "the metadata says the window: " + meta);
     attnrt_kernel_info info;
     expect(attnrt_metadata_parse(meta.c_str(), &info) == ATTNRT_OK &&
@@ -465,7 +481,7 @@ void testWindow() {
   s.windowRight = 64;
   s.causalAlign = attngen::CausalAlign::bottomRight;
   expect(endsWith(std::string(cxx.compile(s, "sm_90a").kernelName()),
-                  "_bf16_d128_window_r64_br"),
+                  "_bf16_d128_window_linf_r64"),
          "C++: window kernel");
   attngen_jit_destroy(jit);
 }
@@ -485,7 +501,7 @@ void testVarlen() {
     if (!c)
       continue;
     std::string name = attngen_compiled_kernel_name(c);
-    expect(endsWith(name, "_bf16_d128_varlen_causal_br"), "varlen kernel name " + name);
+    expect(endsWith(name, "_bf16_d128_varlen_causal"), "varlen kernel name " + name);
     std::string meta = attngen_compiled_metadata(c);
     for (const char *fact : {"\"varlen\": true", "\"tensor\": \"cu_seqlens_q\"",
                              "\"tensor\": \"cu_seqlens_k\"", "\"size\": \"max_seqlen_q\""})

@@ -74,9 +74,10 @@ def compile(arch="sm_90a", **fields):
 
     `fields` are KernelSpec's, by keyword, each at its default when left
     out: head_dim (any multiple of 8 from 8 to 256), dtype ('bf16' or
-    'f16'), causal, causal_align ('top-left', the default, or
-    'bottom-right': where the diagonal of a causal mask or a window sits;
-    'bottom-right' needs causal=True or a window), scale (None:
+    'f16'), causal, causal_align ('bottom-right', the default and
+    flash_attn's: query i sees keys j <= i + Nk - Nq; or 'top-left', torch's
+    is_causal: j <= i; where the diagonal of a causal mask or a window
+    sits, which is all it changes), scale (None:
     1/sqrt(head_dim)), softcap (c > 0 caps the scores at
     c * tanh(scale * s / c) before the softmax; 0.0: none), window_size
     ((left, right) as flash_attn's: query i sees the keys from left before
@@ -87,7 +88,7 @@ def compile(arch="sm_90a", **fields):
     kv_cache=True compiles a KV-cache (decoding) kernel, as
     attention_with_kvcache uses: page_size > 0 for a paged cache, split_kv
     to split the keys over CTAs (its combine kernel is .combine), head_pack
-    query heads per tile; a causal one needs causal_align='bottom-right'."""
+    query heads per tile; a causal one is bottom-right (to cache_seqlens)."""
     unknown = sorted(set(fields) - set(KernelSpec._fields))
     if unknown:
         raise TypeError(f"attngen.compile: unknown argument {unknown[0]!r}; it takes arch and "

@@ -154,7 +154,7 @@ def call_options(function, causal, scale, causal_align, softcap, window_size, **
     if not causal and left < 0 and right < 0:
         # Without a diagonal (no causal mask, no window) the alignment means
         # nothing: one kernel serves both.
-        causal_align = "top-left"
+        causal_align = "bottom-right"
     return CallOptions(causal, scale, causal_align, softcap, left, right)
 
 
@@ -179,7 +179,7 @@ class KernelSpec(NamedTuple):
     head_dim: int = 128
     dtype: str = "bf16"
     causal: bool = False
-    causal_align: str = "top-left"
+    causal_align: str = "bottom-right"
     scale: Optional[float] = None
     softcap: float = 0.0
     window_size: tuple = (-1, -1)

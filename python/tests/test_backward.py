@@ -24,7 +24,7 @@ class BackwardKernelTest(unittest.TestCase):
                 kernel = attngen.compile(arch=arch, head_dim=64, causal=True,
                                          causal_align="bottom-right", backward=part)
                 self.assertEqual(kernel.kernel_name,
-                                 f"attn_bwd_{part}_{arch.replace('_', '')}_bf16_d64_causal_br")
+                                 f"attn_bwd_{part}_{arch.replace('_', '')}_bf16_d64_causal")
                 self.assertEqual(kernel.metadata["backward"], part)
                 tensors = {p.get("tensor") for p in kernel.metadata["params"]}
                 self.assertTrue({"dout", "delta", "dq", "dk", "dv", "lse"} <= tensors)

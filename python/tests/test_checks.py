@@ -102,8 +102,8 @@ class ScalarCheckTest(unittest.TestCase):
 
     def test_call_options(self):
         # Without a diagonal the alignment means nothing: one kernel for both.
-        options = _spec.call_options("f", False, None, "bottom-right", 0, (-1, -1))
-        self.assertEqual(options, _spec.CallOptions(False, 0.0, "top-left", 0.0, -1, -1))
+        options = _spec.call_options("f", False, None, "top-left", 0, (-1, -1))
+        self.assertEqual(options, _spec.CallOptions(False, 0.0, "bottom-right", 0.0, -1, -1))
         self.assertEqual(_spec.call_options("f", True, 0.5, "bottom-right", 30, [-1, -1]),
                          _spec.CallOptions(True, 0.5, "bottom-right", 30.0, -1, -1))
         self.assertEqual(_spec.call_options("f", False, None, "bottom-right", 0.0, (64, 0)),
@@ -135,8 +135,7 @@ class ScalarCheckTest(unittest.TestCase):
         self.assertEqual((struct.scale, struct.with_lse, struct.varlen, struct.head_pack),
                          (0.0, 1, 1, 1))
         self.assertEqual(spec.describe(), "torch.float16, head_dim 64, causal=True, "
-                         "causal_align='bottom-right', softcap=30, window_size=(64, 0), "
-                         "varlen=True")
+                         "softcap=30, window_size=(64, 0), varlen=True")
         self.assertEqual(_spec.KernelSpec().describe(), "bf16, head_dim 128")
         self.assertTypeError("attngen.attention_varlen: varlen must be a bool",
                              _spec.KernelSpec(varlen=1).struct, "attention_varlen")

@@ -68,7 +68,7 @@ class CompileTest(unittest.TestCase):
             k = attngen.compile(arch=arch, kv_cache=True, split_kv=True, head_pack=4,
                                 causal=True, causal_align="bottom-right", page_size=64)
             self.assertEqual(k.kernel_name,
-                             f"attn_kvcache_{arch.replace('_', '')}_bf16_d128_causal_br_pack4"
+                             f"attn_kvcache_{arch.replace('_', '')}_bf16_d128_causal_pack4"
                              "_page64_split")
             self.assertTrue(k.metadata["kv_cache"])
             self.assertEqual((k.metadata["page_size"], k.metadata["head_pack"]), (64, 4))
@@ -79,16 +79,16 @@ class CompileTest(unittest.TestCase):
         self.assertIsNone(attngen.compile(kv_cache=True).combine)
         # Sliding windows decode too, bottom-right to each sequence's keys.
         k = attngen.compile(kv_cache=True, window_size=(100, 50), causal_align="bottom-right")
-        self.assertEqual(k.kernel_name, "attn_kvcache_sm90a_bf16_d128_window_l100_r50_br")
+        self.assertEqual(k.kernel_name, "attn_kvcache_sm90a_bf16_d128_window_l100_r50")
         self.assertEqual((k.metadata["window_left"], k.metadata["window_right"]), (100, 50))
         errors = [
             (dict(kv_cache=True, page_size=24), "page size 24 is not supported"),
             (dict(kv_cache=True, head_pack=16), "head-pack = 16 does not fit block-m = 64"),
             (dict(page_size=32), "belong to KV-cache kernels"),
-            (dict(kv_cache=True, causal=True), "aligns its causal diagonal and window "
-             "bottom-right"),
-            (dict(kv_cache=True, window_size=(128, 0)), "aligns its causal diagonal and window "
-             "bottom-right"),
+            (dict(kv_cache=True, causal=True, causal_align="top-left"),
+             "aligns its causal diagonal and window bottom-right"),
+            (dict(kv_cache=True, window_size=(128, 0), causal_align="top-left"),
+             "aligns its causal diagonal and window bottom-right"),
         ]
         for kwargs, needle in errors:
             with self.subTest(**{k: str(v) for k, v in kwargs.items()}):
@@ -153,14 +153,10 @@ class CompileTest(unittest.TestCase):
             (dict(scale="0.1"), "scale must be a number or None, got '0.1'"),
             # The compiler's hints in Python's spelling, not the CLI's.
             (dict(block_m=64), "use num-warps = 4 (num_warps=4)"),
-            (dict(causal_align="bottom-right"),
-             "set causal (causal=True) or a window (window_size=(L, R))"),
             (dict(page_size=32), "set kv_cache (kv_cache=True)"),
             (dict(arch="sm_90a", block_m=48), "sm_90a"),
             (dict(causal=True, causal_align="bottom_right"),
              "causal_align 'bottom_right' is not supported; use 'top-left'"),
-            (dict(causal_align="bottom-right"),
-             "causal alignment bottom-right needs a causal mask or a window"),
             (dict(window_size=(-2, 0)), "window left = -2 is out of range; use -1 (unbounded)"),
             (dict(window_size=(4, -5)), "window right = -5 is out of range"),
             (dict(window_size=(2**31, 0)), "window_size left = 2147483648 is out of range"),
@@ -235,23 +231,26 @@ class CompileTest(unittest.TestCase):
 
     def test_causal_align(self):
         # The alignment is in the kernel name, the metadata and the cache key,
-        # on both targets; compile() defaults to top-left as the C API.
+        # on both targets; compile() defaults to bottom-right, as every surface.
         for arch in ("sm_80", "sm_90a"):
             with self.subTest(arch=arch):
-                br = attngen.compile(arch=arch, head_dim=64, causal=True,
-                                     causal_align="bottom-right")
-                tl = attngen.compile(arch=arch, head_dim=64, causal=True)
+                br = attngen.compile(arch=arch, head_dim=64, causal=True)
+                tl = attngen.compile(arch=arch, head_dim=64, causal=True,
+                                     causal_align="top-left")
                 plain = attngen.compile(arch=arch, head_dim=64)
-                self.assertTrue(br.kernel_name.endswith("_d64_causal_br"), br.kernel_name)
-                self.assertTrue(tl.kernel_name.endswith("_d64_causal"), tl.kernel_name)
-                self.assertEqual(br.metadata["causal_align"], "bottom_right")
-                self.assertEqual(tl.metadata["causal_align"], "top_left")
+                self.assertTrue(br.kernel_name.endswith("_d64_causal"), br.kernel_name)
+                self.assertTrue(tl.kernel_name.endswith("_d64_causal_tl"), tl.kernel_name)
+                self.assertEqual(br.metadata["causal_align"], "bottom-right")
+                self.assertEqual(tl.metadata["causal_align"], "top-left")
                 self.assertEqual(plain.metadata["causal_align"], "none")
                 self.assertIn("causal_align=bottom_right", br.cache_key)
                 self.assertIn("causal_align=top_left", tl.cache_key)
                 self.assertNotEqual(br.ptx, tl.ptx)
                 self.assertEqual(attngen.compile(arch=arch, head_dim=64, causal=True,
-                                                 causal_align="top-left").ptx, tl.ptx)
+                                                 causal_align="bottom-right").ptx, br.ptx)
+                # Without a diagonal the alignment changes nothing.
+                self.assertEqual(attngen.compile(arch=arch, head_dim=64,
+                                                 causal_align="top-left").ptx, plain.ptx)
 
     def test_softcap(self):
         # The cap is in the name, the metadata and the key on both targets;
@@ -279,13 +278,19 @@ class CompileTest(unittest.TestCase):
             with self.subTest(arch=arch):
                 k = attngen.compile(arch=arch, head_dim=64, window_size=(100, 50),
                                     causal_align="bottom-right")
-                self.assertTrue(k.kernel_name.endswith("_d64_window_l100_r50_br"),
+                self.assertTrue(k.kernel_name.endswith("_d64_window_l100_r50"),
                                 k.kernel_name)
                 self.assertEqual((k.metadata["window_left"], k.metadata["window_right"]),
                                  (100, 50))
                 self.assertFalse(k.metadata["causal"])
-                self.assertEqual(k.metadata["causal_align"], "bottom_right")
+                self.assertEqual(k.metadata["causal_align"], "bottom-right")
                 self.assertIn("window_left=100 window_right=50", k.cache_key)
+                # An unbounded side is spelt, so that no two windows share a name.
+                self.assertTrue(attngen.compile(arch=arch, head_dim=64, window_size=(0, -1))
+                                .kernel_name.endswith("_d64_window_l0_rinf"))
+                self.assertTrue(attngen.compile(arch=arch, head_dim=64, window_size=(-1, 64),
+                                                causal_align="top-left")
+                                .kernel_name.endswith("_d64_window_linf_r64_tl"))
                 causal = attngen.compile(arch=arch, head_dim=64, causal=True,
                                          window_size=(256, -1))
                 zero = attngen.compile(arch=arch, head_dim=64, window_size=(256, 0))
@@ -293,8 +298,9 @@ class CompileTest(unittest.TestCase):
                 self.assertTrue(zero.kernel_name.endswith("_d64_window_l256_r0"),
                                 zero.kernel_name)
                 self.assertTrue(zero.metadata["causal"])
+                # The metadata says the right side that causal forces, as the name.
                 self.assertEqual((zero.metadata["window_left"], zero.metadata["window_right"]),
-                                 (256, -1))
+                                 (256, 0))
                 plain_causal = attngen.compile(arch=arch, head_dim=64, causal=True)
                 self.assertEqual(attngen.compile(arch=arch, head_dim=64,
                                                  window_size=(-1, 0)).ptx, plain_causal.ptx)
@@ -310,9 +316,9 @@ class CompileTest(unittest.TestCase):
         parameter = inspect.signature(attngen.attention).parameters["causal_align"]
         self.assertEqual(parameter.default, "bottom-right")
         self.assertEqual(parameter.kind, inspect.Parameter.KEYWORD_ONLY)
-        # compile's fields are KernelSpec's, whose default is the C API's.
+        # compile's fields are KernelSpec's, whose default is the C API's: the same.
         self.assertEqual(attngen.compile(arch="sm_80", causal=True).metadata["causal_align"],
-                         "top_left")
+                         "bottom-right")
 
     def test_overflowing_scale_is_refused_and_not_cached(self):
         # A scale whose float32 is inf gives an attngen error, never a raw

@@ -20,7 +20,7 @@ class VarlenCompileTest(unittest.TestCase):
         for arch in ("sm_80", "sm_90a"):
             k = attngen.compile(arch=arch, head_dim=64, dtype="f16", causal=True,
                                 causal_align="bottom-right", varlen=True)
-            self.assertTrue(k.kernel_name.endswith("_f16_d64_varlen_causal_br"), k.kernel_name)
+            self.assertTrue(k.kernel_name.endswith("_f16_d64_varlen_causal"), k.kernel_name)
             self.assertIs(k.metadata["varlen"], True)
             self.assertEqual(k.metadata["grid"]["tiles"][0]["size"], "max_seqlen_q")
             names = [p["name"] for p in k.metadata["params"]]
@@ -40,7 +40,7 @@ class VarlenCompileTest(unittest.TestCase):
                                     causal_align="bottom-right", window_size=(128, 0),
                                     varlen=True)
                 self.assertTrue(k.kernel_name.endswith(
-                    f"_bf16_d{head_dim}_varlen_window_l128_r0_br"), k.kernel_name)
+                    f"_bf16_d{head_dim}_varlen_window_l128_r0"), k.kernel_name)
                 self.assertIs(k.metadata["varlen"], True)
                 self.assertEqual(k.metadata["window_left"], 128)
 

@@ -544,12 +544,14 @@ struct Element {
 };
 struct Align {
   /// "none" (no diagonal) reads as top-left; readProblem checks it fits.
+  /// The CLI's spelling, and the IR's that earlier metadata used.
   static attnrt_status read(MetadataReader &r, const char *key, int &out) {
-    static constexpr const char *names[] = {"top_left", "bottom_right", "none"};
+    static constexpr const char *names[] = {"top-left", "bottom-right", "none", "top_left",
+                                            "bottom_right"};
     int index = 0;
-    if (attnrt_status s = r.getChoice(key, names, 3, index))
+    if (attnrt_status s = r.getChoice(key, names, 5, index))
       return s;
-    out = index == 1 ? ATTNRT_CAUSAL_ALIGN_BOTTOM_RIGHT : ATTNRT_CAUSAL_ALIGN_TOP_LEFT;
+    out = index % 3 == 1 ? ATTNRT_CAUSAL_ALIGN_BOTTOM_RIGHT : ATTNRT_CAUSAL_ALIGN_TOP_LEFT;
     return ATTNRT_OK;
   }
 };
@@ -618,7 +620,7 @@ attnrt_status readProblem(const JsonValue &root, attnrt_kernel_info &info) {
     return fail(ATTNRT_ERROR_INVALID_METADATA,
                 "kernel metadata key \"causal_align\" = \"%s\" does not fit \"causal\": %s, "
                 "\"window_left\": %d, \"window_right\": %d: it must be \"none\" for a kernel "
-                "without a causal mask or a window and \"top_left\" or \"bottom_right\" for "
+                "without a causal mask or a window and \"top-left\" or \"bottom-right\" for "
                 "one with either; %s",
                 align.c_str(), info.causal ? "true" : "false", info.window_left, info.window_right,
                 kRegenerate);

@@ -137,7 +137,7 @@ Fields sm90aFields() {
           {"dtype", "\"bf16\""},
           {"head_dim", "128"},
           {"causal", "true"},
-          {"causal_align", "\"top_left\""},
+          {"causal_align", "\"top-left\""},
           {"window_left", "-1"},
           {"window_right", "-1"},
           {"lse", "true"},
@@ -245,11 +245,18 @@ void testMetadata() {
          "metadata: sm_80 fields read back");
   report(s == ATTNRT_OK && info.causal == 0 && info.causal_align == ATTNRT_CAUSAL_ALIGN_TOP_LEFT,
          "metadata: a non-causal kernel reads as causal 0");
-  s = attnrt_metadata_parse(toJson(with(sm90aFields(), "causal_align", "\"bottom_right\"")).c_str(),
+  s = attnrt_metadata_parse(toJson(with(sm90aFields(), "causal_align", "\"bottom-right\"")).c_str(),
                             &info);
   expectStatus("metadata: bottom-right causal kernel parses", s, ATTNRT_OK);
   report(s == ATTNRT_OK && info.causal == 1 && info.causal_align == ATTNRT_CAUSAL_ALIGN_BOTTOM_RIGHT,
          "metadata: bottom-right causal reads as causal 1, causal_align bottom-right");
+  // Metadata written before the alignment took the CLI's spelling.
+  for (const char *old : {"\"bottom_right\"", "\"top_left\""}) {
+    s = attnrt_metadata_parse(toJson(with(sm90aFields(), "causal_align", old)).c_str(), &info);
+    report(s == ATTNRT_OK && info.causal_align == (old[1] == 'b' ? ATTNRT_CAUSAL_ALIGN_BOTTOM_RIGHT
+                                                                  : ATTNRT_CAUSAL_ALIGN_TOP_LEFT),
+           std::string("metadata: the older spelling ") + old + " reads back");
+  }
   s = attnrt_metadata_parse(toJson(with(sm90aFields(), "softcap", "30")).c_str(), &info);
   report(s == ATTNRT_OK && info.softcap == 30.0,
          "metadata: the soft cap reads back (attnrt_kernel_info::softcap)");
@@ -333,14 +340,14 @@ void testMetadata() {
       {"causal_align", "\"none\"",
        "\"causal_align\" = \"none\" does not fit \"causal\": true, \"window_left\": -1, "
        "\"window_right\": -1: it must be \"none\" for a kernel without a causal mask or a window "
-       "and \"top_left\" or \"bottom_right\" for one with either"},
+       "and \"top-left\" or \"bottom-right\" for one with either"},
       {"window_left", "-2", "\"window_left\" = -2 is out of range: it must be between -1 and "
                             "2147483647"},
       {"window_right", "2147483648", "\"window_right\" = 2147483648 is out of range"},
       {"window_right", "5", "\"causal\": true with \"window_right\" = 5, but a causal row sees "
                             "no key right of its diagonal"},
-      {"causal_align", "\"bottom-right\"",
-       "\"causal_align\" = \"bottom-right\" is not one of \"top_left\", \"bottom_right\", \"none\""}};
+      {"causal_align", "\"bottomright\"",
+       "\"causal_align\" = \"bottomright\" is not one of \"top-left\", \"bottom-right\", \"none\""}};
   for (const BadValue &bad : badValues) {
     s = attnrt_metadata_parse(toJson(with(sm90aFields(), bad.key, bad.value)).c_str(), &info);
     expectStatus(std::string("metadata: bad value \"") + bad.key + "\" = " + bad.value, s,
@@ -361,14 +368,14 @@ void testMetadata() {
   s = attnrt_metadata_parse(toJson(with(sm90aFields(), "params", jsonArray(twoWidths))).c_str(), &info);
   expectStatus("metadata: TMA boxes of two widths", s, ATTNRT_ERROR_INVALID_METADATA,
                {"\"tma_k\" has a 32-column TMA box but another has 64"});
-  s = attnrt_metadata_parse(toJson(with(sm80Fields(), "causal_align", "\"top_left\"")).c_str(), &info);
+  s = attnrt_metadata_parse(toJson(with(sm80Fields(), "causal_align", "\"top-left\"")).c_str(), &info);
   expectStatus("metadata: an alignment on a kernel without causal or window", s,
                ATTNRT_ERROR_INVALID_METADATA,
-               {"\"causal_align\" = \"top_left\" does not fit \"causal\": false"});
+               {"\"causal_align\" = \"top-left\" does not fit \"causal\": false"});
   // A sliding window: its sides and alignment read back; causal is the
   // causal mask only.
   Fields window = with(with(sm80Fields(), "window_left", "100"), "window_right", "50");
-  s = attnrt_metadata_parse(toJson(with(window, "causal_align", "\"bottom_right\"")).c_str(), &info);
+  s = attnrt_metadata_parse(toJson(with(window, "causal_align", "\"bottom-right\"")).c_str(), &info);
   expectStatus("metadata: a bottom-right window kernel parses", s, ATTNRT_OK);
   report(s == ATTNRT_OK && info.causal == 0 && info.window_left == 100 && info.window_right == 50 &&
              info.causal_align == ATTNRT_CAUSAL_ALIGN_BOTTOM_RIGHT,
@@ -1079,7 +1086,7 @@ Fields kvCacheFields() {
     params.push_back(param(size, "size", std::string("\"size\": \"") + size + "\""));
   Fields f = sm90aFields();
   f = with(f, "kernel", "\"attn_kvcache_test\"");
-  f = with(f, "causal_align", "\"bottom_right\"");
+  f = with(f, "causal_align", "\"bottom-right\"");
   f = with(f, "block_m", "64");
   f = with(f, "num_threads", "256");
   f = with(f, "smem_bytes", "214128");

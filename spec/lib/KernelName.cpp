@@ -7,8 +7,8 @@
 // ablation's kernel never shares a name (or a cache entry) with the
 // default's:
 //
-//   attn_fwd_sm90a_bf16_d128_causal            causal, top-left
-//   attn_fwd_sm90a_bf16_d64_window_l256_r0_br  a causal window, bottom-right
+//   attn_fwd_sm90a_bf16_d128_causal            causal, bottom-right
+//   attn_fwd_sm90a_bf16_d64_window_l256_r0_tl  a causal window, top-left
 //   attn_kvcache_sm90a_bf16_d128_pack4_page16_split
 //   attn_fwd_sm90a_bf16_d128_nopp_m64n128w4    an ablation with its tiles
 //
@@ -82,23 +82,25 @@ std::string nameVarlen(const NameContext &c) {
   return c.problem.varlen ? "_varlen" : "";
 }
 
-/// _causal is top-left (PyTorch's is_causal), _causal_br bottom-right
-/// (FlashAttention's). A window: _window, _l<left> and _r<right> for its
-/// bounded sides (r0: causal), _br when bottom-right aligned:
-/// _window_l256_r0_br.
+/// _causal is bottom-right (FlashAttention's, the default), _causal_tl
+/// top-left (PyTorch's is_causal). A window: _window_l<left>_r<right>, inf
+/// for an unbounded side and r0 for causal, _tl when top-left aligned:
+/// _window_l256_r0_tl.
 std::string nameMask(const NameContext &c) {
   const AttentionProblem &p = c.problem;
-  bool bottomRight = p.causalAlign == CausalAlign::bottom_right;
+  // Bottom-right is the default alignment: only top-left is spelled.
+  const char *align = p.causalAlign == CausalAlign::top_left ? "_tl" : "";
   if (p.windowLeft >= 0 || p.windowRight >= 0) {
-    std::string window = "_window";
-    if (p.windowLeft >= 0)
-      window += fmt::format("_l{}", p.windowLeft);
-    if (p.causal || p.windowRight >= 0)
-      window += fmt::format("_r{}", p.causal ? 0 : p.windowRight);
-    return bottomRight ? window + "_br" : window;
+    // Both sides, an unbounded one as inf, and causal's right side as the
+    // 0 it forces: _window_l128_r0, _window_l0_rinf.
+    auto side = [](int64_t keys) {
+      return keys < 0 ? std::string("inf") : fmt::format("{}", keys);
+    };
+    return fmt::format("_window_l{}_r{}{}", side(p.windowLeft),
+                       p.causal ? "0" : side(p.windowRight), align);
   }
   if (p.causal)
-    return bottomRight ? "_causal_br" : "_causal";
+    return fmt::format("_causal{}", align);
   return "";
 }
 

@@ -91,9 +91,13 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
   // The problem's checks, then each other field's own, in table order. A
   // request follows flash_attn: causal forces the window's right side to 0
   // (canonicalSpec then drops it), where a kernel's problem must say so.
+  // The alignment (bottom-right by default) only places a diagonal: without
+  // a causal mask or a window there is none to place.
   AttentionProblem problem = spec;
   if (problem.causal && problem.windowRight > 0)
     problem.windowRight = 0;
+  if (!problem.hasDiagonal())
+    problem.causalAlign = CausalAlign::top_left;
   if (llvm::Error error = verifyProblem(problem))
     return error;
 #define SPEC_FIELD(G, InC, Member, name, json, Kind, Default, Flag, Help, Key, \

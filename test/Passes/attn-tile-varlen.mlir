@@ -51,11 +51,11 @@ module attributes {attn.target = #attn.target<sm_80>} {
 // Bottom-right causal per sequence (FlashAttention's varlen diagonal): the
 // mask takes the sequence's query length.
 module attributes {attn.target = #attn.target<sm_90a>} {
-  // CHECK-LABEL: func.func @varlen_causal_br
+  // CHECK-LABEL: func.func @varlen_causal
   // CHECK: %[[SQ:.*]], %[[LQ:.*]] = attn.sequence %arg4
   // CHECK: %[[SK:.*]], %[[LK:.*]] = attn.sequence %arg5
   // CHECK: attn.mask %{{.*}}, %{{.*}}, %{{.*}}, %[[LK]] q_len %[[LQ]] {causal, causal_align = #attn.causal_align<bottom_right>}
-  func.func @varlen_causal_br(%q: memref<?x?x128xbf16>, %k: memref<?x?x128xbf16>,
+  func.func @varlen_causal(%q: memref<?x?x128xbf16>, %k: memref<?x?x128xbf16>,
                               %v: memref<?x?x128xbf16>, %o: memref<?x?x128xbf16>,
                               %cq: memref<?xi32>, %ck: memref<?xi32>) {
     attn.attention %q, %k, %v, %o varlen(%cq, %ck : memref<?xi32>, memref<?xi32>)

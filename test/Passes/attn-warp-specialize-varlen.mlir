@@ -7,7 +7,7 @@
 // loads through the sequences, and only the consumers read the query
 // sequence again for the epilogue.
 module attributes {attn.target = #attn.target<sm_90a>} {
-  // FA3-LABEL: func.func @varlen_causal_br
+  // FA3-LABEL: func.func @varlen_causal
   // FA3: attn.warp_specialize producer {
   // FA3-NEXT: %[[SQ:.*]], %[[LQ:.*]] = attn.sequence %arg4
   // FA3-NEXT: %[[SK:.*]], %{{.*}} = attn.sequence %arg5
@@ -23,7 +23,7 @@ module attributes {attn.target = #attn.target<sm_90a>} {
   // FA3:          attn.mask {{.*}} q_len
   // FA3:          %[[SO:.*]], %{{.*}} = attn.sequence %arg4
   // FA3-NEXT:     attn.store %{{.*}} -> %arg3[%[[SO]],
-  func.func @varlen_causal_br(%q: memref<?x?x128xbf16>, %k: memref<?x?x128xbf16>,
+  func.func @varlen_causal(%q: memref<?x?x128xbf16>, %k: memref<?x?x128xbf16>,
                               %v: memref<?x?x128xbf16>, %o: memref<?x?x128xbf16>,
                               %cq: memref<?xi32>, %ck: memref<?xi32>) {
     attn.attention %q, %k, %v, %o varlen(%cq, %ck : memref<?xi32>, memref<?xi32>)

@@ -484,13 +484,17 @@ int main(int argc, char **argv) {
   if (!flags)
     return fail(llvm::toString(flags.takeError()));
   AttentionSpec spec = *flags;
-  // A paged, split or combine kernel is a KV-cache kernel, whose causal
-  // diagonal and window are bottom-right (flash_attn_with_kvcache).
+  // A paged, split or combine kernel is a KV-cache kernel.
   spec.kvCache = spec.kvCache || spec.pageSize != 0 || spec.splitKv ||
                  spec.combine;
-  if (spec.kvCache && hasDiagonal(canonicalSpec(spec)) &&
-      !options.causalAlign.given())
-    spec.causalAlign = CausalAlign::bottom_right;
+  // A flag that changes nothing is refused, not dropped.
+  if (inputFile.empty() && options.causalAlign.given() &&
+      !hasDiagonal(canonicalSpec(spec)))
+    return fail(fmt::format(
+        "--causal-align={} places the diagonal of a causal mask or a window, "
+        "and this kernel has neither: add --causal or --window=L,R, or drop "
+        "--causal-align",
+        spec::Align::text(spec.causalAlign)));
   if (!inputFile.empty() && inputFile != "-" &&
       isSameFile(outputFile, inputFile))
     return fail(fmt::format("the output -o {} would overwrite the input {}; "

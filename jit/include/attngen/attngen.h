@@ -73,10 +73,11 @@ typedef enum attngen_status {
 /** Where the diagonal of a causal mask or a window sits when Nq != Nk
  *  (attngen_spec::causal_align). */
 typedef enum attngen_causal_align {
-  /** Query i sees keys j <= i, as PyTorch's is_causal (the default). */
+  /** Query i sees keys j <= i, as PyTorch's is_causal. */
   ATTNGEN_CAUSAL_TOP_LEFT = ATTNRT_CAUSAL_ALIGN_TOP_LEFT,
-  /** Query i sees keys j <= i + Nk - Nq, as FlashAttention >= 2.1; rows with
-   *  i + Nk - Nq < 0 see no key (output 0, LSE -inf). */
+  /** Query i sees keys j <= i + Nk - Nq, as FlashAttention >= 2.1 (the
+   *  default, which attngen_spec_init sets); rows with i + Nk - Nq < 0 see
+   *  no key (output 0, LSE -inf). */
   ATTNGEN_CAUSAL_BOTTOM_RIGHT = ATTNRT_CAUSAL_ALIGN_BOTTOM_RIGHT
 } attngen_causal_align;
 

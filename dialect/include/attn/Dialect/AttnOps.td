@@ -41,7 +41,9 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
     as PyTorch's `is_causal`); with `causal_align =
     #attn.causal_align<bottom_right>` it sees `j <= i + Nk - Nq` instead
     (FlashAttention's alignment; rows with `i + Nk - Nq < 0` see no key and
-    get O = 0, LSE = -inf). Without `causal_align` a causal mask is top-left.
+    get O = 0, LSE = -inf). Without `causal_align` a causal mask is top-left
+    in the IR, which states every alignment: the spec's default (CLI, C API,
+    Python) is bottom-right, and the problem module it builds says so.
     A sliding window (local attention, FlashAttention's `window_size =
     (left, right)`) bounds what row `i` sees around its diagonal
     `i + off` (`off` = 0 top-left, `Nk - Nq` bottom-right, placed by the same
