@@ -244,7 +244,8 @@ LogicalResult KernelLowering::lowerDim(memref::DimOp op) {
   // A varlen kernel's packed tensors: LSE [H, total_q], data [total, H, D].
   bool rows = tensor->second == Tensor::Lse || tensor->second == Tensor::Delta;
   bool data = tensor->second <= Tensor::O ||
-              (tensor->second >= Tensor::Dout && tensor->second != Tensor::Delta);
+              (tensor->second >= Tensor::Dout && tensor->second <= Tensor::Dv &&
+               tensor->second != Tensor::Delta);
   if (rows && rank == 2) {
     size = *dim == 0 ? l->params.numHeads : l->params.nq;
   } else if (data && rank == 3) {

@@ -476,6 +476,56 @@ void lowerMask(Lowering &l, MaskOp op) {
   l.tiles[op] = values;
 }
 
+/// ALiBi: x += -(slope * scale) * |d| with d = row + offset - col per
+/// element. The slope is one invariant load; d is an i32 per row (relative
+/// to the thread's first column) converted once, minus the element's
+/// immediate column offset 8 * n + e: a subtract and an FMA per score.
+void lowerAlibi(Lowering &l, AlibiOp op) {
+  OpBuilder &b = l.b;
+  auto type = cast<RegTileType>(op.getInput().getType());
+  FragmentShape shape = l.fragmentShape(type);
+  SmallVector<Value> values = l.tiles.lookup(op.getInput());
+  int t = static_cast<int>(Tensor::AlibiSlopes);
+  Value entry = arith::AddIOp::create(
+      b, l.loc,
+      arith::MulIOp::create(b, l.loc, l.toI64(l.toI32(l.scalar(op.getBatch()))),
+                            l.params.stride[t][0]),
+      l.toI64(l.toI32(l.scalar(op.getHead()))));
+  auto ptrType =
+      LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
+  Value addr = LLVM::GEPOp::create(b, l.loc, ptrType, b.getF32Type(),
+                                   l.params.ptr[t], ValueRange{entry});
+  auto slope = LLVM::LoadOp::create(b, l.loc, b.getF32Type(), addr,
+                                    /*alignment=*/4);
+  slope.setInvariant(true);
+  Value coef = arith::MulFOp::create(b, l.loc, slope,
+                                     l.f32(-op.getScale().convertToFloat()));
+  // row + offset - col - 2 * (lane % 4): each element's distance is this
+  // plus its fragment row, minus 8 * n + e.
+  Value base = arith::SubIOp::create(
+      b, l.loc,
+      arith::AddIOp::create(b, l.loc, l.toI32(l.scalar(op.getRow())),
+                            l.toI32(l.scalar(op.getOffset()))),
+      arith::AddIOp::create(b, l.loc, l.toI32(l.scalar(op.getCol())),
+                            l.fragmentCol(0, 0)));
+  for (int64_t m = 0; m < shape.mTiles; ++m)
+    for (int64_t h = 0; h < 2; ++h) {
+      Value rowDistance = arith::SIToFPOp::create(
+          b, l.loc, b.getF32Type(),
+          arith::AddIOp::create(b, l.loc, base, l.fragmentRow(m, h)));
+      for (int64_t n = 0; n < shape.nBlocks; ++n)
+        for (int64_t e = 0; e < 2; ++e) {
+          int64_t index = (m * shape.nBlocks + n) * 4 + 2 * h + e;
+          Value distance = arith::SubFOp::create(
+              b, l.loc, rowDistance, l.f32(static_cast<float>(8 * n + e)));
+          Value magnitude = LLVM::FAbsOp::create(b, l.loc, distance);
+          values[index] =
+              LLVM::FMAOp::create(b, l.loc, coef, magnitude, values[index]);
+        }
+    }
+  l.tiles[op] = values;
+}
+
 /// tanh(x * scale) per element: one multiply and one tanh.approx.f32 (llvm's
 /// tanh with afn, which NVPTX selects as the approximate instruction).
 void lowerSoftcap(Lowering &l, SoftcapOp op) {
@@ -939,6 +989,13 @@ void mlir::attn::populateFragmentLowerings(LoweringTable &table) {
   table.add<SplatOp>(lowerSplat);
   table.add<MaskOp>(lowerMask);
   table.add<SoftcapOp>(lowerSoftcap);
+  table.add<AlibiOp>(lowerAlibi).checkedBy(
+      [](Operation *op, const KernelFacts &facts) {
+        return facts.expect(op, cast<AlibiOp>(op).getSlopes(),
+                            {Tensor::AlibiSlopes},
+                            "must read the kernel's \"alibi_slopes\" "
+                            "argument");
+      });
   table.add<RowReduceOp>(lowerRowReduce);
   table.add<Exp2DiffOp>(lowerExp2Diff);
   table.add<RescaleOp>(lowerRescale);

@@ -79,6 +79,8 @@ std::optional<SizeKind> mlir::attn::tensorDimSize(Tensor tensor, unsigned dim,
     return dim == 0   ? std::optional(SizeKind::batch)
            : dim == 1 ? std::optional(SizeKind::max_blocks)
                       : std::nullopt;
+  case Tensor::AlibiSlopes:
+    return dim == 1 ? std::optional(SizeKind::num_heads) : std::nullopt;
   case Tensor::OPartial:
     return dim == 1   ? std::optional(SizeKind::nq)
            : dim == 2 ? std::optional(SizeKind::num_heads)
@@ -325,14 +327,17 @@ FailureOr<KernelAbi> mlir::attn::deriveKernelAbi(func::FuncOp kernel,
         tensor == Tensor::LsePartial || tensor == Tensor::Delta)
       continue;
     int64_t rank = cast<MemRefType>(arg.getType()).getRank();
-    if (tensor != Tensor::BlockTable && rank != (packed ? 3 : 4))
+    // A [B, H] matrix with a row (batch) stride: the block table, ALiBi's
+    // slopes (stride 0 for one slope per head).
+    bool matrix = tensor == Tensor::BlockTable || tensor == Tensor::AlibiSlopes;
+    if (!matrix && rank != (packed ? 3 : 4))
       return kernel.emitOpError()
              << "argument '" << tensorName(tensor) << "' has rank " << rank
              << "; a " << (packed ? "variable-length" : "dense")
              << " kernel's tensors are "
              << (packed ? "[total, H, D]" : "[B, N, H, D]");
-    int firstDim = packed ? 1 : 0;
-    int endDim = tensor == Tensor::BlockTable ? 1 : 3;
+    int firstDim = packed && !matrix ? 1 : 0;
+    int endDim = matrix ? 1 : 3;
     for (int dim = firstDim; dim < endDim; ++dim) {
       AbiParam stride;
       stride.kind = AbiParamKind::Stride;

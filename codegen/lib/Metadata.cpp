@@ -89,7 +89,7 @@ static llvm::json::Value jsonOf(const AttentionProblem &problem, Kind,
     return spec::Element::text(value);
   else if constexpr (std::is_same_v<Kind, spec::Align>)
     // "none" where there is no diagonal to place.
-    return problem.hasDiagonal() ? spec::Align::text(value) : "none";
+    return problem.placesDiagonal() ? spec::Align::text(value) : "none";
   else if constexpr (std::is_same_v<Kind, spec::Backward>)
     return spec::Backward::key(value);
   else if constexpr (std::is_same_v<Kind, spec::Combine>)

@@ -175,6 +175,7 @@ AttentionProblem AttentionOp::problem() {
   problem.headDim = getHeadDim();
   problem.withLse = getLse() != nullptr;
   problem.varlen = isVarlen();
+  problem.alibi = getAlibiSlopes() != nullptr;
   readProblemAttributes(*this, problem);
   return problem;
 }
@@ -324,6 +325,17 @@ LogicalResult mlir::attn::verifyNoUnknownAttributes(Operation *op) {
   return success();
 }
 
+/// ALiBi's slopes: an f32 [B, H] memref whose heads are contiguous (its
+/// batch stride may be 0: one slope per head).
+static LogicalResult verifyAlibiSlopes(Operation *op, Type type) {
+  auto memref = dyn_cast<MemRefType>(type);
+  if (!memref || memref.getRank() != 2 || !memref.getElementType().isF32())
+    return op->emitOpError() << "operand 'alibi_slopes' must be a rank-2 f32 "
+                                "memref [B, H], got "
+                             << type;
+  return verifyUnitLastStride(op, memref, "alibi_slopes");
+}
+
 LogicalResult AttentionOp::verify() {
   if (failed(verifyNoUnknownAttributes(*this)))
     return failure();
@@ -360,6 +372,9 @@ LogicalResult AttentionOp::verify() {
                               "layout), got "
                            << type;
   }
+  if (Value slopes = getAlibiSlopes())
+    if (failed(verifyAlibiSlopes(*this, slopes.getType())))
+      return failure();
   // Static sizes: Q, O [B, Nq, H, D]; K, V [B, Nk, Hkv, D]; LSE [B, H, Nq]
   // (packed: Q, O [total_q, H, D]; K, V [total_k, Hkv, D]; LSE [H, total_q]).
   SmallVector<DimRef> batch = {
@@ -391,8 +406,11 @@ LogicalResult AttentionOp::verify() {
   if (failed(verifyHeadGroups(*this, *numHeads, *numKvHeads)) ||
       failed(verifyScaleAndSoftcap(*this, getScale(), getSoftcap())))
     return failure();
-  return verifyMaskBounds(*this, getCausal(), getCausalAlignAttr(),
-                          getWindowLeftAttr(), getWindowRightAttr());
+  // ALiBi measures from the diagonal: causal_align places it even without
+  // a mask.
+  return verifyMaskBounds(
+      *this, getCausal(), getAlibiSlopes() ? CausalAlignAttr() : getCausalAlignAttr(),
+      getWindowLeftAttr(), getWindowRightAttr());
 }
 
 //===----------------------------------------------------------------------===//
@@ -556,6 +574,16 @@ LogicalResult MaskOp::verify() {
 
 LogicalResult SoftcapOp::verify() {
   if (failed(verifyAccTile(*this, getInput().getType(), "input")))
+    return failure();
+  float scale = getScale().convertToFloat();
+  if (!(scale > 0.0f) || !std::isfinite(scale))
+    return emitOpError() << "scale must be positive and finite, got " << scale;
+  return success();
+}
+
+LogicalResult AlibiOp::verify() {
+  if (failed(verifyAccTile(*this, getInput().getType(), "input")) ||
+      failed(verifyAlibiSlopes(*this, getSlopes().getType())))
     return failure();
   float scale = getScale().convertToFloat();
   if (!(scale > 0.0f) || !std::isfinite(scale))

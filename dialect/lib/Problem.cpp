@@ -114,6 +114,8 @@ mlir::attn::kernelTensorRoles(const AttentionProblem &problem) {
   }
   if (problem.varlen)
     roles.append({"cu_seqlens_q", "cu_seqlens_k"});
+  if (problem.alibi)
+    roles.push_back("alibi_slopes");
   return roles;
 }
 

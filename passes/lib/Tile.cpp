@@ -91,10 +91,19 @@ void TileProgramBuilder::build() {
     kBatch = kSeq.getSeq();
     nq = qSeq.getLength();
     nk = kSeq.getLength();
-  } else if (op.isBottomRight()) {
-    // A bottom-right mask places its diagonal with the query length.
+  } else if (op.isBottomRight() || op.isAlibiBottomRight()) {
+    // A bottom-right mask (or ALiBi) places its diagonal with the query
+    // length.
     nq = memref::DimOp::create(b, loc, op.getQ(), rowsDim);
   }
+
+  // ALiBi's distances are from the mask's diagonal: offset Nk - Nq
+  // bottom-right, 0 top-left.
+  Value alibiOffset;
+  if (op.getAlibiSlopes())
+    alibiOffset = op.isAlibiBottomRight()
+                      ? arith::SubIOp::create(b, loc, nk, nq).getResult()
+                      : c0;
 
   Value qTile = AllocSmemOp::create(b, loc, smemType(config.blockM));
   Value kTile = AllocSmemOp::create(b, loc, smemType(config.blockN));
@@ -140,10 +149,17 @@ void TileProgramBuilder::build() {
                                      kTile, Value(), /*transpose_b=*/true);
         if (capScale)
           scores = SoftcapOp::create(b, l, scores.getType(), scores, capScale);
+        // ALiBi on every block, in the units the softmax then scales.
+        if (Value slopes = op.getAlibiSlopes())
+          scores = AlibiOp::create(
+              b, l, scores.getType(), scores, slopes, batch, head, row, col,
+              alibiOffset,
+              b.getF32FloatAttr(1.0 / scale.getValueAsDouble()));
         auto mask = MaskOp::create(
             b, l, scores.getType(), scores, row, col, nk,
             op.isBottomRight() ? nq : Value(), op.getCausalAttr(),
-            op.getCausalAlignAttr(), op.getWindowLeftAttr(),
+            op.hasDiagonal() ? op.getCausalAlignAttr() : CausalAlignAttr(),
+            op.getWindowLeftAttr(),
             op.getWindowRightAttr(), /*head_pack=*/IntegerAttr());
         Type rowTy = rowType();
         auto softmax = OnlineSoftmaxOp::create(b, l, scores.getType(), rowTy,
@@ -210,7 +226,8 @@ LogicalResult checkKernelShape(AttentionOp op, func::FuncOp func) {
   for (auto [i, operand] : llvm::enumerate(op->getOperands()))
     if (operand != func.getArgument(i))
       return op.emitOpError("the enclosing function's arguments must be q, "
-                            "k, v, o[, lse][, cu_seqlens_q, cu_seqlens_k] "
+                            "k, v, o[, lse][, cu_seqlens_q, cu_seqlens_k]"
+                            "[, alibi_slopes] "
                             "in this order");
   if (func.getBody().front().getOperations().size() != 2)
     return op.emitOpError("must be the only operation of its function "

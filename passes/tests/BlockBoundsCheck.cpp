@@ -441,7 +441,8 @@ OwningOpRef<ModuleOp> buildModule(MLIRContext &ctx, const MaskCase &m,
   AttentionOp::create(
       b, loc, body->getArgument(0), body->getArgument(1), body->getArgument(2),
       body->getArgument(3), /*lse=*/Value(), /*cu_seqlens_q=*/Value(),
-      /*cu_seqlens_k=*/Value(), m.causal ? b.getUnitAttr() : UnitAttr(),
+      /*cu_seqlens_k=*/Value(), /*alibi_slopes=*/Value(),
+      m.causal ? b.getUnitAttr() : UnitAttr(),
       diagonal && m.bottomRight
           ? CausalAlignAttr::get(&ctx, CausalAlign::bottom_right)
           : CausalAlignAttr(),

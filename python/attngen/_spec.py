@@ -194,6 +194,7 @@ class KernelSpec(NamedTuple):
     num_warps: int = 0
     backward: str = "none"
     max_smem: int = 0
+    alibi: bool = False
 
     def struct(self, function):
         """The C attngen_spec, each field checked on the way in; `function`
@@ -205,6 +206,7 @@ class KernelSpec(NamedTuple):
         spec.block_n = c_int("block_n", self.block_n)
         spec.num_warps = c_int("num_warps", self.num_warps)
         spec.max_smem = c_int("max_smem", self.max_smem)
+        spec.alibi = flag(function, "alibi", self.alibi)
         spec.dtype = dtype_code(self.dtype)
         spec.causal = flag(function, "causal", self.causal)
         spec.causal_align = causal_align_code(function, self.causal_align)

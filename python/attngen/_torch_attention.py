@@ -3,12 +3,15 @@ checks, the torch custom op attngen::attention (so torch.compile and
 torch.export trace it) and the launch. Eager calls launch directly (see
 _torch_launch.use_custom_op)."""
 
+from typing import Optional
+
 from ._errors import invalid_argument
 from ._torch_kvcache import _forward as _kvcache_forward
 from ._torch_checks import (TensorLayout, call_options, check_devices, check_qkv,
                             check_tensors, require_torch, torch)
 from ._torch_backward import register_attention_autograd
-from ._torch_launch import forward_args, kernel_for, launch, outputs_like, use_custom_op
+from ._torch_launch import (check_alibi_slopes, forward_args, kernel_for, launch, outputs_like,
+                            set_alibi_args, use_custom_op)
 
 _LAYOUT = TensorLayout(function="attention", names=("q", "k", "v"), rank=4,
                        dims=" (batch, seqlen, heads, head_dim)", rank_hint="",
@@ -16,7 +19,8 @@ _LAYOUT = TensorLayout(function="attention", names=("q", "k", "v"), rank=4,
 
 
 def attention(q, k, v, causal=False, scale=None, return_lse=False, *,
-              causal_align="bottom-right", softcap=0.0, window_size=(-1, -1)):
+              causal_align="bottom-right", softcap=0.0, window_size=(-1, -1),
+              alibi_slopes=None):
     """softmax(scale * q @ k^T [causal mask]) @ v for (batch, seqlen, heads,
     head_dim) tensors; returns out, or (out, lse) with lse (batch, heads,
     seqlen_q) float32 (natural-log log-sum-exp of the scaled scores).
@@ -32,29 +36,34 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, *,
     to right after its diagonal (i + seqlen_k - seqlen_q bottom-right, as
     flash_attn's window_size; -1: that side unbounded): (256, 0) is a causal
     window of 256 keys, (-1, 0) plain causal; with causal=True right must be
-    -1 or 0. A call with at most 16 query rows (decoding) runs the
+    -1 or 0. alibi_slopes, a float32 tensor (heads,) or (batch, heads) on q's
+    device, adds ALiBi's bias -slope * |i + seqlen_k - seqlen_q - j| (the
+    diagonal of causal_align; after a soft cap) to the scaled scores, as
+    flash_attn's alibi_slopes; it has no backward yet. A call with at most 16
+    query rows (decoding) and no alibi_slopes runs the
     KV-cache kernels, which pack the query heads of each key/value head and
     split the keys over CTAs. Registered as the torch op torch.ops.attngen.attention, which
     torch.compile and torch.export trace; eager calls launch directly (the
     op's first call costs seconds of PyTorch set-up)."""
     require_torch("attention")
     options = _check_arguments(q, k, v, causal, scale, return_lse, causal_align, softcap,
-                               window_size)
+                               window_size, alibi_slopes)
     if use_custom_op(q, k, v):
         # Under autograd the op keeps the LSE, which its backward reads.
         records = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
         out, lse = torch.ops.attngen.attention(q, k, v, options.causal, options.scale,
                                                return_lse or records, options.causal_align,
                                                options.softcap, options.window_left,
-                                               options.window_right)
+                                               options.window_right, alibi_slopes)
     else:
         out, lse = _forward(q, k, v, options.causal, options.scale, return_lse,
                             options.causal_align, options.softcap, options.window_left,
-                            options.window_right)
+                            options.window_right, alibi_slopes)
     return (out, lse) if return_lse else out
 
 
-def _check_arguments(q, k, v, causal, scale, return_lse, causal_align, softcap, window_size):
+def _check_arguments(q, k, v, causal, scale, return_lse, causal_align, softcap, window_size,
+                     alibi_slopes=None):
     """Everything the kernel assumes, the device last; returns the options."""
     check_tensors(_LAYOUT, q, k, v)
     options = call_options("attention", causal, scale, causal_align, softcap, window_size,
@@ -67,6 +76,10 @@ def _check_arguments(q, k, v, causal, scale, return_lse, causal_align, softcap, 
     if seqlen_k == 0 and seqlen_q > 0 and batch > 0:
         raise invalid_argument("k and v have sequence length 0: attention needs at least one "
                                "key")
+    check_alibi_slopes("attention", alibi_slopes, q, batch, q.shape[2])
+    if alibi_slopes is not None:
+        # ALiBi measures its distances from the diagonal even without a mask.
+        options = options._replace(causal_align=causal_align)
     check_devices(list(zip(_LAYOUT.names, (q, k, v))))
     return options
 
@@ -88,15 +101,17 @@ def _decodes(q, k, causal, causal_align, window_left, window_right):
 
 
 def _forward(q, k, v, causal, scale, return_lse, causal_align, softcap, window_left,
-             window_right):
+             window_right, alibi_slopes=None):
     """Runs the kernel: the op's CUDA implementation and the eager path."""
-    if _decodes(q, k, causal, causal_align, window_left, window_right):
+    alibi = alibi_slopes is not None
+    if not alibi and _decodes(q, k, causal, causal_align, window_left, window_right):
         return _kvcache_forward(q, k, v, None, None, causal, scale, softcap, return_lse, 0,
                                 window_left, window_right)
     out, lse = outputs_like(q, return_lse)
     kernel = kernel_for(q, scale, causal=causal, causal_align=causal_align, softcap=softcap,
-                        window_size=(window_left, window_right))
+                        window_size=(window_left, window_right), alibi=alibi)
     args = forward_args(q, k, v, out, lse if return_lse else None, q.shape[0], k.shape[1])
+    set_alibi_args(args, alibi_slopes)
     launch(kernel, args, q.device)
     return out, lse
 
@@ -105,15 +120,16 @@ if torch is not None:
     @torch.library.custom_op("attngen::attention", mutates_args=(), device_types="cuda")
     def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
                       scale: float, return_lse: bool, causal_align: str, softcap: float,
-                      window_left: int, window_right: int
+                      window_left: int, window_right: int,
+                      alibi_slopes: Optional[torch.Tensor] = None
                       ) -> tuple[torch.Tensor, torch.Tensor]:
         """What traced calls (torch.compile, export, autograd) run on CUDA tensors."""
         return _forward(q, k, v, causal, scale, return_lse, causal_align, softcap,
-                        window_left, window_right)
+                        window_left, window_right, alibi_slopes)
 
     @_attention_op.register_fake
     def _attention_fake(q, k, v, causal, scale, return_lse, causal_align, softcap,
-                        window_left, window_right):
+                        window_left, window_right, alibi_slopes=None):
         """The outputs' shapes, for tracing with fake or meta tensors."""
         return outputs_like(q, return_lse)
 

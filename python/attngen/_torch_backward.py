@@ -112,23 +112,32 @@ if torch is not None:
         return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
 
+#: What a backward through ALiBi says until it exists.
+ALIBI_BACKWARD = ("attngen: the backward of ALiBi (alibi_slopes) is not supported yet; call "
+                  "attention without alibi_slopes to train, or under torch.no_grad() for "
+                  "inference")
+
+
 def register_attention_autograd(op):
     """attngen::attention's autograd: save q, k, v, out and lse, and run the
     backward kernels on dout. The lse output is not differentiated (as
     flash_attn's): its gradient must be unused."""
     def setup_context(ctx, inputs, output):
-        q, k, v, causal, scale, _, causal_align, softcap, window_left, window_right = inputs
+        q, k, v, causal, scale, _, causal_align, softcap, window_left, window_right = inputs[:10]
+        ctx.alibi = len(inputs) > 10 and inputs[10] is not None
         out, lse = output
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.options = (causal, scale, causal_align, softcap, window_left, window_right)
 
     def backward(ctx, grad_out, grad_lse):
         q, k, v, out, lse = ctx.saved_tensors
+        if ctx.alibi:
+            raise NotImplementedError(ALIBI_BACKWARD)
         if lse.numel() == 0 and q.numel() > 0:
             raise RuntimeError("attngen.attention's autograd needs the forward's lse: call "
                                "the op with return_lse=True (attngen.attention does)")
         dq, dk, dv = torch.ops.attngen.attention_backward(
             grad_out.contiguous(), q, k, v, out, lse, *ctx.options)
-        return dq, dk, dv, None, None, None, None, None, None, None
+        return dq, dk, dv, None, None, None, None, None, None, None, None
 
     op.register_autograd(backward, setup_context=setup_context)

@@ -7,7 +7,7 @@ import ctypes
 
 from . import _capi
 from ._capi import lib
-from ._errors import check_status
+from ._errors import check_status, invalid_argument
 from ._jit import loaded_kernel
 from ._spec import KernelSpec
 from ._torch_checks import torch
@@ -45,6 +45,36 @@ def forward_args(q, k, v, out, lse, batch, nk):
     args.o_strides[:] = _strides_4d(out)
     args.dtype = _capi.DTYPE_BF16 if q.dtype == torch.bfloat16 else _capi.DTYPE_F16
     return args
+
+
+def check_alibi_slopes(function, slopes, q, batch, heads):
+    """ALiBi's slopes as flash_attn takes them: None, or a float32 tensor
+    (heads,) or (batch, heads) on q's device whose heads are contiguous."""
+    if slopes is None:
+        return
+    if not isinstance(slopes, torch.Tensor):
+        raise TypeError(f"attngen.{function}: alibi_slopes must be a torch.Tensor or None, "
+                        f"got {type(slopes).__name__}")
+    if slopes.dtype != torch.float32:
+        raise invalid_argument(f"alibi_slopes must be float32 (one slope per head, as "
+                               f"flash_attn's), got {slopes.dtype}; call .float()")
+    if tuple(slopes.shape) not in ((heads,), (batch, heads)):
+        raise invalid_argument(f"alibi_slopes has shape {tuple(slopes.shape)}; it must be "
+                               f"(heads,) = ({heads},) or (batch, heads) = ({batch}, {heads})")
+    if slopes.numel() and slopes.stride()[-1] != 1:
+        raise invalid_argument("alibi_slopes must be contiguous in its last dimension; call "
+                               ".contiguous()")
+    if slopes.device != q.device:
+        raise invalid_argument(f"alibi_slopes is on {slopes.device} but q is on {q.device}: "
+                               "move it with .to(q.device)")
+
+
+def set_alibi_args(args, slopes):
+    """The slopes' pointer and batch stride (0: one slope per head)."""
+    if slopes is None:
+        return
+    args.alibi_slopes = slopes.data_ptr()
+    args.alibi_slopes_stride = slopes.stride()[0] if slopes.dim() == 2 else 0
 
 
 def _strides_4d(t):

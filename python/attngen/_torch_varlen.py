@@ -6,6 +6,7 @@ backward: attngen.attention_varlen_backward, the custom op
 attngen::attention_varlen_backward and the autograd that calls it."""
 
 import ctypes
+from typing import Optional
 import math
 import numbers
 
@@ -14,8 +15,9 @@ from ._capi import lib
 from ._errors import invalid_argument
 from ._torch_checks import (TensorLayout, call_options, check_devices, check_int32,
                             check_is_tensor, check_qkv, check_tensors, require_torch, torch)
-from ._torch_launch import (_strides_4d, current_stream, forward_args, kernel_for, launch,
-                            outputs_like, use_custom_op)
+from ._torch_backward import ALIBI_BACKWARD
+from ._torch_launch import (_strides_4d, check_alibi_slopes, current_stream, forward_args,
+                            kernel_for, launch, outputs_like, set_alibi_args, use_custom_op)
 from ._errors import check_status
 
 _LAYOUT = TensorLayout(
@@ -32,7 +34,8 @@ _RUNTIME_NAMES = (("args.nq", "q.shape[0]"), ("args.nk", "k.shape[0]"),
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                      causal=False, window_size=(-1, -1), softcap=0.0, scale=None,
-                     return_lse=False, *, causal_align="bottom-right", check_seqlens=True):
+                     return_lse=False, *, causal_align="bottom-right", check_seqlens=True,
+                     alibi_slopes=None):
     """Attention over a packed batch of variable-length sequences, as
     flash_attn_varlen_func: q (total_q, heads, head_dim), k and v (total_k,
     kv_heads, head_dim), cu_seqlens_q and cu_seqlens_k int32 (batch + 1,) on
@@ -49,7 +52,9 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     attention(). window_size=(left, right) is a sliding window per sequence,
     as flash_attn's: query i sees its sequence's keys from left before to
     right after its diagonal (i + seqlen_k - seqlen_q bottom-right; -1: that
-    side unbounded); with causal=True right must be -1 or 0.
+    side unbounded); with causal=True right must be -1 or 0. alibi_slopes, a
+    float32 tensor (heads,) or (batch, heads), adds ALiBi's bias per sequence
+    as in attention() (no backward yet).
 
     check_seqlens=True (the default) checks the values of cu_seqlens_q/k
     against the tensors and max_seqlen_q/k before the launch: that copies
@@ -65,23 +70,26 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     require_torch("attention_varlen")
     cu_q, cu_k, max_q, max_k = cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k
     options = _check_arguments(q, k, v, cu_q, cu_k, max_q, max_k, causal, window_size, softcap,
-                               scale, return_lse, causal_align, check_seqlens)
+                               scale, return_lse, causal_align, check_seqlens,
+                               alibi_slopes=alibi_slopes)
     if use_custom_op(q, k, v, cu_q, cu_k):
         # Under autograd the op keeps the LSE, which its backward reads.
         records = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
         out, lse = torch.ops.attngen.attention_varlen(
             q, k, v, cu_q, cu_k, max_q, max_k, options.causal, options.scale,
             return_lse or records, options.causal_align, options.softcap,
-            options.window_left, options.window_right, check_seqlens)
+            options.window_left, options.window_right, check_seqlens, alibi_slopes)
     else:
         out, lse = _forward(q, k, v, cu_q, cu_k, max_q, max_k, options.causal, options.scale,
                             return_lse, options.causal_align, options.softcap,
-                            options.window_left, options.window_right, check_seqlens)
+                            options.window_left, options.window_right, check_seqlens,
+                            alibi_slopes)
     return (out, lse) if return_lse else out
 
 
 def _check_arguments(q, k, v, cu_q, cu_k, max_q, max_k, causal, window_size, softcap, scale,
-                     return_lse, causal_align, check_seqlens, gradients=None):
+                     return_lse, causal_align, check_seqlens, gradients=None,
+                     alibi_slopes=None):
     """Everything but the values of cu_seqlens (and the backward's `gradients`
     dout, out, lse), the devices last; returns the options."""
     check_tensors(_LAYOUT, q, k, v)
@@ -95,6 +103,10 @@ def _check_arguments(q, k, v, cu_q, cu_k, max_q, max_k, causal, window_size, sof
     if gradients is not None:
         _check_gradient_inputs(*gradients, q)
         named += list(zip(("dout", "out", "lse"), gradients))
+    check_alibi_slopes("attention_varlen", alibi_slopes, q, cu_q.numel() - 1, q.shape[1])
+    if alibi_slopes is not None:
+        # ALiBi measures its distances from the diagonal even without a mask.
+        options = options._replace(causal_align=causal_align)
     check_devices(named)
     return options
 
@@ -145,19 +157,19 @@ def _check_seqlen_values(q, k, cu_q, cu_k, max_q, max_k):
 
 
 def _forward(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_lse, causal_align,
-             softcap, window_left, window_right, check_seqlens):
+             softcap, window_left, window_right, check_seqlens, alibi_slopes=None):
     """The op's CUDA implementation and the eager path: the value check where
     the host can read, then the launch."""
     out, lse = outputs_like(q, return_lse)
     if check_seqlens and not torch.cuda.is_current_stream_capturing():
         _check_seqlen_values(q, k, cu_q, cu_k, max_q, max_k)
     _launch(q, k, v, cu_q, cu_k, max_q, max_k, out, lse if return_lse else None, causal,
-            scale, causal_align, softcap, window_left, window_right)
+            scale, causal_align, softcap, window_left, window_right, alibi_slopes)
     return out, lse
 
 
 def _launch(q, k, v, cu_q, cu_k, max_q, max_k, out, lse, causal, scale, causal_align,
-            softcap, window_left=-1, window_right=-1):
+            softcap, window_left=-1, window_right=-1, alibi_slopes=None):
     """Runs the varlen kernel into `out` (total_q, H, D) and, unless None, `lse`
     (H, total_q) float32, both contiguous in their last dimension; the inputs
     as _check_arguments accepts them. (gpu/varlen_check.py passes outputs of
@@ -172,10 +184,12 @@ def _launch(q, k, v, cu_q, cu_k, max_q, max_k, out, lse, causal, scale, causal_a
             lse.fill_(-math.inf)
         return
     kernel = kernel_for(q, scale, causal=causal, causal_align=causal_align, softcap=softcap,
-                        window_size=(window_left, window_right), varlen=True)
+                        window_size=(window_left, window_right), varlen=True,
+                        alibi=alibi_slopes is not None)
     args = forward_args(q, k, v, out, lse, batch, total_k)
     args.cu_seqlens_q, args.cu_seqlens_k = cu_q.data_ptr(), cu_k.data_ptr()
     args.max_seqlen_q, args.max_seqlen_k = max_q, max_k
+    set_alibi_args(args, alibi_slopes)
     launch(kernel, args, q.device)
 
 
@@ -186,16 +200,18 @@ if torch is not None:
                              max_seqlen_q: int, max_seqlen_k: int, causal: bool, scale: float,
                              return_lse: bool, causal_align: str, softcap: float,
                              window_left: int, window_right: int,
-                             check_seqlens: bool) -> tuple[torch.Tensor, torch.Tensor]:
+                             check_seqlens: bool,
+                             alibi_slopes: Optional[torch.Tensor] = None
+                             ) -> tuple[torch.Tensor, torch.Tensor]:
         """What traced calls (torch.compile, CUDA graphs, autograd) run."""
         return _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                         causal, scale, return_lse, causal_align, softcap, window_left,
-                        window_right, check_seqlens)
+                        window_right, check_seqlens, alibi_slopes)
 
     @_attention_varlen_op.register_fake
     def _attention_varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                                max_seqlen_k, causal, scale, return_lse, causal_align, softcap,
-                               window_left, window_right, check_seqlens):
+                               window_left, window_right, check_seqlens, alibi_slopes=None):
         """The outputs' shapes, for tracing with fake or meta tensors."""
         return outputs_like(q, return_lse)
 
@@ -291,7 +307,8 @@ if torch is not None:
 
     def _setup_context(ctx, inputs, output):
         (q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, _, causal_align, softcap,
-         window_left, window_right, _) = inputs
+         window_left, window_right, _) = inputs[:15]
+        ctx.alibi = len(inputs) > 15 and inputs[15] is not None
         out, lse = output
         ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k)
         ctx.options = (max_q, max_k, causal, scale, causal_align, softcap, window_left,
@@ -299,11 +316,13 @@ if torch is not None:
 
     def _autograd_backward(ctx, grad_out, grad_lse):
         q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
+        if ctx.alibi:
+            raise NotImplementedError(ALIBI_BACKWARD)
         if lse.numel() == 0 and q.numel() > 0:
             raise RuntimeError("attngen.attention_varlen's autograd needs the forward's lse: "
                                "call the op with return_lse=True (attention_varlen does)")
         dq, dk, dv = torch.ops.attngen.attention_varlen_backward(
             grad_out.contiguous(), q, k, v, out, lse, cu_q, cu_k, *ctx.options)
-        return (dq, dk, dv) + (None,) * 12
+        return (dq, dk, dv) + (None,) * 13
 
     _attention_varlen_op.register_autograd(_autograd_backward, setup_context=_setup_context)

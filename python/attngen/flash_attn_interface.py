@@ -19,7 +19,9 @@ dims that are not a multiple of 8 (up to 256) are padded, as flash_attn pads
 them; inputs whose last dimension is not contiguous are copied.
 
 What attngen does not have yet raises InvalidInputError (a ValueError and a
-RuntimeError) that says so: dropout_p > 0 and alibi_slopes. return_attn_probs
+RuntimeError) that says so: dropout_p > 0, and alibi_slopes in
+flash_attn_with_kvcache (flash_attn_func and flash_attn_varlen_func take them;
+their backward does not exist yet and raises NotImplementedError). return_attn_probs
 returns (out, softmax_lse, None): flash_attn's third output is only
 meaningful with dropout. flash_attn_func, flash_attn_varlen_func and their
 packed forms are differentiable (attngen.attention's and
@@ -57,12 +59,12 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     Returns out (batch, seqlen_q, nheads, headdim), or with return_attn_probs
     (out, softmax_lse (batch, nheads, seqlen_q) float32, None)."""
     function = "flash_attn_func"
-    _refuse_missing_features(function, dropout_p, alibi_slopes, deterministic)
+    _refuse_missing_features(function, dropout_p, None, deterministic)
     (q, k, v), head_dim = _ready(function, ("q", "k", "v"), (q, k, v))
     window = _window(window_size, causal, k.shape[1])
     result = attention(q, k, v, causal=bool(causal), scale=_scale(softmax_scale, head_dim),
                        return_lse=bool(return_attn_probs), causal_align="bottom-right",
-                       softcap=softcap, window_size=window)
+                       softcap=softcap, window_size=window, alibi_slopes=alibi_slopes)
     return _outputs(result, bool(return_attn_probs), head_dim, probs=True)
 
 
@@ -104,7 +106,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     used pages, and a synchronization to size it), and a sequence longer than
     its block table addresses raises RuntimeError, as flash_attn does."""
     function = "flash_attn_varlen_func"
-    _refuse_missing_features(function, dropout_p, alibi_slopes, deterministic)
+    _refuse_missing_features(function, dropout_p, None, deterministic)
     if block_table is not None:
         k, v = _gather_pages(function, k, v, block_table, cu_seqlens_k)
     (q, k, v), head_dim = _ready(function, ("q", "k", "v"), (q, k, v))
@@ -112,7 +114,8 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     result = attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                               causal=bool(causal), window_size=window, softcap=softcap,
                               scale=_scale(softmax_scale, head_dim),
-                              return_lse=bool(return_attn_probs), causal_align="bottom-right")
+                              return_lse=bool(return_attn_probs), causal_align="bottom-right",
+                              alibi_slopes=alibi_slopes)
     return _outputs(result, bool(return_attn_probs), head_dim, probs=True)
 
 
@@ -262,8 +265,9 @@ def _refuse_missing_features(function, dropout_p, alibi_slopes, deterministic):
             "dropout_p=0.0 (flash_attn's value outside training, e.g. "
             "dropout_p=self.dropout if self.training else 0.0)")
     if alibi_slopes is not None:
-        raise invalid_argument(f"{function}: alibi_slopes: attngen has no ALiBi bias yet; pass "
-                               "alibi_slopes=None")
+        raise invalid_argument(f"{function}: alibi_slopes: attngen's KV-cache kernels have no "
+                               "ALiBi bias yet (flash_attn_func and flash_attn_varlen_func "
+                               "do); pass alibi_slopes=None")
     # `deterministic` is the backward's (the forward always is): nothing to do.
 
 

@@ -252,6 +252,27 @@ class CompileTest(unittest.TestCase):
                 self.assertEqual(attngen.compile(arch=arch, head_dim=64,
                                                  causal_align="top-left").ptx, plain.ptx)
 
+    def test_alibi(self):
+        # ALiBi reads a slopes tensor: in the name, the metadata and its
+        # params on both targets; the KV cache and the backward refuse it.
+        for arch in ("sm_80", "sm_90a"):
+            with self.subTest(arch=arch):
+                k = attngen.compile(arch=arch, head_dim=64, causal=True, alibi=True)
+                self.assertTrue(k.kernel_name.endswith("_d64_causal_alibi"), k.kernel_name)
+                self.assertIs(k.metadata["alibi"], True)
+                params = {(p["name"], p["kind"]) for p in k.metadata["params"]}
+                self.assertIn(("alibi_slopes", "pointer"), params)
+                self.assertIn(("alibi_slopes_stride_b", "stride"), params)
+                self.assertIn("alibi=1", k.cache_key)
+                plain = attngen.compile(arch=arch, head_dim=64, causal=True)
+                self.assertIs(plain.metadata["alibi"], False)
+                self.assertNotIn("alibi_slopes", plain.ptx)
+        for fields, needle in ((dict(kv_cache=True), "KV-cache and split-KV kernels"),
+                               (dict(backward="dq"), "the backward of ALiBi")):
+            with self.assertRaises(attngen.InvalidInputError) as caught:
+                attngen.compile(alibi=True, **fields)
+            self.assertIn(needle, str(caught.exception))
+
     def test_softcap(self):
         # The cap is in the name, the metadata and the key on both targets;
         # 0 (the default) is no cap, an int is taken as a float.

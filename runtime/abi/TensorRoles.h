@@ -37,10 +37,12 @@ enum class TensorRole {
   Dq = 13,
   Dk = 14,
   Dv = 15,
+  // ALiBi's slopes: f32 [B, H] (a batch stride of 0 for one per head).
+  AlibiSlopes = 16,
 };
 
 /// Number of tensor roles.
-inline constexpr int kNumTensorRoles = 16;
+inline constexpr int kNumTensorRoles = 17;
 
 /// The roles' names, in TensorRole order: what `attn.tensors` and the
 /// metadata's "tensor" keys spell.
@@ -48,7 +50,8 @@ inline constexpr const char *kTensorRoleNames[kNumTensorRoles] = {
     "q",            "k",           "v",         "o",
     "lse",          "cu_seqlens_q", "cu_seqlens_k", "cache_seqlens",
     "block_table",  "o_partial",   "lse_partial", "dout",
-    "delta",        "dq",          "dk",           "dv"};
+    "delta",        "dq",          "dk",           "dv",
+    "alibi_slopes"};
 
 } // namespace attnrt::abi
 

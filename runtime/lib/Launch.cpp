@@ -244,6 +244,7 @@ attnrt_status forward(attnrt_module *m, const attnrt_forward_args *given, void *
   const int64_t oPartialStrides[4] = {a->nq * a->num_heads * a->head_dim, a->num_heads * a->head_dim,
                                       a->head_dim, 1};
   const int64_t blockTableStrides[4] = {a->block_table_stride, 0, 0, 0};
+  const int64_t alibiStrides[4] = {a->alibi_slopes_stride, 0, 0, 0};
 
   // Parameter values, one slot per parameter; `params` points at each.
   const std::vector<KernelParam> &list = m->abi.params;
@@ -257,13 +258,13 @@ attnrt_status forward(attnrt_module *m, const attnrt_forward_args *given, void *
                                            a->cu_seqlens_k, a->cache_seqlens, a->block_table,
                                            oPartial,       lsePartial,     a->dout,
                                            a->delta,       a->dq,          a->dk,
-                                           a->dv};
+                                           a->dv,          a->alibi_slopes};
   const int64_t *strides[kNumTensorRoles] = {a->q_strides, a->k_strides, a->v_strides,
                                              a->o_strides, nullptr,      nullptr,
                                              nullptr,      nullptr,      blockTableStrides,
                                              oPartialStrides, nullptr,   a->dout_strides,
                                              nullptr,      a->dq_strides, a->dk_strides,
-                                             a->dv_strides};
+                                             a->dv_strides, alibiStrides};
   // A paged cache's K and V are [num_blocks, page_size, Hkv, D].
   bool paged = m->info.page_size > 0;
   for (size_t i = 0; i < list.size(); ++i) {

@@ -262,8 +262,9 @@ attnrt_status readParam(const JsonValue &item, size_t index, KernelParam &param)
   // strides.
   bool mapped = param.tensor <= TensorRole::O || param.tensor == TensorRole::Dout;
   bool strided = param.tensor <= TensorRole::O || param.tensor == TensorRole::OPartial ||
-                 param.tensor == TensorRole::BlockTable ||
-                 (param.tensor >= TensorRole::Dout && param.tensor != TensorRole::Delta);
+                 param.tensor == TensorRole::BlockTable || param.tensor == TensorRole::AlibiSlopes ||
+                 (param.tensor >= TensorRole::Dout && param.tensor <= TensorRole::Dv &&
+                  param.tensor != TensorRole::Delta);
   if ((param.kind == ParamKind::TensorMap && !mapped) ||
       (param.kind == ParamKind::Stride && !strided))
     return fail(ATTNRT_ERROR_INVALID_METADATA,
@@ -271,15 +272,18 @@ attnrt_status readParam(const JsonValue &item, size_t index, KernelParam &param)
                 prefix.c_str(), abi::kTensorRoleNames[tensor], kinds[kind],
                 param.kind == ParamKind::TensorMap
                     ? "TMA descriptors exist for q, k, v, o and dout"
-                    : "strides exist for q, k, v, o, o_partial, block_table, dout, dq, dk and dv",
+                    : "strides exist for q, k, v, o, o_partial, block_table, alibi_slopes, dout, "
+                      "dq, dk and dv",
                 kRegenerate);
   if (param.kind == ParamKind::Stride) {
     if (attnrt_status s = reader.getChoice("dim", kStrideDims, 3, param.dim))
       return s;
-    if (param.tensor == TensorRole::BlockTable && param.dim != 0)
+    bool matrix =
+        param.tensor == TensorRole::BlockTable || param.tensor == TensorRole::AlibiSlopes;
+    if (matrix && param.dim != 0)
       return fail(ATTNRT_ERROR_INVALID_METADATA,
-                  "kernel metadata key \"%sdim\" of block_table must be \"b\" (its row stride); %s",
-                  prefix.c_str(), kRegenerate);
+                  "kernel metadata key \"%sdim\" of %s must be \"b\" (its row stride); %s",
+                  prefix.c_str(), abi::kTensorRoleNames[tensor], kRegenerate);
     return ATTNRT_OK;
   }
   if (param.kind != ParamKind::TensorMap)
@@ -328,7 +332,9 @@ attnrt_status checkVarlenParams(const attnrt_kernel_info &info, const KernelAbi 
                            : "no cu_seqlens pointer",
                 kRegenerate);
   for (const KernelParam &p : abi.params) {
-    if (info.varlen && p.kind == ParamKind::Stride && p.dim == 0)
+    // ALiBi's slopes are [B, H] in a packed batch too (B its sequences).
+    if (info.varlen && p.kind == ParamKind::Stride && p.dim == 0 &&
+        p.tensor != TensorRole::AlibiSlopes)
       return fail(ATTNRT_ERROR_INVALID_METADATA,
                   "kernel metadata parameter \"%s\" is a batch stride, but a varlen kernel's "
                   "tensors are packed [total, H, D] and have none; %s",
@@ -441,6 +447,12 @@ attnrt_status readParams(const JsonValue &root, attnrt_kernel_info &info, Kernel
                 "kernel metadata \"params\" binds a KV-cache or split-KV tensor but the kernel is "
                 "neither (\"kv_cache\": false, \"kind\": \"forward\"); %s",
                 kRegenerate);
+  if (pointer[role(TensorRole::AlibiSlopes)] != (info.alibi != 0))
+    return fail(ATTNRT_ERROR_INVALID_METADATA,
+                "kernel metadata says \"alibi\": %s but \"params\" %s; %s",
+                info.alibi ? "true" : "false",
+                info.alibi ? "has no pointer to alibi_slopes" : "has a pointer to alibi_slopes",
+                kRegenerate);
   if (pointer[4] != (info.lse != 0))
     return fail(ATTNRT_ERROR_INVALID_METADATA,
                 "kernel metadata says \"lse\": %s but \"params\" %s; %s", info.lse ? "true" : "false",
@@ -503,11 +515,11 @@ constexpr IntRange kIntRanges[] = {{"head_dim", 1, kMaxHeadDim},
                                    {"window_right", -1, kMaxWindowSide},
                                    {"page_size", 0, kMaxPageSize},
                                    {"head_pack", 1, kMaxHeadPack}};
-/// Keys metadata written before variable-length batches and the KV cache
-/// lacks: they read as their defaults when absent.
+/// Keys metadata written before variable-length batches, the KV cache, the
+/// backward and ALiBi lacks: they read as their defaults when absent.
 constexpr const char *kOptionalKeys[] = {"varlen",   "kind",      "kv_cache",
                                          "split_kv", "page_size", "head_pack",
-                                         "backward"};
+                                         "backward", "alibi"};
 
 /// How a problem field of each kind is read from its key (spec_fields.def's
 /// kinds, as the C struct holds them).
@@ -612,7 +624,9 @@ attnrt_status readProblem(const JsonValue &root, attnrt_kernel_info &info) {
                 "row sees no key right of its diagonal (window_right is -1 or 0 then); %s",
                 info.window_right, kRegenerate);
   // causal_align places the diagonal of a causal mask or a window.
-  bool diagonal = info.causal || info.window_left >= 0 || info.window_right >= 0;
+  // ALiBi measures its distances from that diagonal too.
+  bool diagonal =
+      info.causal || info.window_left >= 0 || info.window_right >= 0 || info.alibi;
   std::string align;
   if (attnrt_status s = reader.getString("causal_align", align))
     return s;

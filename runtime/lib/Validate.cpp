@@ -273,6 +273,43 @@ static attnrt_status checkVarlenArgs(const attnrt_kernel_info &info, const attnr
   return ATTNRT_OK;
 }
 
+/// ALiBi's slopes: given exactly for an ALiBi kernel, f32-aligned, one per
+/// head (stride 0) or per (batch, head) rows of at least num_heads.
+static attnrt_status checkAlibiArgs(const attnrt_kernel_info &info,
+                                    const attnrt_forward_args &a) {
+  if (!info.alibi) {
+    if (a.alibi_slopes)
+      return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                  "args.alibi_slopes is not NULL but kernel '%s' was compiled without ALiBi and "
+                  "would ignore it: pass NULL, or use a kernel compiled with ALiBi (attngen "
+                  "--alibi, attngen_spec.alibi = 1)",
+                  info.kernel);
+    return ATTNRT_OK;
+  }
+  if (!a.alibi_slopes)
+    return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                "args.alibi_slopes is NULL but kernel '%s' adds ALiBi's bias: pass the device "
+                "address of the float32 slopes, (H,) or (B, H)",
+                info.kernel);
+  if (reinterpret_cast<uintptr_t>(a.alibi_slopes) % sizeof(float) != 0)
+    return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                "args.alibi_slopes = %p is not 4-byte aligned: pass a float32 tensor",
+                static_cast<const void *>(a.alibi_slopes));
+  int64_t stride = a.alibi_slopes_stride;
+  if (a.batch > 1 && stride != 0 && (stride < a.num_heads || stride > kMaxI32))
+    return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                "args.alibi_slopes_stride = %lld is invalid for %lld heads: use 0 for one slope "
+                "per head (shape (H,)), or the row stride of a (B, H) tensor (at least H, at most "
+                "2^31 - 1)",
+                static_cast<long long>(stride), static_cast<long long>(a.num_heads));
+  if (stride < 0)
+    return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                "args.alibi_slopes_stride = %lld is negative: use 0 or the row stride of a (B, H) "
+                "tensor",
+                static_cast<long long>(stride));
+  return ATTNRT_OK;
+}
+
 attnrt_status checkForwardArgs(const attnrt_kernel_info &info, const attnrt_forward_args &a) {
   // Kernel specialization: dtype and head dim are compiled in.
   if (a.dtype != ATTNRT_DTYPE_F16 && a.dtype != ATTNRT_DTYPE_BF16)
@@ -367,6 +404,9 @@ attnrt_status checkForwardArgs(const attnrt_kernel_info &info, const attnrt_forw
       {"k", "K", a.k, {kvBatch, kvRows, a.num_kv_heads, a.head_dim}, a.k_strides},
       {"v", "V", a.v, {kvBatch, kvRows, a.num_kv_heads, a.head_dim}, a.v_strides},
       {"o", "O", a.o, {batchExtent, a.nq, a.num_heads, a.head_dim}, a.o_strides}};
+  if (attnrt_status s = checkAlibiArgs(info, a))
+    return s;
+
   // A combine kernel reads the workspace, not q, k and v.
   bool combine = info.kind == ATTNRT_KERNEL_COMBINE;
   const TensorArg *tensors = combine ? all + 3 : all;

@@ -644,6 +644,32 @@ void testArgs() {
   a.lse = nullptr;
   check("lse may be NULL", a, ATTNRT_OK);
 
+  // ALiBi's slopes: only for an ALiBi kernel, and then required, f32-aligned,
+  // with a batch stride of 0 or at least H.
+  static float slopes[64];
+  a = base;
+  a.alibi_slopes = slopes;
+  check("slopes for a kernel without ALiBi", a, kBad,
+        {"args.alibi_slopes is not NULL but kernel", "compiled without ALiBi"});
+  attnrt_kernel_info alibiInfo = info;
+  alibiInfo.alibi = 1;
+  auto checkAlibi = [&](const std::string &name, attnrt_forward_args args, attnrt_status want,
+                        std::vector<std::string> fragments = {}) {
+    expectStatus("args: " + name, attnrt_check_forward_args(&alibiInfo, &args), want,
+                 std::move(fragments));
+  };
+  a = base;
+  checkAlibi("an ALiBi kernel without slopes", a, kBad, {"args.alibi_slopes is NULL"});
+  a.alibi_slopes = slopes;
+  checkAlibi("slopes per head (stride 0)", a, ATTNRT_OK);
+  a.alibi_slopes_stride = a.num_heads;
+  checkAlibi("slopes per (batch, head)", a, ATTNRT_OK);
+  a.alibi_slopes_stride = a.num_heads - 1;
+  checkAlibi("a batch stride below H", a, kBad, {"args.alibi_slopes_stride = 3 is invalid"});
+  a.alibi_slopes_stride = 0;
+  a.alibi_slopes = reinterpret_cast<const float *>(reinterpret_cast<const char *>(slopes) + 2);
+  checkAlibi("misaligned slopes", a, kBad, {"is not 4-byte aligned"});
+
   // Empty problems launch nothing, whatever the pointers.
   a = base;
   a.nq = 0;

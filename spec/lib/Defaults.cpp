@@ -66,7 +66,7 @@ AttentionSpec mlir::attn::canonicalSpec(const AttentionSpec &spec) {
   // already is.
   if (canonical.causal)
     canonical.windowRight = -1;
-  if (!hasDiagonal(canonical))
+  if (!placesDiagonal(canonical))
     canonical.causalAlign = CausalAlign::top_left;
   return canonical;
 }

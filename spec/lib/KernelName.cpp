@@ -118,6 +118,16 @@ template <class Real> std::string identifierOf(Real value) {
   return text;
 }
 
+/// ALiBi's per-head slopes are a tensor the kernel reads: _alibi, and
+/// _alibi_tl when its distances are top-left without a mask to say so.
+std::string nameAlibi(const NameContext &c) {
+  const AttentionProblem &p = c.problem;
+  if (!p.alibi)
+    return "";
+  bool topLeft = p.causalAlign == CausalAlign::top_left && !p.hasDiagonal();
+  return topLeft ? "_alibi_tl" : "_alibi";
+}
+
 /// A problem field away from its default as _<name><value> (_softcap30):
 /// a new numeric field gets its name part from the table alone.
 struct NameByValue {

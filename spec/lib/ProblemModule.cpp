@@ -61,6 +61,9 @@ static OwningOpRef<ModuleOp> buildProblemOpModule(MLIRContext &ctx,
     args.push_back(lseType);
   if (spec.varlen)
     args.append(2, MemRefType::get({dyn}, IntegerType::get(&ctx, 32)));
+  // ALiBi's slopes, f32 [B, H] (the batch stride may be 0), last.
+  if (spec.alibi)
+    args.push_back(MemRefType::get({dyn, dyn}, f32));
   return buildProblemModule(
       ctx, spec, name, args,
       [&](OpBuilder &b, Location loc, Block &body) {
@@ -71,7 +74,8 @@ static OwningOpRef<ModuleOp> buildProblemOpModule(MLIRContext &ctx,
              body.getArgument(3),
              spec.withLse ? body.getArgument(4) : Value(),
              spec.varlen ? body.getArgument(cuSeqlens) : Value(),
-             spec.varlen ? body.getArgument(cuSeqlens + 1) : Value()},
+             spec.varlen ? body.getArgument(cuSeqlens + 1) : Value(),
+             spec.alibi ? body.getArguments().back() : Value()},
             spec);
       });
 }

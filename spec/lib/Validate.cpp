@@ -96,7 +96,7 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
   AttentionProblem problem = spec;
   if (problem.causal && problem.windowRight > 0)
     problem.windowRight = 0;
-  if (!problem.hasDiagonal())
+  if (!problem.placesDiagonal())
     problem.causalAlign = CausalAlign::top_left;
   if (llvm::Error error = verifyProblem(problem))
     return error;
@@ -133,6 +133,14 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
               "or drop --no-warp-specialize"
             : "--persistent is for sm_90a's warp-specialized schedule; an "
               "sm_80 kernel runs one CTA per tile: leave it out");
+  if (spec.alibi && decoding)
+    return specError("ALiBi (--alibi) is not supported by the KV-cache and "
+                     "split-KV kernels yet: drop alibi_slopes, or run the "
+                     "dense or varlen kernel over the cache's keys");
+  if (spec.alibi && isBackward(spec))
+    return specError("the backward of ALiBi (--alibi) is not supported yet: "
+                     "drop alibi_slopes to train, or use it for inference "
+                     "only");
   if (isBackward(spec)) {
     if (decoding)
       return specError("--backward is for dense attention: a KV-cache or "

@@ -629,7 +629,7 @@ func.func @mistyped_attribute() attributes {attn.tiling = #attn.target<sm_80>} {
 
 // -----
 
-// expected-error @+1 {{#attn.problem has no field 'casual'; its fields: dtype, head_dim, causal, scale, with_lse, causal_align, softcap, window_left, window_right, varlen, kv_cache, page_size, split_kv, head_pack, backward, combine}}
+// expected-error @+1 {{#attn.problem has no field 'casual'; its fields: dtype, head_dim, causal, scale, with_lse, causal_align, softcap, window_left, window_right, varlen, kv_cache, page_size, split_kv, head_pack, backward, alibi, combine}}
 func.func @problem_unknown_field() attributes {attn.problem = #attn.problem<casual = true, scale = 0.125>} {
   return
 }
@@ -677,5 +677,32 @@ func.func @rounded_max(%s: !attn.regs<64x64xf32, acc>, %m: !attn.regs<64xf32, ro
 func.func @lse_sum_type(%acc: !attn.regs<64x64xf32, acc>, %m: !attn.regs<64xf32, row>, %x: !attn.regs<32xf32, row>) {
   // expected-error @+1 {{'lse_sum' must have the type of 'sum' ('!attn.regs<64xf32, row>'), got '!attn.regs<32xf32, row>'}}
   %o, %l = attn.softmax_finalize %acc, %m, %m {scale = 1.0 : f32} : !attn.regs<64x64xf32, acc>, !attn.regs<64xf32, row> lse_sum %x : !attn.regs<32xf32, row>
+  return
+}
+
+// -----
+
+func.func @alibi_slopes_rank(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
+                             %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>,
+                             %slopes: memref<?xf32>) {
+  // expected-error @+1 {{'attn.attention' op operand 'alibi_slopes' must be a rank-2 f32 memref [B, H], got 'memref<?xf32>'}}
+  attn.attention %q, %k, %v, %o alibi(%slopes : memref<?xf32>) {scale = 0.125 : f32}
+    : memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @alibi_scale(%s: !attn.regs<64x64xf32, acc>, %slopes: memref<?x?xf32>, %i: index) {
+  // expected-error @+1 {{scale must be positive and finite, got 0}}
+  %t = attn.alibi %s, %slopes[%i, %i], %i, %i, %i {scale = 0.0 : f32} : memref<?x?xf32>, !attn.regs<64x64xf32, acc>
+  return
+}
+
+// -----
+
+func.func @alibi_slopes_type(%s: !attn.regs<64x64xf32, acc>, %slopes: memref<?x?xf16>, %i: index) {
+  // expected-error @+1 {{'attn.alibi' op operand 'alibi_slopes' must be a rank-2 f32 memref [B, H], got 'memref<?x?xf16>'}}
+  %t = attn.alibi %s, %slopes[%i, %i], %i, %i, %i {scale = 1.0 : f32} : memref<?x?xf16>, !attn.regs<64x64xf32, acc>
   return
 }

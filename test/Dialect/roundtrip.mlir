@@ -81,6 +81,23 @@ func.func @softcap_op(%s: !attn.regs<64x64xf32, acc>) -> !attn.regs<64x64xf32, a
   return %t : !attn.regs<64x64xf32, acc>
 }
 
+// CHECK-LABEL: func.func @attention_alibi
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} alibi(%{{.*}} : memref<?x?xf32>) {causal, scale = 1.250000e-01 : f32}
+func.func @attention_alibi(%q: memref<?x?x?x64xf16>, %k: memref<?x?x?x64xf16>,
+                           %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>,
+                           %slopes: memref<?x?xf32>) {
+  attn.attention %q, %k, %v, %o alibi(%slopes : memref<?x?xf32>) {causal, scale = 0.125 : f32}
+    : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
+  return
+}
+
+// CHECK-LABEL: func.func @alibi_op
+// CHECK: attn.alibi %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}}, %{{.*}}, %{{.*}} {scale = 8.000000e+00 : f32} : memref<?x?xf32>, !attn.regs<64x64xf32, acc>
+func.func @alibi_op(%s: !attn.regs<64x64xf32, acc>, %slopes: memref<?x?xf32>, %i: index) -> !attn.regs<64x64xf32, acc> {
+  %t = attn.alibi %s, %slopes[%i, %i], %i, %i, %i {scale = 8.0 : f32} : memref<?x?xf32>, !attn.regs<64x64xf32, acc>
+  return %t : !attn.regs<64x64xf32, acc>
+}
+
 // CHECK-LABEL: func.func @tile_ops
 // CHECK: attn.program_id 0
 // CHECK: attn.alloc_smem : !attn.smem<64x128xbf16, swizzle = 128>
@@ -165,7 +182,7 @@ func.func @narrow_swizzles(%k96: memref<?x?x?x96xbf16>, %v40: memref<?x?x?x40xf1
 // A kernel's typed problem: the parser takes any subset of the fields (the
 // others keep spec_fields.def's defaults), the printer writes them all.
 // CHECK-LABEL: func.func @problem
-// CHECK-SAME: attn.problem = #attn.problem<dtype = f16, head_dim = 64, causal = true, scale = 0.125, with_lse = true, causal_align = bottom_right, softcap = 30.0, window_left = 256, window_right = -1, varlen = false, kv_cache = false, page_size = 0, split_kv = false, head_pack = 1, backward = none, combine = false>
+// CHECK-SAME: attn.problem = #attn.problem<dtype = f16, head_dim = 64, causal = true, scale = 0.125, with_lse = true, causal_align = bottom_right, softcap = 30.0, window_left = 256, window_right = -1, varlen = false, kv_cache = false, page_size = 0, split_kv = false, head_pack = 1, backward = none, alibi = false, combine = false>
 func.func @problem() attributes {attn.problem = #attn.problem<head_dim = 64, dtype = f16, causal = true, scale = 0.125, causal_align = bottom_right, softcap = 30.0, window_left = 256>} {
   return
 }

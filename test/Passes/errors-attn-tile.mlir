@@ -15,7 +15,7 @@ module {
 module attributes {attn.target = #attn.target<sm_80>} {
   func.func @argument_order(%k: memref<?x?x?x64xf16>, %q: memref<?x?x?x64xf16>,
                             %v: memref<?x?x?x64xf16>, %o: memref<?x?x?x64xf16>) {
-    // expected-error @+1 {{'attn.attention' op the enclosing function's arguments must be q, k, v, o[, lse][, cu_seqlens_q, cu_seqlens_k] in this order}}
+    // expected-error @+1 {{'attn.attention' op the enclosing function's arguments must be q, k, v, o[, lse][, cu_seqlens_q, cu_seqlens_k][, alibi_slopes] in this order}}
     attn.attention %q, %k, %v, %o {scale = 0.125 : f32}
       : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>
     return

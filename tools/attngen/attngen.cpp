@@ -489,11 +489,11 @@ int main(int argc, char **argv) {
                  spec.combine;
   // A flag that changes nothing is refused, not dropped.
   if (inputFile.empty() && options.causalAlign.given() &&
-      !hasDiagonal(canonicalSpec(spec)))
+      !placesDiagonal(canonicalSpec(spec)))
     return fail(fmt::format(
-        "--causal-align={} places the diagonal of a causal mask or a window, "
-        "and this kernel has neither: add --causal or --window=L,R, or drop "
-        "--causal-align",
+        "--causal-align={} places the diagonal of a causal mask, a window or "
+        "ALiBi, and this kernel has none: add --causal, --window=L,R or "
+        "--alibi, or drop --causal-align",
         spec::Align::text(spec.causalAlign)));
   if (!inputFile.empty() && inputFile != "-" &&
       isSameFile(outputFile, inputFile))

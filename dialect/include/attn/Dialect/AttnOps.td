@@ -112,6 +112,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
                        // Variable-length batches: both or neither.
                        Arg<Optional<AnyMemRef>, "", [MemRead]>:$cu_seqlens_q,
                        Arg<Optional<AnyMemRef>, "", [MemRead]>:$cu_seqlens_k,
+                       // ALiBi: f32 slopes [B, H] (batch stride 0: per head).
+                       Arg<Optional<AnyMemRef>, "", [MemRead]>:$alibi_slopes,
                        UnitAttr:$causal,
                        OptionalAttr<Attn_CausalAlignAttr>:$causal_align,
                        F32Attr:$scale, OptionalAttr<F32Attr>:$softcap,
@@ -121,6 +123,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
     $q `,` $k `,` $v `,` $o (`lse` $lse^)?
     (`varlen` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:` type($cu_seqlens_q) `,`
      type($cu_seqlens_k) `)`)?
+    (`alibi` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
     attr-dict `:` type($q) `,` type($k) `,` type($v) `,` type($o)
     (`,` type($lse)^)?
   }];
@@ -137,6 +140,12 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
     /// Whether that diagonal is bottom-right aligned (shifted by Nk - Nq).
     bool isBottomRight() {
       return hasDiagonal() && getCausalAlign() == CausalAlign::bottom_right;
+    }
+    /// Whether ALiBi's distances are measured from a bottom-right diagonal
+    /// (with or without a mask).
+    bool isAlibiBottomRight() {
+      return getAlibiSlopes() &&
+             getCausalAlign() == CausalAlign::bottom_right;
     }
     /// Keys a row sees left of its diagonal; none: unbounded.
     std::optional<int64_t> getLeftBound() {
@@ -527,6 +536,40 @@ def Attn_SoftcapOp : Attn_Op<"softcap", [Pure, AllTypesMatch<["input", "result"]
   let arguments = (ins Attn_AnyRegTile:$input, F32Attr:$scale);
   let results = (outs Attn_AnyRegTile:$result);
   let assemblyFormat = "$input attr-dict `:` qualified(type($input))";
+  let hasVerifier = 1;
+}
+
+def Attn_AlibiOp : Attn_Op<"alibi", [AllTypesMatch<["input", "result"]>]> {
+  let summary = "ALiBi: a linear bias by the distance from the diagonal";
+  let description = [{
+    Adds `-(slope * scale) * |row + r + offset - (col + c)|` to score `(r, c)`
+    of a tile whose first element is query `row`, key `col`: ALiBi
+    (FlashAttention's `alibi_slopes`), with `slope = slopes[batch, head]`
+    (f32 [B, H]; a batch stride of 0 gives one slope per head) and `offset`
+    the diagonal's (`Nk - Nq` bottom-right, 0 top-left, as `attn.mask`).
+    `scale` is the inverse of the factor the online softmax later multiplies
+    the scores by (the softmax scale, or the soft cap's `c`), so that the
+    softmax sees `scale * s + slope * bias`. It comes after `attn.softcap`
+    and before `attn.mask`, on every key block (masked or not): unlike the
+    mask, `attn-causal-blocks` never drops it.
+
+    The lowering reads the slope once (an invariant load) and spends two
+    float operations per score.
+
+    ```mlir
+    %b = attn.alibi %s, %slopes[%batch, %head], %row, %col, %off
+        {scale = 11.3137 : f32} : memref<?x?xf32>, !attn.regs<128x64xf32, acc>
+    ```
+  }];
+  let arguments = (ins Attn_AnyRegTile:$input,
+                       Arg<AnyMemRef, "", [MemRead]>:$slopes, Index:$batch,
+                       Index:$head, Index:$row, Index:$col, Index:$offset,
+                       F32Attr:$scale);
+  let results = (outs Attn_AnyRegTile:$result);
+  let assemblyFormat = [{
+    $input `,` $slopes `[` $batch `,` $head `]` `,` $row `,` $col `,` $offset
+    attr-dict `:` type($slopes) `,` qualified(type($input))
+  }];
   let hasVerifier = 1;
 }
 

@@ -42,6 +42,9 @@ struct AttentionProblem {
   bool hasDiagonal() const {
     return causal || windowLeft >= 0 || windowRight >= 0;
   }
+  /// Whether causal_align places anything: the mask's diagonal, or ALiBi's
+  /// distances (measured from that diagonal even without a mask).
+  bool placesDiagonal() const { return hasDiagonal() || alibi; }
   /// This problem's fields, compared field by field.
   bool sameProblem(const AttentionProblem &other) const;
   bool operator==(const AttentionProblem &other) const {

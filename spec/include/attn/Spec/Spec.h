@@ -68,6 +68,12 @@ inline bool hasDiagonal(const AttentionSpec &spec) {
   return spec.causal || spec.windowLeft >= 0 || spec.windowRight >= 0;
 }
 
+/// Whether the spec's causal_align places anything: a mask's diagonal, or
+/// ALiBi's distances.
+inline bool placesDiagonal(const AttentionSpec &spec) {
+  return hasDiagonal(spec) || spec.alibi;
+}
+
 /// Whether a spec is one of the backward pass's kernels.
 inline bool isBackward(const AttentionSpec &spec) {
   return spec.backward != BackwardPart::none;
