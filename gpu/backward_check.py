@@ -447,6 +447,56 @@ def run_bench(results, quick):
     results.extend(rows)
 
 
+def run_step(results):
+    """One training step's attention as torch sees it: the forward with autograd
+    (the custom op, which keeps the LSE) plus .backward(), against SDPA's cuDNN
+    and flash backends doing the same; bf16, B*N = 16k, H*D = 2048, FLOPs 3.5x
+    the forward's (forward 1x, backward 2.5x)."""
+    rows = []
+    for d, n in ((64, 1024), (128, 1024), (128, 4096), (128, 8192)):
+        for causal in (False, True):
+            b, h = 16384 // n, 2048 // d
+            torch.manual_seed(n + d)
+            q, k, v = (torch.randn(b, n, h, d, device="cuda", dtype=torch.bfloat16,
+                                   requires_grad=True) for _ in range(3))
+            dout = torch.randn_like(q)
+            flops = 3.5 * harness.attention_flops(b, h, n, n, d, causal)
+            row = dict(d=d, n=n, causal=causal)
+
+            def ours():
+                attngen.attention(q, k, v, causal=causal).backward(dout)
+            ms, why = harness.try_time(ours, 3, 10)
+            row["attngen_tflops"] = harness.tflops(flops, ms) if ms else None
+            row["attngen_error"] = why
+            dot = dout.transpose(1, 2)
+            for backend in ("cudnn", "flash"):
+                try:
+                    call = harness.sdpa_call(backend, q, k, v, causal=causal)
+
+                    def theirs():
+                        call().backward(dot)
+                    pms, pwhy = harness.try_time(theirs, 3, 10)
+                except Exception as e:  # noqa: BLE001
+                    pms, pwhy = None, harness.short_error(e)
+                row[f"{backend}_tflops"] = harness.tflops(flops, pms) if pms else None
+                row[f"{backend}_error"] = pwhy
+            rows.append(row)
+            print(f"step d{d} N{n} causal={causal}: attngen {harness.fmt(row['attngen_tflops'])} "
+                  f"cudnn {harness.fmt(row['cudnn_tflops'])} flash "
+                  f"{harness.fmt(row['flash_tflops'])} TFLOPS (fwd+bwd)", flush=True)
+    results.extend(rows)
+    print()
+    harness.print_table(
+        ["d", "N", "causal", "attngen fwd+bwd TF", "cuDNN TF", "flash TF", "vs cuDNN",
+         "vs flash"],
+        [[r["d"], r["n"], r["causal"], harness.fmt(r["attngen_tflops"]),
+          harness.fmt(r["cudnn_tflops"]), harness.fmt(r["flash_tflops"]),
+          harness.fmt(r["attngen_tflops"] / r["cudnn_tflops"], ".2f")
+          if r["attngen_tflops"] and r["cudnn_tflops"] else "-",
+          harness.fmt(r["attngen_tflops"] / r["flash_tflops"], ".2f")
+          if r["attngen_tflops"] and r["flash_tflops"] else "-"] for r in rows])
+
+
 def main():
     global attngen
     parser = argparse.ArgumentParser()
@@ -454,7 +504,7 @@ def main():
     parser.add_argument("--no-bench", action="store_true")
     parser.add_argument("--json")
     parser.add_argument("--only", choices=["correct", "varlen", "determinism", "autograd",
-                                           "bench", "varlen-bench", "memory"])
+                                           "bench", "varlen-bench", "memory", "step"])
     parser.add_argument("--cases", type=int, default=0,
                         help="only the first N correctness cases (for compute-sanitizer)")
     args = parser.parse_args()
@@ -490,6 +540,11 @@ def main():
         rows = []
         run_varlen_bench(rows)
         report["varlen_bench"] = rows
+    if args.only in (None, "step") and not args.no_bench:
+        harness.warm_up_gpu()
+        rows = []
+        run_step(rows)
+        report["step"] = rows
     if args.only in (None, "bench") and not args.no_bench:
         harness.warm_up_gpu()
         rows = []
