@@ -231,6 +231,24 @@ def bench(rows):
                       "TFLOPS", flush=True)
 
 
+def run_autograd():
+    """Autograd through attention(alibi_slopes=) and attention_varlen gives the
+    functional backward's gradients, bit for bit (both are deterministic)."""
+    torch.manual_seed(5)
+    q, k, v = (torch.randn(2, n, h, 64, device="cuda", dtype=torch.bfloat16)
+               for n, h in ((300, 8), (200, 2), (200, 2)))
+    slopes = slopes_for(8, 2, True, "cuda")
+    dout = torch.randn_like(q)
+    leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+    out = attngen.attention(*leaves, causal=True, alibi_slopes=slopes)
+    out.backward(dout)
+    o, lse = attngen.attention(q, k, v, causal=True, alibi_slopes=slopes, return_lse=True)
+    want = attngen.attention_backward(dout, q, k, v, o, lse, causal=True, alibi_slopes=slopes)
+    ok = all(torch.equal(t.grad, w) for t, w in zip(leaves, want))
+    print(f"{'ok  ' if ok else 'FAIL'} autograd with ALiBi equals attention_backward", flush=True)
+    return ok
+
+
 def ratio(a, b):
     return a / b if a and b else None
 
@@ -252,6 +270,7 @@ def main():
         if args.dense_only and c["via"] == "varlen":
             continue
         failed += not (run_varlen(c, results) if c["via"] == "varlen" else run_dense(c, results))
+    failed += not run_autograd()
     if not args.no_bench:
         harness.warm_up_gpu()
         bench(bench_rows)

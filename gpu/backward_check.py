@@ -36,9 +36,12 @@ import harness
 attngen = None
 
 
-def reference_grads(q, k, v, dout, scale, causal, bottom_right, window, softcap, upcast):
+def reference_grads(q, k, v, dout, scale, causal, bottom_right, window, softcap, upcast,
+                    slopes=None):
     """(out, dq, dk, dv) of attention in float32 (`upcast`) or in the inputs'
-    dtype, through autograd: the reference and PyTorch's own error."""
+    dtype, through autograd: the reference and PyTorch's own error. `slopes`
+    (float32 (H,)) adds ALiBi's bias -slope * |i + off - j| in float32, after
+    the soft cap, as flash_attn's tests do."""
     dtype = torch.float32 if upcast else q.dtype
     q, k, v = (t.detach().to(dtype).requires_grad_() for t in (q, k, v))
     group = q.shape[2] // k.shape[2]
@@ -47,6 +50,11 @@ def reference_grads(q, k, v, dout, scale, causal, bottom_right, window, softcap,
     if softcap:
         s = softcap * torch.tanh(s / softcap)
     nq, nk = q.shape[1], k.shape[1]
+    if slopes is not None:
+        off = nk - nq if bottom_right else 0
+        i = torch.arange(nq, device=q.device).view(nq, 1)
+        j = torch.arange(nk, device=q.device).view(1, nk)
+        s = s.float() - slopes.view(1, -1, 1, 1) * (i + off - j).abs().float()
     mask = harness.visibility_mask(nq, nk, causal, bottom_right, window, q.device)
     if mask is not None:
         s = s.masked_fill(~mask, -math.inf)
@@ -71,7 +79,19 @@ def correctness_cases(quick):
             softcap = rng.choice([0.0, 0.0, 30.0])
             dtype = rng.choice(["bf16", "bf16", "f16"])
             cases.append(dict(d=d, nq=nq, nk=nk, h=h, hkv=hkv, b=2, causal=causal,
-                              bottom_right=br, window=window, softcap=softcap, dtype=dtype))
+                              bottom_right=br, window=window, softcap=softcap, dtype=dtype,
+                              alibi=False))
+    # ALiBi: its bias in the recomputed P of both kernels (the dkdv kernel's
+    # transposed tiles), without a mask in both alignments, causal, windowed.
+    for d, causal, br, window, cap in ((64, False, True, (-1, -1), 0.0),
+                                       (64, False, False, (-1, -1), 30.0),
+                                       (128, True, True, (-1, -1), 0.0),
+                                       (96, False, True, (40, 7), 0.0),
+                                       (32, True, False, (-1, -1), 30.0),
+                                       (128, False, True, (-1, -1), 0.0)):
+        cases.append(dict(d=d, nq=rng.choice([113, 300, 7]), nk=rng.choice([77, 511, 300]),
+                          h=8, hkv=2, b=2, causal=causal, bottom_right=br, window=window,
+                          softcap=cap, dtype="bf16", alibi=True))
     if quick:
         cases = cases[::2]
     return cases
@@ -89,20 +109,22 @@ def run_correctness(cases, results):
         align = "bottom-right" if c["bottom_right"] else "top-left"
         window = c["window"]
         causal = c["causal"]
+        slopes = (torch.tensor([2.0 ** (-(hh + 1)) for hh in range(c["h"])], device="cuda")
+                  if c.get("alibi") else None)
         out, lse = attngen.attention(q, k, v, causal=causal, return_lse=True,
                                      causal_align=align, softcap=c["softcap"],
-                                     window_size=window)
+                                     window_size=window, alibi_slopes=slopes)
         specs = [(q.shape, dtype), (k.shape, dtype), (v.shape, dtype)]
         addresses = harness.poison_next_allocations(specs)
         dq, dk, dv = attngen.attention_backward(dout, q, k, v, out, lse, causal=causal,
                                                 causal_align=align, softcap=c["softcap"],
-                                                window_size=window)
+                                                window_size=window, alibi_slopes=slopes)
         poisoned = harness.reused_poisoned_blocks((dq, dk, dv), addresses)
         torch.cuda.synchronize()
         ref = reference_grads(q, k, v, dout, scale, causal, c["bottom_right"], window,
-                              c["softcap"], upcast=True)
+                              c["softcap"], upcast=True, slopes=slopes)
         pt = reference_grads(q, k, v, dout, scale, causal, c["bottom_right"], window,
-                             c["softcap"], upcast=False)
+                             c["softcap"], upcast=False, slopes=slopes)
         row = dict(c)
         ok = True
         for name, got, want, theirs in zip(("dq", "dk", "dv"), (dq, dk, dv), ref[1:], pt[1:]):
@@ -117,7 +139,8 @@ def run_correctness(cases, results):
         results.append(row)
         status = "ok  " if ok else "FAIL"
         print(f"{status} d{c['d']} {c['dtype']} {c['nq']}x{c['nk']} h{c['h']}/{c['hkv']} "
-              f"causal={causal} br={c['bottom_right']} win={window} cap={c['softcap']}: "
+              f"causal={causal} br={c['bottom_right']} win={window} cap={c['softcap']}"
+              f"{' alibi' if c.get('alibi') else ''}: "
               + " ".join(f"{n}={row[n + '_err']:.2e}({row[n + '_ratio']:.2f}x)"
                          for n in ("dq", "dk", "dv")), flush=True)
 

@@ -29,6 +29,7 @@ AttentionProblem AttentionBackwardOp::problem() {
   // always reads.
   problem.withLse = true;
   problem.varlen = isVarlen();
+  problem.alibi = getAlibiSlopes() != nullptr;
   readProblemAttributes(*this, problem);
   return problem;
 }
@@ -102,8 +103,14 @@ LogicalResult AttentionBackwardOp::verify() {
       failed(verifyHeadGroups(*this, *numHeads, *numKvHeads)) ||
       failed(verifyScaleAndSoftcap(*this, getScale(), getSoftcap())))
     return failure();
-  return verifyMaskBounds(*this, getCausal(), getCausalAlignAttr(),
-                          getWindowLeftAttr(), getWindowRightAttr());
+  if (Value slopes = getAlibiSlopes())
+    if (failed(verifyAlibiSlopes(*this, slopes.getType())))
+      return failure();
+  // ALiBi measures from the diagonal: causal_align places it even without
+  // a mask.
+  return verifyMaskBounds(
+      *this, getCausal(), getAlibiSlopes() ? CausalAlignAttr() : getCausalAlignAttr(),
+      getWindowLeftAttr(), getWindowRightAttr());
 }
 
 //===----------------------------------------------------------------------===//

@@ -327,7 +327,7 @@ LogicalResult mlir::attn::verifyNoUnknownAttributes(Operation *op) {
 
 /// ALiBi's slopes: an f32 [B, H] memref whose heads are contiguous (its
 /// batch stride may be 0: one slope per head).
-static LogicalResult verifyAlibiSlopes(Operation *op, Type type) {
+LogicalResult mlir::attn::verifyAlibiSlopes(Operation *op, Type type) {
   auto memref = dyn_cast<MemRefType>(type);
   if (!memref || memref.getRank() != 2 || !memref.getElementType().isF32())
     return op->emitOpError() << "operand 'alibi_slopes' must be a rank-2 f32 "

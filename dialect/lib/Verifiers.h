@@ -35,6 +35,9 @@ LogicalResult verifyCuSeqlens(Operation *op, Value cuSeqlensQ,
 
 /// Checks that `type`'s innermost dimension is contiguous (stride 1): the
 /// kernels copy rows in 16-byte chunks and take no stride for it.
+/// ALiBi's slopes: an f32 [B, H] memref, contiguous in its last dimension.
+LogicalResult verifyAlibiSlopes(Operation *op, Type type);
+
 LogicalResult verifyUnitLastStride(Operation *op, MemRefType type,
                                    StringRef name);
 

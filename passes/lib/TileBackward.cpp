@@ -102,6 +102,25 @@ private:
     return SequenceOp::create(b, loc, op.getCuSeqlensK(), batch,
                               memref::DimOp::create(b, loc, op.getK(), 0));
   }
+  /// ALiBi's bias on a tile whose rows start at `row` and columns at `col`,
+  /// distances measured as |row + offset - col|: the forward's on dq's
+  /// tiles (rows are queries), with the offset negated on dkdv's transposed
+  /// ones (|k - (q + off)| = |k + (-off) - q|).
+  Value alibi(Location l, Value s, Value batch, Value head, Value row,
+              Value col, Value offset) {
+    return AlibiOp::create(b, l, s.getType(), s, op.getAlibiSlopes(), batch,
+                           head, row, col, offset,
+                           b.getF32FloatAttr(1.0 / logitScale));
+  }
+  /// ALiBi's diagonal offset: Nk - Nq bottom-right, 0 top-left.
+  Value alibiOffset(Value nq, Value nk) {
+    if (!op.getAlibiSlopes())
+      return Value();
+    return op.isAlibiBottomRight()
+               ? arith::SubIOp::create(b, loc, nk, nq).getResult()
+               : index(0);
+  }
+
   /// A packed batch's grid covers its longest sequence: a CTA whose block
   /// starts at or past its own sequence's end exits at once (the rest of
   /// the program goes inside this guard).
@@ -115,13 +134,17 @@ private:
   }
 
   /// P from the scores `s` (soft-capped first: `tanh` returns the capped
-  /// tile, which dS needs) and the LSE vector.
+  /// tile, which dS needs; then ALiBi's bias, which dS does not: it is
+  /// constant) and the LSE vector.
   Value probs(Location l, Value s, Value lse, Value &tanh,
-              llvm::function_ref<Value(Value)> mask) {
+              llvm::function_ref<Value(Value)> mask,
+              llvm::function_ref<Value(Value)> alibi) {
     if (capScale) {
       s = SoftcapOp::create(b, l, s.getType(), s, capScale);
       tanh = s;
     }
+    if (op.getAlibiSlopes())
+      s = alibi(s);
     s = mask(s);
     return RecomputeProbsOp::create(
         b, l, s.getType(), s, lse,
@@ -153,6 +176,7 @@ void BackwardProgramBuilder::buildDq() {
   Value kTile = AllocSmemOp::create(b, loc, smemType(bn));
   Value vTile = AllocSmemOp::create(b, loc, smemType(bn));
   exitPastEnd(row, nq);
+  Value offset = alibiOffset(nq, nk);
   Value numBlocks = arith::CeilDivUIOp::create(b, loc, nk, blockN);
   // A sequence without keys still runs one (fully masked) block: its rows
   // get dQ = 0, and the prologue's K copy is consumed.
@@ -193,8 +217,11 @@ void BackwardProgramBuilder::buildDq() {
           return MaskOp::create(
               b, l, scores.getType(), scores, row, col, nk,
               op.isBottomRight() ? nq : Value(), op.getCausalAttr(),
-              op.getCausalAlignAttr(), op.getWindowLeftAttr(),
-              op.getWindowRightAttr(), /*head_pack=*/IntegerAttr());
+              op.hasDiagonal() ? op.getCausalAlignAttr() : CausalAlignAttr(),
+              op.getWindowLeftAttr(), op.getWindowRightAttr(),
+              /*head_pack=*/IntegerAttr());
+        }, [&](Value scores) {
+          return alibi(l, scores, gridBatch, head, row, col, offset);
         });
         WaitOp::create(b, l, vTile, j);
         Value dp = MmaOp::create(b, l, acc(bm, bn), doTile, vTile, Value(),
@@ -296,6 +323,8 @@ void BackwardProgramBuilder::buildDkdv() {
   Value qTile = AllocSmemOp::create(b, loc, smemType(bn));
   Value doTile = AllocSmemOp::create(b, loc, smemType(bn));
   exitPastEnd(row, nk);
+  // ALiBi on the transposed tiles: the offset negated (Nq - Nk).
+  Value offset = alibiOffset(nk, nq);
   CopyAsyncOp::create(b, loc, op.getK(), batch, row, kvHead, kTile, c0);
   CopyAsyncOp::create(b, loc, op.getV(), batch, row, kvHead, vTile, c0);
   Value firstCol = arith::MulIOp::create(b, loc, lo, blockN);
@@ -344,6 +373,8 @@ void BackwardProgramBuilder::buildDkdv() {
               op.isBottomRight() ? nk : Value(), UnitAttr(),
               masked ? op.getCausalAlignAttr() : CausalAlignAttr(), maskLeft,
               maskRight, /*head_pack=*/IntegerAttr());
+        }, [&](Value scores) {
+          return alibi(l, scores, gridBatch, head, row, col, offset);
         });
         WaitOp::create(b, l, doTile, it);
         Value dpt = MmaOp::create(b, l, acc(bm, bn), vTile, doTile, Value(),

@@ -39,7 +39,8 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, *,
     -1 or 0. alibi_slopes, a float32 tensor (heads,) or (batch, heads) on q's
     device, adds ALiBi's bias -slope * |i + seqlen_k - seqlen_q - j| (the
     diagonal of causal_align; after a soft cap) to the scaled scores, as
-    flash_attn's alibi_slopes; it has no backward yet. A call with at most 16
+    flash_attn's alibi_slopes (differentiable: the slopes get no gradient). A
+    call with at most 16
     query rows (decoding) and no alibi_slopes runs the
     KV-cache kernels, which pack the query heads of each key/value head and
     split the keys over CTAs. Registered as the torch op torch.ops.attngen.attention, which

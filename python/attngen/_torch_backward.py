@@ -7,12 +7,14 @@ calls it. Two kernels run: dq (delta = rowsum(dO * O), then dQ) and dkdv
 the gradients are deterministic."""
 
 import ctypes
+from typing import Optional
 
 from ._capi import lib
 from ._errors import check_status, invalid_argument
 from ._torch_checks import (TensorLayout, call_options, check_devices, check_qkv,
                             check_tensors, require_torch, torch)
-from ._torch_launch import _strides_4d, current_stream, forward_args, kernel_for
+from ._torch_launch import (_strides_4d, check_alibi_slopes, current_stream, forward_args,
+                            kernel_for, set_alibi_args)
 
 _LAYOUT = TensorLayout(function="attention_backward", names=("q", "k", "v"), rank=4,
                        dims=" (batch, seqlen, heads, head_dim)", rank_hint="",
@@ -21,7 +23,7 @@ _LAYOUT = TensorLayout(function="attention_backward", names=("q", "k", "v"), ran
 
 def attention_backward(dout, q, k, v, out, lse, causal=False, scale=None, *,
                        causal_align="bottom-right", softcap=0.0, window_size=(-1, -1),
-                       deterministic=False):
+                       deterministic=False, alibi_slopes=None):
     """The gradients (dq, dk, dv) of attngen.attention(q, k, v, ...) given dout
     = dL/dout, the forward's out and its lse ((batch, heads, seqlen_q)
     float32, as attention(..., return_lse=True) returns it). The options are
@@ -29,19 +31,19 @@ def attention_backward(dout, q, k, v, out, lse, causal=False, scale=None, *,
     parallel calls merged into the global ones). dk and dv have k's and v's
     heads: grouped-query gradients are summed per key/value head. The result
     is always deterministic (`deterministic` is accepted for flash_attn's
-    sake). Head dims up to 128 for now."""
+    sake). alibi_slopes as the forward's. Head dims up to 128 for now."""
     require_torch("attention_backward")
     if not isinstance(deterministic, bool):
         raise TypeError("attngen.attention_backward: deterministic must be a bool")
     options = _check_arguments(dout, q, k, v, out, lse, causal, scale, causal_align, softcap,
-                               window_size)
+                               window_size, alibi_slopes)
     return tuple(torch.ops.attngen.attention_backward(
         dout, q, k, v, out, lse, options.causal, options.scale, options.causal_align,
-        options.softcap, options.window_left, options.window_right))
+        options.softcap, options.window_left, options.window_right, alibi_slopes))
 
 
 def _check_arguments(dout, q, k, v, out, lse, causal, scale, causal_align, softcap,
-                     window_size):
+                     window_size, alibi_slopes=None):
     check_tensors(_LAYOUT, q, k, v)
     options = call_options("attention_backward", causal, scale, causal_align, softcap,
                            window_size)
@@ -64,12 +66,16 @@ def _check_arguments(dout, q, k, v, out, lse, causal, scale, causal_align, softc
             f"{(batch, heads, seqlen_q)}; get it from attention(..., return_lse=True)")
     if k.shape[0] != batch:
         raise invalid_argument(f"q has batch {batch} but k and v have batch {k.shape[0]}")
+    check_alibi_slopes("attention_backward", alibi_slopes, q, batch, heads)
+    if alibi_slopes is not None:
+        # ALiBi measures its distances from the diagonal even without a mask.
+        options = options._replace(causal_align=causal_align)
     check_devices([("q", q), ("k", k), ("v", v), ("dout", dout), ("out", out), ("lse", lse)])
     return options
 
 
 def _backward(dout, q, k, v, out, lse, causal, scale, causal_align, softcap, window_left,
-              window_right):
+              window_right, alibi_slopes=None):
     """Runs the two kernels: the op's CUDA implementation."""
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     batch, seqlen_q = q.shape[:2]
@@ -79,10 +85,11 @@ def _backward(dout, q, k, v, out, lse, causal, scale, causal_align, softcap, win
     lse = lse.contiguous()
     delta = torch.empty_like(lse)
     fields = dict(causal=causal, causal_align=causal_align, softcap=softcap,
-                  window_size=(window_left, window_right))
+                  window_size=(window_left, window_right), alibi=alibi_slopes is not None)
     dq_kernel = kernel_for(q, scale, backward="dq", **fields)
     dkdv_kernel = kernel_for(q, scale, backward="dkdv", **fields)
     args = forward_args(q, k, v, out, lse, batch, k.shape[1])
+    set_alibi_args(args, alibi_slopes)
     args.dout, args.delta = dout.data_ptr(), delta.data_ptr()
     args.dq, args.dk, args.dv = dq.data_ptr(), dk.data_ptr(), dv.data_ptr()
     args.dout_strides[:] = _strides_4d(dout)
@@ -100,22 +107,18 @@ if torch is not None:
     def _attention_backward_op(dout: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
                                v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor,
                                causal: bool, scale: float, causal_align: str, softcap: float,
-                               window_left: int, window_right: int
+                               window_left: int, window_right: int,
+                               alibi_slopes: Optional[torch.Tensor] = None
                                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The gradients of attngen::attention (eager, traced and in CUDA graphs)."""
         return _backward(dout.contiguous() if dout.stride()[-1] != 1 else dout, q, k, v, out,
-                         lse, causal, scale, causal_align, softcap, window_left, window_right)
+                         lse, causal, scale, causal_align, softcap, window_left, window_right,
+                         alibi_slopes)
 
     @_attention_backward_op.register_fake
     def _attention_backward_fake(dout, q, k, v, out, lse, causal, scale, causal_align,
-                                 softcap, window_left, window_right):
+                                 softcap, window_left, window_right, alibi_slopes=None):
         return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-
-
-#: What a backward through ALiBi says until it exists.
-ALIBI_BACKWARD = ("attngen: the backward of ALiBi (alibi_slopes) is not supported yet; call "
-                  "attention without alibi_slopes to train, or under torch.no_grad() for "
-                  "inference")
 
 
 def register_attention_autograd(op):
@@ -124,20 +127,18 @@ def register_attention_autograd(op):
     flash_attn's): its gradient must be unused."""
     def setup_context(ctx, inputs, output):
         q, k, v, causal, scale, _, causal_align, softcap, window_left, window_right = inputs[:10]
-        ctx.alibi = len(inputs) > 10 and inputs[10] is not None
+        ctx.alibi_slopes = inputs[10] if len(inputs) > 10 else None
         out, lse = output
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.options = (causal, scale, causal_align, softcap, window_left, window_right)
 
     def backward(ctx, grad_out, grad_lse):
         q, k, v, out, lse = ctx.saved_tensors
-        if ctx.alibi:
-            raise NotImplementedError(ALIBI_BACKWARD)
         if lse.numel() == 0 and q.numel() > 0:
             raise RuntimeError("attngen.attention's autograd needs the forward's lse: call "
                                "the op with return_lse=True (attngen.attention does)")
         dq, dk, dv = torch.ops.attngen.attention_backward(
-            grad_out.contiguous(), q, k, v, out, lse, *ctx.options)
+            grad_out.contiguous(), q, k, v, out, lse, *ctx.options, ctx.alibi_slopes)
         return dq, dk, dv, None, None, None, None, None, None, None, None
 
     op.register_autograd(backward, setup_context=setup_context)

@@ -15,7 +15,6 @@ from ._capi import lib
 from ._errors import invalid_argument
 from ._torch_checks import (TensorLayout, call_options, check_devices, check_int32,
                             check_is_tensor, check_qkv, check_tensors, require_torch, torch)
-from ._torch_backward import ALIBI_BACKWARD
 from ._torch_launch import (_strides_4d, check_alibi_slopes, current_stream, forward_args,
                             kernel_for, launch, outputs_like, set_alibi_args, use_custom_op)
 from ._errors import check_status
@@ -54,7 +53,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     right after its diagonal (i + seqlen_k - seqlen_q bottom-right; -1: that
     side unbounded); with causal=True right must be -1 or 0. alibi_slopes, a
     float32 tensor (heads,) or (batch, heads), adds ALiBi's bias per sequence
-    as in attention() (no backward yet).
+    as in attention() (differentiable too).
 
     check_seqlens=True (the default) checks the values of cu_seqlens_q/k
     against the tensors and max_seqlen_q/k before the launch: that copies
@@ -219,7 +218,7 @@ if torch is not None:
 def attention_varlen_backward(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k,
                               max_seqlen_q, max_seqlen_k, causal=False, window_size=(-1, -1),
                               softcap=0.0, scale=None, *, causal_align="bottom-right",
-                              deterministic=False):
+                              deterministic=False, alibi_slopes=None):
     """The gradients (dq, dk, dv) of attention_varlen(q, k, v, cu_seqlens_q,
     ...) given dout = dL/dout (total_q, heads, head_dim), the forward's out
     and its lse ((heads, total_q) float32, as attention_varlen(...,
@@ -232,10 +231,12 @@ def attention_varlen_backward(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_
         raise TypeError("attngen.attention_varlen_backward: deterministic must be a bool")
     cu_q, cu_k, max_q, max_k = cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k
     options = _check_arguments(q, k, v, cu_q, cu_k, max_q, max_k, causal, window_size, softcap,
-                               scale, False, causal_align, True, gradients=(dout, out, lse))
+                               scale, False, causal_align, True, gradients=(dout, out, lse),
+                               alibi_slopes=alibi_slopes)
     return tuple(torch.ops.attngen.attention_varlen_backward(
         dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, options.causal, options.scale,
-        options.causal_align, options.softcap, options.window_left, options.window_right))
+        options.causal_align, options.softcap, options.window_left, options.window_right,
+        alibi_slopes))
 
 
 def _check_gradient_inputs(dout, out, lse, q):
@@ -257,7 +258,7 @@ def _check_gradient_inputs(dout, out, lse, q):
 
 
 def _backward(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, causal, scale, causal_align,
-              softcap, window_left, window_right):
+              softcap, window_left, window_right, alibi_slopes=None):
     """Runs the two backward kernels: the op's CUDA implementation."""
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     total_q, total_k, batch = q.shape[0], k.shape[0], cu_q.numel() - 1
@@ -268,10 +269,12 @@ def _backward(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, causal, scale, 
     lse = lse.contiguous()
     delta = torch.empty_like(lse)
     fields = dict(causal=causal, causal_align=causal_align, softcap=softcap,
-                  window_size=(window_left, window_right), varlen=True)
+                  window_size=(window_left, window_right), varlen=True,
+                  alibi=alibi_slopes is not None)
     dq_kernel = kernel_for(q, scale, backward="dq", **fields)
     dkdv_kernel = kernel_for(q, scale, backward="dkdv", **fields)
     args = forward_args(q, k, v, out, lse, batch, total_k)
+    set_alibi_args(args, alibi_slopes)
     args.cu_seqlens_q, args.cu_seqlens_k = cu_q.data_ptr(), cu_k.data_ptr()
     args.max_seqlen_q, args.max_seqlen_k = max_q, max_k
     args.dout, args.delta = dout.data_ptr(), delta.data_ptr()
@@ -293,22 +296,24 @@ if torch is not None:
             out: torch.Tensor, lse: torch.Tensor, cu_seqlens_q: torch.Tensor,
             cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, causal: bool,
             scale: float, causal_align: str, softcap: float, window_left: int,
-            window_right: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+            window_right: int, alibi_slopes: Optional[torch.Tensor] = None
+            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The gradients of attngen::attention_varlen (eager, traced, CUDA graphs)."""
         return _backward(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                          max_seqlen_k, causal, scale, causal_align, softcap, window_left,
-                         window_right)
+                         window_right, alibi_slopes)
 
     @_attention_varlen_backward_op.register_fake
     def _attention_varlen_backward_fake(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k,
                                         max_seqlen_q, max_seqlen_k, causal, scale,
-                                        causal_align, softcap, window_left, window_right):
+                                        causal_align, softcap, window_left, window_right,
+                                        alibi_slopes=None):
         return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
     def _setup_context(ctx, inputs, output):
         (q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, _, causal_align, softcap,
          window_left, window_right, _) = inputs[:15]
-        ctx.alibi = len(inputs) > 15 and inputs[15] is not None
+        ctx.alibi_slopes = inputs[15] if len(inputs) > 15 else None
         out, lse = output
         ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k)
         ctx.options = (max_q, max_k, causal, scale, causal_align, softcap, window_left,
@@ -316,13 +321,12 @@ if torch is not None:
 
     def _autograd_backward(ctx, grad_out, grad_lse):
         q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
-        if ctx.alibi:
-            raise NotImplementedError(ALIBI_BACKWARD)
         if lse.numel() == 0 and q.numel() > 0:
             raise RuntimeError("attngen.attention_varlen's autograd needs the forward's lse: "
                                "call the op with return_lse=True (attention_varlen does)")
         dq, dk, dv = torch.ops.attngen.attention_varlen_backward(
-            grad_out.contiguous(), q, k, v, out, lse, cu_q, cu_k, *ctx.options)
+            grad_out.contiguous(), q, k, v, out, lse, cu_q, cu_k, *ctx.options,
+            ctx.alibi_slopes)
         return (dq, dk, dv) + (None,) * 13
 
     _attention_varlen_op.register_autograd(_autograd_backward, setup_context=_setup_context)

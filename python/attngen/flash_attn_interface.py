@@ -20,8 +20,8 @@ them; inputs whose last dimension is not contiguous are copied.
 
 What attngen does not have yet raises InvalidInputError (a ValueError and a
 RuntimeError) that says so: dropout_p > 0, and alibi_slopes in
-flash_attn_with_kvcache (flash_attn_func and flash_attn_varlen_func take them;
-their backward does not exist yet and raises NotImplementedError). return_attn_probs
+flash_attn_with_kvcache (flash_attn_func and flash_attn_varlen_func take them,
+backward included). return_attn_probs
 returns (out, softmax_lse, None): flash_attn's third output is only
 meaningful with dropout. flash_attn_func, flash_attn_varlen_func and their
 packed forms are differentiable (attngen.attention's and

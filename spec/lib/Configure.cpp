@@ -93,10 +93,12 @@ TileConfig mlir::attn::backwardTileConfig(const AttentionSpec &spec) {
   // queries, so that its S^T, P^T and dP^T tiles leave room for the two
   // accumulators. Two warpgroups (240 registers each): dq 128 keys; dkdv
   // 128 queries to d64 and 64 above, but narrower where more is live per
-  // score: 64 to d64 under a mask, a soft cap or a packed batch's sequence
-  // bounds, and 32 above d64 under a soft cap, or a mask in a packed batch.
+  // score: 64 to d64 under a mask, a soft cap, ALiBi or a packed batch's
+  // sequence bounds, and 32 above d64 under a soft cap, or a mask in a
+  // packed batch.
   bool dkdv = spec.backward == BackwardPart::dkdv;
-  bool plain = !hasDiagonal(spec) && spec.softcap == 0 && !spec.varlen;
+  bool plain =
+      !hasDiagonal(spec) && spec.softcap == 0 && !spec.varlen && !spec.alibi;
   bool tight = spec.softcap > 0 || (spec.varlen && hasDiagonal(spec));
   int64_t step = !twoWarpgroups ? (dkdv && spec.headDim > 64 ? 32 : 64)
                  : !dkdv        ? 128

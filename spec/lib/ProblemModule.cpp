@@ -28,11 +28,16 @@ static OwningOpRef<ModuleOp> buildBackwardSpecModule(MLIRContext &ctx,
   args.append({rowsType, rowsType, tensorType, tensorType, tensorType});
   if (spec.varlen)
     args.append(2, MemRefType::get({dyn}, IntegerType::get(&ctx, 32)));
+  if (spec.alibi)
+    args.push_back(MemRefType::get({dyn, dyn}, Float32Type::get(&ctx)));
   return buildProblemModule(
       ctx, spec, name, args, [&](OpBuilder &b, Location loc, Block &body) {
-        SmallVector<Value> operands(body.getArguments());
-        if (!spec.varlen)
+        SmallVector<Value> operands(body.getArguments().take_front(10));
+        if (spec.varlen)
+          operands.append({body.getArgument(10), body.getArgument(11)});
+        else
           operands.append({Value(), Value()}); // no cu_seqlens
+        operands.push_back(spec.alibi ? body.getArguments().back() : Value());
         createProblemOp<AttentionBackwardOp>(b, loc, operands, spec);
       });
 }

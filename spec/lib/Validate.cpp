@@ -137,10 +137,6 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
     return specError("ALiBi (--alibi) is not supported by the KV-cache and "
                      "split-KV kernels yet: drop alibi_slopes, or run the "
                      "dense or varlen kernel over the cache's keys");
-  if (spec.alibi && isBackward(spec))
-    return specError("the backward of ALiBi (--alibi) is not supported yet: "
-                     "drop alibi_slopes to train, or use it for inference "
-                     "only");
   if (isBackward(spec)) {
     if (decoding)
       return specError("--backward is for dense attention: a KV-cache or "

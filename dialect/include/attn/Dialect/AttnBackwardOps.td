@@ -63,6 +63,8 @@ def Attn_AttentionBackwardOp : Attn_Op<"attention_backward",
                        Arg<AnyMemRef, "", [MemWrite]>:$dv,
                        Arg<Optional<AnyMemRef>, "", [MemRead]>:$cu_seqlens_q,
                        Arg<Optional<AnyMemRef>, "", [MemRead]>:$cu_seqlens_k,
+                       // ALiBi: f32 slopes [B, H], as attn.attention's.
+                       Arg<Optional<AnyMemRef>, "", [MemRead]>:$alibi_slopes,
                        Attn_BackwardAttr:$backward,
                        UnitAttr:$causal,
                        OptionalAttr<Attn_CausalAlignAttr>:$causal_align,
@@ -74,6 +76,7 @@ def Attn_AttentionBackwardOp : Attn_Op<"attention_backward",
     $dv
     (`varlen` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:` type($cu_seqlens_q) `,`
      type($cu_seqlens_k) `)`)?
+    (`alibi` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
     attr-dict `:` type($q) `,` type($k) `,` type($v) `,` type($o) `,`
     type($dout) `,` type($lse) `,` type($delta) `,` type($dq) `,` type($dk)
     `,` type($dv)
@@ -91,6 +94,11 @@ def Attn_AttentionBackwardOp : Attn_Op<"attention_backward",
     /// Whether that diagonal is bottom-right aligned (shifted by Nk - Nq).
     bool isBottomRight() {
       return hasDiagonal() && getCausalAlign() == CausalAlign::bottom_right;
+    }
+    /// Whether ALiBi's distances are measured from a bottom-right diagonal.
+    bool isAlibiBottomRight() {
+      return getAlibiSlopes() &&
+             getCausalAlign() == CausalAlign::bottom_right;
     }
     /// Whether the batch is packed (variable-length sequences).
     bool isVarlen() { return getCuSeqlensQ() != nullptr; }
