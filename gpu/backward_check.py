@@ -229,8 +229,15 @@ def varlen_cases(quick):
             h, hkv = rng.choice([(4, 4), (8, 1), (8, 2)])
             cases.append(dict(d=d, lengths_q=lengths_q, lengths_k=lengths_k, h=h, hkv=hkv,
                               causal=causal, bottom_right=br, window=window, softcap=cap,
-                              dtype=rng.choice(["bf16", "bf16", "f16"])))
-    return cases[::2] if quick else cases
+                              dtype=rng.choice(["bf16", "bf16", "f16"]), alibi=False))
+    cases = cases[::2] if quick else cases
+    # ALiBi per (sequence, head): a wrong batch stride or sequence index shows.
+    for d, causal, br, window in ((64, False, True, (-1, -1)), (128, True, True, (-1, -1)),
+                                  (96, False, False, (17, 9))):
+        cases.append(dict(d=d, lengths_q=[129, 0, 300, 7], lengths_k=[200, 63, 511, 0],
+                          h=8, hkv=2, causal=causal, bottom_right=br, window=window,
+                          softcap=0.0, dtype="bf16", alibi=True))
+    return cases
 
 
 def run_varlen(cases, results):
@@ -248,8 +255,12 @@ def run_varlen(cases, results):
         cu_q, cu_k = (torch.tensor(harness.cu_seqlens(c[n]), dtype=torch.int32, device="cuda")
                       for n in ("lengths_q", "lengths_k"))
         align = "bottom-right" if c["bottom_right"] else "top-left"
+        batch = len(c["lengths_q"])
+        slopes = (torch.stack([torch.tensor([2.0 ** (-(hh + 1)) * (1 + 0.5 * b)
+                                             for hh in range(c["h"])]) for b in range(batch)])
+                  .cuda() if c.get("alibi") else None)
         opts = dict(causal=c["causal"], window_size=c["window"], softcap=c["softcap"],
-                    causal_align=align)
+                    causal_align=align, alibi_slopes=slopes)
         qq, kk, vv = (t.clone().requires_grad_() for t in (q, k, v))
         out = attngen.attention_varlen(qq, kk, vv, cu_q, cu_k, max(c["lengths_q"]),
                                        max(c["lengths_k"]), **opts)
@@ -262,14 +273,15 @@ def run_varlen(cases, results):
         want = [torch.zeros(t.shape, device="cuda") for t in (q, k, v)]
         theirs = [torch.zeros(t.shape, device="cuda") for t in (q, k, v)]
         oq = ok_ = 0
-        for nq, nk in zip(c["lengths_q"], c["lengths_k"]):
+        for b, (nq, nk) in enumerate(zip(c["lengths_q"], c["lengths_k"])):
             if nq and nk:
                 sl = [(slice(oq, oq + nq),) * 2, (slice(ok_, ok_ + nk),) * 2]
                 args = (q[oq:oq + nq][None], k[ok_:ok_ + nk][None], v[ok_:ok_ + nk][None],
                         dout[oq:oq + nq][None], scale, c["causal"], c["bottom_right"],
                         c["window"], c["softcap"])
                 for target, upcast in ((want, True), (theirs, False)):
-                    _, dq, dk, dv = reference_grads(*args, upcast=upcast)
+                    _, dq, dk, dv = reference_grads(
+                        *args, upcast=upcast, slopes=None if slopes is None else slopes[b])
                     target[0][sl[0][0]] = dq[0].float()
                     target[1][sl[1][0]] = dk[0].float()
                     target[2][sl[1][0]] = dv[0].float()
@@ -290,7 +302,8 @@ def run_varlen(cases, results):
         failed += not ok
         print(f"{'ok  ' if ok else 'FAIL'} varlen d{c['d']} {c['dtype']} q{c['lengths_q']} "
               f"k{c['lengths_k']} h{c['h']}/{c['hkv']} causal={c['causal']} "
-              f"br={c['bottom_right']} win={c['window']} cap={c['softcap']}: "
+              f"br={c['bottom_right']} win={c['window']} cap={c['softcap']}"
+              f"{' alibi' if c.get('alibi') else ''}: "
               + " ".join(f"{n}={row[n + '_err']:.2e}({row[n + '_ratio']:.2f}x)"
                          for n in ("dq", "dk", "dv")), flush=True)
     # Determinism on a packed batch with GQA, causal, empty sequences.
