@@ -1010,10 +1010,11 @@ void mlir::attn::populateFragmentLowerings(LoweringTable &table) {
       [](Operation *op, const KernelFacts &facts) {
         return facts.expect(op, cast<StoreOp>(op).getDst(),
                             {Tensor::O, Tensor::OPartial, Tensor::Dq,
-                             Tensor::Dk, Tensor::Dv},
+                             Tensor::Dk, Tensor::Dv, Tensor::DqAccum},
                             "must write the kernel's \"o\" argument (a "
                             "split kernel's \"o_partial\", a backward "
-                            "kernel's \"dq\", \"dk\" or \"dv\")");
+                            "kernel's \"dq\", \"dk\", \"dv\" or "
+                            "\"dq_accum\")");
       });
   table.add<StoreRowsOp>(lowerStoreRows)
       .checkedBy([](Operation *op, const KernelFacts &facts) {
@@ -1026,9 +1027,11 @@ void mlir::attn::populateFragmentLowerings(LoweringTable &table) {
   table.add<LoadOp>(lowerLoad).checkedBy(
       [](Operation *op, const KernelFacts &facts) {
         return facts.expect(op, cast<LoadOp>(op).getSrc(),
-                            {Tensor::OPartial, Tensor::O, Tensor::Dout},
+                            {Tensor::OPartial, Tensor::O, Tensor::Dout,
+                             Tensor::DqAccum},
                             "must read the kernel's \"o_partial\" argument "
-                            "(or a backward kernel's \"o\" or \"dout\")");
+                            "(or a backward kernel's \"o\", \"dout\" or "
+                            "\"dq_accum\")");
       });
   table.add<LoadRowsOp>(lowerLoadRows)
       .checkedBy([](Operation *op, const KernelFacts &facts) {

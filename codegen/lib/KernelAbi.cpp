@@ -47,6 +47,7 @@ std::optional<SizeKind> mlir::attn::tensorDimSize(Tensor tensor, unsigned dim,
   case Tensor::O:
   case Tensor::Dout:
   case Tensor::Dq:
+  case Tensor::DqAccum:
     return dim == 0   ? std::optional(SizeKind::batch)
            : dim == 1 ? std::optional(SizeKind::nq)
            : dim == 2 ? std::optional(SizeKind::num_heads)
@@ -263,6 +264,13 @@ FailureOr<KernelAbi> mlir::attn::deriveKernelAbi(func::FuncOp kernel,
         tile = load.getPipe().getType().getBuffer();
         pages = load.getPages();
         headPack = load.headPack();
+      } else if (auto accumulate = dyn_cast<AccumulateDqOp>(op)) {
+        // Each consumer warpgroup reduces its rows of the stage into dQ's
+        // accumulator, one box per panel.
+        src = accumulate.getDst();
+        tile = accumulate.getStage().getType();
+        headPack =
+            op->getParentOfType<WarpSpecializeOp>().getConsumerWarpgroups();
       } else if (auto store = dyn_cast<TmaStoreOp>(op)) {
         // A TMA store writes each consumer warpgroup's rows: one box of
         // them per panel, as if the tile packed that many heads.

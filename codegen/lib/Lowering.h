@@ -249,7 +249,7 @@ public:
   static bool isQueryTensor(Tensor tensor) {
     return tensor == Tensor::Q || tensor == Tensor::O ||
            tensor == Tensor::OPartial || tensor == Tensor::Dout ||
-           tensor == Tensor::Dq;
+           tensor == Tensor::Dq || tensor == Tensor::DqAccum;
   }
   /// Sequence length of a kernel tensor: Nq for Q and O, Nk for K and V.
   Value tensorRows(Tensor tensor) const {

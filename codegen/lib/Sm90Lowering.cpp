@@ -597,6 +597,214 @@ LogicalResult lowerMma(Lowering &l, MmaOp op) {
   return success();
 }
 
+/// `value + offset` (i64) that LLVM cannot hoist out of the loop: the dQ
+/// GEMM's descriptors are loop-invariant, and a dozen of them held across
+/// the loop beside dK and dV would spill.
+Value addInLoop(Lowering &l, Value value, int64_t offset) {
+  if (offset == 0)
+    return value;
+  return LLVM::InlineAsmOp::create(
+             l.b, l.loc, l.b.getI64Type(), ValueRange{value, l.i64(offset)},
+             "add.s64 $0, $1, $2;", "=l,l,l", /*has_side_effects=*/true,
+             /*is_align_stack=*/false, LLVM::TailCallKind::None,
+             LLVM::AsmDialectAttr(), ArrayAttr())
+      .getResult(0);
+}
+
+/// Whether this thread issues its consumer warpgroup's TMA stores and
+/// reductions (and waits for them): lane 0 of the warpgroup's first warp.
+Value issuesWarpgroupCopies(Lowering &l) {
+  OpBuilder &b = l.b;
+  Value firstWarp = arith::CmpIOp::create(
+      b, l.loc, arith::CmpIPredicate::eq,
+      arith::AndIOp::create(b, l.loc, l.warp, l.i32(kWarpgroupWarps - 1)),
+      l.i32(0));
+  Value firstLane = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::eq,
+                                          l.lane, l.i32(0));
+  return arith::AndIOp::create(b, l.loc, firstWarp, firstLane);
+}
+
+/// attn.accumulate_dq. The W consumer warpgroups split dQ^T = K^T dS^T
+/// (D x Bq) into W blocks of 64 head-dim rows by `width` queries: block
+/// (chunk, part) of warpgroup w = (w / G, w % G), G = W / (D / 64). Each
+/// is one wgmma chain over all Bk keys, A = K^T (the K tile read MN-major,
+/// panel `chunk`), B = dS^T (MN-major, the panels of queries `part *
+/// width`). The warpgroup writes its block, transposed back to [queries x
+/// 64] rows, into its rows of the f32 stage tile (128-byte swizzle: two
+/// panels of 32 columns), and its first thread adds each panel into dQ's
+/// accumulator with one TMA reduction, then waits until the TMA has read
+/// the stage.
+///
+/// Barriers: all consumers, after every warpgroup wrote its dS^T rows (the
+/// writers fenced them for the async proxy) and after every wgmma read
+/// them (the next iteration writes dS^T again); the warpgroup's own, after
+/// its threads wrote the stage. The next stage writes follow the waiting
+/// thread through the first barrier of the next call.
+LogicalResult lowerAccumulateDq(Lowering &l, AccumulateDqOp op) {
+  OpBuilder &b = l.b;
+  MLIRContext *ctx = b.getContext();
+  const SmemBuffer &kBuffer = l.buffers[op.getK()];
+  const SmemBuffer &dsBuffer = l.buffers[op.getDs()];
+  const SmemBuffer &stageBuffer = l.buffers[op.getStage()];
+  SwizzleGeometry gK(kBuffer.type), gS(dsBuffer.type), gT(stageBuffer.type);
+  int64_t keys = dsBuffer.type.getRows();
+  int64_t queries = dsBuffer.type.getCols();
+  int64_t headDim = cast<MemRefType>(op.getDst().getType()).getShape().back();
+  int64_t warpgroups = l.numWarps() / kWarpgroupWarps;
+  int64_t chunks = headDim / kWgmmaRows;
+  if (chunks > warpgroups || warpgroups % chunks != 0)
+    return op.emitOpError() << "splits dQ^T into one 64-row block per "
+                               "consumer warpgroup: a head dim of "
+                            << headDim << " needs " << chunks
+                            << " warpgroups' worth, this kernel has "
+                            << warpgroups;
+  int64_t groups = warpgroups / chunks;
+  int64_t width = queries / groups;
+  if (queries % groups != 0 || width % gS.panelCols != 0 || width % 8 != 0 ||
+      stageBuffer.type.getRows() != warpgroups * width)
+    return op.emitOpError()
+           << "gives each of " << warpgroups << " warpgroups " << width
+           << " queries: 'ds' needs panels of at most " << width
+           << " columns and 'stage' " << warpgroups * width << " rows; got "
+           << dsBuffer.type << " and " << stageBuffer.type;
+  int64_t numAcc = width / 2;
+  int64_t consumers = warpgroups * kWarpgroupThreads;
+
+  Value wg = l.warpgroupIndex();
+  Value chunk = arith::DivUIOp::create(b, l.loc, wg, l.i32(groups));
+  Value part = arith::RemUIOp::create(b, l.loc, wg, l.i32(groups));
+  auto barrier = [&](Value id, int64_t threads) {
+    NVVM::BarrierOp::create(b, l.loc, TypeRange{}, id, l.i32(threads), {},
+                            Value());
+  };
+  barrier(l.i32(kAllConsumersDsBarrier), consumers);
+
+  Value aBase = arith::AddIOp::create(
+      b, l.loc, l.bufferOffset(kBuffer, 0),
+      arith::MulIOp::create(b, l.loc, chunk, l.i32(gK.panelBytes)));
+  Value bBase = arith::AddIOp::create(
+      b, l.loc, l.bufferOffset(dsBuffer, 0),
+      arith::MulIOp::create(b, l.loc, part,
+                            l.i32(width / gS.panelCols * gS.panelBytes)));
+  Value descA0 = makeDescriptor(l, aBase, gK, gK.panelBytes,
+                                kAtomRows * gK.rowBytes);
+  Value descB0 = makeDescriptor(l, bBase, gS, gS.panelBytes,
+                                kAtomRows * gS.rowBytes);
+  SmallVector<Type> f32s(numAcc, b.getF32Type());
+  auto structType = LLVM::LLVMStructType::getLiteral(ctx, f32s);
+  NVVM::WGMMATypes type = l.elementType.isBF16() ? NVVM::WGMMATypes::bf16
+                                                 : NVVM::WGMMATypes::f16;
+  NVVM::WgmmaFenceAlignedOp::create(b, l.loc);
+  Value acc = LLVM::PoisonOp::create(b, l.loc, structType);
+  for (int64_t i = 0; i < numAcc; ++i)
+    acc = LLVM::InsertValueOp::create(b, l.loc, acc, l.f32(0.0f), i);
+  for (int64_t ks = 0; ks < keys / kKStep; ++ks) {
+    // Both operands MN-major: a k16 step is 16 rows further.
+    Value descA = addInLoop(l, descA0, (ks * kKStep * gK.rowBytes) >> 4);
+    Value descB = addInLoop(l, descB0, (ks * kKStep * gS.rowBytes) >> 4);
+    acc = NVVM::WgmmaMmaAsyncOp::create(
+        b, l.loc, structType, acc, descA, descB,
+        NVVM::MMAShapeAttr::get(ctx, kWgmmaRows, width, 16),
+        NVVM::WGMMATypesAttr::get(ctx, type),
+        NVVM::WGMMATypesAttr::get(ctx, type),
+        NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),
+        NVVM::WGMMAScaleOutAttr::get(ctx, ks == 0 ? NVVM::WGMMAScaleOut::zero
+                                                  : NVVM::WGMMAScaleOut::one),
+        NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+        NVVM::WGMMAScaleInAttr::get(ctx, NVVM::WGMMAScaleIn::one),
+        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col),
+        NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row),
+        NVVM::MMAIntOverflowAttr());
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, l.loc);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, l.loc, 0);
+  barrier(l.i32(kAllConsumersDsBarrier), consumers);
+
+  // The stage: element (query c, head-dim r) of the block at row
+  // w * width + c, column r, in panels of 32 columns whose 16-byte chunks
+  // are XORed with the row % 8. The fragment's r = 16 (warp % 4) + lane / 4
+  // + 8h and c = 8n + 2 (lane % 4) + e: its panel, its row % 8 and its
+  // chunk's bits other than bit 1 (8h) do not depend on n, so four bases
+  // per thread (e, h) and an immediate 1024 n address every value.
+  Value warpInGroup = arith::AndIOp::create(b, l.loc, l.warp, l.i32(3));
+  Value quad = arith::AndIOp::create(b, l.loc, l.lane, l.i32(3));
+  Value laneRow = arith::ShRUIOp::create(b, l.loc, l.lane, l.i32(2));
+  Value r0 = arith::AddIOp::create(
+      b, l.loc, arith::MulIOp::create(b, l.loc, warpInGroup, l.i32(16)),
+      laneRow);
+  Value panel = arith::ShRUIOp::create(b, l.loc, r0, l.i32(5));
+  Value rowMod = arith::ShLIOp::create(b, l.loc, quad, l.i32(1));
+  Value chunk0 = arith::AndIOp::create(
+      b, l.loc, arith::ShRUIOp::create(b, l.loc, r0, l.i32(2)), l.i32(7));
+  Value threadBase = arith::AddIOp::create(
+      b, l.loc,
+      arith::AddIOp::create(
+          b, l.loc,
+          arith::MulIOp::create(b, l.loc, panel, l.i32(gT.panelBytes)),
+          arith::MulIOp::create(
+              b, l.loc,
+              arith::AddIOp::create(
+                  b, l.loc, arith::MulIOp::create(b, l.loc, wg, l.i32(width)),
+                  rowMod),
+              l.i32(gT.rowBytes))),
+      arith::ShLIOp::create(
+          b, l.loc, arith::AndIOp::create(b, l.loc, r0, l.i32(3)), l.i32(2)));
+  threadBase =
+      arith::AddIOp::create(b, l.loc, threadBase, l.bufferOffset(stageBuffer, 0));
+  for (int64_t e = 0; e < 2; ++e)
+    for (int64_t h = 0; h < 2; ++h) {
+      Value swizzled = arith::XOrIOp::create(
+          b, l.loc, chunk0,
+          arith::XOrIOp::create(b, l.loc, rowMod, l.i32(e | (2 * h))));
+      Value base = arith::AddIOp::create(
+          b, l.loc, threadBase,
+          arith::AddIOp::create(
+              b, l.loc, arith::ShLIOp::create(b, l.loc, swizzled, l.i32(4)),
+              l.i32(e * gT.rowBytes)));
+      for (int64_t n = 0; n < width / 8; ++n) {
+        Value value =
+            LLVM::ExtractValueOp::create(b, l.loc, acc, 4 * n + e + 2 * h);
+        Value addr = arith::AddIOp::create(b, l.loc, base,
+                                           l.i32(n * 8 * gT.rowBytes));
+        LLVM::StoreOp::create(b, l.loc, value, l.smemPtr(addr),
+                              /*alignment=*/4);
+      }
+    }
+  NVVM::FenceProxyOp::create(
+      b, l.loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
+      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  barrier(arith::AddIOp::create(b, l.loc, wg, l.i32(kFirstDsBarrier)),
+          kWarpgroupThreads);
+
+  // One TMA reduction per panel of the warpgroup's rows; rows past N are
+  // clipped by the TMA.
+  Value descriptor = l.params.tma[static_cast<int>(Tensor::DqAccum)];
+  TileRows rows = l.tileRows(Tensor::DqAccum, op.getBatch(), op.getCol());
+  Value head = l.toI32(l.scalar(op.getHead()));
+  Value firstRow = arith::AddIOp::create(
+      b, l.loc, rows.row, arith::MulIOp::create(b, l.loc, part, l.i32(width)));
+  Value rowsOffset = arith::MulIOp::create(
+      b, l.loc, arith::MulIOp::create(b, l.loc, wg, l.i32(width)),
+      l.i32(gT.rowBytes));
+  l.emitIf(issuesWarpgroupCopies(l), [&] {
+    for (int64_t p = 0; p < stageBuffer.type.getNumPanels(); ++p) {
+      Value src = l.smemPtr(arith::AddIOp::create(
+          b, l.loc, l.bufferOffset(stageBuffer, p * gT.panelBytes),
+          rowsOffset));
+      Value col = arith::AddIOp::create(
+          b, l.loc, arith::MulIOp::create(b, l.loc, chunk, l.i32(kWgmmaRows)),
+          l.i32(p * gT.panelCols));
+      NVVM::CpAsyncBulkTensorReduceOp::create(
+          b, l.loc, descriptor, src, NVVM::TMAReduxKind::ADD,
+          NVVM::TMAStoreMode::TILE, ValueRange{col, firstRow, head, rows.batch},
+          Value());
+    }
+    NVVM::CpAsyncBulkCommitGroupOp::create(b, l.loc);
+    NVVM::CpAsyncBulkWaitGroupOp::create(b, l.loc, 0, UnitAttr::get(ctx));
+  });
+  return success();
+}
+
 } // namespace
 
 
@@ -607,14 +815,7 @@ LogicalResult lowerMma(Lowering &l, MmaOp op) {
 /// Whether this thread issues its consumer warpgroup's TMA stores (and waits
 /// for them): lane 0 of the warpgroup's first warp.
 static Value issuesWarpgroupStores(Lowering &l) {
-  OpBuilder &b = l.b;
-  Value firstWarp = arith::CmpIOp::create(
-      b, l.loc, arith::CmpIPredicate::eq,
-      arith::AndIOp::create(b, l.loc, l.warp, l.i32(kWarpgroupWarps - 1)),
-      l.i32(0));
-  Value firstLane = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::eq,
-                                          l.lane, l.i32(0));
-  return arith::AndIOp::create(b, l.loc, firstWarp, firstLane);
+  return issuesWarpgroupCopies(l);
 }
 
 static LogicalResult lowerTmaStore(Lowering &l, TmaStoreOp op) {
@@ -674,6 +875,13 @@ void mlir::attn::populateSm90Lowerings(LoweringTable &table) {
       });
   table.add<WaitOp>(lowerWait);
   table.add<MmaOp>(lowerMma);
+  table.add<AccumulateDqOp>(lowerAccumulateDq)
+      .checkedBy([](Operation *op, const KernelFacts &facts) {
+        return facts.expect(op, cast<AccumulateDqOp>(op).getDst(),
+                            {Tensor::DqAccum},
+                            "must add into the kernel's \"dq_accum\" "
+                            "argument");
+      });
   table.add<MmaWaitOp>(lowerMmaWait);
   table.add<PipeAcquireOp>(lowerPipeAcquire);
   table.add<PipeLoadOp>(lowerPipeLoad).checkedBy(

@@ -57,9 +57,27 @@ LogicalResult AttentionBackwardOp::verify() {
   if (failed(verifyNoUnknownAttributes(*this)))
     return failure();
   if (getBackward() == BackwardPart::none)
-    return emitOpError("needs backward = #attn.backward<dq> or "
-                       "#attn.backward<dkdv>: the kernel it stands for");
+    return emitOpError("needs backward = #attn.backward<dq>, <dkdv>, <pre>, "
+                       "<fused> or <post>: the kernel it stands for");
   bool packed = getCuSeqlensQ() || getCuSeqlensK();
+  if (accumulatesDq() != (getDqAccum() != nullptr))
+    return emitOpError()
+           << "backward = #attn.backward<"
+           << stringifyBackwardPart(getBackward()) << "> "
+           << (accumulatesDq() ? "needs" : "takes no")
+           << " dq_accum operand (the one-kernel backward's f32 dQ "
+              "accumulator: pre, fused and post take it)";
+  if (Value accum = getDqAccum()) {
+    auto type = dyn_cast<MemRefType>(accum.getType());
+    int64_t rank = packed ? 3 : 4;
+    if (!type || type.getRank() != rank || !type.getElementType().isF32() ||
+        !type.getLayout().isIdentity() ||
+        type.getShape().back() != getHeadDim())
+      return emitOpError() << "operand 'dq_accum' must be a contiguous f32 "
+                           << (packed ? "[total_q, H, D]" : "[B, Nq, H, D]")
+                           << " memref with q's head dim " << getHeadDim()
+                           << ", got " << accum.getType();
+  }
   if (packed &&
       failed(verifyCuSeqlens(*this, getCuSeqlensQ(), getCuSeqlensK())))
     return failure();
@@ -83,6 +101,11 @@ LogicalResult AttentionBackwardOp::verify() {
     bool query = name == "q" || name == "o" || name == "dout" || name == "dq";
     (query ? queries : keys).push_back({value, name, 1 - shift});
     (query ? heads : kvHeads).push_back({value, name, 2 - shift});
+  }
+  if (Value accum = getDqAccum()) {
+    batch.push_back({accum, "dq_accum", 0});
+    queries.push_back({accum, "dq_accum", 1 - shift});
+    heads.push_back({accum, "dq_accum", 2 - shift});
   }
   for (auto [value, name] :
        {std::pair(getLse(), "lse"), std::pair(getDelta(), "delta")}) {
@@ -165,6 +188,52 @@ LogicalResult SoftmaxGradOp::verify() {
                            << tanh.getType();
   return verifyBroadcastVector(*this, getProbs().getType(),
                                getDelta().getType(), "delta");
+}
+
+LogicalResult AccumulateDqOp::verify() {
+  if (getTarget(*this) != TargetKind::sm_90a)
+    return emitOpError("multiplies with wgmma, which needs "
+                       "#attn.target<sm_90a>");
+  SmemTileType k = getK().getType(), ds = getDs().getType();
+  for (auto [tile, name] : {std::pair(k, "k"), std::pair(ds, "ds")})
+    if (tile.getElementType().getIntOrFloatBitWidth() != 16 ||
+        tile.getSwizzle() == 0)
+      return emitOpError() << "'" << name
+                           << "' must be a swizzled tile of f16 or bf16, got "
+                           << tile;
+  if (k.getElementType() != ds.getElementType())
+    return emitOpError() << "'k' and 'ds' must hold one element type, got "
+                         << k << " and " << ds;
+  if (k.getRows() != ds.getRows() || k.getRows() % 64 != 0)
+    return emitOpError() << "'k' and 'ds' must have the same rows (the "
+                            "block's keys), 64 per consumer warpgroup; got "
+                         << k.getRows() << " and " << ds.getRows();
+  int64_t queries = ds.getCols();
+  if (queries % 16 != 0 || queries > 256)
+    return emitOpError() << "'ds' must have 16 to 256 columns (queries, a "
+                            "multiple of 16: the wgmma's N), got "
+                         << queries;
+  SmemTileType stage = getStage().getType();
+  if (!stage.getElementType().isF32() || stage.getSwizzle() != 128 ||
+      stage.getCols() != 64)
+    return emitOpError() << "'stage' must be an f32 tile of 64 columns with "
+                            "a 128-byte swizzle (the TMA's boxes of 32), got "
+                         << stage;
+  // The TMA clips boxes at the tensor's rows only: a packed batch's next
+  // sequence would get this one's sums.
+  auto dst = dyn_cast<MemRefType>(getDst().getType());
+  if (isa<SeqType>(getBatch().getType()) || !dst || dst.getRank() != 4 ||
+      !dst.getElementType().isF32())
+    return emitOpError() << "'dst' must be a dense [B, N, H, D] f32 memref "
+                            "addressed by a batch index, got "
+                         << getDst().getType();
+  int64_t headDim = dst.getShape().back();
+  if (ShapedType::isDynamic(headDim) || headDim % 64 != 0 ||
+      headDim > k.getCols())
+    return emitOpError() << "'dst' must have a static head dim that is a "
+                            "multiple of 64 and fits 'k' ("
+                         << k.getCols() << " columns), got " << dst;
+  return success();
 }
 
 LogicalResult RowDotOp::verify() {

@@ -76,9 +76,10 @@ SmemTileType::verify(function_ref<InFlightDiagnostic()> emitError,
   if (shape.size() != 2)
     return emitError() << "shared-memory tile must be 2-D, got rank "
                        << shape.size();
-  if (!elementType.isF16() && !elementType.isBF16())
-    return emitError() << "shared-memory tile element type must be f16 or "
-                          "bf16, got "
+  // f32: the staging tile of a reduction into global memory.
+  if (!elementType.isF16() && !elementType.isBF16() && !elementType.isF32())
+    return emitError() << "shared-memory tile element type must be f16, bf16 "
+                          "or f32, got "
                        << elementType;
   if (!llvm::is_contained(kSupportedSwizzles, swizzle))
     return emitError() << "unsupported swizzle " << swizzle

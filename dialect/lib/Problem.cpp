@@ -116,6 +116,10 @@ mlir::attn::kernelTensorRoles(const AttentionProblem &problem) {
     roles.append({"cu_seqlens_q", "cu_seqlens_k"});
   if (problem.alibi)
     roles.push_back("alibi_slopes");
+  if (problem.backward == BackwardPart::pre ||
+      problem.backward == BackwardPart::fused ||
+      problem.backward == BackwardPart::post)
+    roles.push_back("dq_accum");
   return roles;
 }
 

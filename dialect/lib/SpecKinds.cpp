@@ -94,19 +94,22 @@ std::optional<CausalAlign> Align::parse(llvm::StringRef text) {
 }
 
 BackwardPart Backward::fromDefault(int v) {
-  return v == ATTNRT_BACKWARD_DQ     ? BackwardPart::dq
-         : v == ATTNRT_BACKWARD_DKDV ? BackwardPart::dkdv
-                                     : BackwardPart::none;
+  std::optional<BackwardPart> part =
+      v < 0 ? std::nullopt : symbolizeBackwardPart(static_cast<uint32_t>(v));
+  return part ? *part : BackwardPart::none;
 }
 
 llvm::Expected<BackwardPart> Backward::fromC(int v, llvm::StringRef) {
-  if (v != ATTNRT_BACKWARD_NONE && v != ATTNRT_BACKWARD_DQ &&
-      v != ATTNRT_BACKWARD_DKDV)
+  if (v < 0 || !symbolizeBackwardPart(static_cast<uint32_t>(v)))
     return fieldError(fmt::format(
         "backward {} is not supported; supported: ATTNRT_BACKWARD_NONE ({}, "
-        "a forward kernel), ATTNRT_BACKWARD_DQ ({}), ATTNRT_BACKWARD_DKDV ({})",
+        "a forward kernel), the deterministic pair ATTNRT_BACKWARD_DQ ({}) "
+        "and ATTNRT_BACKWARD_DKDV ({}), or the one-kernel backward's "
+        "ATTNRT_BACKWARD_PRE ({}), ATTNRT_BACKWARD_FUSED ({}) and "
+        "ATTNRT_BACKWARD_POST ({})",
         v, int(ATTNRT_BACKWARD_NONE), int(ATTNRT_BACKWARD_DQ),
-        int(ATTNRT_BACKWARD_DKDV)));
+        int(ATTNRT_BACKWARD_DKDV), int(ATTNRT_BACKWARD_PRE),
+        int(ATTNRT_BACKWARD_FUSED), int(ATTNRT_BACKWARD_POST)));
   return fromDefault(v);
 }
 

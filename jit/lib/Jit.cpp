@@ -512,6 +512,23 @@ attngen_status attngen_kernel_backward(const attngen_kernel *dq,
   return ATTNGEN_OK;
 }
 
+attngen_status attngen_kernel_backward_fused(const attngen_kernel *pre,
+                                             const attngen_kernel *fused,
+                                             const attngen_kernel *post,
+                                             const attnrt_forward_args *args,
+                                             void *stream) {
+  if (!pre || !fused || !post)
+    return fail(ATTNGEN_ERROR_INVALID_ARGUMENT,
+                "a backward kernel is NULL: get the pre, fused and post kernels "
+                "from attngen_jit_get_kernel (spec.backward = "
+                "ATTNRT_BACKWARD_PRE, ATTNRT_BACKWARD_FUSED, "
+                "ATTNRT_BACKWARD_POST)");
+  if (attnrt_status s = attnrt_backward_fused(pre->module, fused->module,
+                                              post->module, args, stream))
+    return failFromRuntime(s);
+  return ATTNGEN_OK;
+}
+
 attngen_status attngen_kernel_plan(const attngen_kernel *k,
                                    const attnrt_forward_args *args,
                                    int64_t *num_splits,

@@ -16,7 +16,14 @@
 //                 dK += dS^T Q_i; dV += P^T dO_i
 //
 // Both sum their gradients in registers in a fixed order: the backward is
-// deterministic. The key-owning kernel computes the transposed tiles, so
+// deterministic. The one-kernel backward (FlashAttention-2/3's, faster, not
+// deterministic) computes S and dP once:
+//
+//   pre   (grid as dq)    delta = rowsum(dO * O); dq_accum rows = 0
+//   fused (grid as dkdv)  dkdv's loop, and dS^T -> shared memory;
+//                         dq_accum[i] += dS_i K      (attn.accumulate_dq)
+//   post  (grid as dq)    dQ = dq_accum
+// The key-owning kernel computes the transposed tiles, so
 // each GEMM is one the forward already has (smem x smem^T, registers x
 // smem), and its LSE and delta are per-column vectors (attn.load_cols).
 //
@@ -43,7 +50,9 @@ public:
         op(op) {}
 
   void buildDq();
-  void buildDkdv();
+  void buildDkdv(bool fused);
+  void buildPre();
+  void buildPost();
 
 private:
   /// The softmax scale and, with a soft cap, tanh's scale: the scores are
@@ -251,7 +260,45 @@ void BackwardProgramBuilder::buildDq() {
   op.erase();
 }
 
-void BackwardProgramBuilder::buildDkdv() {
+/// The one-kernel backward's first kernel: delta, and its query block's
+/// rows of the dQ accumulator zeroed (the fused kernel adds into them).
+void BackwardProgramBuilder::buildPre() {
+  const int64_t bm = config.blockM, d = op.getHeadDim();
+  Value qBlock = ProgramIdOp::create(b, loc, b.getIndexType(), 0);
+  Value head = ProgramIdOp::create(b, loc, b.getIndexType(), 1);
+  Value gridBatch = ProgramIdOp::create(b, loc, b.getIndexType(), 2);
+  Extents e = extents(gridBatch);
+  Value row = arith::MulIOp::create(b, loc, qBlock, index(bm));
+  exitPastEnd(row, e.nq);
+  Value o = LoadOp::create(b, loc, acc(bm, d), op.getO(), e.qBatch, row, head,
+                           IntegerAttr());
+  Value dout = LoadOp::create(b, loc, acc(bm, d), op.getDout(), e.qBatch, row,
+                              head, IntegerAttr());
+  Value delta =
+      RowDotOp::create(b, loc, vector(bm, FragmentKind::row), dout, o);
+  StoreRowsOp::create(b, loc, delta, op.getDelta(), e.qBatch, head, row);
+  StoreOp::create(b, loc, splat(acc(bm, d), 0.0f), op.getDqAccum(), e.qBatch,
+                  row, head);
+  op.erase();
+}
+
+/// The one-kernel backward's last kernel: dQ, converted from the f32
+/// accumulator (dS carries the softmax scale already).
+void BackwardProgramBuilder::buildPost() {
+  const int64_t bm = config.blockM, d = op.getHeadDim();
+  Value qBlock = ProgramIdOp::create(b, loc, b.getIndexType(), 0);
+  Value head = ProgramIdOp::create(b, loc, b.getIndexType(), 1);
+  Value gridBatch = ProgramIdOp::create(b, loc, b.getIndexType(), 2);
+  Extents e = extents(gridBatch);
+  Value row = arith::MulIOp::create(b, loc, qBlock, index(bm));
+  exitPastEnd(row, e.nq);
+  Value dq = LoadOp::create(b, loc, acc(bm, d), op.getDqAccum(), e.qBatch, row,
+                            head, IntegerAttr());
+  StoreOp::create(b, loc, dq, op.getDq(), e.qBatch, row, head);
+  op.erase();
+}
+
+void BackwardProgramBuilder::buildDkdv(bool fused) {
   scales();
   const int64_t bm = config.blockM, bn = config.blockN;
   const int64_t outCols = outputAccumulatorCols(target, op.getHeadDim());
@@ -322,6 +369,25 @@ void BackwardProgramBuilder::buildDkdv() {
   Value vTile = AllocSmemOp::create(b, loc, smemType(bm));
   Value qTile = AllocSmemOp::create(b, loc, smemType(bn));
   Value doTile = AllocSmemOp::create(b, loc, smemType(bn));
+  // The fused kernel's dS^T [keys x queries], the B of its dQ GEMM, and
+  // the f32 tile its warpgroups stage their dQ blocks in: each multiplies
+  // 64 head-dim rows by `width` queries over all the keys (d128: one
+  // half of the head dim each; d64: half of the queries), so the dS^T
+  // panels are `width` columns wide.
+  Value dsTile, stageTile;
+  if (fused) {
+    int64_t warpgroups = config.numWarps / kWarpgroupWarps;
+    int64_t chunks = op.getHeadDim() / kWarpgroupRows;
+    int64_t width = bn / std::max<int64_t>(warpgroups / chunks, 1);
+    dsTile = AllocSmemOp::create(
+        b, loc,
+        SmemTileType::get(b.getContext(), {bm, bn}, op.getElementType(),
+                          smemTileSwizzle(width)));
+    stageTile = AllocSmemOp::create(
+        b, loc,
+        SmemTileType::get(b.getContext(), {warpgroups * width, 64},
+                          b.getF32Type(), 128));
+  }
   exitPastEnd(row, nk);
   // ALiBi on the transposed tiles: the offset negated (Nq - Nk).
   Value offset = alibiOffset(nk, nq);
@@ -381,6 +447,10 @@ void BackwardProgramBuilder::buildDkdv() {
                                   /*transpose_b=*/true);
         Value dst = SoftmaxGradOp::create(b, l, pt.getType(), pt, dpt, delta,
                                           tanh, b.getF32FloatAttr(scale));
+        // The fused kernel keeps dS^T for its dQ GEMM, at the end of the
+        // iteration, when only dK and dV are live.
+        if (fused)
+          StoreSmemOp::create(b, l, dst, dsTile);
         Value dsOperand = ConvertOp::create(b, l, operand(bm, bn), dst);
         Value dk = MmaOp::create(b, l, acc(bm, outCols), dsOperand, qTile,
                                  iter[0], /*transpose_b=*/false);
@@ -402,6 +472,11 @@ void BackwardProgramBuilder::buildDkdv() {
         Value pOperand = ConvertOp::create(b, l, operand(bm, bn), pt);
         Value dv = MmaOp::create(b, l, acc(bm, outCols), pOperand, doTile,
                                  iter[1], /*transpose_b=*/false);
+        // dQ_i += dS_i K, added into the accumulator: S and dP are not
+        // computed again (the one-kernel backward's dQ drain).
+        if (fused)
+          AccumulateDqOp::create(b, l, kTile, dsTile, stageTile,
+                                 op.getDqAccum(), qBatch, col, head);
         scf::YieldOp::create(b, l, ValueRange{dk, dv});
       });
   Value outBatch = op.isVarlen() ? keySequence(gridBatch).getSeq() : batch;
@@ -422,7 +497,9 @@ ArrayAttr backwardTensorRoles(AttentionBackwardOp op) {
 /// per (key block, key/value head, batch).
 GridAttr backwardGrid(MLIRContext *ctx, const TileConfig &config,
                       BackwardPart part, bool packed) {
-  bool dq = part == BackwardPart::dq;
+  // pre and post own query blocks as dq does; fused owns key blocks.
+  bool dq = part == BackwardPart::dq || part == BackwardPart::pre ||
+            part == BackwardPart::post;
   // A packed batch's grid covers its longest sequence.
   SizeKind rows = dq ? (packed ? SizeKind::max_seqlen_q : SizeKind::nq)
                      : (packed ? SizeKind::max_seqlen_k : SizeKind::nk);
@@ -451,9 +528,18 @@ LogicalResult mlir::attn::tileBackward(AttentionBackwardOp op,
                                             op.isVarlen()));
   func->setAttr(kProblemAttrName, ProblemAttr::get(ctx, op.problem()));
   BackwardProgramBuilder builder(op, config, target);
-  if (op.getBackward() == BackwardPart::dq)
+  switch (op.getBackward()) {
+  case BackwardPart::dq:
     builder.buildDq();
-  else
-    builder.buildDkdv();
+    break;
+  case BackwardPart::pre:
+    builder.buildPre();
+    break;
+  case BackwardPart::post:
+    builder.buildPost();
+    break;
+  default:
+    builder.buildDkdv(op.getBackward() == BackwardPart::fused);
+  }
   return success();
 }

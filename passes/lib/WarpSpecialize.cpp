@@ -51,7 +51,7 @@ bool isConsumerOp(Operation *op) {
     return false;
   return touchesRegisterTiles(op) ||
          isa<PipeWaitOp, PipeReleaseOp, MmaOp, MmaWaitOp, StoreOp,
-             StoreRowsOp, WaitOp, CopyAsyncOp>(op);
+             StoreRowsOp, WaitOp, CopyAsyncOp, AccumulateDqOp>(op);
 }
 
 /// Rebuilds `loop` without the iteration arguments whose type is a register

@@ -18,7 +18,7 @@ DTYPE_BF16 = 2
 CAUSAL_ALIGN = {"top-left": 0, "bottom-right": 1}
 
 # Values of attnrt_backward_part: which kernel of the backward pass.
-BACKWARD = {"none": 0, "dq": 1, "dkdv": 2}
+BACKWARD = {"none": 0, "dq": 1, "dkdv": 2, "pre": 3, "fused": 4, "post": 5}
 
 # Most splits a split-KV call may use (attnrt.h's ATTNRT_MAX_SPLITS).
 MAX_SPLITS = 256
@@ -92,6 +92,7 @@ def _bind(lib):
         "attngen_kernel_info": (c.c_int, [P, c.POINTER(KernelInfo)]),
         "attngen_kernel_forward": (c.c_int, [P, c.POINTER(ForwardArgs), P]),
         "attngen_kernel_backward": (c.c_int, [P, P, c.POINTER(ForwardArgs), P]),
+        "attngen_kernel_backward_fused": (c.c_int, [P, P, P, c.POINTER(ForwardArgs), P]),
         "attnrt_check_cu_seqlens": (c.c_int, [c.POINTER(ForwardArgs),
                                               c.POINTER(c.c_int32), c.POINTER(c.c_int32)]),
         "attnrt_last_error": (c.c_char_p, []),

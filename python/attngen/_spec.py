@@ -221,7 +221,9 @@ class KernelSpec(NamedTuple):
         spec.head_pack = c_int("head_pack", self.head_pack)
         if self.backward not in _capi.BACKWARD:
             raise invalid_spec(f"backward {self.backward!r} is not a kernel of the backward "
-                               "pass; use 'dq' or 'dkdv' (or 'none' for a forward kernel)")
+                               "pass; use 'dq' or 'dkdv' (the deterministic pair), 'pre', "
+                               "'fused' or 'post' (the one-kernel backward), or 'none' for a "
+                               "forward kernel")
         spec.backward = _capi.BACKWARD[self.backward]
         return spec
 

@@ -20,7 +20,7 @@ _LAYOUT = TensorLayout(function="attention", names=("q", "k", "v"), rank=4,
 
 def attention(q, k, v, causal=False, scale=None, return_lse=False, *,
               causal_align="bottom-right", softcap=0.0, window_size=(-1, -1),
-              alibi_slopes=None):
+              alibi_slopes=None, deterministic=False):
     """softmax(scale * q @ k^T [causal mask]) @ v for (batch, seqlen, heads,
     head_dim) tensors; returns out, or (out, lse) with lse (batch, heads,
     seqlen_q) float32 (natural-log log-sum-exp of the scaled scores).
@@ -47,6 +47,8 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, *,
     torch.compile and torch.export trace; eager calls launch directly (the
     op's first call costs seconds of PyTorch set-up)."""
     require_torch("attention")
+    if not isinstance(deterministic, bool):
+        raise TypeError("attngen.attention: deterministic must be a bool")
     options = _check_arguments(q, k, v, causal, scale, return_lse, causal_align, softcap,
                                window_size, alibi_slopes)
     if use_custom_op(q, k, v):
@@ -55,7 +57,8 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, *,
         out, lse = torch.ops.attngen.attention(q, k, v, options.causal, options.scale,
                                                return_lse or records, options.causal_align,
                                                options.softcap, options.window_left,
-                                               options.window_right, alibi_slopes)
+                                               options.window_right, alibi_slopes,
+                                               deterministic)
     else:
         out, lse = _forward(q, k, v, options.causal, options.scale, return_lse,
                             options.causal_align, options.softcap, options.window_left,
@@ -122,15 +125,17 @@ if torch is not None:
     def _attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
                       scale: float, return_lse: bool, causal_align: str, softcap: float,
                       window_left: int, window_right: int,
-                      alibi_slopes: Optional[torch.Tensor] = None
+                      alibi_slopes: Optional[torch.Tensor] = None,
+                      deterministic: bool = False
                       ) -> tuple[torch.Tensor, torch.Tensor]:
-        """What traced calls (torch.compile, export, autograd) run on CUDA tensors."""
+        """What traced calls (torch.compile, export, autograd) run on CUDA tensors
+        (`deterministic` is for the backward)."""
         return _forward(q, k, v, causal, scale, return_lse, causal_align, softcap,
                         window_left, window_right, alibi_slopes)
 
     @_attention_op.register_fake
     def _attention_fake(q, k, v, causal, scale, return_lse, causal_align, softcap,
-                        window_left, window_right, alibi_slopes=None):
+                        window_left, window_right, alibi_slopes=None, deterministic=False):
         """The outputs' shapes, for tracing with fake or meta tensors."""
         return outputs_like(q, return_lse)
 

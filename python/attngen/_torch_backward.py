@@ -2,17 +2,25 @@
 attngen.attention_backward (functional: the caller passes out and lse, so a
 ring-attention caller can pass the merged global ones), the torch custom op
 attngen::attention_backward, and the autograd of attngen::attention that
-calls it. Two kernels run: dq (delta = rowsum(dO * O), then dQ) and dkdv
-(dK and dV per key/value head); both sum in registers in a fixed order, so
-the gradients are deterministic."""
+calls it. With ATTNGEN_FUSED_BACKWARD=1 on sm_90a (head dims 64 and 128;
+experimental, not yet checked on the GPU in its current form) the one-kernel
+backward runs, as FlashAttention-2/3's: pre (delta = rowsum(dO * O), an f32
+dQ accumulator zeroed), fused (dK and dV per key/value head, and dQ added
+into the accumulator with atomics, so S and dP are computed once) and post
+(dQ from the accumulator); its dQ's sums vary in order from run to run.
+deterministic=True (or torch.use_deterministic_algorithms(True)), and
+every other case, runs the deterministic pair: dq (delta, then dQ) and
+dkdv, each summing in registers in a fixed order."""
 
 import ctypes
+import os
 from typing import Optional
 
 from ._capi import lib
 from ._errors import check_status, invalid_argument
 from ._torch_checks import (TensorLayout, call_options, check_devices, check_qkv,
                             check_tensors, require_torch, torch)
+from ._jit import device_arch
 from ._torch_launch import (_strides_4d, check_alibi_slopes, current_stream, forward_args,
                             kernel_for, set_alibi_args)
 
@@ -29,9 +37,13 @@ def attention_backward(dout, q, k, v, out, lse, causal=False, scale=None, *,
     float32, as attention(..., return_lse=True) returns it). The options are
     the forward's. out and lse may come from elsewhere (a ring of context-
     parallel calls merged into the global ones). dk and dv have k's and v's
-    heads: grouped-query gradients are summed per key/value head. The result
-    is always deterministic (`deterministic` is accepted for flash_attn's
-    sake). alibi_slopes as the forward's. Head dims up to 128 for now."""
+    heads: grouped-query gradients are summed per key/value head.
+    With ATTNGEN_FUSED_BACKWARD=1, deterministic=False (flash_attn's default)
+    runs the one-kernel backward where it applies (sm_90a, head dims 64 and
+    128; experimental), whose dq sums in an order that varies; deterministic=True (or
+    torch.use_deterministic_algorithms(True)) gives bitwise-equal results
+    from run to run. alibi_slopes as the forward's. Head dims up to 128 for
+    now."""
     require_torch("attention_backward")
     if not isinstance(deterministic, bool):
         raise TypeError("attngen.attention_backward: deterministic must be a bool")
@@ -39,7 +51,8 @@ def attention_backward(dout, q, k, v, out, lse, causal=False, scale=None, *,
                                window_size, alibi_slopes)
     return tuple(torch.ops.attngen.attention_backward(
         dout, q, k, v, out, lse, options.causal, options.scale, options.causal_align,
-        options.softcap, options.window_left, options.window_right, alibi_slopes))
+        options.softcap, options.window_left, options.window_right, alibi_slopes,
+        deterministic))
 
 
 def _check_arguments(dout, q, k, v, out, lse, causal, scale, causal_align, softcap,
@@ -74,9 +87,31 @@ def _check_arguments(dout, q, k, v, out, lse, causal, scale, causal_align, softc
     return options
 
 
+_FUSED_ARCH = {}
+
+
+def _runs_fused(q, deterministic):
+    """Whether the one-kernel backward runs: opted into with
+    ATTNGEN_FUSED_BACKWARD=1 while its TMA-reduction drain awaits its GPU
+    check (docs/PERF.md), not asked to be deterministic (by the call or by
+    torch), head dim 64 or 128, and sm_90a kernels on q's device
+    (ATTNGEN_ARCH=sm_80 runs the sm_80 ones)."""
+    if os.environ.get("ATTNGEN_FUSED_BACKWARD") != "1":
+        return False
+    if deterministic or torch.are_deterministic_algorithms_enabled():
+        return False
+    if q.shape[-1] not in (64, 128):
+        return False
+    index = q.device.index
+    if index not in _FUSED_ARCH:
+        with torch.cuda.device(q.device):
+            _FUSED_ARCH[index] = device_arch() == "sm_90a"
+    return _FUSED_ARCH[index]
+
+
 def _backward(dout, q, k, v, out, lse, causal, scale, causal_align, softcap, window_left,
-              window_right, alibi_slopes=None):
-    """Runs the two kernels: the op's CUDA implementation."""
+              window_right, alibi_slopes=None, deterministic=False):
+    """Runs the kernels: the op's CUDA implementation."""
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     batch, seqlen_q = q.shape[:2]
     if batch == 0 or seqlen_q == 0 or k.shape[1] == 0:
@@ -86,8 +121,12 @@ def _backward(dout, q, k, v, out, lse, causal, scale, causal_align, softcap, win
     delta = torch.empty_like(lse)
     fields = dict(causal=causal, causal_align=causal_align, softcap=softcap,
                   window_size=(window_left, window_right), alibi=alibi_slopes is not None)
-    dq_kernel = kernel_for(q, scale, backward="dq", **fields)
-    dkdv_kernel = kernel_for(q, scale, backward="dkdv", **fields)
+    fused = _runs_fused(q, deterministic)
+    if fused:
+        kernels = [kernel_for(q, scale, backward=part, **fields)
+                   for part in ("pre", "fused", "post")]
+    else:
+        kernels = [kernel_for(q, scale, backward=part, **fields) for part in ("dq", "dkdv")]
     args = forward_args(q, k, v, out, lse, batch, k.shape[1])
     set_alibi_args(args, alibi_slopes)
     args.dout, args.delta = dout.data_ptr(), delta.data_ptr()
@@ -96,8 +135,14 @@ def _backward(dout, q, k, v, out, lse, causal, scale, causal_align, softcap, win
     args.dq_strides[:] = _strides_4d(dq)
     args.dk_strides[:] = _strides_4d(dk)
     args.dv_strides[:] = _strides_4d(dv)
-    check_status(lib.attngen_kernel_backward(dq_kernel, dkdv_kernel, ctypes.byref(args),
-                                             current_stream(q.device)))
+    stream = current_stream(q.device)
+    if fused:
+        # The f32 dQ accumulator, shaped as dq: the pre kernel zeroes it.
+        dq_accum = torch.empty(q.shape, dtype=torch.float32, device=q.device)
+        args.dq_accum = dq_accum.data_ptr()
+        check_status(lib.attngen_kernel_backward_fused(*kernels, ctypes.byref(args), stream))
+    else:
+        check_status(lib.attngen_kernel_backward(*kernels, ctypes.byref(args), stream))
     return dq, dk, dv
 
 
@@ -108,16 +153,18 @@ if torch is not None:
                                v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor,
                                causal: bool, scale: float, causal_align: str, softcap: float,
                                window_left: int, window_right: int,
-                               alibi_slopes: Optional[torch.Tensor] = None
+                               alibi_slopes: Optional[torch.Tensor] = None,
+                               deterministic: bool = False
                                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The gradients of attngen::attention (eager, traced and in CUDA graphs)."""
         return _backward(dout.contiguous() if dout.stride()[-1] != 1 else dout, q, k, v, out,
                          lse, causal, scale, causal_align, softcap, window_left, window_right,
-                         alibi_slopes)
+                         alibi_slopes, deterministic)
 
     @_attention_backward_op.register_fake
     def _attention_backward_fake(dout, q, k, v, out, lse, causal, scale, causal_align,
-                                 softcap, window_left, window_right, alibi_slopes=None):
+                                 softcap, window_left, window_right, alibi_slopes=None,
+                                 deterministic=False):
         return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
 
@@ -128,6 +175,7 @@ def register_attention_autograd(op):
     def setup_context(ctx, inputs, output):
         q, k, v, causal, scale, _, causal_align, softcap, window_left, window_right = inputs[:10]
         ctx.alibi_slopes = inputs[10] if len(inputs) > 10 else None
+        ctx.deterministic = bool(inputs[11]) if len(inputs) > 11 else False
         out, lse = output
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.options = (causal, scale, causal_align, softcap, window_left, window_right)
@@ -138,7 +186,8 @@ def register_attention_autograd(op):
             raise RuntimeError("attngen.attention's autograd needs the forward's lse: call "
                                "the op with return_lse=True (attngen.attention does)")
         dq, dk, dv = torch.ops.attngen.attention_backward(
-            grad_out.contiguous(), q, k, v, out, lse, *ctx.options, ctx.alibi_slopes)
-        return dq, dk, dv, None, None, None, None, None, None, None, None
+            grad_out.contiguous(), q, k, v, out, lse, *ctx.options, ctx.alibi_slopes,
+            ctx.deterministic)
+        return dq, dk, dv, None, None, None, None, None, None, None, None, None
 
     op.register_autograd(backward, setup_context=setup_context)

@@ -64,7 +64,8 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     window = _window(window_size, causal, k.shape[1])
     result = attention(q, k, v, causal=bool(causal), scale=_scale(softmax_scale, head_dim),
                        return_lse=bool(return_attn_probs), causal_align="bottom-right",
-                       softcap=softcap, window_size=window, alibi_slopes=alibi_slopes)
+                       softcap=softcap, window_size=window, alibi_slopes=alibi_slopes,
+                       deterministic=bool(deterministic))
     return _outputs(result, bool(return_attn_probs), head_dim, probs=True)
 
 
@@ -268,7 +269,9 @@ def _refuse_missing_features(function, dropout_p, alibi_slopes, deterministic):
         raise invalid_argument(f"{function}: alibi_slopes: attngen's KV-cache kernels have no "
                                "ALiBi bias yet (flash_attn_func and flash_attn_varlen_func "
                                "do); pass alibi_slopes=None")
-    # `deterministic` is the backward's (the forward always is): nothing to do.
+    # `deterministic` is the backward's (the forward always is): the dense
+    # functions pass it to attention's autograd; the varlen backward is always
+    # deterministic.
 
 
 def _scale(softmax_scale, head_dim):

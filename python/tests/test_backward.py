@@ -43,13 +43,35 @@ class BackwardKernelTest(unittest.TestCase):
                 tensors = {p.get("tensor") for p in kernel.metadata["params"]}
                 self.assertTrue({"cu_seqlens_q", "cu_seqlens_k", "delta", "dk"} <= tensors)
 
+    def test_one_kernel_backward_compiles(self):
+        # pre and post own query blocks, fused key blocks; all three take the
+        # f32 dQ accumulator, which fused adds into with TMA reductions.
+        for part, size in (("pre", "nq"), ("fused", "nk"), ("post", "nq")):
+            kernel = attngen.compile(arch="sm_90a", head_dim=128, causal=True, backward=part)
+            self.assertEqual(kernel.kernel_name, f"attn_bwd_{part}_sm90a_bf16_d128_causal")
+            self.assertEqual(kernel.metadata["backward"], part)
+            self.assertEqual(kernel.metadata["grid"]["tiles"][0]["size"], size)
+            tensors = {p.get("tensor") for p in kernel.metadata["params"]}
+            self.assertIn("dq_accum", tensors)
+        fused = attngen.compile(arch="sm_90a", head_dim=64, backward="fused")
+        self.assertIn("cp.reduce.async.bulk.tensor.4d.global.shared::cta.add", fused.ptx)
+        self.assertNotIn("dq_accum", {p.get("tensor") for p in
+                                      attngen.compile(head_dim=64, backward="dkdv")
+                                      .metadata["params"]})
+        # The fused kernel needs sm_90a, a dense batch, head dims 64 or 128.
+        for fields, needle in ((dict(arch="sm_80", head_dim=64), "needs sm_90a"),
+                               (dict(head_dim=64, varlen=True), "variable-length"),
+                               (dict(head_dim=96), "head dims 64 and 128")):
+            with self.assertRaisesRegex(attngen.InvalidInputError, needle):
+                attngen.compile(backward="fused", **fields)
+
     def test_forward_kernels_say_none(self):
         self.assertEqual(attngen.compile(head_dim=64).metadata["backward"], "none")
 
     def test_refusals(self):
         with self.assertRaisesRegex(attngen.InvalidInputError, "up to 128"):
             attngen.compile(head_dim=256, backward="dq")
-        with self.assertRaisesRegex(attngen.InvalidInputError, "'dq' or 'dkdv'"):
+        with self.assertRaisesRegex(attngen.InvalidInputError, "use 'dq' or 'dkdv'"):
             _spec.KernelSpec(backward="dx").struct("compile")
 
 

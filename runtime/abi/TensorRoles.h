@@ -39,10 +39,12 @@ enum class TensorRole {
   Dv = 15,
   // ALiBi's slopes: f32 [B, H] (a batch stride of 0 for one per head).
   AlibiSlopes = 16,
+  // The one-kernel backward's dQ accumulator: f32, shaped as dq, contiguous.
+  DqAccum = 17,
 };
 
 /// Number of tensor roles.
-inline constexpr int kNumTensorRoles = 17;
+inline constexpr int kNumTensorRoles = 18;
 
 /// The roles' names, in TensorRole order: what `attn.tensors` and the
 /// metadata's "tensor" keys spell.
@@ -51,7 +53,7 @@ inline constexpr const char *kTensorRoleNames[kNumTensorRoles] = {
     "lse",          "cu_seqlens_q", "cu_seqlens_k", "cache_seqlens",
     "block_table",  "o_partial",   "lse_partial", "dout",
     "delta",        "dq",          "dk",           "dv",
-    "alibi_slopes"};
+    "alibi_slopes", "dq_accum"};
 
 } // namespace attnrt::abi
 

@@ -101,7 +101,7 @@ attnrt_status checkDevicePointer(const attnrt_module &m, const char *name, const
 attnrt_status encodeTensorMap(const attnrt_module &m, const char *name, CUtensorMap &map,
                               const void *pointer, int64_t rows, int64_t heads, int64_t batch,
                               const int64_t strides[4], int boxCols, int boxRows,
-                              CUtensorMapDataType dataType) {
+                              CUtensorMapDataType dataType, int elementBytes) {
   const attnrt_kernel_info &info = m.info;
   const unsigned rank = info.varlen ? kPackedTmaRank : kTmaRank;
   const int64_t dims[kTmaRank] = {info.head_dim, rows, heads, info.varlen ? 1 : batch};
@@ -113,10 +113,10 @@ attnrt_status encodeTensorMap(const attnrt_module &m, const char *name, CUtensor
   // driver always accepts, instead of whatever the caller's view had.
   const int64_t callerStrides[3] = {strides[1], strides[2], strides[0]};
   cuuint64_t globalStrides[kTmaRank - 1];
-  int64_t packed = info.head_dim * kElementBytes;
+  int64_t packed = info.head_dim * elementBytes;
   for (unsigned i = 0; i < kTmaRank - 1; ++i) {
     int64_t extent = dims[i + 1];
-    int64_t bytes = callerStrides[i] * kElementBytes;
+    int64_t bytes = callerStrides[i] * elementBytes;
     globalStrides[i] = static_cast<cuuint64_t>(extent > 1 ? bytes : packed);
     packed *= extent;
   }
@@ -125,9 +125,9 @@ attnrt_status encodeTensorMap(const attnrt_module &m, const char *name, CUtensor
   const cuuint32_t elementStrides[kTmaRank] = {1, 1, 1, 1};
   // parseMetadata admits only box rows of one swizzle span.
   CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
-  if (tmaSwizzleSpanOf(boxCols) == 64)
+  if (tmaSwizzleSpanOf(boxCols, elementBytes) == 64)
     swizzle = CU_TENSOR_MAP_SWIZZLE_64B;
-  else if (tmaSwizzleSpanOf(boxCols) == 32)
+  else if (tmaSwizzleSpanOf(boxCols, elementBytes) == 32)
     swizzle = CU_TENSOR_MAP_SWIZZLE_32B;
   CUresult r = m.api->tensorMapEncodeTiled(
       &map, dataType, rank, const_cast<void *>(pointer), globalDim, globalStrides, boxDim,
@@ -222,7 +222,8 @@ attnrt_status forward(attnrt_module *m, const attnrt_forward_args *given, void *
                     {"delta", a->delta},
                     {"dq", a->dq},
                     {"dk", a->dk},
-                    {"dv", a->dv}};
+                    {"dv", a->dv},
+                    {"dq_accum", a->dq_accum}};
     for (const auto &p : pointers)
       if (p.pointer)
         if (attnrt_status s = checkDevicePointer(*m, p.name, p.pointer))
@@ -245,6 +246,10 @@ attnrt_status forward(attnrt_module *m, const attnrt_forward_args *given, void *
                                       a->head_dim, 1};
   const int64_t blockTableStrides[4] = {a->block_table_stride, 0, 0, 0};
   const int64_t alibiStrides[4] = {a->alibi_slopes_stride, 0, 0, 0};
+  // The dQ accumulator is contiguous, shaped as dq: [B, Nq, H, D] (packed:
+  // [total_q, H, D], whose row stride is the same).
+  const int64_t dqAccumStrides[4] = {a->nq * a->num_heads * a->head_dim,
+                                     a->num_heads * a->head_dim, a->head_dim, 1};
 
   // Parameter values, one slot per parameter; `params` points at each.
   const std::vector<KernelParam> &list = m->abi.params;
@@ -258,13 +263,15 @@ attnrt_status forward(attnrt_module *m, const attnrt_forward_args *given, void *
                                            a->cu_seqlens_k, a->cache_seqlens, a->block_table,
                                            oPartial,       lsePartial,     a->dout,
                                            a->delta,       a->dq,          a->dk,
-                                           a->dv,          a->alibi_slopes};
+                                           a->dv,          a->alibi_slopes,
+                                           a->dq_accum};
   const int64_t *strides[kNumTensorRoles] = {a->q_strides, a->k_strides, a->v_strides,
                                              a->o_strides, nullptr,      nullptr,
                                              nullptr,      nullptr,      blockTableStrides,
                                              oPartialStrides, nullptr,   a->dout_strides,
                                              nullptr,      a->dq_strides, a->dk_strides,
-                                             a->dv_strides, alibiStrides};
+                                             a->dv_strides, alibiStrides,
+                                             dqAccumStrides};
   // A paged cache's K and V are [num_blocks, page_size, Hkv, D].
   bool paged = m->info.page_size > 0;
   for (size_t i = 0; i < list.size(); ++i) {
@@ -276,11 +283,17 @@ attnrt_status forward(attnrt_module *m, const attnrt_forward_args *given, void *
                    p.tensor == TensorRole::Dout;
       const char *names[kNumTensorRoles] = {"Q", "K", "V", "O"};
       names[static_cast<int>(TensorRole::Dout)] = "dO";
+      names[static_cast<int>(TensorRole::DqAccum)] = "dQ's accumulator";
+      // The dQ accumulator: f32, shaped as q (the one-kernel backward
+      // reduces into it with the TMA).
+      bool accum = p.tensor == TensorRole::DqAccum;
+      query = query || accum;
       int64_t rows = query ? a->nq : paged ? a->page_size : a->nk;
       int64_t batch = query || !paged ? a->batch : a->num_blocks;
-      if (attnrt_status s = encodeTensorMap(*m, names[t], maps[i], pointers[t], rows,
-                                            query ? a->num_heads : a->num_kv_heads, batch,
-                                            strides[t], p.boxCols, p.boxRows, dataType))
+      if (attnrt_status s = encodeTensorMap(
+              *m, names[t], maps[i], pointers[t], rows, query ? a->num_heads : a->num_kv_heads,
+              batch, strides[t], p.boxCols, p.boxRows,
+              accum ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : dataType, tmaElementBytes(p.tensor)))
         return s;
       params[i] = &maps[i];
       continue;

@@ -80,10 +80,12 @@ const char *tensorRoleName(TensorRole role) {
   return t >= 0 && t < kNumTensorRoles ? abi::kTensorRoleNames[t] : "invalid";
 }
 
-int tmaSwizzleSpanOf(int boxCols) {
-  int bytes = boxCols * kElementBytes;
+int tmaSwizzleSpanOf(int boxCols, int elementBytes) {
+  int bytes = boxCols * elementBytes;
   return bytes == 32 || bytes == 64 || bytes == 128 ? bytes : 0;
 }
+
+int tmaElementBytes(TensorRole role) { return role == TensorRole::DqAccum ? 4 : kElementBytes; }
 
 const char *dtypeName(int dtype) {
   switch (dtype) {
@@ -260,20 +262,22 @@ attnrt_status readParam(const JsonValue &item, size_t index, KernelParam &param)
   // and the block table's rows (b); the row vectors are contiguous.
   // The backward kernels copy dout in too and address dq, dk and dv with
   // strides.
-  bool mapped = param.tensor <= TensorRole::O || param.tensor == TensorRole::Dout;
+  bool mapped = param.tensor <= TensorRole::O || param.tensor == TensorRole::Dout ||
+                param.tensor == TensorRole::DqAccum;
   bool strided = param.tensor <= TensorRole::O || param.tensor == TensorRole::OPartial ||
                  param.tensor == TensorRole::BlockTable || param.tensor == TensorRole::AlibiSlopes ||
                  (param.tensor >= TensorRole::Dout && param.tensor <= TensorRole::Dv &&
-                  param.tensor != TensorRole::Delta);
+                  param.tensor != TensorRole::Delta) ||
+                 param.tensor == TensorRole::DqAccum;
   if ((param.kind == ParamKind::TensorMap && !mapped) ||
       (param.kind == ParamKind::Stride && !strided))
     return fail(ATTNRT_ERROR_INVALID_METADATA,
                 "kernel metadata key \"%stensor\" = \"%s\" cannot have a %s parameter (%s); %s",
                 prefix.c_str(), abi::kTensorRoleNames[tensor], kinds[kind],
                 param.kind == ParamKind::TensorMap
-                    ? "TMA descriptors exist for q, k, v, o and dout"
+                    ? "TMA descriptors exist for q, k, v, o, dout and dq_accum"
                     : "strides exist for q, k, v, o, o_partial, block_table, alibi_slopes, dout, "
-                      "dq, dk and dv",
+                      "dq, dk, dv and dq_accum",
                 kRegenerate);
   if (param.kind == ParamKind::Stride) {
     if (attnrt_status s = reader.getChoice("dim", kStrideDims, 3, param.dim))
@@ -305,12 +309,14 @@ attnrt_status readParam(const JsonValue &item, size_t index, KernelParam &param)
   if (attnrt_status s = boxReader.getInt("box[1]", 1, kMaxTmaBox, param.boxRows))
     return s;
   // A box row is one swizzle span: 32, 64 or 128 bytes.
-  if (tmaSwizzleSpanOf(param.boxCols) == 0)
+  int elementBytes = tmaElementBytes(param.tensor);
+  if (tmaSwizzleSpanOf(param.boxCols, elementBytes) == 0)
     return fail(ATTNRT_ERROR_INVALID_METADATA,
                 "kernel metadata key \"%sbox\" has %d columns, invalid for a swizzled TMA box: its "
-                "row (%d bytes) must be one swizzle span of 32, 64 or 128 bytes (16, 32 or 64 "
-                "two-byte elements); %s",
-                prefix.c_str(), param.boxCols, param.boxCols * kElementBytes, kRegenerate);
+                "row (%d bytes) must be one swizzle span of 32, 64 or 128 bytes (of %d-byte "
+                "elements); %s",
+                prefix.c_str(), param.boxCols, param.boxCols * elementBytes, elementBytes,
+                kRegenerate);
   return ATTNRT_OK;
 }
 
@@ -392,6 +398,9 @@ attnrt_status readParams(const JsonValue &root, attnrt_kernel_info &info, Kernel
       // dout's box is q's (the same rows of a query block).
       if (p.tensor <= TensorRole::O)
         *rows[static_cast<int>(p.tensor)] = p.boxRows;
+      // The f32 dQ accumulator's panels are as wide in bytes, not columns.
+      if (p.tensor == TensorRole::DqAccum)
+        continue;
       if (info.tma_box_cols && info.tma_box_cols != p.boxCols)
         return fail(ATTNRT_ERROR_INVALID_METADATA,
                     "kernel metadata parameter \"%s\" has a %d-column TMA box but another has %d: "
@@ -435,7 +444,16 @@ attnrt_status readParams(const JsonValue &root, attnrt_kernel_info &info, Kernel
     return fail(ATTNRT_ERROR_INVALID_METADATA,
                 "kernel metadata says \"backward\": \"%s\" but \"params\" %s the pointers to "
                 "dout, delta, dq, dk and dv; %s",
-                backward ? "dq or dkdv" : "none", gradients ? "has" : "lacks", kRegenerate);
+                backward ? "dq, dkdv, pre, fused or post" : "none", gradients ? "has" : "lacks",
+                kRegenerate);
+  bool accumulates = info.backward == ATTNRT_BACKWARD_PRE ||
+                     info.backward == ATTNRT_BACKWARD_FUSED ||
+                     info.backward == ATTNRT_BACKWARD_POST;
+  if (accumulates != (pointer[role(TensorRole::DqAccum)] != 0))
+    return fail(ATTNRT_ERROR_INVALID_METADATA,
+                "kernel metadata's \"backward\" and its pointer to dq_accum disagree (only the "
+                "one-kernel backward's pre, fused and post kernels take one); %s",
+                kRegenerate);
   for (const Need &need : needs)
     if (!need.present)
       return fail(ATTNRT_ERROR_INVALID_METADATA, "kernel metadata \"params\" has no %s: %s; %s",
@@ -569,8 +587,8 @@ struct Align {
 };
 struct Backward {
   static attnrt_status read(MetadataReader &r, const char *key, int &out) {
-    static constexpr const char *names[] = {"none", "dq", "dkdv"};
-    return r.getChoice(key, names, 3, out);
+    static constexpr const char *names[] = {"none", "dq", "dkdv", "pre", "fused", "post"};
+    return r.getChoice(key, names, 6, out);
   }
 };
 struct Combine {

@@ -49,7 +49,10 @@ constexpr int kElementBytes = 2;
 
 /// The swizzle span (bytes) of a TMA box `boxCols` elements wide: its row
 /// is one span of 32, 64 or 128 bytes (docs/ABI.md); 0 for any other width.
-int tmaSwizzleSpanOf(int boxCols);
+int tmaSwizzleSpanOf(int boxCols, int elementBytes = kElementBytes);
+/// Bytes of one element of `role` as the kernels address it: 4 for the f32
+/// tensors a TMA descriptor may cover (the dQ accumulator), else 2.
+int tmaElementBytes(TensorRole role);
 
 /// Parses and validates a metadata JSON text into `out` (device fields set
 /// to -1) and, when `abi` is given, the parameter list into it. Records a

@@ -104,6 +104,15 @@ attnrt_status checkBackwardArgs(const attnrt_kernel_info &info, const attnrt_for
                   name, pointer, info.varlen ? "[H, total_q]" : "[B, H, Nq]",
                   std::string(name) == "lse" ? "the forward's log-sum-exp"
                                              : "scratch for rowsum(dO * O)");
+  bool accumulates = info.backward == ATTNRT_BACKWARD_PRE ||
+                     info.backward == ATTNRT_BACKWARD_FUSED ||
+                     info.backward == ATTNRT_BACKWARD_POST;
+  if (accumulates &&
+      (!a.dq_accum || reinterpret_cast<uintptr_t>(a.dq_accum) % kTensorAlignBytes != 0))
+    return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                "args.dq_accum = %p: the one-kernel backward needs a 16-byte aligned contiguous "
+                "float32 %s tensor for dQ (the pre kernel zeroes it)",
+                static_cast<void *>(a.dq_accum), info.varlen ? "[total_q, H, D]" : "[B, Nq, H, D]");
   const void *inputs[] = {a.q, a.k, a.v, a.o, a.dout};
   for (const TensorArg &g : {grads[1], grads[2], grads[3]})
     for (const void *input : inputs)

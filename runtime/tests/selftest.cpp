@@ -431,7 +431,7 @@ void testMetadata() {
       {"descriptor of lse", withParam(sm90aFields(), 0, param("tma_lse", "tensor_map",
                                                               "\"tensor\": \"lse\", \"box\": [64, 128]")),
        "\"params[0].tensor\" = \"lse\" cannot have a tensor_map parameter (TMA descriptors exist "
-       "for q, k, v, o and dout)"},
+       "for q, k, v, o, dout and dq_accum)"},
       {"stride of lse", withParam(sm90aFields(), 8, param("lse_stride_b", "stride",
                                                           "\"tensor\": \"lse\", \"dim\": \"b\"")),
        "\"params[8].tensor\" = \"lse\" cannot have a stride parameter"},

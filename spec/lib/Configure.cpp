@@ -38,8 +38,11 @@ KernelConfig mlir::attn::configure(const AttentionSpec &spec) {
     config.tiling = backwardTileConfig(spec);
     s.skipMaskedBlocks =
         spec.skipMaskedBlocks && spec.backward == BackwardPart::dq;
-    s.warpSpecialize =
-        spec.target == TargetKind::sm_90a && spec.warpSpecialize;
+    // pre and post copy nothing: one warpgroup, no producer.
+    bool elementwise = spec.backward == BackwardPart::pre ||
+                       spec.backward == BackwardPart::post;
+    s.warpSpecialize = spec.target == TargetKind::sm_90a &&
+                       spec.warpSpecialize && !elementwise;
     if (s.warpSpecialize && spec.stages == 0)
       config.tiling.stages = 2;
     s.intraWgOverlap = s.pingpong = false;
@@ -85,7 +88,10 @@ TileConfig mlir::attn::backwardTileConfig(const AttentionSpec &spec) {
   // and dP tiles fit the registers up to head dim 128. sm_90a's
   // warp-specialized kernels run two consumer warpgroups on 128 rows (one
   // producer feeds both; 1.4-1.6x one warpgroup's speed, docs/PERF.md).
-  bool twoWarpgroups = spec.target == TargetKind::sm_90a && spec.warpSpecialize;
+  bool elementwise = spec.backward == BackwardPart::pre ||
+                     spec.backward == BackwardPart::post;
+  bool twoWarpgroups = spec.target == TargetKind::sm_90a &&
+                       spec.warpSpecialize && !elementwise;
   TileConfig t;
   t.blockM = spec.blockM > 0 ? spec.blockM : twoWarpgroups ? 128 : 64;
   // The loop's step: the widest that ptxas fits without spills.
@@ -96,14 +102,20 @@ TileConfig mlir::attn::backwardTileConfig(const AttentionSpec &spec) {
   // score: 64 to d64 under a mask, a soft cap, ALiBi or a packed batch's
   // sequence bounds, and 32 above d64 under a soft cap, or a mask in a
   // packed batch.
-  bool dkdv = spec.backward == BackwardPart::dkdv;
+  // The fused kernel is dkdv's program plus the dQ drain, whose 64 x step
+  // product is live only between the GEMMs.
+  bool dkdv = spec.backward == BackwardPart::dkdv ||
+              spec.backward == BackwardPart::fused;
   bool plain =
       !hasDiagonal(spec) && spec.softcap == 0 && !spec.varlen && !spec.alibi;
   bool tight = spec.softcap > 0 || (spec.varlen && hasDiagonal(spec));
+  // The fused kernel's dQ block adds 32 registers: 64 queries at d64
+  // (128 spilled 116 bytes).
+  bool fused = spec.backward == BackwardPart::fused;
   int64_t step = !twoWarpgroups ? (dkdv && spec.headDim > 64 ? 32 : 64)
                  : !dkdv        ? 128
                  : spec.headDim > 64 ? (tight ? 32 : 64)
-                 : plain             ? 128
+                 : plain && !fused   ? 128
                                      : 64;
   t.blockN = spec.blockN > 0 ? spec.blockN : step;
   t.numWarps = spec.numWarps > 0    ? spec.numWarps

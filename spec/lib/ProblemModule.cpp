@@ -30,6 +30,13 @@ static OwningOpRef<ModuleOp> buildBackwardSpecModule(MLIRContext &ctx,
     args.append(2, MemRefType::get({dyn}, IntegerType::get(&ctx, 32)));
   if (spec.alibi)
     args.push_back(MemRefType::get({dyn, dyn}, Float32Type::get(&ctx)));
+  // The one-kernel backward's f32 dQ accumulator, shaped as dq, last.
+  bool accumulatesDq = spec.backward == BackwardPart::pre ||
+                       spec.backward == BackwardPart::fused ||
+                       spec.backward == BackwardPart::post;
+  if (accumulatesDq)
+    args.push_back(MemRefType::get(tensorType.getShape(),
+                                   Float32Type::get(&ctx)));
   return buildProblemModule(
       ctx, spec, name, args, [&](OpBuilder &b, Location loc, Block &body) {
         SmallVector<Value> operands(body.getArguments().take_front(10));
@@ -37,7 +44,9 @@ static OwningOpRef<ModuleOp> buildBackwardSpecModule(MLIRContext &ctx,
           operands.append({body.getArgument(10), body.getArgument(11)});
         else
           operands.append({Value(), Value()}); // no cu_seqlens
-        operands.push_back(spec.alibi ? body.getArguments().back() : Value());
+        unsigned next = spec.varlen ? 12 : 10;
+        operands.push_back(spec.alibi ? body.getArgument(next++) : Value());
+        operands.push_back(accumulatesDq ? body.getArgument(next) : Value());
         createProblemOp<AttentionBackwardOp>(b, loc, operands, spec);
       });
 }

@@ -149,6 +149,25 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
     if (tmaStoreAsked || spec.persistent.value_or(false))
       return specError("--tma-store and --persistent are forward schedules; "
                        "leave them out of a --backward kernel");
+    if (spec.backward == BackwardPart::fused) {
+      // Its dQ GEMM is a wgmma on the warpgroups' key rows, 64 head-dim
+      // rows at a time; a packed batch's key tails would need masking.
+      const char *instead = "; use the deterministic pair --backward=dq "
+                            "and --backward=dkdv instead";
+      if (spec.target != TargetKind::sm_90a || !spec.warpSpecialize)
+        return specError(std::string("--backward=fused needs sm_90a's "
+                                     "warp-specialized schedule (its dQ "
+                                     "GEMM is a wgmma)") +
+                         instead);
+      if (spec.varlen)
+        return specError(std::string("--backward=fused does not support "
+                                     "variable-length batches yet") +
+                         instead);
+      if (spec.headDim % 64 != 0)
+        return specError(fmt::format("--backward=fused supports head dims "
+                                     "64 and 128; got {}{}",
+                                     spec.headDim, instead));
+    }
     return checkTileConfig(backwardTileConfig(spec), spec.target,
                            spec.headDim);
   }

@@ -60,7 +60,7 @@ module attributes {attn.target = #attn.target<sm_90a>} {
       attributes {attn.kernel, attn.tensors = ["q", "k", "v", "o"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {
     %c0 = arith.constant 0 : index
     %acc = attn.splat 0.0 -> !attn.regs<64x128xf32, acc>
-    // expected-error @+1 {{'attn.store' op must write the kernel's "o" argument (a split kernel's "o_partial", a backward kernel's "dq", "dk" or "dv")}}
+    // expected-error @+1 {{'attn.store' op must write the kernel's "o" argument (a split kernel's "o_partial", a backward kernel's "dq", "dk", "dv" or "dq_accum")}}
     attn.store %acc -> %q[%c0, %c0, %c0] : !attn.regs<64x128xf32, acc>, memref<?x?x?x128xbf16>
     return
   }
@@ -138,7 +138,7 @@ module attributes {attn.target = #attn.target<sm_80>} {
 // -----
 
 module attributes {attn.target = #attn.target<sm_80>} {
-  // expected-error @+1 {{'func.func' op 'attn.tensors' entry "out" is not a tensor role; use "q", "k", "v", "o", "lse", "cu_seqlens_q", "cu_seqlens_k", "cache_seqlens", "block_table", "o_partial", "lse_partial", "dout", "delta", "dq", "dk", "dv" or "alibi_slopes"}}
+  // expected-error @+1 {{'func.func' op 'attn.tensors' entry "out" is not a tensor role; use "q", "k", "v", "o", "lse", "cu_seqlens_q", "cu_seqlens_k", "cache_seqlens", "block_table", "o_partial", "lse_partial", "dout", "delta", "dq", "dk", "dv", "alibi_slopes" or "dq_accum"}}
   func.func @unknown_role(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
                           %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>)
       attributes {attn.kernel, attn.tensors = ["q", "k", "v", "out"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {

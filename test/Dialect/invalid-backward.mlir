@@ -4,7 +4,7 @@
 !t = memref<?x?x?x64xbf16>
 !r = memref<?x?x?xf32>
 func.func @no_part(%q: !t, %l: !r) {
-  // expected-error @+1 {{'attn.attention_backward' op needs backward = #attn.backward<dq> or #attn.backward<dkdv>: the kernel it stands for}}
+  // expected-error @+1 {{'attn.attention_backward' op needs backward = #attn.backward<dq>, <dkdv>, <pre>, <fused> or <post>: the kernel it stands for}}
   attn.attention_backward %q, %q, %q, %q, %q, %l, %l, %q, %q, %q
       {backward = #attn.backward<none>, scale = 0.125 : f32}
     : !t, !t, !t, !t, !t, !r, !r, !t, !t, !t

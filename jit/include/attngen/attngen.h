@@ -249,6 +249,17 @@ ATTNGEN_API attngen_status attngen_kernel_backward(const attngen_kernel *dq,
                                                    const attnrt_forward_args *args,
                                                    void *stream);
 
+/** The one-kernel backward on `stream` (sm_90a, head dims 64 and 128;
+ *  faster, dQ not deterministic): `pre`, `fused` and `post` (spec.backward
+ *  = ATTNRT_BACKWARD_PRE, _FUSED, _POST, the same spec otherwise), as
+ *  attnrt_backward_fused (attnrt.h): args as attngen_kernel_backward's plus
+ *  dq_accum, a contiguous f32 tensor shaped as dq. */
+ATTNGEN_API attngen_status attngen_kernel_backward_fused(const attngen_kernel *pre,
+                                                         const attngen_kernel *fused,
+                                                         const attngen_kernel *post,
+                                                         const attnrt_forward_args *args,
+                                                         void *stream);
+
 /** The splits and workspace bytes a call of a KV-cache kernel needs
  *  (attnrt_kvcache_plan on the loaded kernel); either output may be NULL. */
 ATTNGEN_API attngen_status attngen_kernel_plan(const attngen_kernel *k,

@@ -100,8 +100,14 @@ typedef enum attnrt_dtype {
  *  attngen_spec::backward). */
 typedef enum attnrt_backward_part {
   ATTNRT_BACKWARD_NONE = 0, /**< a forward kernel */
-  ATTNRT_BACKWARD_DQ = 1,   /**< the backward's first kernel: delta and dQ */
-  ATTNRT_BACKWARD_DKDV = 2  /**< its second kernel: dK and dV */
+  ATTNRT_BACKWARD_DQ = 1,   /**< the deterministic backward's first kernel:
+                                 delta and dQ */
+  ATTNRT_BACKWARD_DKDV = 2, /**< its second kernel: dK and dV */
+  ATTNRT_BACKWARD_PRE = 3,  /**< the one-kernel backward's first kernel:
+                                 delta, and the f32 dQ accumulator zeroed */
+  ATTNRT_BACKWARD_FUSED = 4, /**< its main kernel: dK, dV, and dQ added into
+                                  the accumulator with atomics (sm_90a) */
+  ATTNRT_BACKWARD_POST = 5  /**< its last kernel: dQ from the accumulator */
 } attnrt_backward_part;
 
 /** Where the diagonal of a causal mask or a window sits when nq != nk
@@ -408,6 +414,21 @@ ATTNRT_API attnrt_status attnrt_kvcache_plan(const attnrt_kernel_info *info,
  */
 ATTNRT_API attnrt_status attnrt_backward(attnrt_module *dq, attnrt_module *dkdv,
                                          const attnrt_forward_args *args, void *stream);
+
+/**
+ * The one-kernel backward on `stream` (FlashAttention-2/3's; sm_90a, head
+ * dims 64 and 128; faster than attnrt_backward, not deterministic): `pre`
+ * (attngen --backward=pre) writes args->delta and zeroes args->dq_accum,
+ * `fused` (--backward=fused) writes dK and dV and adds dQ into dq_accum
+ * with atomics (S and dP are computed once), `post` (--backward=post)
+ * converts dq_accum into dQ. args is attnrt_backward's plus dq_accum, a
+ * contiguous f32 tensor shaped as dq. All three kernels are compiled from
+ * one spec and checked before any runs. dQ's sums are in an order that
+ * varies from run to run; dK and dV are deterministic.
+ */
+ATTNRT_API attnrt_status attnrt_backward_fused(attnrt_module *pre, attnrt_module *fused,
+                                               attnrt_module *post,
+                                               const attnrt_forward_args *args, void *stream);
 
 /**
  * A whole split-KV call on `stream`: the KV-cache kernel, then (when the

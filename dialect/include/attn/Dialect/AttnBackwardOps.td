@@ -39,6 +39,19 @@ def Attn_AttentionBackwardOp : Attn_Op<"attention_backward",
       P^T (dP^T - delta), dV += P^T dO, dK += dS^T Q; written once, per
       key/value head (grouped-query attention is never expanded).
 
+    The one-kernel backward (FlashAttention-2/3's; not deterministic) does
+    the same math in three kernels that take a `dq_accum` tensor ([B, Nq,
+    H, D] f32, packed [total_q, H, D]):
+
+    - `#attn.backward<pre>`, one CTA per query block: delta, and the rows
+      of `dq_accum` zeroed.
+    - `#attn.backward<fused>`: `dkdv`'s program, which also writes dS^T to
+      shared memory and adds dQ += dS K into `dq_accum` with atomics
+      (`attn.accumulate_dq`), so S and dP are computed once (5 GEMMs where
+      the pair above does 7). The order of the additions varies.
+    - `#attn.backward<post>`, one CTA per query block: dQ = `dq_accum`,
+      converted.
+
     With `softcap = c`, dS is also multiplied by `1 - tanh^2` of the capped
     score (taken before the mask).
 
@@ -65,6 +78,8 @@ def Attn_AttentionBackwardOp : Attn_Op<"attention_backward",
                        Arg<Optional<AnyMemRef>, "", [MemRead]>:$cu_seqlens_k,
                        // ALiBi: f32 slopes [B, H], as attn.attention's.
                        Arg<Optional<AnyMemRef>, "", [MemRead]>:$alibi_slopes,
+                       // The one-kernel backward's f32 dQ accumulator.
+                       Arg<Optional<AnyMemRef>, "", [MemRead, MemWrite]>:$dq_accum,
                        Attn_BackwardAttr:$backward,
                        UnitAttr:$causal,
                        OptionalAttr<Attn_CausalAlignAttr>:$causal_align,
@@ -77,6 +92,7 @@ def Attn_AttentionBackwardOp : Attn_Op<"attention_backward",
     (`varlen` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:` type($cu_seqlens_q) `,`
      type($cu_seqlens_k) `)`)?
     (`alibi` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
+    (`dq_accum` `(` $dq_accum^ `:` type($dq_accum) `)`)?
     attr-dict `:` type($q) `,` type($k) `,` type($v) `,` type($o) `,`
     type($dout) `,` type($lse) `,` type($delta) `,` type($dq) `,` type($dk)
     `,` type($dv)
@@ -102,6 +118,13 @@ def Attn_AttentionBackwardOp : Attn_Op<"attention_backward",
     }
     /// Whether the batch is packed (variable-length sequences).
     bool isVarlen() { return getCuSeqlensQ() != nullptr; }
+    /// Whether this is a kernel of the one-kernel backward (pre, fused,
+    /// post), which takes the dQ accumulator.
+    bool accumulatesDq() {
+      return getBackward() == BackwardPart::pre ||
+             getBackward() == BackwardPart::fused ||
+             getBackward() == BackwardPart::post;
+    }
   }];
 }
 
@@ -200,6 +223,45 @@ def Attn_RowDotOp : Attn_Op<"row_dot", [Pure, AllTypesMatch<["lhs", "rhs"]>]> {
   let results = (outs Attn_AnyRegTile:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` qualified(type($lhs)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_AccumulateDqOp : Attn_Op<"accumulate_dq", [Attn_ConsumersOnly]> {
+  let summary = "dQ += dS K of a key block, reduced into an f32 accumulator";
+  let description = [{
+    The one-kernel backward's dQ drain. `k` is the key block [Bk, D] and
+    `ds` the transposed score gradient dS^T [Bk, Bq] (keys are rows, the
+    block's queries columns), both in shared memory, written by every
+    consumer warpgroup; the op adds `(dS K)[q, :] = sum_k ds[k, q] *
+    k[k, :]` to rows `col + q` of head `head` of `dst` ([B, Nq, H, D] f32),
+    skipping queries at or past N.
+
+    sm_90a: the consumer warpgroups split the product dQ^T = K^T dS^T (K^T
+    read transposed from the K tile, wgmma's transposed A; dS^T an MN-major
+    B) into blocks of 64 head-dim rows and `Bq * (D / 64) / W` queries, one
+    per warpgroup, each over all Bk keys. A warpgroup writes its block into
+    its rows of `stage` (f32, 128-byte swizzle: panels of 32 head-dim
+    columns) and one of its threads adds it into `dst` with the TMA
+    (`cp.reduce.async.bulk.tensor` add, one box per panel; rows past N are
+    clipped). Barriers of all consumer threads order the writes of `ds`
+    before the wgmma and its reads before the next writes.
+
+    ```mlir
+    attn.accumulate_dq %k, %ds, %stage -> %dqa[%b, %col, %h]
+      : !attn.smem<128x128xbf16, swizzle = 128>, !attn.smem<128x64xbf16, swizzle = 128>,
+        !attn.smem<128x64xf32, swizzle = 128>, memref<?x?x?x128xf32>
+    ```
+  }];
+  let arguments = (ins Arg<Attn_AnySmemTile, "", [MemRead]>:$k,
+                       Arg<Attn_AnySmemTile, "", [MemRead]>:$ds,
+                       Arg<Attn_AnySmemTile, "", [MemRead, MemWrite]>:$stage,
+                       Arg<AnyMemRef, "", [MemRead, MemWrite]>:$dst,
+                       Attn_BatchIndex:$batch, Index:$col, Index:$head);
+  let assemblyFormat = [{
+    $k `,` $ds `,` $stage `->` $dst `[` $batch `,` $col `,` $head `]` attr-dict `:`
+    qualified(type($k)) `,` qualified(type($ds)) `,` qualified(type($stage)) `,`
+    custom<DataTensorType>(type($dst), type($batch))
   }];
   let hasVerifier = 1;
 }

@@ -78,9 +78,14 @@ def Attn_CausalAlign : I32EnumAttr<"CausalAlign",
 def Attn_BackwardNone : I32EnumAttrCase<"none", 0>;
 def Attn_BackwardDq : I32EnumAttrCase<"dq", 1>;
 def Attn_BackwardDkdv : I32EnumAttrCase<"dkdv", 2>;
+// The one-kernel backward (FlashAttention-2/3's): pre, fused, post.
+def Attn_BackwardPre : I32EnumAttrCase<"pre", 3>;
+def Attn_BackwardFused : I32EnumAttrCase<"fused", 4>;
+def Attn_BackwardPost : I32EnumAttrCase<"post", 5>;
 def Attn_BackwardPart : I32EnumAttr<"BackwardPart",
     "which kernel of the backward pass (none: the forward)",
-    [Attn_BackwardNone, Attn_BackwardDq, Attn_BackwardDkdv]> {
+    [Attn_BackwardNone, Attn_BackwardDq, Attn_BackwardDkdv, Attn_BackwardPre,
+     Attn_BackwardFused, Attn_BackwardPost]> {
   let cppNamespace = "::mlir::attn";
   let genSpecializedAttr = 0;
 }
@@ -123,8 +128,12 @@ def Attn_SizeKindAttrParam : EnumAttr<Attn_Dialect, Attn_SizeKind, "size"> {
 def Attn_BackwardAttr : EnumAttr<Attn_Dialect, Attn_BackwardPart, "backward"> {
   let summary = "Which kernel of the backward pass an op or kernel is";
   let description = [{
-    `dq`: the kernel that owns query blocks (delta, then dQ); `dkdv`: the
-    kernel that owns key blocks (dK and dV). `none` is the forward.
+    The deterministic pair: `dq`, the kernel that owns query blocks (delta,
+    then dQ), and `dkdv`, the kernel that owns key blocks (dK and dV). The
+    one-kernel backward: `pre` (delta, and the f32 dQ accumulator zeroed),
+    `fused` (owns key blocks: dK, dV, and dQ added into the accumulator
+    with atomics) and `post` (dQ from the accumulator). `none` is the
+    forward.
   }];
   let assemblyFormat = "`<` $value `>`";
 }

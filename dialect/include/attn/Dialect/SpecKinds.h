@@ -143,11 +143,12 @@ struct Backward {
   static Type fromDefault(CType v);
   static llvm::Expected<Type> fromC(CType v, llvm::StringRef name);
   static CType toC(Type v);
-  /// none, dq, dkdv: the CLI's, the IR's and the metadata's spelling.
+  /// none, dq, dkdv, pre, fused, post: the CLI's, the IR's and the
+  /// metadata's spelling.
   static std::string text(Type v);
   static std::string key(Type v) { return text(v); }
   static std::optional<Type> parse(llvm::StringRef text);
-  static constexpr const char *kChoices = "dq, dkdv";
+  static constexpr const char *kChoices = "dq, dkdv, pre, fused, post";
 };
 
 /// sm_80 or sm_90a (the C API takes it as a string of its own).

@@ -10,6 +10,10 @@
 //               one per consumer warpgroup
 //   ids 7..9    attn-tma-store: a warpgroup's output buffer is free, then
 //               written; one per consumer warpgroup
+//   ids 10..12  attn.accumulate_dq: a warpgroup's dQ block staged for
+//               its TMA reduction; one per consumer warpgroup
+//   id 13       attn.accumulate_dq: every consumer wrote its dS^T rows,
+//               then every wgmma read them
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTN_PASSES_NAMEDBARRIERS_H
@@ -35,7 +39,14 @@ constexpr int64_t kMaxZeroRowsBarriers = 3;
 constexpr int64_t kFirstEpilogueBarrier =
     kFirstZeroRowsBarrier + kMaxZeroRowsBarriers;
 constexpr int64_t kMaxEpilogueBarriers = 3;
-static_assert(kFirstEpilogueBarrier + kMaxEpilogueBarriers <=
+/// First of the barriers of attn.accumulate_dq: warpgroup w uses
+/// kFirstDsBarrier + w.
+constexpr int64_t kFirstDsBarrier =
+    kFirstEpilogueBarrier + kMaxEpilogueBarriers;
+constexpr int64_t kMaxDsBarriers = 3;
+/// The barrier of all consumer threads around the dQ GEMM's reads of dS^T.
+constexpr int64_t kAllConsumersDsBarrier = kFirstDsBarrier + kMaxDsBarriers;
+static_assert(kAllConsumersDsBarrier + 1 <=
                   kNumHardwareBarriers,
               "barrier ids overflow the hardware's 16");
 } // namespace mlir::attn
