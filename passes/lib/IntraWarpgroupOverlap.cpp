@@ -284,7 +284,8 @@ struct AttnIntraWgOverlapPass
     SmallVector<scf::ForOp> loops;
     module.walk([&](scf::ForOp loop) {
       auto func = loop->getParentOfType<func::FuncOp>();
-      if (func && func->hasAttr(kKernelAttrName) &&
+      // The backward's steps are attn-backward-overlap's.
+      if (func && func->hasAttr(kKernelAttrName) && !isBackwardKernel(func) &&
           !loop.getBody()->getOps<MmaOp>().empty() &&
           scheduleApplies(func, &AttentionSchedule::intraWgOverlap))
         loops.push_back(loop);

@@ -45,7 +45,16 @@ KernelConfig mlir::attn::configure(const AttentionSpec &spec) {
                        spec.warpSpecialize && !elementwise;
     if (s.warpSpecialize && spec.stages == 0)
       config.tiling.stages = 2;
-    s.intraWgOverlap = s.pingpong = false;
+    // Intra-warpgroup overlap (attn-backward-overlap: S and dP issued
+    // together, every GEMM waited for late) where it measured faster:
+    // dq's steps, and dkdv's when a mask gives the recompute work to hide;
+    // the fused kernel and unmasked dkdv lose a few percent (docs/PERF.md).
+    // No pingpong.
+    bool overlapPays = spec.backward == BackwardPart::dq ||
+                       (spec.backward == BackwardPart::dkdv &&
+                        hasDiagonal(canonicalSpec(spec)));
+    s.intraWgOverlap = s.warpSpecialize && spec.intraWgOverlap && overlapPays;
+    s.pingpong = false;
     s.tmaStore = false;
     s.persistent = false;
     s.flushDenormals = spec.flushDenormals;

@@ -34,6 +34,7 @@ void mlir::attn::buildAttnTilePipeline(OpPassManager &pm,
   pm.addPass(createAttnMultibuffer());
   pm.addPass(createAttnWarpSpecialize());
   pm.addPass(createAttnIntraWgOverlap());
+  pm.addPass(createAttnBackwardOverlap());
   pm.addPass(createAttnPingpong());
   pm.addPass(createAttnTmaStore());
   pm.addPass(createCanonicalizerPass());

@@ -96,7 +96,7 @@ inline bool scheduleApplies(Operation *kernel, bool AttentionSchedule::*on) {
   return !schedule || (*schedule).*on;
 }
 /// Whether `kernel`'s #attn.problem has a causal mask / a packed
-/// (variable-length) batch / is the split-KV combine.
+/// (variable-length) batch / is a backward kernel / is the split-KV combine.
 inline bool isCausalKernel(Operation *kernel) {
   std::optional<AttentionProblem> problem = getProblem(kernel);
   return problem && problem->causal;
@@ -104,6 +104,10 @@ inline bool isCausalKernel(Operation *kernel) {
 inline bool isVarlenKernel(Operation *kernel) {
   std::optional<AttentionProblem> problem = getProblem(kernel);
   return problem && problem->varlen;
+}
+inline bool isBackwardKernel(Operation *kernel) {
+  std::optional<AttentionProblem> problem = getProblem(kernel);
+  return problem && problem->backward != BackwardPart::none;
 }
 inline bool isCombineKernel(Operation *kernel) {
   std::optional<AttentionProblem> problem = getProblem(kernel);

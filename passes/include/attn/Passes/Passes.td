@@ -456,6 +456,58 @@ def AttnIntraWgOverlap : Pass<"attn-intra-wg-overlap", "ModuleOp"> {
   }];
 }
 
+def AttnBackwardOverlap : Pass<"attn-backward-overlap", "ModuleOp"> {
+  let summary = "Issue the backward's GEMMs asynchronously, under its recompute and dS";
+  let description = [{
+    The backward's form of FlashAttention-3's intra-warpgroup overlap. Each
+    query (dkdv, fused) or key (dq) step of a backward kernel runs two
+    products, S and dP, and one or two accumulating GEMMs (dK and dV, or
+    dQ). Without this pass every GEMM is waited for as it is issued, so the
+    tensor cores idle while the warpgroup recomputes P and forms dS. The
+    pass, on the loop bodies of warp-specialized sm_90a backward kernels
+    whose schedule has `intra_wg_overlap`:
+    - moves each product up to where its operands are ready, carrying the
+      buffer wait that feeds it: dP issues right after S. With
+      `hoist-accumulators` the accumulating GEMMs move too, with the
+      conversion of their A operand: dV (which needs only P) issues before
+      dP is waited for. That holds more registers across the step; ptxas
+      spills at d128 (docs/PERF.md). A GEMM never moves above a product, a
+      write to a tile it reads, or an op that may write memory it reads
+      (attn.accumulate_dq, barriers);
+    - makes every GEMM `async` and waits (`attn.mma_wait`) just before the
+      first op that reads its result or releases a buffer it reads, leaving
+      the GEMMs issued after it in flight;
+    - sinks the buffer releases to the end of the step, in the order their
+      last GEMMs were issued.
+
+    The accumulators are waited for before the step ends, so no wgmma is in
+    flight across iterations.
+
+    After (dkdv with hoist-accumulators, abridged):
+    ```mlir
+    %q  = attn.pipe_wait %qp[%j] ...
+    %sa = attn.mma %k, %q {async, transpose_b} ...
+    %do = attn.pipe_wait %dop[%j] ...
+    %pa = attn.mma %v, %do {async, transpose_b} ...
+    %s  = attn.mma_wait %sa {pending = 1} ...
+    ... recompute P from %s ...
+    %dva = attn.mma %p16, %do, %dv {async} ...
+    %dp = attn.mma_wait %pa {pending = 1} ...
+    ... dS from P and %dp ...
+    %dka = attn.mma %ds16, %q, %dk {async} ...
+    %dvw = attn.mma_wait %dva {pending = 1} ...
+    attn.pipe_release %dop[%j] ...
+    %dkw = attn.mma_wait %dka {pending = 0} ...
+    attn.pipe_release %qp[%j] ...
+    ```
+  }];
+  let options = [
+    Option<"hoistAccumulators", "hoist-accumulators", "bool", "false",
+           "Also issue the accumulating GEMMs (dK, dV, dQ) as early as their "
+           "operands allow">,
+  ];
+}
+
 def AttnPingpong : Pass<"attn-pingpong", "ModuleOp"> {
   let summary = "Alternate the consumer warpgroups' GEMM phases on named barriers";
   let description = [{
