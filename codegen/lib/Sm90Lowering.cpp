@@ -632,14 +632,15 @@ Value issuesWarpgroupCopies(Lowering &l) {
 /// width`). The warpgroup writes its block, transposed back to [queries x
 /// 64] rows, into its rows of the f32 stage tile (128-byte swizzle: two
 /// panels of 32 columns), and its first thread adds each panel into dQ's
-/// accumulator with one TMA reduction, then waits until the TMA has read
-/// the stage.
+/// accumulator with one TMA reduction.
 ///
 /// Barriers: all consumers, after every warpgroup wrote its dS^T rows (the
 /// writers fenced them for the async proxy) and after every wgmma read
 /// them (the next iteration writes dS^T again); the warpgroup's own, after
-/// its threads wrote the stage. The next stage writes follow the waiting
-/// thread through the first barrier of the next call.
+/// its threads wrote the stage. The issuing thread waits for the previous
+/// call's reduction to have read the stage before the first barrier, so the
+/// TMA reads it while the next step runs; the last one is waited for by the
+/// attn.tma_store_wait that attn-warp-specialize puts after the loop.
 LogicalResult lowerAccumulateDq(Lowering &l, AccumulateDqOp op) {
   OpBuilder &b = l.b;
   MLIRContext *ctx = b.getContext();
@@ -677,6 +678,12 @@ LogicalResult lowerAccumulateDq(Lowering &l, AccumulateDqOp op) {
     NVVM::BarrierOp::create(b, l.loc, TypeRange{}, id, l.i32(threads), {},
                             Value());
   };
+  // The previous call's reduction has read this warpgroup's stage rows
+  // (its issuing thread waits here, not at the end of that call, so the
+  // TMA reads under the step's GEMMs); the barrier passes that on.
+  l.emitIf(issuesWarpgroupCopies(l), [&] {
+    NVVM::CpAsyncBulkWaitGroupOp::create(b, l.loc, 0, UnitAttr::get(ctx));
+  });
   barrier(l.i32(kAllConsumersDsBarrier), consumers);
 
   Value aBase = arith::AddIOp::create(
@@ -800,7 +807,6 @@ LogicalResult lowerAccumulateDq(Lowering &l, AccumulateDqOp op) {
           Value());
     }
     NVVM::CpAsyncBulkCommitGroupOp::create(b, l.loc);
-    NVVM::CpAsyncBulkWaitGroupOp::create(b, l.loc, 0, UnitAttr::get(ctx));
   });
   return success();
 }

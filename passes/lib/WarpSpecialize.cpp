@@ -222,6 +222,15 @@ LogicalResult specialize(func::FuncOp func, int64_t producerRegs,
     else
       keepConsumerPart(*roleBlock);
     eraseDeadOps(*roleBlock);
+    // The dQ drain's last TMA reduction may still read its stage when the
+    // loop ends (each attn.accumulate_dq waits for the previous one only):
+    // the consumers wait for it before the CTA exits.
+    if (region == &ws.getConsumers()) {
+      bool drains = false;
+      roleBlock->walk([&](AccumulateDqOp) { drains = true; });
+      if (drains)
+        TmaStoreWaitOp::create(rb, func.getLoc(), rb.getI64IntegerAttr(0));
+    }
   }
   for (Operation *op : llvm::reverse(moved))
     op->erase();

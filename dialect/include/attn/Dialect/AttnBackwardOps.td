@@ -245,7 +245,11 @@ def Attn_AccumulateDqOp : Attn_Op<"accumulate_dq", [Attn_ConsumersOnly]> {
     columns) and one of its threads adds it into `dst` with the TMA
     (`cp.reduce.async.bulk.tensor` add, one box per panel; rows past N are
     clipped). Barriers of all consumer threads order the writes of `ds`
-    before the wgmma and its reads before the next writes.
+    before the wgmma and its reads before the next writes. The reduction
+    is not waited for in the op: the next call's issuing thread waits for
+    it (`cp.async.bulk.wait_group.read 0`) before its first barrier, so the
+    TMA reads the stage while the step runs, and attn-warp-specialize puts
+    an `attn.tma_store_wait` after the loop for the last one.
 
     ```mlir
     attn.accumulate_dq %k, %ds, %stage -> %dqa[%b, %col, %h]

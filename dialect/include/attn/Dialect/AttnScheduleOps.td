@@ -434,6 +434,7 @@ def Attn_TmaStoreWaitOp : Attn_Op<"tma_store_wait",
   let summary = "Wait until a warpgroup's TMA stores have read their buffers";
   let description = [{
     Blocks the thread of this warpgroup that issues its `attn.tma_store`s
+    (and the TMA reductions of `attn.accumulate_dq`)
     until at most `pending` of its bulk groups may still read shared memory
     (`cp.async.bulk.wait_group.read pending`); the other threads go on, so a
     barrier of the warpgroup must follow before any of them writes a buffer
