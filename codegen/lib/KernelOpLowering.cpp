@@ -194,11 +194,14 @@ LogicalResult checkConsumerWarps(Operation *op, const KernelFacts &facts) {
   int64_t warps = facts.tiling.getNumWarps();
   if (4 * static_cast<int64_t>(ws.getConsumerWarpgroups()) == warps)
     return success();
-  return ws.emitOpError() << "declares " << ws.getConsumerWarpgroups()
-                          << " consumer warpgroups, but the kernel's tiling "
-                             "has "
-                          << warps << " warps (" << warps / 4
-                          << " warpgroups)";
+  int64_t built = 4 * static_cast<int64_t>(ws.getConsumerWarpgroups());
+  return ws.emitOpError()
+         << "declares " << ws.getConsumerWarpgroups()
+         << " consumer warpgroups (" << built
+         << " warps), but the kernel's tiling has num_warps = " << warps
+         << ": the program was built for " << built
+         << "; change the spec and regenerate the tile program (attngen "
+            "--num-warps=N --emit=mlir) instead of the attribute";
 }
 
 } // namespace

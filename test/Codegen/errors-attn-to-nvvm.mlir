@@ -74,7 +74,7 @@ module attributes {attn.target = #attn.target<sm_90a>} {
   func.func @role_count(%q: memref<?x?x?x128xbf16>, %k: memref<?x?x?x128xbf16>,
                         %v: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>)
       attributes {attn.kernel, attn.tensors = ["q", "k", "v", "o"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 128, block_n = 64, num_warps = 8>} {
-    // expected-error @+1 {{'attn.warp_specialize' op declares 3 consumer warpgroups, but the kernel's tiling has 8 warps (2 warpgroups)}}
+    // expected-error @+1 {{'attn.warp_specialize' op declares 3 consumer warpgroups (12 warps), but the kernel's tiling has num_warps = 8: the program was built for 12; change the spec}}
     attn.warp_specialize producer {
       %p = arith.constant 0 : index
     } consumers {
