@@ -79,8 +79,21 @@ bool isSplatOf(Value v, double value) {
   return splat && splat.getValue().isExactlyValue(value);
 }
 
+/// Whether `max` is the offset: its splat, or the result of earlier loops
+/// already made fixed at it (a kernel whose masked blocks are peeled at both
+/// ends chains three loops: the third's max comes through the second).
+bool isFixedAt(Value max, double offset) {
+  auto earlier = max.getDefiningOp<scf::ForOp>();
+  if (!earlier)
+    return isSplatOf(max, offset);
+  unsigned index = cast<OpResult>(max).getResultNumber();
+  auto yield = cast<scf::YieldOp>(earlier.getBody()->getTerminator());
+  return yield.getOperand(index) == earlier.getRegionIterArgs()[index] &&
+         isFixedAt(earlier.getInitArgs()[index], offset);
+}
+
 /// Makes `op`'s max fixed at `offset` if its loop carries the max as the
-/// online softmax does: init -inf (or the result of an earlier loop already
+/// online softmax does: init -inf (or the result of earlier loops already
 /// made fixed at the same offset), yielded from `op`.
 bool fixMax(OnlineSoftmaxOp op, double offset) {
   auto loop = dyn_cast<scf::ForOp>(op->getParentOp());
@@ -93,13 +106,9 @@ bool fixMax(OnlineSoftmaxOp op, double offset) {
   if (yield.getOperand(index) != op.getNewMax() || !op.getNewMax().hasOneUse())
     return false;
   Value init = loop.getInitArgs()[index];
-  if (auto earlier = init.getDefiningOp<scf::ForOp>()) {
+  if (init.getDefiningOp<scf::ForOp>()) {
     // A peeled loop before this one: it must already carry the offset.
-    unsigned earlierIndex = cast<OpResult>(init).getResultNumber();
-    auto earlierYield = cast<scf::YieldOp>(earlier.getBody()->getTerminator());
-    if (earlierYield.getOperand(earlierIndex) !=
-            earlier.getRegionIterArgs()[earlierIndex] ||
-        !isSplatOf(earlier.getInitArgs()[earlierIndex], offset))
+    if (!isFixedAt(init, offset))
       return false;
   } else if (!isSplatOf(init, -std::numeric_limits<double>::infinity())) {
     return false;

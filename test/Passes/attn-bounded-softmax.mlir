@@ -47,6 +47,32 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 
 // -----
 
+// A window on sm_80 peels its masked blocks at both ends: three chained
+// loops. The third's max comes through the second (itself fed by the first),
+// so it is fixed too, and the exact sum runs through all three: the LSE
+// never reads the rounded sum (which would be off by up to 2e-3 on a row
+// that sees one key).
+module attributes {attn.target = #attn.target<sm_80>} {
+  // CHECK-LABEL: func.func @window_three_loops
+  // CHECK:      %[[R1:.*]]:4 = scf.for
+  // CHECK:        attn.online_softmax {{.*}} {fixed_max, scale = 3.000000e+01 : f32}
+  // CHECK:      %[[R2:.*]]:4 = scf.for {{.*}} iter_args({{.*}} = %[[R1]]#3)
+  // CHECK:        attn.online_softmax {{.*}} {fixed_max, scale = 3.000000e+01 : f32}
+  // CHECK:      %[[R3:.*]]:4 = scf.for {{.*}} iter_args({{.*}} = %[[R2]]#1, {{.*}} = %[[R2]]#2, {{.*}} = %[[R2]]#3)
+  // CHECK:        attn.online_softmax {{.*}} {fixed_max, scale = 3.000000e+01 : f32}
+  // CHECK:      attn.softmax_finalize %[[R3]]#0, %[[R3]]#1, %[[R3]]#2 {{.*}} lse_sum %[[R3]]#3
+  func.func @window_three_loops(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
+                                %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>,
+                                %lse: memref<?x?x?xf32>) {
+    attn.attention %q, %k, %v, %o lse %lse {causal, causal_align = #attn.causal_align<bottom_right>,
+        scale = 0.125 : f32, softcap = 30.0 : f32, window_left = 64 : i64}
+      : memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?xf32>
+    return
+  }
+}
+
+// -----
+
 // A cap of 50 takes the offset (50 - 30) / 50 = 0.4 in tanh units: the
 // exponents stay within [-70, 30].
 module attributes {attn.target = #attn.target<sm_90a>} {
