@@ -132,8 +132,9 @@ def kernel_mask(info):
 
 def reference(q, k, v, scale, causal=False, bottom_right=False, softcap=0.0,
               window=NO_WINDOW, compute_dtype=None):
-    """Attention in float32 (or `compute_dtype`) on q's device: O (B, Nq, H, D) and
-    LSE (B, H, Nq), natural log, for q [B, Nq, H, D] and k, v [B, Nk, Hkv, D]
+    """Attention in float32 (or `compute_dtype`) on q's device: O (B, Nq, H, Dv) and
+    LSE (B, H, Nq), natural log, for q [B, Nq, H, D], k [B, Nk, Hkv, D] and v
+    [B, Nk, Hkv, Dv] (Dv: v's head dim, D's unless it has its own)
     (query head h reads key/value head h / (H / Hkv)). The mask is `visible`'s; a
     row that sees no key gets O = 0 and LSE = -inf (also when Nk = 0). With
     `softcap` c > 0 the scaled scores become c * tanh(s / c) before the mask (LSE
@@ -144,7 +145,7 @@ def reference(q, k, v, scale, causal=False, bottom_right=False, softcap=0.0,
     nk, hkv = k.shape[1], k.shape[2]
     group = h // hkv
     device = q.device
-    out = torch.empty(b, nq, h, d, dtype=compute_dtype, device=device)
+    out = torch.empty(b, nq, h, v.shape[-1], dtype=compute_dtype, device=device)
     lse = torch.empty(b, h, nq, dtype=compute_dtype, device=device)
     mask = visibility_mask(nq, nk, causal, bottom_right, window, device)
     heads_per_chunk = max(1, min(h, REF_CHUNK_ELEMS // max(1, nq * nk)))
@@ -185,7 +186,7 @@ def varlen_reference(q, k, v, lengths_q, lengths_k, scale, causal=False, bottom_
     queries of a sequence without keys get out 0, lse -inf."""
     import torch
     compute_dtype = compute_dtype or torch.float32
-    out = torch.zeros(q.shape, dtype=compute_dtype, device=q.device)
+    out = torch.zeros((*q.shape[:-1], v.shape[-1]), dtype=compute_dtype, device=q.device)
     lse = torch.full((q.shape[1], q.shape[0]), float("-inf"), dtype=compute_dtype,
                      device=q.device)
     cq, ck = cu_seqlens(lengths_q), cu_seqlens(lengths_k)

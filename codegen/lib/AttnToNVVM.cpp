@@ -260,7 +260,8 @@ LogicalResult KernelLowering::lowerDim(memref::DimOp op) {
                                                      : l->params.numKvHeads;
       break;
     default:
-      size = l->i32(l->headDim);
+      // The tensor's own head dim (V and O may have one of their own).
+      size = l->i32(type.getDimSize(rank - 1));
     }
   } else if (*dim < rank && !type.isDynamicDim(*dim)) {
     size = l->i32(type.getDimSize(*dim));
@@ -465,7 +466,6 @@ LogicalResult KernelLowering::run() {
   Block *entry = kernel.addEntryBlock(b);
   b.setInsertionPointToStart(entry);
   l = std::make_unique<Lowering>(b, func.getLoc(), target, tiling,
-                                 qType.getDimSize(qType.getRank() - 1),
                                  qType.getElementType());
   l->producerWarps = producerWarps;
   l->lowerBlock = [this](Block &block) { return lowerBlock(block); };

@@ -154,15 +154,14 @@ struct ChunkWalk {
 class Lowering {
 public:
   Lowering(OpBuilder &builder, Location loc, TargetKind target,
-           TilingAttr tiling, int64_t headDim, Type elementType)
+           TilingAttr tiling, Type elementType)
       : b(builder), loc(loc), target(target), tiling(tiling),
-        headDim(headDim), elementType(elementType) {}
+        elementType(elementType) {}
 
   OpBuilder &b;
   Location loc;
   TargetKind target;
   TilingAttr tiling;
-  int64_t headDim;
   Type elementType; ///< f16 or bf16
   KernelParams params;
   Value tid, warp, lane; ///< i32 (warp: within the current warp role)

@@ -185,8 +185,8 @@ LogicalResult AttnDialect::verifyOperationAttribute(Operation *op,
   if (!problem || !func || !roles || func.isExternal() ||
       roles.size() != func.getNumArguments())
     return success();
-  // The output tensor of a tile program has the problem's head dim and
-  // element type.
+  // The output tensor of a tile program has the problem's value head dim
+  // and element type.
   for (auto [role, arg] : llvm::zip(roles, func.getArguments())) {
     auto memref = dyn_cast<MemRefType>(arg.getType());
     if (cast<StringAttr>(role).getValue() != "o" || !memref)
@@ -194,9 +194,12 @@ LogicalResult AttnDialect::verifyOperationAttribute(Operation *op,
     const AttentionProblem &p = problem.getValue();
     Type element = memref.getElementType();
     bool dtypeAgrees = p.dtype == DType::bf16 ? element.isBF16() : element.isF16();
-    if (memref.getDimSize(memref.getRank() - 1) != p.headDim || !dtypeAgrees)
+    // A KV cache kernel's o is the problem's head dim wide, as its v.
+    int64_t cols = p.kvCache || p.combine ? p.headDim : p.valueHeadDim();
+    if (memref.getDimSize(memref.getRank() - 1) != cols || !dtypeAgrees)
       return op->emitError()
-             << "attn.problem says head_dim = " << p.headDim << " and dtype = "
+             << "attn.problem says " << (cols == p.headDim ? "head_dim" : "head_dim_v")
+             << " = " << cols << " and dtype = "
              << spec::Element::text(p.dtype) << " but the kernel's o is "
              << memref;
   }

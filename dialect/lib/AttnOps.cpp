@@ -163,6 +163,11 @@ int64_t AttentionOp::getHeadDim() {
   return q.getDimSize(q.getRank() - 1);
 }
 
+int64_t AttentionOp::getHeadDimV() {
+  auto v = cast<MemRefType>(getV().getType());
+  return v.getDimSize(v.getRank() - 1);
+}
+
 Type AttentionOp::getElementType() {
   return cast<MemRefType>(getQ().getType()).getElementType();
 }
@@ -173,6 +178,8 @@ AttentionProblem AttentionOp::problem() {
   AttentionProblem problem;
   problem.dtype = getElementType().isBF16() ? DType::bf16 : DType::f16;
   problem.headDim = getHeadDim();
+  if (getHeadDimV() != getHeadDim())
+    problem.headDimV = getHeadDimV();
   problem.withLse = getLse() != nullptr;
   problem.varlen = isVarlen();
   problem.alibi = getAlibiSlopes() != nullptr;
@@ -224,7 +231,8 @@ mlir::attn::verifyScaleAndSoftcap(Operation *op, const APFloat &scale,
 LogicalResult
 mlir::attn::verifyDataOperands(Operation *op,
                                ArrayRef<std::pair<Value, StringRef>> tensors,
-                               Type element, int64_t headDim) {
+                               Type element, int64_t headDim,
+                               StringRef reference) {
   for (auto [value, name] : tensors) {
     auto type = cast<MemRefType>(value.getType());
     if (type.getElementType() != element)
@@ -232,14 +240,16 @@ mlir::attn::verifyDataOperands(Operation *op,
              << "operand '" << name << "' has element type "
              << type.getElementType() << " but 'q' has " << element;
     if (type.getDimSize(type.getRank() - 1) != headDim)
-      return op->emitOpError() << "operand '" << name << "' has head dimension "
-                               << type.getDimSize(type.getRank() - 1)
-                               << " but 'q' has " << headDim;
+      return op->emitOpError()
+             << "operand '" << name << "' has head dimension "
+             << type.getDimSize(type.getRank() - 1) << " but '" << reference
+             << "' has " << headDim;
     if (failed(verifyUnitLastStride(op, type, name)))
       return failure();
   }
   if (llvm::Error error = checkHeadDim(headDim))
-    return op->emitOpError() << llvm::toString(std::move(error));
+    return op->emitOpError() << (reference == "q" ? "" : "value ")
+                             << llvm::toString(std::move(error));
   return success();
 }
 
@@ -350,8 +360,12 @@ LogicalResult AttentionOp::verify() {
   for (auto [value, name] : tensors)
     if (failed(verifyDataMemRef(*this, value.getType(), name, packed)))
       return failure();
-  if (failed(
-          verifyDataOperands(*this, tensors, getElementType(), getHeadDim())))
+  // Q and K share the head dim; V and O have the value head dim (DeepSeek's
+  // 192/128), the same unless the problem says otherwise.
+  if (failed(verifyDataOperands(*this, ArrayRef(tensors).take_front(2),
+                                getElementType(), getHeadDim())) ||
+      failed(verifyDataOperands(*this, ArrayRef(tensors).drop_front(2),
+                                getElementType(), getHeadDimV(), "v")))
     return failure();
   Value lse = getLse();
   if (lse) {

@@ -24,6 +24,15 @@ llvm::Error spec::checkHeadDimField(const FieldInfo &, int64_t headDim) {
   return checkHeadDim(headDim);
 }
 
+llvm::Error spec::checkHeadDimVField(const FieldInfo &, int64_t headDimV) {
+  if (headDimV == 0)
+    return llvm::Error::success();
+  if (llvm::Error error = checkHeadDim(headDimV))
+    return problemError("value " + llvm::toString(std::move(error)) +
+                        " (head_dim_v 0 means the head dim)");
+  return llvm::Error::success();
+}
+
 llvm::Error spec::checkScaleField(const FieldInfo &, double scale) {
   if (scale == 0)
     return llvm::Error::success();
@@ -83,6 +92,26 @@ llvm::Error mlir::attn::verifyProblem(const AttentionProblem &problem) {
                     "window right 0 or -1 with causal, or drop "
                     "causal for a window that looks ahead",
                     problem.windowRight));
+  // A value head dim of its own: the dense and varlen forward kernels.
+  if (problem.headDimV != 0 && problem.headDimV != problem.headDim) {
+    const char *kind = problem.kvCache                          ? "KV-cache"
+                       : problem.combine                        ? "combine"
+                       : problem.backward != BackwardPart::none ? "backward"
+                                                                : nullptr;
+    if (kind)
+      return problemError(fmt::format(
+          "head_dim_v = {} (Q and K have {}) is "
+          "supported by the forward kernels (dense and varlen), not yet by "
+          "the {} kernels; {}",
+          problem.headDimV, problem.headDim, kind,
+          problem.headDimV < problem.headDim
+              ? fmt::format("pad V with zero columns to {} and drop O's "
+                            "extra columns",
+                            problem.headDim)
+              : fmt::format("pad Q and K with zero columns to {} and keep "
+                            "the scale 1/sqrt({})",
+                            problem.headDimV, problem.headDim)));
+  }
   return llvm::Error::success();
 }
 

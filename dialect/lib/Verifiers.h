@@ -45,9 +45,11 @@ LogicalResult verifyUnitLastStride(Operation *op, MemRefType type,
 /// attn.attention_kvcache) against `q`'s element type and head dimension
 /// (the last dimension): each matches, is contiguous in its last dimension,
 /// and the head dimension is one the kernels support.
+/// `reference` names the operand the head dim comes from in the messages.
 LogicalResult verifyDataOperands(Operation *op,
                                  ArrayRef<std::pair<Value, StringRef>> tensors,
-                                 Type element, int64_t headDim);
+                                 Type element, int64_t headDim,
+                                 StringRef reference = "q");
 
 /// Checks that `heads` query heads share `kvHeads` key/value heads evenly
 /// (grouped-query attention); a dynamic count passes.

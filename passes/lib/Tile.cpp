@@ -35,7 +35,8 @@ class TileProgramBuilder : TileBuilder {
 public:
   TileProgramBuilder(AttentionOp op, const TileConfig &config,
                      TargetKind target)
-      : TileBuilder(op, config, target, op.getHeadDim(), op.getElementType()),
+      : TileBuilder(op, config, target, op.getHeadDim(), op.getElementType(),
+                    op.getHeadDimV()),
         op(op) {}
 
   void build();
@@ -48,7 +49,7 @@ void TileProgramBuilder::build() {
   MLIRContext *ctx = b.getContext();
   // O's accumulator: the head dim, or on sm_90a the padded tile width
   // (the store writes the first D columns).
-  const int64_t outCols = outputAccumulatorCols(target, op.getHeadDim());
+  const int64_t outCols = outputAccumulatorCols(target, op.getHeadDimV());
   // Soft-capping, c * tanh(scale * s / c): attn.softcap computes the tanh
   // with scale / c, and c takes the softmax scale's place (folded into exp2
   // and the LSE), so the softmax sees the capped scores.
@@ -107,7 +108,8 @@ void TileProgramBuilder::build() {
 
   Value qTile = AllocSmemOp::create(b, loc, smemType(config.blockM));
   Value kTile = AllocSmemOp::create(b, loc, smemType(config.blockN));
-  Value vTile = AllocSmemOp::create(b, loc, smemType(config.blockN));
+  Value vTile = AllocSmemOp::create(
+      b, loc, smemType(config.blockN, /*cols=*/op.getHeadDimV()));
   if (packed) {
     // The grid covers the longest sequence: a CTA whose query block starts
     // past its own sequence's end has nothing to do and exits at once.
@@ -289,8 +291,8 @@ struct AttnTilePass : public mlir::attn::impl::AttnTileBase<AttnTilePass> {
       FailureOr<TileConfig> config = chosenTiling(func, op);
       if (failed(config))
         return signalPassFailure();
-      if (llvm::Error error =
-              checkTileConfig(*config, *target, op.getHeadDim())) {
+      if (llvm::Error error = checkTileConfig(*config, *target,
+                                              op.problem().tileHeadDim())) {
         op.emitOpError() << "invalid tile configuration: "
                          << llvm::toString(std::move(error));
         return signalPassFailure();

@@ -19,9 +19,9 @@ namespace mlir::attn {
 class TileBuilder {
 protected:
   TileBuilder(Operation *problem, const TileConfig &config, TargetKind target,
-              int64_t headDim, Type elementType)
+              int64_t headDim, Type elementType, int64_t headDimV = 0)
       : config(config), target(target), b(problem), loc(problem->getLoc()),
-        headDim(headDim), elementType(elementType) {}
+        headDim(headDim), headDimV(headDimV), elementType(elementType) {}
 
   Value index(int64_t value) {
     return arith::ConstantIndexOp::create(b, loc, value);
@@ -36,12 +36,13 @@ protected:
     return RegTileType::get(b.getContext(), {config.blockM}, b.getF32Type(),
                             FragmentKind::row);
   }
-  /// A Q, K or V tile: the head dim padded to the MMA's k step, in the
-  /// widest swizzle that divides it (TileConfig.h draws the layout).
-  SmemTileType smemType(int64_t rows) {
-    int64_t cols = smemTileCols(headDim);
+  /// A Q, K or V tile: the head dim (or `headDimCols`, V's when it has its
+  /// own) padded to the MMA's k step, in the kernel's swizzle: the widest
+  /// that divides every tile (TileConfig.h draws the layout).
+  SmemTileType smemType(int64_t rows, int64_t headDimCols = 0) {
+    int64_t cols = smemTileCols(headDimCols ? headDimCols : headDim);
     return SmemTileType::get(b.getContext(), {rows, cols}, elementType,
-                             smemTileSwizzle(cols));
+                             kernelTileSwizzle(headDim, headDimV));
   }
   Value splat(RegTileType type, float value) {
     return SplatOp::create(b, loc, type, b.getF32FloatAttr(value));
@@ -54,6 +55,7 @@ protected:
 
 private:
   int64_t headDim;
+  int64_t headDimV; // 0: the head dim
   Type elementType;
 };
 

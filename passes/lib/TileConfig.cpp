@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <numeric>
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -40,6 +41,13 @@ int64_t mlir::attn::smemTileSwizzle(int64_t cols) {
     if (cols % (span / kElementBytes) == 0)
       return span;
   return 0;
+}
+
+int64_t mlir::attn::kernelTileSwizzle(int64_t headDim, int64_t headDimV) {
+  int64_t cols = smemTileCols(headDim);
+  if (headDimV)
+    cols = std::gcd(cols, smemTileCols(headDimV));
+  return smemTileSwizzle(cols);
 }
 
 int64_t mlir::attn::outputAccumulatorCols(TargetKind target, int64_t headDim) {

@@ -159,10 +159,16 @@ struct AttnTmaStorePass
           return s.getValue().getType() != value ||
                  s.getDst().getType() != dst;
         });
+        // O's panels are as wide as the kernel's other tiles' (its V may
+        // have a head dim of its own).
         int64_t cols = smemTileCols(dst.getShape().back());
+        std::optional<AttentionProblem> problem = getProblem(func);
+        int64_t swizzle =
+            problem ? kernelTileSwizzle(problem->headDim, problem->headDimV)
+                    : smemTileSwizzle(cols);
         auto bufferType = SmemTileType::get(
             func.getContext(), {value.getRows(), cols}, dst.getElementType(),
-            smemTileSwizzle(cols));
+            swizzle);
         // Where the buffer does not fit beside the K/V pipes (d184 to d256),
         // the registers store O themselves.
         if (smemBytesWith(func, bufferType.getSizeInBytes()) >

@@ -195,6 +195,7 @@ class KernelSpec(NamedTuple):
     backward: str = "none"
     max_smem: int = 0
     alibi: bool = False
+    head_dim_v: int = 0
 
     def struct(self, function):
         """The C attngen_spec, each field checked on the way in; `function`
@@ -207,6 +208,7 @@ class KernelSpec(NamedTuple):
         spec.num_warps = c_int("num_warps", self.num_warps)
         spec.max_smem = c_int("max_smem", self.max_smem)
         spec.alibi = flag(function, "alibi", self.alibi)
+        spec.head_dim_v = c_int("head_dim_v", self.head_dim_v)
         spec.dtype = dtype_code(self.dtype)
         spec.causal = flag(function, "causal", self.causal)
         spec.causal_align = causal_align_code(function, self.causal_align)

@@ -10,8 +10,8 @@ from ._torch_kvcache import _forward as _kvcache_forward
 from ._torch_checks import (TensorLayout, call_options, check_devices, check_qkv,
                             check_tensors, require_torch, torch)
 from ._torch_backward import register_attention_autograd
-from ._torch_launch import (check_alibi_slopes, forward_args, kernel_for, launch, outputs_like,
-                            set_alibi_args, use_custom_op)
+from ._torch_launch import (check_alibi_slopes, forward_args, head_dim_v_of, kernel_for, launch,
+                            outputs_like, set_alibi_args, use_custom_op)
 
 _LAYOUT = TensorLayout(function="attention", names=("q", "k", "v"), rank=4,
                        dims=" (batch, seqlen, heads, head_dim)", rank_hint="",
@@ -23,7 +23,9 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, *,
               alibi_slopes=None, deterministic=False):
     """softmax(scale * q @ k^T [causal mask]) @ v for (batch, seqlen, heads,
     head_dim) tensors; returns out, or (out, lse) with lse (batch, heads,
-    seqlen_q) float32 (natural-log log-sum-exp of the scaled scores).
+    seqlen_q) float32 (natural-log log-sum-exp of the scaled scores). v may
+    have a head dim of its own (DeepSeek's 192/128: q and k 192, v and out
+    128); its backward is not implemented yet.
 
     causal masks bottom-right aligned by default, as flash_attn_func: query i
     sees keys j <= i + seqlen_k - seqlen_q, and a query row that sees no key
@@ -72,7 +74,7 @@ def _check_arguments(q, k, v, causal, scale, return_lse, causal_align, softcap, 
     check_tensors(_LAYOUT, q, k, v)
     options = call_options("attention", causal, scale, causal_align, softcap, window_size,
                            return_lse=return_lse)
-    check_qkv(_LAYOUT, q, k, v)
+    check_qkv(_LAYOUT, q, k, v, value_head_dim=True)
     batch, seqlen_q = q.shape[:2]
     kv_batch, seqlen_k = k.shape[:2]
     if kv_batch != batch:
@@ -108,12 +110,16 @@ def _forward(q, k, v, causal, scale, return_lse, causal_align, softcap, window_l
              window_right, alibi_slopes=None):
     """Runs the kernel: the op's CUDA implementation and the eager path."""
     alibi = alibi_slopes is not None
-    if not alibi and _decodes(q, k, causal, causal_align, window_left, window_right):
+    head_dim_v = head_dim_v_of(q, v)
+    # The decoding kernels have one head dim (no head_dim_v yet).
+    if (not alibi and not head_dim_v
+            and _decodes(q, k, causal, causal_align, window_left, window_right)):
         return _kvcache_forward(q, k, v, None, None, causal, scale, softcap, return_lse, 0,
                                 window_left, window_right)
-    out, lse = outputs_like(q, return_lse)
+    out, lse = outputs_like(q, return_lse, v)
     kernel = kernel_for(q, scale, causal=causal, causal_align=causal_align, softcap=softcap,
-                        window_size=(window_left, window_right), alibi=alibi)
+                        window_size=(window_left, window_right), alibi=alibi,
+                        head_dim_v=head_dim_v)
     args = forward_args(q, k, v, out, lse if return_lse else None, q.shape[0], k.shape[1])
     set_alibi_args(args, alibi_slopes)
     launch(kernel, args, q.device)
@@ -137,6 +143,6 @@ if torch is not None:
     def _attention_fake(q, k, v, causal, scale, return_lse, causal_align, softcap,
                         window_left, window_right, alibi_slopes=None, deterministic=False):
         """The outputs' shapes, for tracing with fake or meta tensors."""
-        return outputs_like(q, return_lse)
+        return outputs_like(q, return_lse, v)
 
     register_attention_autograd(_attention_op)

@@ -19,7 +19,7 @@ from typing import Optional
 from ._capi import lib
 from ._errors import check_status, invalid_argument
 from ._torch_checks import (TensorLayout, call_options, check_devices, check_qkv,
-                            check_tensors, require_torch, torch)
+                            check_tensors, refuse_value_head_dim, require_torch, torch)
 from ._jit import device_arch
 from ._torch_launch import (_strides_4d, check_alibi_slopes, current_stream, forward_args,
                             kernel_for, set_alibi_args)
@@ -60,6 +60,7 @@ def _check_arguments(dout, q, k, v, out, lse, causal, scale, causal_align, softc
     check_tensors(_LAYOUT, q, k, v)
     options = call_options("attention_backward", causal, scale, causal_align, softcap,
                            window_size)
+    refuse_value_head_dim("attention_backward", q, v)
     check_qkv(_LAYOUT, q, k, v)
     for name, t in (("dout", dout), ("out", out)):
         if not isinstance(t, torch.Tensor):
@@ -183,6 +184,7 @@ def register_attention_autograd(op):
 
     def backward(ctx, grad_out, grad_lse):
         q, k, v, out, lse = ctx.saved_tensors
+        refuse_value_head_dim("attention", q, v)
         if lse.numel() == 0 and q.numel() > 0:
             raise RuntimeError("attngen.attention's autograd needs the forward's lse: call "
                                "the op with return_lse=True (attngen.attention does)")

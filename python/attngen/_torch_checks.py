@@ -93,30 +93,52 @@ def check_head_dim(head_dim):
     check_head_dim_with_compiler(head_dim)
 
 
-def check_qkv(layout, q, k, v):
+def check_qkv(layout, q, k, v, value_head_dim=False):
     """What the kernels assume of q, k and v whatever the front end: one
-    float16/bfloat16 dtype, k and v alike, a supported head dim shared by all,
-    whole groups of query heads per key/value head, and strides a 16-byte
-    aligned row can use."""
+    float16/bfloat16 dtype, k and v alike (v may have a head dim of its own
+    with `value_head_dim`, the dense and varlen kernels' head_dim_v), a
+    supported head dim shared by q and k, whole groups of query heads per
+    key/value head, and strides a 16-byte aligned row can use."""
     named = list(zip(layout.names, (q, k, v)))
     _check_dtypes(named)
     k_name, v_name = layout.names[1:]
-    if tuple(k.shape) != tuple(v.shape):
-        raise invalid_argument(f"{k_name} and {v_name} must have the same shape; got {k_name} "
-                               f"{tuple(k.shape)} and {v_name} {tuple(v.shape)}")
+    same = (tuple(k.shape[:-1]) == tuple(v.shape[:-1]) if value_head_dim
+            else tuple(k.shape) == tuple(v.shape))
+    if not same:
+        raise invalid_argument(f"{k_name} and {v_name} must have the same shape"
+                               f"{' but for the head dim' if value_head_dim else ''}; got "
+                               f"{k_name} {tuple(k.shape)} and {v_name} {tuple(v.shape)}")
     heads, head_dim = q.shape[-2:]
     kv_heads, kv_head_dim = k.shape[-2:]
     if kv_head_dim != head_dim:
-        raise invalid_argument(f"q has head_dim {head_dim} but {k_name} and {v_name} have "
-                               f"head_dim {kv_head_dim}")
+        names = k_name if value_head_dim else f"{k_name} and {v_name}"
+        raise invalid_argument(f"q has head_dim {head_dim} but {names} "
+                               f"{'has' if value_head_dim else 'have'} head_dim {kv_head_dim}")
     # Before the stride checks, which an unsupported head dim (60) would trip
     # first with a message about strides instead of the head dim.
     check_head_dim(head_dim)
+    if v.shape[-1] != head_dim:
+        check_head_dim(v.shape[-1])
     if kv_heads == 0 or heads % kv_heads != 0:
         raise invalid_argument(
             f"q has {heads} heads and {layout.kv_heads} {kv_heads}: the number of q heads must "
             "be a multiple of the number of k/v heads (grouped-query attention)")
     _check_strides(layout, named)
+
+
+def refuse_value_head_dim(function, q, v):
+    """The backward kernels have one head dim: v with a head dim of its own
+    (head_dim_v) gets a NotImplementedError that says how to pad instead."""
+    head_dim, head_dim_v = q.shape[-1], v.shape[-1]
+    if head_dim_v == head_dim:
+        return
+    pad = (f"pad v with zero columns to {head_dim} and slice out[..., :{head_dim_v}] "
+           if head_dim_v < head_dim else
+           f"pad q and k with zero columns to {head_dim_v}, keep scale={head_dim ** -0.5:.6g}, ")
+    raise NotImplementedError(
+        f"attngen.{function}: the backward pass does not support a value head dim of its "
+        f"own yet (q and k have {head_dim}, v has {head_dim_v}); {pad}(the gradients are "
+        "then exact), or run the forward without autograd")
 
 
 def _check_dtypes(named):

@@ -21,13 +21,20 @@ def kernel_for(q, scale, **spec_fields):
     return loaded_kernel(spec, q.device.index, lambda: torch.cuda.device(q.device))
 
 
-def outputs_like(q, return_lse):
-    """Empty O shaped as q and LSE [..., heads, seqlen_q] float32 (or an empty
-    one), for a padded (B, Nq, H, D) or packed (total_q, H, D) q: what a launch
-    fills and what an op's fake (meta) implementation returns."""
+def outputs_like(q, return_lse, v=None):
+    """Empty O shaped as q (with v's head dim when `v` is given) and LSE
+    [..., heads, seqlen_q] float32 (or an empty one), for a padded
+    (B, Nq, H, D) or packed (total_q, H, D) q: what a launch fills and what an
+    op's fake (meta) implementation returns."""
     *batch, seqlen_q, heads, _ = q.shape
     lse = q.new_empty((*batch, heads, seqlen_q) if return_lse else (0,), dtype=torch.float32)
-    return q.new_empty(q.shape), lse
+    head_dim_v = q.shape[-1] if v is None else v.shape[-1]
+    return q.new_empty((*q.shape[:-1], head_dim_v)), lse
+
+
+def head_dim_v_of(q, v):
+    """The spec's head_dim_v for v: 0 when v's head dim is q's."""
+    return 0 if v.shape[-1] == q.shape[-1] else v.shape[-1]
 
 
 def forward_args(q, k, v, out, lse, batch, nk):

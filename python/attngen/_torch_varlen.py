@@ -14,9 +14,11 @@ from . import _capi
 from ._capi import lib
 from ._errors import invalid_argument
 from ._torch_checks import (TensorLayout, call_options, check_devices, check_int32,
-                            check_is_tensor, check_qkv, check_tensors, require_torch, torch)
+                            check_is_tensor, check_qkv, check_tensors, refuse_value_head_dim,
+                            require_torch, torch)
 from ._torch_launch import (_strides_4d, check_alibi_slopes, current_stream, forward_args,
-                            kernel_for, launch, outputs_like, set_alibi_args, use_custom_op)
+                            head_dim_v_of, kernel_for, launch, outputs_like, set_alibi_args,
+                            use_custom_op)
 from ._errors import check_status
 
 _LAYOUT = TensorLayout(
@@ -94,7 +96,9 @@ def _check_arguments(q, k, v, cu_q, cu_k, max_q, max_k, causal, window_size, sof
     check_tensors(_LAYOUT, q, k, v)
     options = call_options("attention_varlen", causal, scale, causal_align, softcap,
                            window_size, return_lse=return_lse, check_seqlens=check_seqlens)
-    check_qkv(_LAYOUT, q, k, v)
+    if gradients is not None:
+        refuse_value_head_dim("attention_varlen_backward", q, v)
+    check_qkv(_LAYOUT, q, k, v, value_head_dim=True)
     _check_cu_seqlens(cu_q, cu_k)
     for name, value in (("max_seqlen_q", max_q), ("max_seqlen_k", max_k)):
         _check_max_seqlen(name, value)
@@ -159,7 +163,7 @@ def _forward(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_lse, causa
              softcap, window_left, window_right, check_seqlens, alibi_slopes=None):
     """The op's CUDA implementation and the eager path: the value check where
     the host can read, then the launch."""
-    out, lse = outputs_like(q, return_lse)
+    out, lse = outputs_like(q, return_lse, v)
     if check_seqlens and not torch.cuda.is_current_stream_capturing():
         _check_seqlen_values(q, k, cu_q, cu_k, max_q, max_k)
     _launch(q, k, v, cu_q, cu_k, max_q, max_k, out, lse if return_lse else None, causal,
@@ -184,7 +188,7 @@ def _launch(q, k, v, cu_q, cu_k, max_q, max_k, out, lse, causal, scale, causal_a
         return
     kernel = kernel_for(q, scale, causal=causal, causal_align=causal_align, softcap=softcap,
                         window_size=(window_left, window_right), varlen=True,
-                        alibi=alibi_slopes is not None)
+                        alibi=alibi_slopes is not None, head_dim_v=head_dim_v_of(q, v))
     args = forward_args(q, k, v, out, lse, batch, total_k)
     args.cu_seqlens_q, args.cu_seqlens_k = cu_q.data_ptr(), cu_k.data_ptr()
     args.max_seqlen_q, args.max_seqlen_k = max_q, max_k
@@ -212,7 +216,7 @@ if torch is not None:
                                max_seqlen_k, causal, scale, return_lse, causal_align, softcap,
                                window_left, window_right, check_seqlens, alibi_slopes=None):
         """The outputs' shapes, for tracing with fake or meta tensors."""
-        return outputs_like(q, return_lse)
+        return outputs_like(q, return_lse, v)
 
 
 def attention_varlen_backward(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k,
@@ -321,6 +325,7 @@ if torch is not None:
 
     def _autograd_backward(ctx, grad_out, grad_lse):
         q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
+        refuse_value_head_dim("attention_varlen", q, v)
         if lse.numel() == 0 and q.numel() > 0:
             raise RuntimeError("attngen.attention_varlen's autograd needs the forward's lse: "
                                "call the op with return_lse=True (attention_varlen does)")

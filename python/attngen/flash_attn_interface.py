@@ -60,13 +60,13 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     (out, softmax_lse (batch, nheads, seqlen_q) float32, None)."""
     function = "flash_attn_func"
     _refuse_missing_features(function, dropout_p, None, deterministic)
-    (q, k, v), head_dim = _ready(function, ("q", "k", "v"), (q, k, v))
+    (q, k, v), (head_dim, _, head_dim_v) = _ready(function, ("q", "k", "v"), (q, k, v))
     window = _window(window_size, causal, k.shape[1])
     result = attention(q, k, v, causal=bool(causal), scale=_scale(softmax_scale, head_dim),
                        return_lse=bool(return_attn_probs), causal_align="bottom-right",
                        softcap=softcap, window_size=window, alibi_slopes=alibi_slopes,
                        deterministic=bool(deterministic))
-    return _outputs(result, bool(return_attn_probs), head_dim, probs=True)
+    return _outputs(result, bool(return_attn_probs), head_dim_v, probs=True)
 
 
 def flash_attn_qkvpacked_func(qkv, dropout_p=0.0, softmax_scale=None, causal=False,
@@ -110,14 +110,14 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     _refuse_missing_features(function, dropout_p, None, deterministic)
     if block_table is not None:
         k, v = _gather_pages(function, k, v, block_table, cu_seqlens_k)
-    (q, k, v), head_dim = _ready(function, ("q", "k", "v"), (q, k, v))
+    (q, k, v), (head_dim, _, head_dim_v) = _ready(function, ("q", "k", "v"), (q, k, v))
     window = _window(window_size, causal, max_seqlen_k)
     result = attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                               causal=bool(causal), window_size=window, softcap=softcap,
                               scale=_scale(softmax_scale, head_dim),
                               return_lse=bool(return_attn_probs), causal_align="bottom-right",
                               alibi_slopes=alibi_slopes)
-    return _outputs(result, bool(return_attn_probs), head_dim, probs=True)
+    return _outputs(result, bool(return_attn_probs), head_dim_v, probs=True)
 
 
 def flash_attn_varlen_qkvpacked_func(qkv, cu_seqlens, max_seqlen, dropout_p=0.0,
@@ -243,7 +243,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         k_read, v_read = _shift_left(k_read, v_read, table, leftpad, capacity)
         table = None
         lengths = (lengths - leftpad).to(torch.int32)
-    (q,), head_dim = _ready(function, ("q",), (q,))
+    (q,), (head_dim,) = _ready(function, ("q",), (q,))
     if head_dim % 8:
         (k_read, v_read), _ = _ready(function, ("k_cache", "v_cache"), (k_read, v_read))
     result = attention_with_kvcache(q, k_read, v_read, lengths, table, causal=bool(causal),
@@ -297,7 +297,8 @@ def _window(window_size, causal, seqlen_k):
 
 
 def _outputs(result, with_lse, head_dim, probs):
-    """flash_attn's return value: out (head dim padding dropped), and its LSE,
+    """flash_attn's return value: out (head dim padding dropped: `head_dim` is
+    v's as the caller gave it), and its LSE,
     +inf where a row sees no key (attngen reports -inf), and with
     return_attn_probs a third output (None: there is no dropout mask)."""
     out, lse = result if with_lse else (result, None)
@@ -310,26 +311,28 @@ def _outputs(result, with_lse, head_dim, probs):
 
 
 def _ready(function, names, tensors):
-    """The tensors as the kernels read them, and the caller's head dim: a head
-    dim that is not a multiple of 8 zero-padded (which changes no score), a
-    last dimension that is not contiguous or a row stride that is not a
-    multiple of 8 elements copied, as flash_attn does."""
+    """The tensors as the kernels read them, and the head dims the caller gave
+    them: a head dim that is not a multiple of 8 zero-padded (which changes
+    no score, and gives v zero columns that _outputs drops), a last dimension
+    that is not contiguous or a row stride that is not a multiple of 8
+    elements copied, as flash_attn does. q and k share a head dim; v (the
+    third) may have its own."""
     require_torch(function)
     for name, t in zip(names, tensors):
         check_is_tensor(function, name, t)
-    head_dim = tensors[0].shape[-1]
-    if head_dim > _MAX_HEAD_DIM or any(t.shape[-1] != head_dim for t in tensors):
-        return list(tensors), head_dim  # attngen's checks word the error
-    pad = -head_dim % 8
+    dims = tuple(t.shape[-1] for t in tensors)
+    if max(dims) > _MAX_HEAD_DIM or len(set(dims[:2])) > 1:
+        return list(tensors), dims  # attngen's checks word the error
     ready = []
     for t in tensors:
+        pad = -t.shape[-1] % 8
         if pad:
             t = torch.nn.functional.pad(t, (0, pad))
         elif t.dim() > 1 and (t.stride(-1) != 1 or any(
                 t.stride(i) % 8 for i in range(t.dim() - 1) if t.shape[i] > 1)):
             t = t.contiguous()
         ready.append(t)
-    return ready, head_dim
+    return ready, dims
 
 
 def _unpack(function, name, packed, rank, parts):

@@ -240,9 +240,11 @@ class TensorCheckTest(unittest.TestCase):
             (bad, "k has dtype torch.float16 but q has torch.bfloat16: use one dtype",
              dict(k=z(2, 77, 2, 64, dtype=torch.float16),
                   v=z(2, 77, 2, 64, dtype=torch.float16))),
-            (bad, "k and v must have the same shape; got k (2, 77, 2, 64) and v (2, 10, 2, 64)",
-             dict(v=z(2, 10, 2, 64))),
-            (bad, "q has head_dim 64 but k and v have head_dim 32", dict(k=z(2, 77, 2, 32))),
+            (bad, "k and v must have the same shape but for the head dim; got k (2, 77, 2, 64) "
+             "and v (2, 10, 2, 64)", dict(v=z(2, 10, 2, 64))),
+            (bad, "q has head_dim 64 but k has head_dim 32", dict(k=z(2, 77, 2, 32))),
+            (bad, "head dimension 60 is not supported: use a multiple of 8",
+             dict(v=z(2, 77, 2, 60))),
             (bad, "head dimension 60 is not supported: use a multiple of 8",
              dict(q=z(2, 100, 8, 60), k=z(2, 77, 2, 60))),
             (bad, "q has 3 heads and k/v have 2: the number of q heads must be a multiple of "
@@ -265,6 +267,33 @@ class TensorCheckTest(unittest.TestCase):
         for error, needle, kwargs in cases:
             with self.subTest(needle=needle):
                 self.expect(error, needle, self.dense, **kwargs)
+
+    def test_value_head_dim(self):
+        # v may have a head dim of its own in the dense and varlen forward
+        # (their checks pass; only the CPU device is refused); the KV cache
+        # takes one head dim, and the backward refuses with how to pad.
+        bad = attngen.InvalidInputError
+        z = self.zeros
+        for call, v in ((self.dense, z(2, 77, 2, 128)), (self.varlen, z(500, 2, 128))):
+            with self.subTest(call=call.__name__):
+                self.expect(bad, "q is on cpu; attngen runs on CUDA devices", call, v=v)
+        self.expect(bad, "must have the same shape", self.kvcache, v=z(2, 64, 2, 128))
+        q, k, v = z(2, 100, 8, 192), z(2, 77, 2, 192), z(2, 77, 2, 128)
+        lse = torch.zeros(2, 8, 100)
+        error = self.expect(NotImplementedError, "does not support a value head dim of its own",
+                            attngen.attention_backward, q=q, k=k, v=v,
+                            out=z(2, 100, 8, 128), dout=z(2, 100, 8, 128), lse=lse)
+        self.assertIn("pad v with zero columns to 192 and slice out[..., :128]", str(error))
+        meta = dict(device="meta", dtype=torch.bfloat16)
+        out, lse = torch.ops.attngen.attention(q.to("meta"), k.to("meta"), v.to("meta"), True,
+                                               0.0, True, "bottom-right", 0.0, -1, -1)
+        self.assertEqual((out.shape, lse.shape), ((2, 100, 8, 128), (2, 8, 100)))
+        packed_v = torch.empty(500, 2, 128, **meta)
+        cu = torch.empty(3, dtype=torch.int32, device="meta")
+        out, _ = torch.ops.attngen.attention_varlen(
+            torch.empty(300, 8, 64, **meta), torch.empty(500, 2, 64, **meta), packed_v, cu, cu,
+            200, 250, True, 0.0, True, "bottom-right", 0.0, -1, -1, True)
+        self.assertEqual(out.shape, (300, 8, 128))
 
     def test_each_front_end_names_its_layout(self):
         # One check, each front end's words for its tensors.

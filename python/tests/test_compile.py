@@ -276,6 +276,31 @@ class CompileTest(unittest.TestCase):
             self.assertIn("alibi_slopes", {p["name"] for p in k.metadata["params"]})
             self.assertIn("abs.ftz.f32", k.ptx)
 
+    def test_head_dim_v(self):
+        # V and O with a head dim of their own (DeepSeek's 192/128) on both
+        # targets; V as wide as Q is the plain kernel; the KV cache and the
+        # backward have one head dim and say how to pad.
+        for arch in ("sm_80", "sm_90a"):
+            with self.subTest(arch=arch):
+                k = attngen.compile(arch=arch, head_dim=192, head_dim_v=128, causal=True)
+                self.assertEqual((k.metadata["head_dim"], k.metadata["head_dim_v"]), (192, 128))
+                self.assertIn("_d192v128_causal", k.kernel_name)
+                k = attngen.compile(arch=arch, head_dim=64, head_dim_v=128, varlen=True)
+                self.assertIn("_d64v128_varlen", k.kernel_name)
+        same = attngen.compile(head_dim=128, head_dim_v=128)
+        self.assertEqual(same.ptx, attngen.compile(head_dim=128).ptx)
+        self.assertEqual(same.metadata["head_dim_v"], 0)
+        for fields, needle in (
+                (dict(head_dim_v=100), "value head dimension 100 is not supported"),
+                (dict(head_dim=192, head_dim_v=128, kv_cache=True),
+                 "not yet by the KV-cache kernels; pad V with zero columns to 192"),
+                (dict(head_dim=64, head_dim_v=128, backward="dq"),
+                 "not yet by the backward kernels; pad Q and K with zero columns to 128")):
+            with self.subTest(**fields):
+                with self.assertRaises(attngen.InvalidInputError) as caught:
+                    attngen.compile(**fields)
+                self.assertIn(needle, str(caught.exception))
+
     def test_softcap(self):
         # The cap is in the name, the metadata and the key on both targets;
         # 0 (the default) is no cap, an int is taken as a float.

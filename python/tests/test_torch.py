@@ -87,6 +87,29 @@ class AttentionTest(unittest.TestCase):
                     self.assertEqual(out.shape, q.shape)
                     self.assertEqual(lse.shape, (2, 4, 333))
 
+    def test_value_head_dim(self):
+        # v with a head dim of its own (head_dim_v): dense (with a 1-row
+        # call, which the decoding kernels would take with one head dim),
+        # varlen and flash_attn_func give out of v's width.
+        from attngen import flash_attn_interface as fa
+        torch.manual_seed(4)
+        for d, dv, nq in ((192, 128, 333), (64, 128, 200), (128, 64, 1)):
+            with self.subTest(d=d, dv=dv, nq=nq):
+                q, k, _ = self.tensors(b=2, nq=nq, nk=500, h=4, hkv=2, d=d)
+                v = torch.randn(2, 500, 2, dv, device="cuda", dtype=torch.bfloat16)
+                ref, ref_lse = reference(q, k, v, True, 1 / math.sqrt(d), bottom_right=True)
+                out, lse = attngen.attention(q, k, v, causal=True, return_lse=True)
+                self.assertEqual(out.shape, (2, nq, 4, dv))
+                self.assertLess(rel(out, ref), 1e-2)
+                self.assertLess((lse - ref_lse).abs().max().item(), 2e-2)
+                self.assertLess(rel(fa.flash_attn_func(q, k, v, causal=True), ref), 1e-2)
+                cu_q = torch.tensor([0, nq, 2 * nq], device="cuda", dtype=torch.int32)
+                cu_k = torch.tensor([0, 500, 1000], device="cuda", dtype=torch.int32)
+                packed = attngen.attention_varlen(
+                    q.flatten(0, 1), k.flatten(0, 1), v.flatten(0, 1), cu_q, cu_k, nq, 500,
+                    causal=True)
+                self.assertLess(rel(packed, ref.flatten(0, 1)), 1e-2)
+
     def test_bottom_right_rows_that_see_no_key(self):
         # Nq > Nk, bottom-right: query i < Nq - Nk sees no key (out 0, LSE
         # -inf, as flash_attn); the others match the reference.

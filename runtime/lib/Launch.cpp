@@ -99,12 +99,12 @@ attnrt_status checkDevicePointer(const attnrt_module &m, const char *name, const
 ///
 /// A packed (varlen) tensor drops the batch: rank 3, {D, total, H}.
 attnrt_status encodeTensorMap(const attnrt_module &m, const char *name, CUtensorMap &map,
-                              const void *pointer, int64_t rows, int64_t heads, int64_t batch,
-                              const int64_t strides[4], int boxCols, int boxRows,
+                              const void *pointer, int64_t cols, int64_t rows, int64_t heads,
+                              int64_t batch, const int64_t strides[4], int boxCols, int boxRows,
                               CUtensorMapDataType dataType, int elementBytes) {
   const attnrt_kernel_info &info = m.info;
   const unsigned rank = info.varlen ? kPackedTmaRank : kTmaRank;
-  const int64_t dims[kTmaRank] = {info.head_dim, rows, heads, info.varlen ? 1 : batch};
+  const int64_t dims[kTmaRank] = {cols, rows, heads, info.varlen ? 1 : batch};
   cuuint64_t globalDim[kTmaRank];
   for (unsigned i = 0; i < kTmaRank; ++i)
     globalDim[i] = static_cast<cuuint64_t>(dims[i]);
@@ -113,7 +113,7 @@ attnrt_status encodeTensorMap(const attnrt_module &m, const char *name, CUtensor
   // driver always accepts, instead of whatever the caller's view had.
   const int64_t callerStrides[3] = {strides[1], strides[2], strides[0]};
   cuuint64_t globalStrides[kTmaRank - 1];
-  int64_t packed = info.head_dim * elementBytes;
+  int64_t packed = cols * elementBytes;
   for (unsigned i = 0; i < kTmaRank - 1; ++i) {
     int64_t extent = dims[i + 1];
     int64_t bytes = callerStrides[i] * elementBytes;
@@ -290,8 +290,12 @@ attnrt_status forward(attnrt_module *m, const attnrt_forward_args *given, void *
       query = query || accum;
       int64_t rows = query ? a->nq : paged ? a->page_size : a->nk;
       int64_t batch = query || !paged ? a->batch : a->num_blocks;
+      // V and O have the kernel's value head dim (head_dim_v, 0: head_dim).
+      bool value = p.tensor == TensorRole::V || p.tensor == TensorRole::O;
+      int64_t cols = value && m->info.head_dim_v ? m->info.head_dim_v : a->head_dim;
       if (attnrt_status s = encodeTensorMap(
-              *m, names[t], maps[i], pointers[t], rows, query ? a->num_heads : a->num_kv_heads,
+              *m, names[t], maps[i], pointers[t], cols, rows,
+              query ? a->num_heads : a->num_kv_heads,
               batch, strides[t], p.boxCols, p.boxRows,
               accum ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : dataType, tmaElementBytes(p.tensor)))
         return s;

@@ -529,6 +529,7 @@ struct IntRange {
   long long lo, hi;
 };
 constexpr IntRange kIntRanges[] = {{"head_dim", 1, kMaxHeadDim},
+                                   {"head_dim_v", 0, kMaxHeadDim},
                                    {"window_left", -1, kMaxWindowSide},
                                    {"window_right", -1, kMaxWindowSide},
                                    {"page_size", 0, kMaxPageSize},
@@ -537,7 +538,7 @@ constexpr IntRange kIntRanges[] = {{"head_dim", 1, kMaxHeadDim},
 /// backward and ALiBi lacks: they read as their defaults when absent.
 constexpr const char *kOptionalKeys[] = {"varlen",   "kind",      "kv_cache",
                                          "split_kv", "page_size", "head_pack",
-                                         "backward", "alibi"};
+                                         "backward", "alibi",    "head_dim_v"};
 
 /// How a problem field of each kind is read from its key (spec_fields.def's
 /// kinds, as the C struct holds them).
@@ -636,6 +637,16 @@ attnrt_status readProblem(const JsonValue &root, attnrt_kernel_info &info) {
                 "kernel metadata key \"head_dim\" = %d is not a multiple of 8: attngen kernels copy "
                 "16-byte chunks of a row; %s",
                 info.head_dim, kRegenerate);
+  if (info.head_dim_v % (kTmaInnerAlignBytes / kElementBytes) != 0)
+    return fail(ATTNRT_ERROR_INVALID_METADATA,
+                "kernel metadata key \"head_dim_v\" = %d is not a multiple of 8: attngen kernels "
+                "copy 16-byte chunks of a row; %s",
+                info.head_dim_v, kRegenerate);
+  if (info.head_dim_v != 0 && (info.kv_cache || info.backward != ATTNRT_BACKWARD_NONE))
+    return fail(ATTNRT_ERROR_INVALID_METADATA,
+                "kernel metadata gives \"head_dim_v\" = %d to a KV-cache or backward kernel, "
+                "which have one head dim; %s",
+                info.head_dim_v, kRegenerate);
   if (info.causal && info.window_right > 0)
     return fail(ATTNRT_ERROR_INVALID_METADATA,
                 "kernel metadata says \"causal\": true with \"window_right\" = %d, but a causal "

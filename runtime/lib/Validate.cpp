@@ -408,11 +408,13 @@ attnrt_status checkForwardArgs(const attnrt_kernel_info &info, const attnrt_forw
   bool paged = info.page_size > 0;
   int64_t kvBatch = paged ? a.num_blocks : batchExtent;
   int64_t kvRows = paged ? a.page_size : a.nk;
+  // V and O have the kernel's value head dim (head_dim_v, 0: head_dim).
+  const int64_t dv = info.head_dim_v ? info.head_dim_v : a.head_dim;
   const TensorArg all[4] = {
       {"q", "Q", a.q, {batchExtent, a.nq, a.num_heads, a.head_dim}, a.q_strides},
       {"k", "K", a.k, {kvBatch, kvRows, a.num_kv_heads, a.head_dim}, a.k_strides},
-      {"v", "V", a.v, {kvBatch, kvRows, a.num_kv_heads, a.head_dim}, a.v_strides},
-      {"o", "O", a.o, {batchExtent, a.nq, a.num_heads, a.head_dim}, a.o_strides}};
+      {"v", "V", a.v, {kvBatch, kvRows, a.num_kv_heads, dv}, a.v_strides},
+      {"o", "O", a.o, {batchExtent, a.nq, a.num_heads, dv}, a.o_strides}};
   if (attnrt_status s = checkAlibiArgs(info, a))
     return s;
 

@@ -49,7 +49,7 @@ bool mlir::attn::tmaStoreByDefault(const AttentionSpec &spec) {
   if (!usesFa3Schedule(spec) || spec.kvCache)
     return false;
   return !llvm::errorToBool(
-      checkTmaStoreFits(tileConfigOf(spec), spec.headDim));
+      checkTmaStoreFits(tileConfigOf(spec), spec.tileHeadDim()));
 }
 
 bool mlir::attn::usesTmaStore(const AttentionSpec &spec) {
@@ -68,5 +68,8 @@ AttentionSpec mlir::attn::canonicalSpec(const AttentionSpec &spec) {
     canonical.windowRight = -1;
   if (!placesDiagonal(canonical))
     canonical.causalAlign = CausalAlign::top_left;
+  // V as wide as Q is the plain kernel.
+  if (canonical.headDimV == canonical.headDim)
+    canonical.headDimV = 0;
   return canonical;
 }

@@ -78,6 +78,14 @@ std::string nameHeadDim(const NameContext &c) {
   return fmt::format("_d{}", c.problem.headDim);
 }
 
+/// V's own head dim right after Q's: _d192v128.
+std::string nameHeadDimV(const NameContext &c) {
+  const AttentionProblem &p = c.problem;
+  if (p.headDimV == 0 || p.headDimV == p.headDim)
+    return "";
+  return fmt::format("v{}", p.headDimV);
+}
+
 std::string nameVarlen(const NameContext &c) {
   return c.problem.varlen ? "_varlen" : "";
 }

@@ -62,15 +62,19 @@ static OwningOpRef<ModuleOp> buildProblemOpModule(MLIRContext &ctx,
   Type element = elementTypeOf(ctx, spec);
   Type f32 = Float32Type::get(&ctx);
   int64_t dyn = ShapedType::kDynamic;
+  // Q and K have the head dim, V and O the value head dim.
   auto tensorType = MemRefType::get({dyn, dyn, dyn, spec.headDim}, element);
+  auto valueType =
+      MemRefType::get({dyn, dyn, dyn, spec.valueHeadDim()}, element);
   auto lseType = MemRefType::get({dyn, dyn, dyn}, f32);
   // A packed (varlen) batch: [total, H, D] tensors, LSE [H, total_q], and
   // where each sequence starts (int32 [B + 1]) for queries and keys.
   if (spec.varlen) {
     tensorType = MemRefType::get({dyn, dyn, spec.headDim}, element);
+    valueType = MemRefType::get({dyn, dyn, spec.valueHeadDim()}, element);
     lseType = MemRefType::get({dyn, dyn}, f32);
   }
-  SmallVector<Type> args(4, tensorType);
+  SmallVector<Type> args = {tensorType, tensorType, valueType, valueType};
   if (spec.withLse)
     args.push_back(lseType);
   if (spec.varlen)

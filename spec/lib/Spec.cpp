@@ -7,6 +7,8 @@ using namespace mlir::attn;
 std::string mlir::attn::specKey(const AttentionSpec &asked) {
   AttentionSpec spec = asked;
   spec.scale = softmaxScaleOf(spec);
+  if (spec.headDimV == spec.headDim)
+    spec.headDimV = 0;
   std::string key = "attn";
   spec::forEachField(spec, [&](const spec::FieldInfo &field, auto kind,
                                const auto &value) {

@@ -175,10 +175,10 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
   if (decoding)
     return validateKvCacheSpec(spec);
   TileConfig config = tileConfigOf(spec);
-  if (llvm::Error error =
-          checkTileConfig(config, spec.target, spec.headDim, spec.maxSmem))
+  if (llvm::Error error = checkTileConfig(config, spec.target,
+                                          spec.tileHeadDim(), spec.maxSmem))
     return error;
   if (tmaStoreAsked)
-    return checkTmaStoreFits(config, spec.headDim);
+    return checkTmaStoreFits(config, spec.tileHeadDim());
   return llvm::Error::success();
 }

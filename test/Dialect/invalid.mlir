@@ -10,6 +10,27 @@ func.func @attention_head_dim_mismatch(%q: memref<?x?x?x64xbf16>, %k: memref<?x?
 
 // -----
 
+// V and O may have a head dim of their own (head_dim_v), but the same one.
+func.func @attention_value_head_dim_mismatch(%q: memref<?x?x?x192xbf16>, %k: memref<?x?x?x192xbf16>,
+                                             %v: memref<?x?x?x128xbf16>, %o: memref<?x?x?x192xbf16>) {
+  // expected-error @+1 {{'attn.attention' op operand 'o' has head dimension 192 but 'v' has 128}}
+  attn.attention %q, %k, %v, %o {scale = 0.125 : f32}
+    : memref<?x?x?x192xbf16>, memref<?x?x?x192xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x192xbf16>
+  return
+}
+
+// -----
+
+func.func @attention_value_head_dim_not_multiple_of_8(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
+                                                      %v: memref<?x?x?x60xbf16>, %o: memref<?x?x?x60xbf16>) {
+  // expected-error @+1 {{'attn.attention' op value head dimension 60 is not supported: use a multiple of 8}}
+  attn.attention %q, %k, %v, %o {scale = 0.125 : f32}
+    : memref<?x?x?x64xbf16>, memref<?x?x?x64xbf16>, memref<?x?x?x60xbf16>, memref<?x?x?x60xbf16>
+  return
+}
+
+// -----
+
 func.func @attention_head_dim_not_multiple_of_8(%q: memref<?x?x?x59xbf16>, %k: memref<?x?x?x59xbf16>,
                                                 %v: memref<?x?x?x59xbf16>, %o: memref<?x?x?x59xbf16>) {
   // expected-error @+1 {{'attn.attention' op head dimension 59 is not supported: use a multiple of 8 (the kernels copy rows in 16-byte chunks): pad q, k and v with zero columns to 64 and drop the extra output columns}}
@@ -629,7 +650,7 @@ func.func @mistyped_attribute() attributes {attn.tiling = #attn.target<sm_80>} {
 
 // -----
 
-// expected-error @+1 {{#attn.problem has no field 'casual'; its fields: dtype, head_dim, causal, scale, with_lse, causal_align, softcap, window_left, window_right, varlen, kv_cache, page_size, split_kv, head_pack, backward, alibi, combine}}
+// expected-error @+1 {{#attn.problem has no field 'casual'; its fields: dtype, head_dim, causal, scale, with_lse, causal_align, softcap, window_left, window_right, varlen, kv_cache, page_size, split_kv, head_pack, backward, alibi, head_dim_v, combine}}
 func.func @problem_unknown_field() attributes {attn.problem = #attn.problem<casual = true, scale = 0.125>} {
   return
 }

@@ -197,7 +197,8 @@ private:
 };
 
 /// Arguments for contiguous [B, N, H, D] tensors (PyTorch's (batch, seqlen,
-/// heads, head_dim) layout); `lse` may be null.
+/// heads, head_dim) layout; V and O [B, N, H, head_dim_v] when the spec sets
+/// it); `lse` may be null.
 inline attnrt_forward_args bnhdArgs(const void *q, const void *k, const void *v,
                                     void *o, float *lse, int64_t batch,
                                     int64_t nq, int64_t nk, int64_t heads,
@@ -215,16 +216,18 @@ inline attnrt_forward_args bnhdArgs(const void *q, const void *k, const void *v,
   a.num_kv_heads = kvHeads;
   a.head_dim = spec.headDim;
   a.dtype = static_cast<int>(spec.dtype);
-  auto strides = [&](int64_t *s, int64_t n, int64_t h) {
+  auto strides = [&](int64_t *s, int64_t n, int64_t h, int64_t d) {
     s[3] = 1;
-    s[2] = spec.headDim;
-    s[1] = h * spec.headDim;
-    s[0] = n * h * spec.headDim;
+    s[2] = d;
+    s[1] = h * d;
+    s[0] = n * h * d;
   };
-  strides(a.q_strides, nq, heads);
-  strides(a.o_strides, nq, heads);
-  strides(a.k_strides, nk, kvHeads);
-  strides(a.v_strides, nk, kvHeads);
+  // V and O are [.., head_dim_v] when the spec gives them a head dim.
+  int64_t dv = spec.headDimV ? spec.headDimV : spec.headDim;
+  strides(a.q_strides, nq, heads, spec.headDim);
+  strides(a.o_strides, nq, heads, dv);
+  strides(a.k_strides, nk, kvHeads, spec.headDim);
+  strides(a.v_strides, nk, kvHeads, dv);
   return a;
 }
 

@@ -59,8 +59,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
     attention when Hkv < H).
 
     The verifier checks ranks, element types (f16 or bf16, all alike), that the
-    head dimension is static, equal everywhere and a multiple of 8 from 8 to
-    256 (any other is refused with a hint to pad it), that
+    head dimension is static, equal in Q and K and in V and O, and a multiple
+    of 8 from 8 to 256 (any other is refused with a hint to pad it), that
     the static sizes agree (B everywhere, Nq of Q, O and LSE, Nk and Hkv of K
     and V, H of Q, O and LSE, H a multiple of Hkv), that the last dimension
     of Q, K, V and O has stride 1 and LSE the identity layout, and that
@@ -82,6 +82,9 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
     that both vectors are given, i32 and contiguous, and the same static
     sizes as above.
 
+    V and O may have a head dimension of their own (DeepSeek's 192/128): the
+    problem's `head_dim_v`, which the kernel's name spells `_d192v128`.
+
     ```mlir
     attn.attention %q, %k, %v, %o lse %lse {causal, scale = 0.0883883 : f32}
       : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>,
@@ -97,6 +100,9 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
         #attn.causal_align<bottom_right>, scale = 0.125 : f32, window_left = 256}
       : memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>,
         memref<?x?x?x64xf16>
+    attn.attention %q, %k, %v, %o {causal, scale = 0.0721688 : f32}
+      : memref<?x?x?x192xbf16>, memref<?x?x?x192xbf16>, memref<?x?x?x128xbf16>,
+        memref<?x?x?x128xbf16>
     attn.attention %q, %k, %v, %o lse %lse
         varlen(%cu_q, %cu_k : memref<?xi32>, memref<?xi32>)
         {causal, causal_align = #attn.causal_align<bottom_right>, scale = 0.125 : f32}
@@ -130,6 +136,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     int64_t getHeadDim();
+    /// V's and O's head dim (the last dim of v).
+    int64_t getHeadDimV();
     Type getElementType();
     /// The problem this op states (attn-tile records it as #attn.problem).
     AttentionProblem problem();

@@ -45,6 +45,13 @@ struct AttentionProblem {
   /// Whether causal_align places anything: the mask's diagonal, or ALiBi's
   /// distances (measured from that diagonal even without a mask).
   bool placesDiagonal() const { return hasDiagonal() || alibi; }
+  /// The head dim of V and O: head_dim_v, or the head dim when it is 0.
+  int64_t valueHeadDim() const { return headDimV ? headDimV : headDim; }
+  /// The head dim the tiles are chosen and checked for: the wider of Q's
+  /// and V's (a 192/128 kernel takes d192's tiles).
+  int64_t tileHeadDim() const {
+    return headDim > valueHeadDim() ? headDim : valueHeadDim();
+  }
   /// This problem's fields, compared field by field.
   bool sameProblem(const AttentionProblem &other) const;
   bool operator==(const AttentionProblem &other) const {
@@ -111,6 +118,8 @@ llvm::Error checkNone(const FieldInfo &, const T &) {
   return llvm::Error::success();
 }
 llvm::Error checkHeadDimField(const FieldInfo &, int64_t headDim);
+/// V's and O's head dim: 0 (the head dim) or one checkHeadDim accepts.
+llvm::Error checkHeadDimVField(const FieldInfo &, int64_t headDimV);
 /// A scale: 0 (1/sqrt(head_dim)) or one checkSoftmaxScale accepts.
 llvm::Error checkScaleField(const FieldInfo &, double scale);
 /// An optional factor (the soft cap): 0 (none) or a value

@@ -53,6 +53,12 @@ int64_t smemTileCols(int64_t headDim);
 /// the widest of 128, 64 and 32 whose panel (span / 2 columns) divides it.
 int64_t smemTileSwizzle(int64_t cols);
 
+/// The swizzle all of a kernel's Q, K, V and O tiles share: the runtime
+/// encodes every TMA descriptor of a kernel with one panel width (docs/
+/// ABI.md). The widest that divides both the head dim's and V's padded
+/// tiles (headDimV 0: the head dim).
+int64_t kernelTileSwizzle(int64_t headDim, int64_t headDimV = 0);
+
 /// Columns of the output accumulator O: D on sm_80 (mma.sync computes
 /// 8-column blocks), the padded tile width on sm_90a (wgmma reads the
 /// N-major V in whole swizzle panels); the store writes D of them.

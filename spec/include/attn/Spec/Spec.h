@@ -103,12 +103,13 @@ inline bool boundedSoftmaxApplies(const AttentionSpec &spec) {
 /// which decides whether d256 peels its masked blocks).
 inline TileConfig tileConfigOf(const AttentionSpec &spec, bool window = false) {
   TileConfig config = resolveTileConfig(
-      spec.target, spec.headDim, hasDiagonal(spec), spec.blockM, spec.blockN,
+      spec.target, spec.tileHeadDim(), hasDiagonal(spec), spec.blockM,
+      spec.blockN,
       spec.numWarps, usesFa3Schedule(spec), spec.stages, window,
       boundedSoftmaxApplies(spec));
   // A GPU with less shared memory than the target's: the tiles the spec
   // leaves to the default give back until they fit.
-  return fitSharedMemory(config, spec.headDim, spec.maxSmem,
+  return fitSharedMemory(config, spec.tileHeadDim(), spec.maxSmem,
                          /*keepStages=*/spec.stages > 0,
                          /*keepBlockM=*/spec.blockM > 0 || spec.numWarps > 0,
                          /*keepBlockN=*/spec.blockN > 0);
