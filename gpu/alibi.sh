@@ -14,7 +14,8 @@ fail() { echo "FAILED: $*"; status=1; }
 echo "== sanitizers on small ragged ALiBi cases (memcheck, racecheck, synccheck)"
 for tool in memcheck racecheck synccheck; do
   timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 --kernel-name kns=alibi \
-    python3 gpu/alibi_check.py --no-bench --cases 6 --dense-only > "$OUT/sanitize-$tool.log" 2>&1
+    python3 gpu/alibi_check.py --no-bench --cases 6 --kvcache-cases 6 --dense-only \
+    > "$OUT/sanitize-$tool.log" 2>&1
   rc=$?
   { [ $rc = 9 ] || [ $rc = 124 ]; } && fail "compute-sanitizer $tool (rc $rc)"
   grep -E "SUMMARY" "$OUT/sanitize-$tool.log" | tail -n 1

@@ -12,7 +12,11 @@ kernels measure from j = i. Cases are ragged (Nq != Nk, lengths that are not
 tile multiples), causal in both alignments, windows, soft caps, GQA, slopes
 of shape (H,) and (B, H), bf16 and f16, through attngen.attention,
 attention_varlen (packed sequences, one of them empty) and
-flash_attn_interface; the output is poisoned first. The criterion: max
+flash_attn_interface; the output is poisoned first. Then decoding over a KV
+cache (1-16 query rows, contiguous or paged in a shuffled pool, split or not,
+GQA heads packed, lengths 0 to the capacity) through attention_with_kvcache,
+flash_attn_with_kvcache and attention, each sequence measured from its own
+bottom-right diagonal. The criterion: max
 |O - O_fp32| <= 2 x PyTorch's error (the same math in the inputs' dtype) +
 1e-5, and the LSE within 1e-3 of float32's. ATTNGEN_ARCH=sm_80 checks the
 sm_80 kernels. Exit status 0 when every check passed.
@@ -158,12 +162,97 @@ def run_varlen(c, results):
     return record(c, results, ok_all, err, pt, lse_err, poisoned)
 
 
+def run_kvcache(c, results):
+    """Decoding over a KV cache (contiguous or paged, split or not, heads
+    packed): attention_with_kvcache, flash_attn_with_kvcache, or attention
+    with at most 16 query rows. Each sequence's distances are from its own
+    bottom-right diagonal, i + cache_seqlens[b] - Nq."""
+    torch.manual_seed(len(results) + 1)
+    dtype, b, nq, h, hkv, d = c["dtype"], c["b"], c["nq"], c["h"], c["hkv"], c["d"]
+    cap, page = c["nk"], c["page"]
+    q = torch.randn(b, nq, h, d, device="cuda", dtype=dtype)
+    k = torch.randn(b, cap, hkv, d, device="cuda", dtype=dtype)
+    v = torch.randn(b, cap, hkv, d, device="cuda", dtype=dtype)
+    lens = c["lens"]
+    slopes = slopes_for(h, b, c["per_batch"], "cuda")
+    seqlens = torch.tensor(lens, device="cuda", dtype=torch.int32)
+    k_cache, v_cache, table = k, v, None
+    if page:
+        # Pages in a shuffled pool: sequence b's page p is pool row table[b, p].
+        pages = cap // page
+        order = torch.randperm(b * pages, device="cuda")
+        table = order.view(b, pages).to(torch.int32)
+        k_cache = torch.empty(b * pages, page, hkv, d, device="cuda", dtype=dtype)
+        v_cache = torch.empty_like(k_cache)
+        k_cache[order] = k.view(b * pages, page, hkv, d)
+        v_cache[order] = v.view(b * pages, page, hkv, d)
+    if c["via"] == "decode":
+        # attention() over each sequence's whole cache: all lengths = cap.
+        lens = [cap] * b
+        out, lse = attngen.attention(q, k, v, causal=c["causal"], softcap=c["cap"],
+                                     alibi_slopes=slopes, return_lse=True)
+    elif c["via"] == "flash_attn_kvcache":
+        from attngen import flash_attn_interface as fa
+        out, lse = fa.flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=seqlens,
+                                              block_table=table, causal=c["causal"],
+                                              softcap=c["cap"], alibi_slopes=slopes,
+                                              num_splits=c["splits"], return_softmax_lse=True)
+        lse = lse.masked_fill(torch.isposinf(lse), -math.inf)
+    else:
+        out, lse = attngen.attention_with_kvcache(q, k_cache, v_cache, seqlens, table,
+                                                  causal=c["causal"], softcap=c["cap"],
+                                                  alibi_slopes=slopes, num_splits=c["splits"],
+                                                  return_lse=True)
+    torch.cuda.synchronize()
+    ok_all, errs = True, []
+    for i, n in enumerate(lens):
+        s = slopes[i] if slopes.dim() == 2 else slopes
+        got_o, got_l = out[i:i + 1], lse[i:i + 1]
+        if n == 0:
+            ok_all &= bool((got_o == 0).all()) and bool(torch.isneginf(got_l).all())
+            continue
+        qi, ki, vi = q[i:i + 1], k[i:i + 1, :n], v[i:i + 1, :n]
+        ref, ref_lse = torch_math(qi, ki, vi, 1.0 / math.sqrt(d), c, s, torch.float32)
+        theirs, _ = torch_math(qi, ki, vi, 1.0 / math.sqrt(d), c, s, dtype)
+        ok, err, pt, lse_err = judge(got_o, got_l, ref, ref_lse, theirs)
+        ok_all &= ok
+        errs.append((err, pt, lse_err))
+    err = max((e for e, _, _ in errs), default=0.0)
+    pt = max((p for _, p, _ in errs), default=0.0)
+    lse_err = max((x for _, _, x in errs), default=0.0)
+    return record(c, results, ok_all, err, pt, lse_err, True)
+
+
+def kvcache_cases(count):
+    rng = random.Random(4242)
+    drawn = []
+    for _ in range(count):
+        h, hkv = rng.choice([(4, 4), (8, 2), (8, 1), (32, 8)])
+        b = rng.choice([1, 3])
+        page = rng.choice([0, 0, 16, 64])
+        cap = rng.choice([64, 256, 1024, 3072])
+        via = rng.choice(["kvcache", "kvcache", "flash_attn_kvcache", "decode"])
+        nq = rng.randint(1, 16)
+        lens = [rng.randint(0, cap) for _ in range(b)]
+        if via == "decode":
+            page = 0
+        drawn.append(dict(d=rng.choice([64, 128, 256]), h=h, hkv=hkv,
+                          causal=rng.random() < 0.5, bottom_right=True, window=(-1, -1),
+                          cap=rng.choice([0.0, 0.0, 30.0]), per_batch=rng.random() < 0.5,
+                          dtype=rng.choice([torch.bfloat16, torch.float16]), via=via,
+                          b=b, nq=nq, nk=cap, page=page, lens=lens,
+                          splits=rng.choice([0, 1, 3])))
+    return drawn
+
+
 def record(c, results, ok, err, pt, lse_err, poisoned):
     row = {key: (str(value) if key == "dtype" else value) for key, value in c.items()}
     row.update(ok=ok, err=err, pytorch_err=pt, ratio=err / max(pt, 1e-12), lse_err=lse_err,
                poisoned=poisoned)
     results.append(row)
-    shape = (f"lens={c['lens']}" if "lens" in c else f"b{c['b']} {c['nq']}x{c['nk']}")
+    shape = (f"b{c['b']} {c['nq']}x{c['nk']} page={c['page']} splits={c['splits']} "
+             f"lens={c['lens']}" if "page" in c else
+             f"lens={c['lens']}" if "lens" in c else f"b{c['b']} {c['nq']}x{c['nk']}")
     print(f"{'ok  ' if ok else 'FAIL'} {c['via']} d{c['d']} {shape} h{c['h']}/{c['hkv']} "
           f"{str(c['dtype'])[6:]} causal={c['causal']} br={c['bottom_right']} "
           f"win={c['window']} cap={c['cap']} per_batch={c['per_batch']}: err {err:.2e}, "
@@ -259,6 +348,8 @@ def main():
     parser.add_argument("--json")
     parser.add_argument("--cases", type=int, default=120)
     parser.add_argument("--no-bench", action="store_true")
+    parser.add_argument("--kvcache-cases", type=int, default=40,
+                        help="decoding cases over a KV cache (after the others)")
     parser.add_argument("--dense-only", action="store_true",
                         help="skip the varlen cases (racecheck stops on varlen kernels)")
     args = parser.parse_args()
@@ -270,6 +361,8 @@ def main():
         if args.dense_only and c["via"] == "varlen":
             continue
         failed += not (run_varlen(c, results) if c["via"] == "varlen" else run_dense(c, results))
+    for c in kvcache_cases(args.kvcache_cases):
+        failed += not run_kvcache(c, results)
     failed += not run_autograd()
     if not args.no_bench:
         harness.warm_up_gpu()

@@ -477,31 +477,38 @@ void lowerMask(Lowering &l, MaskOp op) {
 }
 
 /// ALiBi: x += -(slope * scale) * |d| with d = row + offset - col per
-/// element. The slope is one invariant load; d is an i32 per row (relative
-/// to the thread's first column) converted once, minus the element's
-/// immediate column offset 8 * n + e: a subtract and an FMA per score.
+/// element. The slope is one invariant load (one per fragment row of a
+/// tile that packs heads); d is an i32 per row (relative to the thread's
+/// first column) converted once, minus the element's immediate column
+/// offset 8 * n + e: a subtract and an FMA per score.
 void lowerAlibi(Lowering &l, AlibiOp op) {
   OpBuilder &b = l.b;
   auto type = cast<RegTileType>(op.getInput().getType());
   FragmentShape shape = l.fragmentShape(type);
   SmallVector<Value> values = l.tiles.lookup(op.getInput());
   int t = static_cast<int>(Tensor::AlibiSlopes);
-  Value entry = arith::AddIOp::create(
-      b, l.loc,
-      arith::MulIOp::create(b, l.loc, l.toI64(l.toI32(l.scalar(op.getBatch()))),
-                            l.params.stride[t][0]),
-      l.toI64(l.toI32(l.scalar(op.getHead()))));
+  Value batchEntry = arith::MulIOp::create(
+      b, l.loc, l.toI64(l.toI32(l.scalar(op.getBatch()))),
+      l.params.stride[t][0]);
+  Value head0 = l.toI32(l.scalar(op.getHead()));
   auto ptrType =
       LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
-  Value addr = LLVM::GEPOp::create(b, l.loc, ptrType, b.getF32Type(),
-                                   l.params.ptr[t], ValueRange{entry});
-  auto slope = LLVM::LoadOp::create(b, l.loc, b.getF32Type(), addr,
-                                    /*alignment=*/4);
-  slope.setInvariant(true);
-  Value coef = arith::MulFOp::create(b, l.loc, slope,
-                                     l.f32(-op.getScale().convertToFloat()));
+  // -(slope * scale) of query head `head` (i32).
+  auto coefOf = [&](Value head) -> Value {
+    Value entry = arith::AddIOp::create(b, l.loc, batchEntry, l.toI64(head));
+    Value addr = LLVM::GEPOp::create(b, l.loc, ptrType, b.getF32Type(),
+                                     l.params.ptr[t], ValueRange{entry});
+    auto slope = LLVM::LoadOp::create(b, l.loc, b.getF32Type(), addr,
+                                      /*alignment=*/4);
+    slope.setInvariant(true);
+    return arith::MulFOp::create(b, l.loc, slope,
+                                 l.f32(-op.getScale().convertToFloat()));
+  };
+  const int64_t pack = op.headPack();
+  Value coef = pack == 1 ? coefOf(head0) : Value();
   // row + offset - col - 2 * (lane % 4): each element's distance is this
-  // plus its fragment row, minus 8 * n + e.
+  // plus its fragment row (its position, in a tile that packs heads),
+  // minus 8 * n + e.
   Value base = arith::SubIOp::create(
       b, l.loc,
       arith::AddIOp::create(b, l.loc, l.toI32(l.scalar(op.getRow())),
@@ -510,9 +517,16 @@ void lowerAlibi(Lowering &l, AlibiOp op) {
                             l.fragmentCol(0, 0)));
   for (int64_t m = 0; m < shape.mTiles; ++m)
     for (int64_t h = 0; h < 2; ++h) {
+      Value position = l.fragmentRow(m, h);
+      if (pack > 1) {
+        auto [headOffset, packedPosition] =
+            l.packedRow(position, type.getRows(), pack);
+        coef = coefOf(arith::AddIOp::create(b, l.loc, head0, headOffset));
+        position = packedPosition;
+      }
       Value rowDistance = arith::SIToFPOp::create(
           b, l.loc, b.getF32Type(),
-          arith::AddIOp::create(b, l.loc, base, l.fragmentRow(m, h)));
+          arith::AddIOp::create(b, l.loc, base, position));
       for (int64_t n = 0; n < shape.nBlocks; ++n)
         for (int64_t e = 0; e < 2; ++e) {
           int64_t index = (m * shape.nBlocks + n) * 4 + 2 * h + e;

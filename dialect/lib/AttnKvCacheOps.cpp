@@ -114,12 +114,14 @@ AttentionProblem AttentionKvCacheOp::problem() {
   AttentionProblem problem;
   problem.dtype = getElementType().isBF16() ? DType::bf16 : DType::f16;
   problem.headDim = getHeadDim();
-  if (hasDiagonal())
+  // ALiBi measures from the same diagonal.
+  if (hasDiagonal() || getAlibiSlopes())
     problem.causalAlign = CausalAlign::bottom_right;
   problem.withLse = getLse() != nullptr;
   problem.kvCache = true;
   problem.pageSize = getPageSize();
   problem.splitKv = isSplit();
+  problem.alibi = getAlibiSlopes() != nullptr;
   readProblemAttributes(*this, problem);
   return problem;
 }
@@ -180,6 +182,9 @@ LogicalResult AttentionKvCacheOp::verify() {
   }
   if (Value lse = getLse())
     if (failed(verifyRowsOperand(*this, lse, "lse", "[B, H, Nq]")))
+      return failure();
+  if (Value slopes = getAlibiSlopes())
+    if (failed(verifyAlibiSlopes(*this, slopes.getType())))
       return failure();
   if (bool(getOPartial()) != bool(getLsePartial()))
     return emitOpError("needs both partial outputs (o_partial and "

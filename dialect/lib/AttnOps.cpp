@@ -602,7 +602,8 @@ LogicalResult AlibiOp::verify() {
   float scale = getScale().convertToFloat();
   if (!(scale > 0.0f) || !std::isfinite(scale))
     return emitOpError() << "scale must be positive and finite, got " << scale;
-  return success();
+  return verifyHeadPackRows(*this, headPack(),
+                            cast<RegTileType>(getInput().getType()).getRows());
 }
 
 LogicalResult OnlineSoftmaxOp::verify() {

@@ -132,6 +132,8 @@ mlir::attn::kernelTensorRoles(const AttentionProblem &problem) {
       roles.push_back("lse");
     if (problem.splitKv)
       roles.append({"o_partial", "lse_partial"});
+    if (problem.alibi)
+      roles.push_back("alibi_slopes");
     return roles;
   }
   if (problem.backward != BackwardPart::none)

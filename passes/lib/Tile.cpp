@@ -155,8 +155,8 @@ void TileProgramBuilder::build() {
         if (Value slopes = op.getAlibiSlopes())
           scores = AlibiOp::create(
               b, l, scores.getType(), scores, slopes, batch, head, row, col,
-              alibiOffset,
-              b.getF32FloatAttr(1.0 / scale.getValueAsDouble()));
+              alibiOffset, b.getF32FloatAttr(1.0 / scale.getValueAsDouble()),
+              /*head_pack=*/IntegerAttr());
         auto mask = MaskOp::create(
             b, l, scores.getType(), scores, row, col, nk,
             op.isBottomRight() ? nq : Value(), op.getCausalAttr(),

@@ -119,7 +119,8 @@ private:
               Value col, Value offset) {
     return AlibiOp::create(b, l, s.getType(), s, op.getAlibiSlopes(), batch,
                            head, row, col, offset,
-                           b.getF32FloatAttr(1.0 / logitScale));
+                           b.getF32FloatAttr(1.0 / logitScale),
+                           /*head_pack=*/IntegerAttr());
   }
   /// ALiBi's diagonal offset: Nk - Nq bottom-right, 0 top-left.
   Value alibiOffset(Value nq, Value nk) {

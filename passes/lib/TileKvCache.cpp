@@ -226,6 +226,13 @@ void KvCacheProgramBuilder::build() {
                                      kTile, Value(), /*transpose_b=*/true);
         if (capScale)
           scores = SoftcapOp::create(b, l, scores.getType(), scores, capScale);
+        // ALiBi on every block, from each sequence's bottom-right diagonal
+        // (offset kv_len - nq), per packed head.
+        if (Value slopes = op.getAlibiSlopes())
+          scores = AlibiOp::create(
+              b, l, scores.getType(), scores, slopes, batch, head, row, col,
+              arith::SubIOp::create(b, l, kvLen, nq),
+              b.getF32FloatAttr(1.0 / scale.getValueAsDouble()), packAttr());
         // The ragged last block and the diagonal ones are masked, under a
         // branch that is uniform over the CTA.
         Value masked = arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge,

@@ -43,7 +43,7 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, *,
     diagonal of causal_align; after a soft cap) to the scaled scores, as
     flash_attn's alibi_slopes (differentiable: the slopes get no gradient). A
     call with at most 16
-    query rows (decoding) and no alibi_slopes runs the
+    query rows (decoding) runs the
     KV-cache kernels, which pack the query heads of each key/value head and
     split the keys over CTAs. Registered as the torch op torch.ops.attngen.attention, which
     torch.compile and torch.export trace; eager calls launch directly (the
@@ -96,13 +96,14 @@ def _check_arguments(q, k, v, causal, scale, return_lse, causal_align, softcap, 
 DECODE_MAX_SEQLEN_Q = 16
 
 
-def _decodes(q, k, causal, causal_align, window_left, window_right):
+def _decodes(q, k, causal, causal_align, window_left, window_right, alibi=False):
     """Whether the decoding kernels compute this call: few query rows, and a
-    mask they align the same way (bottom-right, or no diagonal, or Nq = Nk)."""
+    mask (and ALiBi's distances) they align the same way (bottom-right, or no
+    diagonal, or Nq = Nk)."""
     batch, seqlen_q = q.shape[:2]
     if not 0 < seqlen_q <= DECODE_MAX_SEQLEN_Q or batch == 0:
         return False
-    diagonal = causal or window_left >= 0 or window_right >= 0
+    diagonal = causal or window_left >= 0 or window_right >= 0 or alibi
     return not diagonal or causal_align == "bottom-right" or seqlen_q == k.shape[1]
 
 
@@ -112,10 +113,10 @@ def _forward(q, k, v, causal, scale, return_lse, causal_align, softcap, window_l
     alibi = alibi_slopes is not None
     head_dim_v = head_dim_v_of(q, v)
     # The decoding kernels have one head dim (no head_dim_v yet).
-    if (not alibi and not head_dim_v
-            and _decodes(q, k, causal, causal_align, window_left, window_right)):
+    if not head_dim_v and _decodes(q, k, causal, causal_align, window_left, window_right,
+                                   alibi):
         return _kvcache_forward(q, k, v, None, None, causal, scale, softcap, return_lse, 0,
-                                window_left, window_right)
+                                window_left, window_right, alibi_slopes=alibi_slopes)
     out, lse = outputs_like(q, return_lse, v)
     kernel = kernel_for(q, scale, causal=causal, causal_align=causal_align, softcap=softcap,
                         window_size=(window_left, window_right), alibi=alibi,

@@ -13,8 +13,8 @@ from ._errors import check_status, invalid_argument
 from ._torch_checks import (TensorLayout, call_options, check_devices, check_int32,
                             check_is_tensor, check_qkv, check_rank, check_tensors,
                             require_torch, torch)
-from ._torch_launch import (current_stream, forward_args, kernel_for, launch, outputs_like,
-                            refuse_backward, use_custom_op)
+from ._torch_launch import (check_alibi_slopes, current_stream, forward_args, kernel_for, launch,
+                            outputs_like, refuse_backward, set_alibi_args, use_custom_op)
 
 _LAYOUT = TensorLayout(function="attention_with_kvcache", names=("q", "k_cache", "v_cache"),
                        rank=4, dims="", rank_hint="", row_dims="its first three dimensions",
@@ -29,7 +29,8 @@ _PAGE_ROW_MULTIPLE = 16
 
 def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None, *,
                            causal=False, window_size=(-1, -1), softcap=0.0, scale=None,
-                           return_lse=False, num_splits=0, check_cache_values=False):
+                           return_lse=False, num_splits=0, check_cache_values=False,
+                           alibi_slopes=None):
     """Attention of q over a KV cache, as flash_attn_with_kvcache (without
     appending new keys): sequence b attends to the first cache_seqlens[b] keys
     of its cache. Returns out (batch, seqlen_q, heads, head_dim), or (out,
@@ -47,7 +48,10 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
     (flash-decoding), 1 never splits, n > 1 forces n. window_size is
     (-1, -1) or a causal mask's spelling ((-1, 0), or any right side with
     causal=True, which forces it to 0 as flash_attn does); sliding windows
-    are not supported here yet. The kernels never
+    are not supported here yet. alibi_slopes, a float32 tensor (heads,) or
+    (batch, heads), adds ALiBi's bias -slope * |i + cache_seqlens[b] - seqlen_q
+    - j| (from each sequence's bottom-right diagonal, as flash_attn's). The
+    kernels never
     read outside the caches whatever cache_seqlens and block_table hold;
     check_cache_values=True also checks their values on the host (a device
     sync; not under CUDA graph capture) and raises for bad ones.
@@ -56,11 +60,12 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
     require_torch("attention_with_kvcache")
     options, cache_seqlens = _check_arguments(q, k_cache, v_cache, cache_seqlens, block_table,
                                               causal, window_size, softcap, scale, return_lse,
-                                              num_splits, check_cache_values)
+                                              num_splits, check_cache_values, alibi_slopes)
     # A contiguous cache with more rows than sequences: the first ones.
     if block_table is None and k_cache.shape[0] != q.shape[0]:
         k_cache, v_cache = k_cache[:q.shape[0]], v_cache[:q.shape[0]]
-    tensors = [q, k_cache, v_cache] + [t for t in (cache_seqlens, block_table) if t is not None]
+    tensors = [q, k_cache, v_cache] + [t for t in (cache_seqlens, block_table, alibi_slopes)
+                                       if t is not None]
     if use_custom_op(*tensors):
         if check_cache_values:
             raise invalid_argument(
@@ -69,7 +74,7 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
         out, lse = torch.ops.attngen.attention_with_kvcache(
             q, k_cache, v_cache, cache_seqlens, block_table, options.causal, options.scale,
             options.softcap, return_lse, num_splits, options.window_left,
-            options.window_right)
+            options.window_right, alibi_slopes)
     else:
         if check_cache_values and torch.cuda.is_current_stream_capturing():
             raise invalid_argument(
@@ -77,7 +82,8 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
                 "graph capture cannot do: check in an eager call before capturing")
         out, lse = _forward(q, k_cache, v_cache, cache_seqlens, block_table, options.causal,
                             options.scale, options.softcap, return_lse, num_splits,
-                            options.window_left, options.window_right, check_cache_values)
+                            options.window_left, options.window_right, check_cache_values,
+                            alibi_slopes)
     return (out, lse) if return_lse else out
 
 
@@ -91,7 +97,8 @@ def head_pack_for(group):
 
 
 def _check_arguments(q, k_cache, v_cache, cache_seqlens, block_table, causal, window_size,
-                     softcap, scale, return_lse, num_splits, check_cache_values):
+                     softcap, scale, return_lse, num_splits, check_cache_values,
+                     alibi_slopes=None):
     """Everything the kernels assume, the devices last; returns the options
     and cache_seqlens as a tensor (or None)."""
     check_tensors(_LAYOUT, q, k_cache, v_cache)
@@ -104,8 +111,9 @@ def _check_arguments(q, k_cache, v_cache, cache_seqlens, block_table, causal, wi
     causal = options.causal or right == 0
     if causal:
         right = -1
-    # The diagonal, causal or a window's, is bottom-right to each sequence's keys.
-    diagonal = causal or left >= 0 or right >= 0
+    # The diagonal, causal or a window's (and ALiBi's distances), is
+    # bottom-right to each sequence's keys.
+    diagonal = causal or left >= 0 or right >= 0 or alibi_slopes is not None
     options = options._replace(causal=causal, window_right=right,
                                causal_align="bottom-right" if diagonal else "top-left")
     check_qkv(_LAYOUT, q, k_cache, v_cache)
@@ -115,6 +123,7 @@ def _check_arguments(q, k_cache, v_cache, cache_seqlens, block_table, causal, wi
         capacity = _check_contiguous_cache(q, k_cache)
     cache_seqlens = _cache_seqlens_tensor(q, cache_seqlens, capacity)
     _check_num_splits(num_splits)
+    check_alibi_slopes("attention_with_kvcache", alibi_slopes, q, q.shape[0], q.shape[2])
     check_devices([("q", q), ("k_cache", k_cache), ("v_cache", v_cache),
                    ("cache_seqlens", cache_seqlens), ("block_table", block_table)])
     return options, cache_seqlens
@@ -193,7 +202,7 @@ def _check_num_splits(num_splits):
 
 def _forward(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, softcap,
              return_lse, num_splits, window_left=-1, window_right=-1,
-             check_cache_values=False):
+             check_cache_values=False, alibi_slopes=None):
     """The op's CUDA implementation and the eager path: the plan (splits and
     their workspace), the optional value check, then the launch."""
     batch, _, heads, _ = q.shape
@@ -201,8 +210,9 @@ def _forward(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, sof
     paged = block_table is not None
     page_size = k_cache.shape[1] if paged else 0
     # A kernel that can split serves num_splits 0 and n > 1; 1 never splits.
-    diagonal = causal or window_left >= 0 or window_right >= 0
-    kernel = kernel_for(q, scale, causal=causal,
+    alibi = alibi_slopes is not None
+    diagonal = causal or window_left >= 0 or window_right >= 0 or alibi
+    kernel = kernel_for(q, scale, causal=causal, alibi=alibi,
                         causal_align="bottom-right" if diagonal else "top-left",
                         softcap=softcap, window_size=(window_left, window_right),
                         kv_cache=True, page_size=page_size, split_kv=num_splits != 1,
@@ -216,6 +226,7 @@ def _forward(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, sof
         args.max_blocks = block_table.shape[1]
         args.num_blocks = k_cache.shape[0]
         args.page_size = page_size
+    set_alibi_args(args, alibi_slopes)
     args.num_splits = num_splits
     # The plan fixes the splits; its workspace comes from torch's allocator,
     # which CUDA graph capture serves from the graph's pool.
@@ -243,15 +254,17 @@ if torch is not None:
     def _kvcache_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                     cache_seqlens: Optional[torch.Tensor], block_table: Optional[torch.Tensor],
                     causal: bool, scale: float, softcap: float, return_lse: bool,
-                    num_splits: int, window_left: int, window_right: int
+                    num_splits: int, window_left: int, window_right: int,
+                    alibi_slopes: Optional[torch.Tensor] = None
                     ) -> tuple[torch.Tensor, torch.Tensor]:
         """What traced calls (torch.compile, CUDA graphs, autograd) run."""
         return _forward(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale,
-                        softcap, return_lse, num_splits, window_left, window_right)
+                        softcap, return_lse, num_splits, window_left, window_right,
+                        alibi_slopes=alibi_slopes)
 
     @_kvcache_op.register_fake
     def _kvcache_fake(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, softcap,
-                      return_lse, num_splits, window_left, window_right):
+                      return_lse, num_splits, window_left, window_right, alibi_slopes=None):
         """The outputs' shapes, for tracing with fake or meta tensors."""
         return outputs_like(q, return_lse)
 

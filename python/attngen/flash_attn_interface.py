@@ -19,9 +19,9 @@ dims that are not a multiple of 8 (up to 256) are padded, as flash_attn pads
 them; inputs whose last dimension is not contiguous are copied.
 
 What attngen does not have yet raises InvalidInputError (a ValueError and a
-RuntimeError) that says so: dropout_p > 0, and alibi_slopes in
-flash_attn_with_kvcache (flash_attn_func and flash_attn_varlen_func take them,
-backward included). return_attn_probs
+RuntimeError) that says so: dropout_p > 0. alibi_slopes work everywhere
+(flash_attn_with_kvcache's forward; flash_attn_func's and
+flash_attn_varlen_func's backward included). return_attn_probs
 returns (out, softmax_lse, None): flash_attn's third output is only
 meaningful with dropout. flash_attn_func, flash_attn_varlen_func and their
 packed forms are differentiable (attngen.attention's and
@@ -59,7 +59,7 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     Returns out (batch, seqlen_q, nheads, headdim), or with return_attn_probs
     (out, softmax_lse (batch, nheads, seqlen_q) float32, None)."""
     function = "flash_attn_func"
-    _refuse_missing_features(function, dropout_p, None, deterministic)
+    _refuse_missing_features(function, dropout_p, deterministic)
     (q, k, v), (head_dim, _, head_dim_v) = _ready(function, ("q", "k", "v"), (q, k, v))
     window = _window(window_size, causal, k.shape[1])
     result = attention(q, k, v, causal=bool(causal), scale=_scale(softmax_scale, head_dim),
@@ -107,7 +107,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     used pages, and a synchronization to size it), and a sequence longer than
     its block table addresses raises RuntimeError, as flash_attn does."""
     function = "flash_attn_varlen_func"
-    _refuse_missing_features(function, dropout_p, None, deterministic)
+    _refuse_missing_features(function, dropout_p, deterministic)
     if block_table is not None:
         k, v = _gather_pages(function, k, v, block_table, cu_seqlens_k)
     (q, k, v), (head_dim, _, head_dim_v) = _ready(function, ("q", "k", "v"), (q, k, v))
@@ -179,7 +179,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     cache_leftpad, and cache_batch_idx on a cache whose sequence rows are not
     whole pages of 16, copy the cache rows they read."""
     function = "flash_attn_with_kvcache"
-    _refuse_missing_features(function, 0.0, alibi_slopes, False)
+    _refuse_missing_features(function, 0.0, False)
     require_torch(function)
     for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
         check_is_tensor(function, name, t)
@@ -249,14 +249,15 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     result = attention_with_kvcache(q, k_read, v_read, lengths, table, causal=bool(causal),
                                     window_size=window, softcap=softcap,
                                     scale=_scale(softmax_scale, head_dim),
-                                    return_lse=bool(return_softmax_lse), num_splits=num_splits)
+                                    return_lse=bool(return_softmax_lse), num_splits=num_splits,
+                                    alibi_slopes=alibi_slopes)
     return _outputs(result, bool(return_softmax_lse), head_dim, probs=False)
 
 
 # -- flash_attn's conventions -------------------------------------------------
 
 
-def _refuse_missing_features(function, dropout_p, alibi_slopes, deterministic):
+def _refuse_missing_features(function, dropout_p, deterministic):
     """What flash_attn has and attngen not yet: a clear error, not a wrong result."""
     if isinstance(dropout_p, bool) or not isinstance(dropout_p, numbers.Real):
         raise TypeError(f"{function}: dropout_p must be a float, got {dropout_p!r}")
@@ -265,10 +266,6 @@ def _refuse_missing_features(function, dropout_p, alibi_slopes, deterministic):
             f"{function}: dropout_p = {dropout_p}: attngen has no attention dropout yet; pass "
             "dropout_p=0.0 (flash_attn's value outside training, e.g. "
             "dropout_p=self.dropout if self.training else 0.0)")
-    if alibi_slopes is not None:
-        raise invalid_argument(f"{function}: alibi_slopes: attngen's KV-cache kernels have no "
-                               "ALiBi bias yet (flash_attn_func and flash_attn_varlen_func "
-                               "do); pass alibi_slopes=None")
     # `deterministic` is the backward's (the forward always is): the dense
     # functions pass it to attention's autograd; the varlen backward is always
     # deterministic.

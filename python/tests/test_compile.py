@@ -254,7 +254,8 @@ class CompileTest(unittest.TestCase):
 
     def test_alibi(self):
         # ALiBi reads a slopes tensor: in the name, the metadata and its
-        # params on both targets; the KV cache and the backward refuse it.
+        # params on both targets; the KV cache (split and packed too, whose
+        # combine kernel reads no slopes) and the backward read them.
         for arch in ("sm_80", "sm_90a"):
             with self.subTest(arch=arch):
                 k = attngen.compile(arch=arch, head_dim=64, causal=True, alibi=True)
@@ -267,9 +268,13 @@ class CompileTest(unittest.TestCase):
                 plain = attngen.compile(arch=arch, head_dim=64, causal=True)
                 self.assertIs(plain.metadata["alibi"], False)
                 self.assertNotIn("alibi_slopes", plain.ptx)
-        with self.assertRaises(attngen.InvalidInputError) as caught:
-            attngen.compile(alibi=True, kv_cache=True)
-        self.assertIn("KV-cache and split-KV kernels", str(caught.exception))
+        for arch in ("sm_80", "sm_90a"):
+            k = attngen.compile(arch=arch, alibi=True, kv_cache=True, split_kv=True,
+                                head_pack=4, page_size=64)
+            self.assertIn("_alibi_pack4_page64_split", k.kernel_name)
+            self.assertIn("alibi_slopes", {p["name"] for p in k.metadata["params"]})
+            self.assertEqual(k.metadata["causal_align"], "bottom-right")
+            self.assertIs(k.combine.metadata["alibi"], False)
         # The backward's kernels read the slopes too (the recomputed P).
         for part in ("dq", "dkdv"):
             k = attngen.compile(arch="sm_90a", head_dim=64, alibi=True, backward=part)

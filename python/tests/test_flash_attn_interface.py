@@ -92,8 +92,8 @@ class ConventionTest(unittest.TestCase):
         q, k, v = self.q, self.k, self.v
         self.assertFails("dropout_p = 0.1: attngen has no attention dropout yet",
                          lambda: fa.flash_attn_func(q, k, v, 0.1))
-        # ALiBi: checked as flash_attn takes it, then the device is what is
-        # wrong; the KV cache has none yet.
+        # ALiBi: checked as flash_attn takes it (the KV cache too), then the
+        # device is what is wrong.
         self.assertFails("alibi_slopes must be float32", lambda: fa.flash_attn_func(
             q, k, v, alibi_slopes=torch.ones(4, dtype=torch.float64)))
         self.assertFails("alibi_slopes has shape (3,); it must be (heads,) = (4,) or "
@@ -103,8 +103,10 @@ class ConventionTest(unittest.TestCase):
             q, k, v, alibi_slopes=torch.ones(4, 2).t()))
         self.assertFails("on cpu", lambda: fa.flash_attn_func(
             q, k, v, alibi_slopes=torch.ones(2, 4)))
-        self.assertFails("KV-cache kernels have no ALiBi bias yet",
-                         lambda: fa.flash_attn_with_kvcache(q, k, v, alibi_slopes=torch.ones(4)))
+        self.assertFails("alibi_slopes has shape (3,); it must be (heads,) = (4,)",
+                         lambda: fa.flash_attn_with_kvcache(q, k, v, alibi_slopes=torch.ones(3)))
+        self.assertFails("on cpu", lambda: fa.flash_attn_with_kvcache(
+            q, k, v, alibi_slopes=torch.ones(4)))
         self.assertFails("dropout_p must be a float", lambda: fa.flash_attn_func(
             q, k, v, dropout_p="0"), TypeError)
         # Both errors are what flash_attn users catch: RuntimeError, ValueError.

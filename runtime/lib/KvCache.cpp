@@ -299,16 +299,20 @@ attnrt_status attnrt_forward_kvcache(attnrt_module *kernel, attnrt_module *combi
                             "LSE and head pack must agree): compile both from one spec",
                             combine->info.kernel, kernel->info.kernel);
     }
-    // Both kernels are checked before either runs.
+    // Both kernels are checked before either runs. The combine kernel
+    // merges the splits' outputs: it reads no ALiBi slopes.
+    attnrt_forward_args merged = resolved;
+    merged.alibi_slopes = nullptr;
+    merged.alibi_slopes_stride = 0;
     if (attnrt_status s = attnrt::checkForwardArgs(kernel->info, resolved))
       return s;
     if (resolved.num_splits > 1)
-      if (attnrt_status s = attnrt::checkForwardArgs(combine->info, resolved))
+      if (attnrt_status s = attnrt::checkForwardArgs(combine->info, merged))
         return s;
     if (attnrt_status s = attnrt_forward(kernel, &resolved, stream))
       return s;
     if (resolved.num_splits > 1)
-      return attnrt_forward(combine, &resolved, stream);
+      return attnrt_forward(combine, &merged, stream);
     return ATTNRT_OK;
   });
 }

@@ -112,6 +112,9 @@ OwningOpRef<ModuleOp> mlir::attn::buildKvCacheSpecModule(MLIRContext &ctx,
       args.push_back(rowsType);
     if (spec.splitKv)
       args.append({partialType, rowsType});
+    // ALiBi's slopes, f32 [B, H] (the batch stride may be 0), last.
+    if (spec.alibi)
+      args.push_back(MemRefType::get({dyn, dyn}, Float32Type::get(&ctx)));
   }
   return buildProblemModule(
       ctx, spec, name, args, [&](OpBuilder &b, Location loc, Block &body) {
@@ -127,10 +130,11 @@ OwningOpRef<ModuleOp> mlir::attn::buildKvCacheSpecModule(MLIRContext &ctx,
         Value lse = spec.withLse ? arg(next++) : Value();
         Value oPartial = spec.splitKv ? arg(next) : Value();
         Value lsePartial = spec.splitKv ? arg(next + 1) : Value();
+        Value slopes = spec.alibi ? body.getArguments().back() : Value();
         createProblemOp<AttentionKvCacheOp>(
             b, loc,
             {arg(0), arg(1), arg(2), arg(3), arg(4), table, lse, oPartial,
-             lsePartial},
+             lsePartial, slopes},
             spec);
       });
 }

@@ -133,10 +133,6 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
               "or drop --no-warp-specialize"
             : "--persistent is for sm_90a's warp-specialized schedule; an "
               "sm_80 kernel runs one CTA per tile: leave it out");
-  if (spec.alibi && decoding)
-    return specError("ALiBi (--alibi) is not supported by the KV-cache and "
-                     "split-KV kernels yet: drop alibi_slopes, or run the "
-                     "dense or varlen kernel over the cache's keys");
   if (isBackward(spec)) {
     if (decoding)
       return specError("--backward is for dense attention: a KV-cache or "

@@ -94,6 +94,8 @@ def Attn_AttentionKvCacheOp : Attn_Op<"attention_kvcache",
                        Arg<Optional<AnyMemRef>, "", [MemWrite]>:$lse,
                        Arg<Optional<AnyMemRef>, "", [MemWrite]>:$o_partial,
                        Arg<Optional<AnyMemRef>, "", [MemWrite]>:$lse_partial,
+                       // ALiBi: f32 slopes [B, H] (batch stride 0: per head).
+                       Arg<Optional<AnyMemRef>, "", [MemRead]>:$alibi_slopes,
                        UnitAttr:$causal, F32Attr:$scale,
                        OptionalAttr<F32Attr>:$softcap,
                        OptionalAttr<I64Attr>:$window_left,
@@ -102,7 +104,8 @@ def Attn_AttentionKvCacheOp : Attn_Op<"attention_kvcache",
   let assemblyFormat = [{
     $q `,` $k_cache `,` $v_cache `,` $o `,` $cache_seqlens
     (`block_table` $block_table^)? (`lse` $lse^)?
-    (`partials` $o_partial^ `,` $lse_partial)? attr-dict `:` type(operands)
+    (`partials` $o_partial^ `,` $lse_partial)?
+    (`alibi` `(` $alibi_slopes^ `)`)? attr-dict `:` type(operands)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{

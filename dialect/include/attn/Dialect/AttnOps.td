@@ -561,8 +561,12 @@ def Attn_AlibiOp : Attn_Op<"alibi", [AllTypesMatch<["input", "result"]>]> {
     and before `attn.mask`, on every key block (masked or not): unlike the
     mask, `attn-causal-blocks` never drops it.
 
-    The lowering reads the slope once (an invariant load) and spends two
-    float operations per score.
+    With `head_pack = G` the tile packs G query heads (`attn.copy_async`):
+    row `r` is position `r % (rows / G)` of head `head + r / (rows / G)`,
+    which gives both its slope and its distance.
+
+    The lowering reads the slope once per head (an invariant load) and
+    spends two float operations per score.
 
     ```mlir
     %b = attn.alibi %s, %slopes[%batch, %head], %row, %col, %off
@@ -572,13 +576,18 @@ def Attn_AlibiOp : Attn_Op<"alibi", [AllTypesMatch<["input", "result"]>]> {
   let arguments = (ins Attn_AnyRegTile:$input,
                        Arg<AnyMemRef, "", [MemRead]>:$slopes, Index:$batch,
                        Index:$head, Index:$row, Index:$col, Index:$offset,
-                       F32Attr:$scale);
+                       F32Attr:$scale,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$head_pack);
   let results = (outs Attn_AnyRegTile:$result);
   let assemblyFormat = [{
     $input `,` $slopes `[` $batch `,` $head `]` `,` $row `,` $col `,` $offset
     attr-dict `:` type($slopes) `,` qualified(type($input))
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Query heads per tile (1: no packing).
+    int64_t headPack() { return getHeadPack().value_or(1); }
+  }];
 }
 
 def Attn_OnlineSoftmaxOp : Attn_Op<"online_softmax", [Pure,
