@@ -268,7 +268,7 @@ FragmentShape Lowering::fragmentShape(RegTileType type) const {
   if (type.getFragment() == FragmentKind::acc)
     shape.nBlocks = type.getShape()[1] / 8;
   else if (type.getFragment() == FragmentKind::operand_a)
-    shape.nBlocks = type.getShape()[1] / 16;
+    shape.nBlocks = type.getShape()[1] / operandKStep(type.getElementType());
   return shape;
 }
 
@@ -540,6 +540,32 @@ void lowerAlibi(Lowering &l, AlibiOp op) {
   l.tiles[op] = values;
 }
 
+/// The product of each factor's [batch, head] entry (an invariant load per
+/// factor), in every row entry: FP8's descales.
+void lowerDescale(Lowering &l, DescaleOp op) {
+  OpBuilder &b = l.b;
+  auto type = cast<RegTileType>(op.getType());
+  Value batch = l.toI64(l.toI32(l.scalar(op.getBatch())));
+  Value head = l.toI64(l.toI32(l.scalar(op.getHead())));
+  auto ptrType =
+      LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
+  Value product;
+  for (Value factor : op.getFactors()) {
+    int t = static_cast<int>(l.tensors.lookup(factor));
+    Value entry = arith::AddIOp::create(
+        b, l.loc, arith::MulIOp::create(b, l.loc, batch, l.params.stride[t][0]),
+        arith::MulIOp::create(b, l.loc, head, l.params.stride[t][2]));
+    Value addr = LLVM::GEPOp::create(b, l.loc, ptrType, b.getF32Type(),
+                                     l.params.ptr[t], ValueRange{entry});
+    auto load =
+        LLVM::LoadOp::create(b, l.loc, b.getF32Type(), addr, /*alignment=*/4);
+    load.setInvariant(true);
+    product = product ? arith::MulFOp::create(b, l.loc, product, load)
+                      : load.getResult();
+  }
+  l.tiles[op] = SmallVector<Value>(valueCount(l, type), product);
+}
+
 /// tanh(x * scale) per element: one multiply and one tanh.approx.f32 (llvm's
 /// tanh with afn, which NVPTX selects as the approximate instruction).
 void lowerSoftcap(Lowering &l, SoftcapOp op) {
@@ -643,13 +669,23 @@ void lowerExp2Diff(Lowering &l, Exp2DiffOp op) {
   const SmallVector<Value> &max = l.tiles[op.getMax()];
   Value c = l.f32(op.getScaleLog2e().convertToFloat());
   Value negInf = l.f32(-std::numeric_limits<float>::infinity());
-  SmallVector<Value> negScaledMax;
-  for (Value m : max) {
+  // Per row: the constant, or with FP8's factor the constant times it; the
+  // exponent's offset joins the row's term, so each element stays one FMA.
+  SmallVector<Value> rowScale, negScaledMax;
+  for (auto [r, m] : llvm::enumerate(max)) {
+    Value scale = c;
+    if (Value factor = op.getFactor())
+      scale = arith::MulFOp::create(b, l.loc, c, l.tiles[factor][r]);
+    rowScale.push_back(scale);
     Value isNegInf =
         arith::CmpFOp::create(b, l.loc, arith::CmpFPredicate::OEQ, m, negInf);
     Value safe = arith::SelectOp::create(b, l.loc, isNegInf, l.f32(0.0f), m);
-    negScaledMax.push_back(arith::NegFOp::create(
-        b, l.loc, arith::MulFOp::create(b, l.loc, safe, c)));
+    Value term = arith::NegFOp::create(
+        b, l.loc, arith::MulFOp::create(b, l.loc, safe, scale));
+    if (FloatAttr offset = op.getOffsetAttr())
+      term = arith::AddFOp::create(b, l.loc, term,
+                                   l.f32(offset.getValueAsDouble()));
+    negScaledMax.push_back(term);
   }
   // An acc tile's scalars are (t, n, i): block n of a fragment row is
   // values [(t * nBlocks + n) * 4, +4) (the verifier allows emulation only
@@ -658,8 +694,9 @@ void lowerExp2Diff(Lowering &l, Exp2DiffOp op) {
   int64_t nBlocks = type.isRow() ? 1 : l.fragmentShape(type).nBlocks;
   SmallVector<Value> result;
   for (auto [index, v] : llvm::enumerate(values)) {
-    Value arg = LLVM::FMAOp::create(b, l.loc, v, c,
-                                    negScaledMax[rowIndexOf(l, type, index)]);
+    int64_t row = rowIndexOf(l, type, index);
+    Value arg =
+        LLVM::FMAOp::create(b, l.loc, v, rowScale[row], negScaledMax[row]);
     int64_t block = int64_t(index) / 4 % nBlocks;
     bool emulated = eighths > 0 && exp2emu::isEmulatedBlock(block, eighths);
     result.push_back(emulated ? exp2Emulated(l, arg) : exp2(l, arg));
@@ -683,10 +720,12 @@ void lowerNormalize(Lowering &l, NormalizeOp op) {
   OpBuilder &b = l.b;
   auto type = cast<RegTileType>(op.getInput().getType());
   SmallVector<Value> inverse;
-  for (Value s : l.tiles[op.getSum()]) {
+  for (auto [r, s] : llvm::enumerate(l.tiles[op.getSum()])) {
     Value isZero = arith::CmpFOp::create(b, l.loc, arith::CmpFPredicate::OEQ,
                                          s, l.f32(0.0f));
-    Value inv = arith::DivFOp::create(b, l.loc, l.f32(1.0f), s);
+    Value numerator =
+        op.getFactor() ? l.tiles[op.getFactor()][r] : l.f32(1.0f);
+    Value inv = arith::DivFOp::create(b, l.loc, numerator, s);
     inverse.push_back(
         arith::SelectOp::create(b, l.loc, isZero, l.f32(0.0f), inv));
   }
@@ -697,19 +736,26 @@ void lowerNormalize(Lowering &l, NormalizeOp op) {
   l.tiles[op] = result;
 }
 
-/// scale * m + ln(l) = scale * m + log2(l) * ln(2); -inf for l == 0.
+/// scale * m + ln(l) = scale * m + log2(l) * ln(2); -inf for l == 0. FP8:
+/// scale * factor * m + (log2(l) - offset) * ln(2).
 void lowerLogSumExp(Lowering &l, LogSumExpOp op) {
   OpBuilder &b = l.b;
-  Value scale = l.f32(op.getScale().convertToFloat());
   Value ln2 = l.f32(llvm::numbers::ln2f);
   Value negInf = l.f32(-std::numeric_limits<float>::infinity());
   SmallVector<Value> result;
-  for (auto [m, s] : llvm::zip(l.tiles[op.getMax()], l.tiles[op.getSum()])) {
+  for (auto [r, m, s] : llvm::enumerate(l.tiles[op.getMax()],
+                                        l.tiles[op.getSum()])) {
+    Value scale = l.f32(op.getScale().convertToFloat());
+    if (Value factor = op.getFactor())
+      scale = arith::MulFOp::create(b, l.loc, scale, l.tiles[factor][r]);
     // NVPTX has no libcall for log2; lg2.approx.f32 is its fast log.
     Value log2 = LLVM::CallIntrinsicOp::create(
                      b, l.loc, s.getType(),
                      b.getStringAttr("llvm.nvvm.lg2.approx.f"), ValueRange{s})
                      .getResult(0);
+    if (FloatAttr offset = op.getOffsetAttr())
+      log2 = arith::SubFOp::create(b, l.loc, log2,
+                                   l.f32(offset.getValueAsDouble()));
     Value lse = LLVM::FMAOp::create(b, l.loc, log2, ln2,
                                     arith::MulFOp::create(b, l.loc, m, scale));
     Value isZero = arith::CmpFOp::create(b, l.loc, arith::CmpFPredicate::OEQ,
@@ -719,8 +765,107 @@ void lowerLogSumExp(Lowering &l, LogSumExpOp op) {
   l.tiles[op] = result;
 }
 
+/// Inline PTX of one i32 result from i32/f32 operands (no side effects).
+Value asmI32(Lowering &l, StringRef text, StringRef constraints,
+             ValueRange operands) {
+  return LLVM::InlineAsmOp::create(
+             l.b, l.loc, l.b.getI32Type(), operands, text, constraints,
+             /*has_side_effects=*/false, /*is_align_stack=*/false,
+             LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
+      .getResult(0);
+}
+
+/// The bytes of `a` and `b` that `selector` picks (prmt.b32).
+Value bytePermute(Lowering &l, Value a, Value b, Value selector) {
+  return asmI32(l, "prmt.b32 $0, $1, $2, $3;", "=r,r,r,r",
+                ValueRange{a, b, selector});
+}
+
+/// Four f32 as four e4m3 bytes of an i32, `a` in the lowest (satfinite:
+/// out of range saturates to +-448, NaN stays NaN).
+Value packE4m3(Lowering &l, Value a, Value b, Value c, Value d) {
+  return asmI32(l,
+                "{\n.reg .b16 lo, hi;\n"
+                "cvt.rn.satfinite.e4m3x2.f32 lo, $2, $1;\n"
+                "cvt.rn.satfinite.e4m3x2.f32 hi, $4, $3;\n"
+                "mov.b32 $0, {lo, hi};\n}",
+                "=r,f,f,f,f", ValueRange{a, b, c, d});
+}
+
+/// acc (f32) -> FP8 operand_a. In a k32 step lane q = l % 4 of a quad holds
+/// the byte pairs P0..P3 (columns 8j + 2q, +1 of blocks j = 0..3) of each of
+/// its two rows, and its A fragment wants columns 4q..4q+3 (register 0) and
+/// 16 + 4q.. (register 2): pairs j = q / 2 and 2 + q / 2 of lanes
+/// s0 = 2q % 4 (low half) and s0 + 1 (high half). Each lane s offers
+/// (P_a, P_a+2) twice, a = s % 2 then 1 - s % 2, and each requester reads
+/// the lane that holds its a in each round: two shuffles per row and step.
+void lowerConvertFp8(Lowering &l, ConvertOp op) {
+  OpBuilder &b = l.b;
+  auto inType = cast<RegTileType>(op.getInput().getType());
+  FragmentShape shape = l.fragmentShape(inType);
+  const SmallVector<Value> &v = l.tiles[op.getInput()];
+  Value q = arith::AndIOp::create(b, l.loc, l.lane, l.i32(3));
+  Value quadBase = arith::SubIOp::create(b, l.loc, l.lane, q);
+  Value odd = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::ne,
+                                    arith::AndIOp::create(b, l.loc, q, l.i32(1)),
+                                    l.i32(0));
+  Value upper = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::uge, q,
+                                      l.i32(2));
+  auto pick = [&](Value cond, uint32_t yes, uint32_t no) -> Value {
+    return arith::SelectOp::create(b, l.loc, cond, l.i32(int32_t(yes)),
+                                   l.i32(int32_t(no)));
+  };
+  // What this lane offers: the low or the high pair of each packed word.
+  Value offerFirst = pick(odd, 0x7632, 0x5410);
+  Value offerSecond = pick(odd, 0x5410, 0x7632);
+  // Whom it asks: lane 2q % 4 + q / 2, then lane 2q % 4 + 1 - q / 2.
+  Value s0 = arith::AndIOp::create(
+      b, l.loc, arith::ShLIOp::create(b, l.loc, q, l.i32(1)), l.i32(3));
+  Value half = arith::ShRUIOp::create(b, l.loc, q, l.i32(1));
+  Value srcFirst = arith::AddIOp::create(
+      b, l.loc, quadBase, arith::AddIOp::create(b, l.loc, s0, half));
+  Value srcSecond = arith::AddIOp::create(
+      b, l.loc, quadBase,
+      arith::AddIOp::create(b, l.loc, s0,
+                            arith::SubIOp::create(b, l.loc, l.i32(1), half)));
+  // Which round brought lane s0's bytes: the first when q < 2.
+  Value lowSel = pick(upper, 0x1054, 0x5410);
+  Value highSel = pick(upper, 0x3276, 0x7632);
+  Value mask = l.i32(-1);
+  auto shuffle = [&](Value value, Value src) -> Value {
+    return NVVM::ShflOp::create(b, l.loc, b.getI32Type(), mask, value, src,
+                                l.i32(0x1f), NVVM::ShflKind::idx,
+                                UnitAttr())
+        .getResult();
+  };
+  SmallVector<Value> result;
+  for (int64_t t = 0; t < shape.mTiles; ++t)
+    for (int64_t k = 0; k < shape.nBlocks / 4; ++k) {
+      Value regs[4];
+      for (int64_t h = 0; h < 2; ++h) {
+        // This row's pairs of blocks 4k..4k+3: words (P0, P1), (P2, P3).
+        auto at = [&](int64_t j, int64_t e) {
+          return v[(t * shape.nBlocks + 4 * k + j) * 4 + 2 * h + e];
+        };
+        Value w01 = packE4m3(l, at(0, 0), at(0, 1), at(1, 0), at(1, 1));
+        Value w23 = packE4m3(l, at(2, 0), at(2, 1), at(3, 0), at(3, 1));
+        Value first =
+            shuffle(bytePermute(l, w01, w23, offerFirst), srcFirst);
+        Value second =
+            shuffle(bytePermute(l, w01, w23, offerSecond), srcSecond);
+        regs[h] = bytePermute(l, first, second, lowSel);
+        regs[2 + h] = bytePermute(l, first, second, highSel);
+      }
+      result.append(std::begin(regs), std::end(regs));
+    }
+  l.tiles[op] = result;
+}
+
 /// acc (f32) -> operand_a (16-bit): k step k takes 8-column blocks 2k, 2k+1.
 void lowerConvert(Lowering &l, ConvertOp op) {
+  if (isa<Float8E4M3FNType>(
+          cast<RegTileType>(op.getType()).getElementType()))
+    return lowerConvertFp8(l, op);
   auto inType = cast<RegTileType>(op.getInput().getType());
   FragmentShape shape = l.fragmentShape(inType);
   const SmallVector<Value> &v = l.tiles[op.getInput()];
@@ -1009,6 +1154,17 @@ void mlir::attn::populateFragmentLowerings(LoweringTable &table) {
                             {Tensor::AlibiSlopes},
                             "must read the kernel's \"alibi_slopes\" "
                             "argument");
+      });
+  table.add<DescaleOp>(lowerDescale).checkedBy(
+      [](Operation *op, const KernelFacts &facts) {
+        for (Value factor : cast<DescaleOp>(op).getFactors())
+          if (failed(facts.expect(
+                  op, factor,
+                  {Tensor::QDescale, Tensor::KDescale, Tensor::VDescale},
+                  "must read the kernel's \"q_descale\", \"k_descale\" "
+                  "and \"v_descale\" arguments")))
+            return failure();
+        return success();
       });
   table.add<RowReduceOp>(lowerRowReduce);
   table.add<Exp2DiffOp>(lowerExp2Diff);

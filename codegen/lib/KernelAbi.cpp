@@ -335,6 +335,19 @@ FailureOr<KernelAbi> mlir::attn::deriveKernelAbi(func::FuncOp kernel,
         tensor == Tensor::LsePartial || tensor == Tensor::Delta)
       continue;
     int64_t rank = cast<MemRefType>(arg.getType()).getRank();
+    // FP8's descales, f32 [B, Hkv]: a batch and a head stride (both 0 for
+    // one descale per tensor).
+    if (tensor == Tensor::QDescale || tensor == Tensor::KDescale ||
+        tensor == Tensor::VDescale) {
+      for (int dim : {0, 2}) {
+        AbiParam stride;
+        stride.kind = AbiParamKind::Stride;
+        stride.tensor = tensor;
+        stride.dim = dim;
+        abi.params.push_back(stride);
+      }
+      continue;
+    }
     // A [B, H] matrix with a row (batch) stride: the block table, ALiBi's
     // slopes (stride 0 for one slope per head).
     bool matrix = tensor == Tensor::BlockTable || tensor == Tensor::AlibiSlopes;

@@ -18,6 +18,9 @@
 // operand_a tile values: index (t * kSteps + k) * 4 + j         (i32 = 2 x 16-bit)
 //   j = 0: rows l/4, k 2(l%4)..+1   j = 1: rows l/4+8, same k
 //   j = 2: rows l/4, k 8+2(l%4)..   j = 3: rows l/4+8, k 8+2(l%4)..
+// FP8 operand_a (k32 steps, i32 = 4 x e4m3, the lowest k in the low byte):
+//   j = 0: rows l/4, k 4(l%4)..+3   j = 1: rows l/4+8, same k
+//   j = 2: rows l/4, k 16+4(l%4)..  j = 3: rows l/4+8, k 16+4(l%4)..
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTN_CODEGEN_LOWERING_H
@@ -113,10 +116,17 @@ struct SwizzleGeometry {
   explicit SwizzleGeometry(SmemTileType type);
 };
 
+/// Elements of one MMA k step of an operand of `element`: 32 for FP8
+/// (e4m3: wgmma k32), 16 for the 16-bit types.
+inline int64_t operandKStep(Type element) {
+  return isa<Float8E4M3FNType>(element) ? 32 : 16;
+}
+
 /// Geometry of a register tile's fragments for this kernel.
 struct FragmentShape {
   int64_t mTiles = 0;  ///< 16-row slices per warp
-  int64_t nBlocks = 0; ///< 8-column blocks (acc) or 16-wide k steps (operand_a)
+  int64_t nBlocks = 0; ///< 8-column blocks (acc) or k steps (operand_a: 16
+                       ///< columns, 32 of FP8)
 };
 
 class Lowering;

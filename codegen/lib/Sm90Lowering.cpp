@@ -150,6 +150,7 @@ LogicalResult emitTmaLoad(Lowering &l, Operation *op, Value src,
                            "copied kernel argument)");
   Value descriptor = l.params.tma[static_cast<int>(*role)];
   SwizzleGeometry g(buffer.type);
+  bool keyMajor = isKeyMajor(cast<MemRefType>(src.getType()));
   int64_t panels = buffer.type.getNumPanels();
   int64_t bytes = buffer.type.getSizeInBytes();
   int64_t rows = buffer.type.getRows();
@@ -188,7 +189,14 @@ LogicalResult emitTmaLoad(Lowering &l, Operation *op, Value src,
       for (int64_t p = 0; p < panels; ++p) {
         Value dst = l.smemPtr(l.bufferOffset(
             buffer, p * g.panelBytes + box * boxRows * g.rowBytes));
+        // Coordinates {column, row, head[, batch]}; a K-major source's
+        // descriptor runs along its rows first (the tile is its transpose:
+        // panels of rows, D tile rows).
         SmallVector<Value> coords = {l.i32(p * g.panelCols), boxRow, boxHead};
+        if (keyMajor)
+          coords = {arith::AddIOp::create(b, l.loc, boxRow,
+                                          l.i32(p * g.panelCols)),
+                    l.i32(0), boxHead};
         if (boxBatch)
           coords.push_back(boxBatch);
         NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
@@ -446,26 +454,30 @@ Value addToDescriptor(Lowering &l, Value desc, int64_t bytes) {
 }
 
 /// wgmma with A from registers: no NVVM op takes a register A fragment, so
-/// this one instruction is inline PTX.
+/// this one instruction is inline PTX. FP8 (k32) has no transpose
+/// immediate: its B is K-major.
 SmallVector<Value> wgmmaRegisterA(Lowering &l, ArrayRef<Value> acc,
                                   ArrayRef<Value> a, Value descB, int64_t n,
-                                  bool transposeB) {
+                                  bool transposeB, Type element) {
   OpBuilder &b = l.b;
   int64_t numAcc = acc.size();
-  std::string dtype = l.elementType.isBF16() ? "bf16" : "f16";
+  bool fp8 = isa<Float8E4M3FNType>(element);
+  std::string dtype = fp8 ? "e4m3" : element.isBF16() ? "bf16" : "f16";
   std::string asmText = "{\n.reg .pred p;\nsetp.ne.b32 p, $" +
                         std::to_string(2 * numAcc + 5) + ", 0;\n";
-  asmText += llvm::formatv("wgmma.mma_async.sync.aligned.m64n{0}k16.f32.{1}.{1} {{",
-                           n, dtype)
+  asmText += llvm::formatv(
+                 "wgmma.mma_async.sync.aligned.m64n{0}k{2}.f32.{1}.{1} {{", n,
+                 dtype, operandKStep(element))
                  .str();
   for (int64_t i = 0; i < numAcc; ++i)
     asmText += (i ? ", $" : "$") + std::to_string(i);
   asmText += "}, {";
   for (int64_t i = 0; i < 4; ++i)
     asmText += (i ? ", $" : "$") + std::to_string(2 * numAcc + i);
-  asmText += llvm::formatv("}, ${0}, p, 1, 1, {1};\n}", 2 * numAcc + 4,
-                           transposeB ? 1 : 0)
-                 .str();
+  asmText += fp8 ? llvm::formatv("}, ${0}, p, 1, 1;\n}", 2 * numAcc + 4).str()
+                 : llvm::formatv("}, ${0}, p, 1, 1, {1};\n}", 2 * numAcc + 4,
+                                 transposeB ? 1 : 0)
+                       .str();
   std::string constraints;
   for (int64_t i = 0; i < numAcc; ++i)
     constraints += "=f,";
@@ -499,7 +511,10 @@ LogicalResult lowerMma(Lowering &l, MmaOp op) {
   const SmemBuffer &bBuffer = l.buffers[op.getB()];
   bool transposeB = op.getTransposeB();
   int64_t k = transposeB ? bBuffer.type.getCols() : bBuffer.type.getRows();
-  int64_t kSteps = k / 16;
+  // A k step is 32 bytes of a K-major row: 16 elements, or 32 of FP8.
+  Type element = bBuffer.type.getElementType();
+  int64_t kStep = operandKStep(element);
+  int64_t kSteps = k / kStep;
   bool aInRegisters = isa<RegTileType>(op.getA().getType());
 
   SmallVector<Value> acc;
@@ -521,7 +536,7 @@ LogicalResult lowerMma(Lowering &l, MmaOp op) {
                                   /*leadingBytes=*/16, kAtomRows * gB.rowBytes)
                  : makeDescriptor(l, l.bufferOffset(bBuffer, 0), gB,
                                   gB.panelBytes, kAtomRows * gB.rowBytes);
-  int64_t bStepsPerPanel = gB.panelCols / kKStep;
+  int64_t bStepsPerPanel = gB.panelCols / kStep;
 
   NVVM::WgmmaFenceAlignedOp::create(b, l.loc);
   for (int64_t t = 0; t < shape.mTiles; ++t) {
@@ -545,13 +560,13 @@ LogicalResult lowerMma(Lowering &l, MmaOp op) {
         const SmallVector<Value> &regs = l.tiles[op.getA()];
         int64_t base = (t * kSteps + ks) * 4;
         slice = wgmmaRegisterA(l, slice, ArrayRef(regs).slice(base, 4), descB,
-                               n, !transposeB);
+                               n, !transposeB, element);
         continue;
       }
       // A from shared memory, K-major.
       const SmemBuffer &aBuffer = l.buffers[op.getA()];
       SwizzleGeometry gA(aBuffer.type);
-      int64_t aStepsPerPanel = gA.panelCols / kKStep;
+      int64_t aStepsPerPanel = gA.panelCols / kStep;
       Value rowOffset = arith::MulIOp::create(
           b, l.loc,
           arith::AddIOp::create(b, l.loc, groupRow,
@@ -568,11 +583,13 @@ LogicalResult lowerMma(Lowering &l, MmaOp op) {
       for (int64_t i = 0; i < accPerSlice; ++i)
         inout = LLVM::InsertValueOp::create(b, l.loc, inout, slice[i], i);
       bool zeroInit = !op.getAcc() && ks == 0;
-      NVVM::WGMMATypes type = l.elementType.isBF16() ? NVVM::WGMMATypes::bf16
-                                                     : NVVM::WGMMATypes::f16;
+      NVVM::WGMMATypes type = isa<Float8E4M3FNType>(element)
+                                  ? NVVM::WGMMATypes::e4m3
+                              : element.isBF16() ? NVVM::WGMMATypes::bf16
+                                                 : NVVM::WGMMATypes::f16;
       Value out = NVVM::WgmmaMmaAsyncOp::create(
           b, l.loc, structType, inout, descA, descB,
-          NVVM::MMAShapeAttr::get(ctx, kWgmmaRows, n, 16),
+          NVVM::MMAShapeAttr::get(ctx, kWgmmaRows, n, kStep),
           NVVM::WGMMATypesAttr::get(ctx, type),
           NVVM::WGMMATypesAttr::get(ctx, type),
           NVVM::WGMMATypesAttr::get(ctx, NVVM::WGMMATypes::f32),

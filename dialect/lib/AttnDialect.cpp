@@ -193,7 +193,8 @@ LogicalResult AttnDialect::verifyOperationAttribute(Operation *op,
       continue;
     const AttentionProblem &p = problem.getValue();
     Type element = memref.getElementType();
-    bool dtypeAgrees = p.dtype == DType::bf16 ? element.isBF16() : element.isF16();
+    // FP8 attention writes a bf16 o.
+    bool dtypeAgrees = p.dtype == DType::f16 ? element.isF16() : element.isBF16();
     // A KV cache kernel's o is the problem's head dim wide, as its v.
     int64_t cols = p.kvCache || p.combine ? p.headDim : p.valueHeadDim();
     if (memref.getDimSize(memref.getRank() - 1) != cols || !dtypeAgrees)

@@ -68,7 +68,8 @@ static void printRowsTensorType(OpAsmPrinter &printer, Operation *,
 /// static, of rank 4 [B, N, H, D], or with `packed` of rank 3 [total, H, D]
 /// (a variable-length batch); `name` names the operand in diagnostics.
 LogicalResult mlir::attn::verifyDataMemRef(Operation *op, Type type,
-                                           StringRef name, bool packed) {
+                                           StringRef name, bool packed,
+                                           bool fp8) {
   auto memref = dyn_cast<MemRefType>(type);
   if (packed && (!memref || memref.getRank() != kPackedDataRank))
     return op->emitOpError()
@@ -81,9 +82,15 @@ LogicalResult mlir::attn::verifyDataMemRef(Operation *op, Type type,
                              << "' must be a rank-4 memref [B, N, H, D], got "
                              << type;
   Type element = memref.getElementType();
-  if (!element.isF16() && !element.isBF16())
+  if (fp8 && !isa<Float8E4M3FNType>(element))
     return op->emitOpError() << "operand '" << name
-                             << "' must hold f16 or bf16, got " << element;
+                             << "' must hold f8E4M3FN as 'q' does, got "
+                             << element;
+  if (!fp8 && !element.isF16() && !element.isBF16())
+    return op->emitOpError()
+           << "operand '" << name << "' must hold f16 or bf16"
+           << (name == "o" ? " (bf16 with FP8 inputs)" : "") << ", got "
+           << element;
   if (memref.isDynamicDim(memref.getRank() - 1))
     return op->emitOpError() << "operand '" << name
                              << "' must have a static head dimension";
@@ -176,7 +183,9 @@ Type AttentionOp::getElementType() {
 /// attributes of the fields' names hold the rest (readProblemAttributes).
 AttentionProblem AttentionOp::problem() {
   AttentionProblem problem;
-  problem.dtype = getElementType().isBF16() ? DType::bf16 : DType::f16;
+  problem.dtype = isa<Float8E4M3FNType>(getElementType()) ? DType::e4m3
+                  : getElementType().isBF16()              ? DType::bf16
+                                                           : DType::f16;
   problem.headDim = getHeadDim();
   if (getHeadDimV() != getHeadDim())
     problem.headDimV = getHeadDimV();
@@ -346,6 +355,56 @@ LogicalResult mlir::attn::verifyAlibiSlopes(Operation *op, Type type) {
   return verifyUnitLastStride(op, memref, "alibi_slopes");
 }
 
+bool mlir::attn::isKeyMajor(MemRefType type) {
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return type.getRank() >= 3 &&
+         succeeded(type.getStridesAndOffset(strides, offset)) &&
+         strides[type.getRank() - 3] == 1;
+}
+
+/// FP8 attention's V, O and descales: V f8E4M3FN and K-major (its keys
+/// contiguous: the FP8 MMA reads both operands K-major), O bf16, and the
+/// three f32 [B, Hkv] descales.
+static LogicalResult verifyFp8ValueOperands(AttentionOp op) {
+  auto v = cast<MemRefType>(op.getV().getType());
+  auto o = cast<MemRefType>(op.getO().getType());
+  if (v.getElementType() != op.getElementType())
+    return op.emitOpError() << "operand 'v' has element type "
+                            << v.getElementType() << " but 'q' has "
+                            << op.getElementType();
+  if (!o.getElementType().isBF16())
+    return op.emitOpError() << "operand 'o' of FP8 attention must hold bf16, "
+                               "got "
+                            << o.getElementType();
+  if (o.getDimSize(o.getRank() - 1) != op.getHeadDimV())
+    return op.emitOpError() << "operand 'o' has head dimension "
+                            << o.getDimSize(o.getRank() - 1)
+                            << " but 'v' has " << op.getHeadDimV();
+  if (failed(verifyUnitLastStride(op, o, "o")))
+    return failure();
+  if (!isKeyMajor(v))
+    return op.emitOpError()
+           << "operand 'v' of FP8 attention must be K-major, its keys "
+              "contiguous (strided<[?, 1, ?, ?]>: V stored transposed, "
+              "[B, Hkv, D, Nk]), got "
+           << v;
+  Value descales[] = {op.getQDescale(), op.getKDescale(), op.getVDescale()};
+  StringRef names[] = {"q_descale", "k_descale", "v_descale"};
+  for (auto [value, name] : llvm::zip(descales, names)) {
+    if (!value)
+      return op.emitOpError() << "has f8E4M3FN inputs but no '" << name
+                              << "': FP8 attention takes descale(q_descale, "
+                                 "k_descale, v_descale), f32 [B, Hkv]";
+    auto type = dyn_cast<MemRefType>(value.getType());
+    if (!type || type.getRank() != 2 || !type.getElementType().isF32())
+      return op.emitOpError() << "operand '" << name
+                              << "' must be a rank-2 f32 memref [B, Hkv], got "
+                              << value.getType();
+  }
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   if (failed(verifyNoUnknownAttributes(*this)))
     return failure();
@@ -357,16 +416,24 @@ LogicalResult AttentionOp::verify() {
   if (packed && failed(verifyCuSeqlens(*this, getCuSeqlensQ(), getCuSeqlensK())))
     return failure();
   unsigned shift = packed ? 1 : 0;
+  // FP8 q, k and v (o is bf16) come with their descales.
+  bool fp8 = isa<Float8E4M3FNType>(getElementType());
   for (auto [value, name] : tensors)
-    if (failed(verifyDataMemRef(*this, value.getType(), name, packed)))
+    if (failed(verifyDataMemRef(*this, value.getType(), name, packed,
+                                fp8 && name != "o")))
       return failure();
   // Q and K share the head dim; V and O have the value head dim (DeepSeek's
   // 192/128), the same unless the problem says otherwise.
   if (failed(verifyDataOperands(*this, ArrayRef(tensors).take_front(2),
-                                getElementType(), getHeadDim())) ||
-      failed(verifyDataOperands(*this, ArrayRef(tensors).drop_front(2),
-                                getElementType(), getHeadDimV(), "v")))
+                                getElementType(), getHeadDim())))
     return failure();
+  if (fp8 ? failed(verifyFp8ValueOperands(*this))
+          : failed(verifyDataOperands(*this, ArrayRef(tensors).drop_front(2),
+                                      getElementType(), getHeadDimV(), "v")))
+    return failure();
+  if (!fp8 && (getQDescale() || getKDescale() || getVDescale()))
+    return emitOpError("has descales but its inputs are not FP8: descales "
+                       "come with f8E4M3FN q, k and v; drop them");
   Value lse = getLse();
   if (lse) {
     auto type = dyn_cast<MemRefType>(lse.getType());
@@ -435,10 +502,11 @@ LogicalResult mlir::attn::verifyTileCopy(Operation *op, Type globalType,
                                          Type batchType, SmemTileType tile,
                                          bool toGlobal) {
   // The batch operand's type says whether the tensor must be packed.
+  auto global = dyn_cast<MemRefType>(globalType);
+  bool fp8 = global && isa<Float8E4M3FNType>(global.getElementType());
   if (failed(verifyDataMemRef(op, globalType, toGlobal ? "dst" : "src",
-                              isa<SeqType>(batchType))))
+                              isa<SeqType>(batchType), fp8)))
     return failure();
-  auto global = cast<MemRefType>(globalType);
   int64_t headDim = global.getDimSize(global.getRank() - 1);
   StringRef side = toGlobal ? "destination" : "source";
   if (global.getElementType() != tile.getElementType())
@@ -449,6 +517,15 @@ LogicalResult mlir::attn::verifyTileCopy(Operation *op, Type globalType,
     return op->emitOpError()
            << (toGlobal ? "TMA stores" : "asynchronous copies")
            << " need a swizzled tile (swizzle = 32, 64 or 128), got " << tile;
+  // A K-major source (FP8's V) lands transposed: D rows of keys.
+  if (!toGlobal && isKeyMajor(global)) {
+    if (tile.getRows() != headDim)
+      return op->emitOpError()
+             << "copies a K-major source (keys contiguous) into its "
+                "transpose, a tile of D rows: the tile has "
+             << tile.getRows() << " rows but the head dimension is " << headDim;
+    return success();
+  }
   // The tile has whole swizzle panels (a whole TMA box on sm_90a): a copy
   // zero-fills the columns past the head dimension, a store clips them.
   int64_t cols = llvm::alignTo(headDim, tile.getPanelCols());
@@ -530,9 +607,20 @@ LogicalResult MmaOp::verify() {
   if (getAcc() && getAcc().getType() != result)
     return emitOpError() << "accumulator type " << getAcc().getType()
                          << " differs from the result type " << result;
-  if (k % 16 != 0)
-    return emitOpError() << "reduction size " << k
-                         << " must be a multiple of 16 (the MMA k step)";
+  // The MMA's k step: 16 elements of 16 bits, 32 of 8 bits (FP8).
+  bool fp8 = isa<Float8E4M3FNType>(aElement);
+  int64_t kStep = fp8 ? 32 : 16;
+  if (k % kStep != 0)
+    return emitOpError() << "reduction size " << k << " must be a multiple of "
+                         << kStep << " (the MMA k step of " << aElement << ")";
+  // FP8 wgmma reads both operands K-major: 'b' only transposed.
+  if (fp8 && !getTransposeB())
+    return emitOpError("an f8E4M3FN product reads 'b' K-major (transpose_b): "
+                       "FP8 wgmma has no N-major operand; transpose the tile "
+                       "(a K-major V is copied in transposed)");
+  if (fp8 && getTarget(*this) != TargetKind::sm_90a)
+    return emitOpError("f8E4M3FN products need #attn.target<sm_90a> (FP8 "
+                       "wgmma); sm_80 has no FP8 MMA");
   if (getAsync()) {
     if (getTarget(*this) != TargetKind::sm_90a)
       return emitOpError("asynchronous MMAs need #attn.target<sm_90a> "
@@ -615,6 +703,14 @@ LogicalResult OnlineSoftmaxOp::verify() {
     return failure();
   if (getProbs().getType() != getScores().getType())
     return emitOpError("'probs' must have the type of 'scores'");
+  if (Value factor = getFactor())
+    if (failed(verifyRowVectorFor(*this, getScores().getType(),
+                                  factor.getType(), "factor")))
+      return failure();
+  if (getFactor() && getFixedMax())
+    return emitOpError("a run-time 'factor' and 'fixed_max' do not combine: "
+                       "a fixed max is an offset in units of the constant "
+                       "scale");
   for (Value row : {getNewMax(), getNewSum(), getAlpha()})
     if (row.getType() != getMax().getType())
       return emitOpError("row results must have the type of 'max'");
@@ -622,6 +718,11 @@ LogicalResult OnlineSoftmaxOp::verify() {
 }
 
 LogicalResult SoftmaxFinalizeOp::verify() {
+  for (Value factor : {getFactor(), getOutFactor()})
+    if (factor && factor.getType() != getSum().getType())
+      return emitOpError() << "factors must have the type of 'sum' ("
+                           << getSum().getType() << "), got "
+                           << factor.getType();
   if (Value lseSum = getLseSum())
     if (lseSum.getType() != getSum().getType())
       return emitOpError() << "'lse_sum' must have the type of 'sum' ("
@@ -656,6 +757,10 @@ LogicalResult Exp2DiffOp::verify() {
                               "'acc' tile (the scores), but 'input' is "
                            << input << "; drop the attribute";
   }
+  if (Value factor = getFactor())
+    if (failed(verifyRowVectorFor(*this, getInput().getType(),
+                                  factor.getType(), "factor")))
+      return failure();
   return verifyRowVectorFor(*this, getInput().getType(), getMax().getType(),
                             "max");
 }
@@ -676,6 +781,10 @@ OpFoldResult RescaleOp::fold(FoldAdaptor) {
 LogicalResult NormalizeOp::verify() {
   if (failed(verifyAccTile(*this, getInput().getType(), "input")))
     return failure();
+  if (Value factor = getFactor())
+    if (failed(verifyRowVectorFor(*this, getInput().getType(),
+                                  factor.getType(), "factor")))
+      return failure();
   return verifyRowVectorFor(*this, getInput().getType(), getSum().getType(),
                             "sum");
 }
@@ -690,6 +799,25 @@ LogicalResult ConvertOp::verify() {
                          << result;
   if (input.getShape() != result.getShape())
     return emitOpError("input and result shapes differ");
+  if (isa<Float8E4M3FNType>(result.getElementType()) &&
+      getTarget(*this) != TargetKind::sm_90a)
+    return emitOpError("f8E4M3FN operands need #attn.target<sm_90a>");
+  return success();
+}
+
+LogicalResult DescaleOp::verify() {
+  auto result = cast<RegTileType>(getResult().getType());
+  if (!result.isRow())
+    return emitOpError() << "result must be a 'row' register tile, got "
+                         << result;
+  if (getFactors().empty())
+    return emitOpError("needs at least one factor");
+  for (Value factor : getFactors()) {
+    auto type = dyn_cast<MemRefType>(factor.getType());
+    if (!type || type.getRank() != 2 || !type.getElementType().isF32())
+      return emitOpError() << "factors must be rank-2 f32 memrefs [B, H], got "
+                           << factor.getType();
+  }
   return success();
 }
 

@@ -76,10 +76,12 @@ SmemTileType::verify(function_ref<InFlightDiagnostic()> emitError,
   if (shape.size() != 2)
     return emitError() << "shared-memory tile must be 2-D, got rank "
                        << shape.size();
-  // f32: the staging tile of a reduction into global memory.
-  if (!elementType.isF16() && !elementType.isBF16() && !elementType.isF32())
-    return emitError() << "shared-memory tile element type must be f16, bf16 "
-                          "or f32, got "
+  // f32: the staging tile of a reduction into global memory; f8E4M3FN:
+  // FP8 attention's operands.
+  if (!elementType.isF16() && !elementType.isBF16() && !elementType.isF32() &&
+      !isa<Float8E4M3FNType>(elementType))
+    return emitError() << "shared-memory tile element type must be f16, bf16, "
+                          "f32 or f8E4M3FN, got "
                        << elementType;
   if (!llvm::is_contained(kSupportedSwizzles, swizzle))
     return emitError() << "unsupported swizzle " << swizzle
@@ -90,7 +92,7 @@ SmemTileType::verify(function_ref<InFlightDiagnostic()> emitError,
   if (shape[1] <= 0)
     return emitError() << "shared-memory tile columns (" << shape[1]
                        << ") must be positive";
-  // A panel row of an S-byte swizzle holds S / 2 16-bit elements.
+  // A panel row of an S-byte swizzle holds S / bytes elements.
   int64_t panelCols = swizzle / (elementType.getIntOrFloatBitWidth() / 8);
   if (swizzle != 0 && shape[1] % panelCols != 0)
     return emitError() << "a " << swizzle << "-byte swizzled tile is made of "
@@ -150,18 +152,22 @@ LogicalResult RegTileType::verify(function_ref<InFlightDiagnostic()> emitError,
                          << elementType;
     break;
   case FragmentKind::operand_a:
-    if (!elementType.isF16() && !elementType.isBF16())
-      return emitError() << "'operand_a' register tile must hold f16 or "
-                            "bf16, got "
+    if (!elementType.isF16() && !elementType.isBF16() &&
+        !isa<Float8E4M3FNType>(elementType))
+      return emitError() << "'operand_a' register tile must hold f16, bf16 "
+                            "or f8E4M3FN, got "
                          << elementType;
     break;
   }
   if (fragment == FragmentKind::acc && shape[1] % 8 != 0)
     return emitError() << "'acc' register tile columns (" << shape[1]
                        << ") must be a multiple of 8";
-  if (fragment == FragmentKind::operand_a && shape[1] % 16 != 0)
-    return emitError() << "'operand_a' register tile columns (" << shape[1]
-                       << ") must be a multiple of 16";
+  // One MMA k step: 16 columns of a 16-bit type, 32 of an 8-bit one.
+  int64_t kStep = isa<Float8E4M3FNType>(elementType) ? 32 : 16;
+  if (fragment == FragmentKind::operand_a && shape[1] % kStep != 0)
+    return emitError() << "'operand_a' register tile of " << elementType
+                       << " columns (" << shape[1]
+                       << ") must be a multiple of " << kStep;
   return success();
 }
 

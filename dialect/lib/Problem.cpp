@@ -63,6 +63,35 @@ llvm::Error spec::checkWindowSideField(const FieldInfo &field, int64_t value) {
                                   side.str(), value, kMaxWindowSide));
 }
 
+/// FP8 (e4m3) forward kernels: what this first version covers. Each
+/// refusal says what to use instead.
+static llvm::Error checkFp8Problem(const AttentionProblem &problem) {
+  const char *what = problem.kvCache                          ? "KV-cache"
+                     : problem.combine                        ? "combine"
+                     : problem.backward != BackwardPart::none ? "backward"
+                     : problem.varlen                         ? "varlen"
+                                                              : nullptr;
+  if (what)
+    return problemError(fmt::format(
+        "dtype e4m3 (FP8) has dense forward kernels only, not {} kernels "
+        "yet; use bf16 or f16 for them",
+        what));
+  if (problem.headDim != 64 && problem.headDim != 128 && problem.headDim != 256)
+    return problemError(fmt::format(
+        "dtype e4m3 (FP8) supports head dims 64, 128 and 256, not {}; pad q "
+        "and k (and v) with zero columns to the next of them and keep the "
+        "scale 1/sqrt({})",
+        problem.headDim, problem.headDim));
+  if (problem.headDimV != 0 && problem.headDimV != problem.headDim)
+    return problemError("dtype e4m3 (FP8) needs v's head dim equal to q's "
+                        "(head_dim_v 0); pad v with zero columns");
+  if (problem.softcap != 0 || problem.alibi)
+    return problemError(fmt::format(
+        "dtype e4m3 (FP8) does not support {} yet; use bf16 or f16",
+        problem.softcap != 0 ? "a soft cap" : "ALiBi"));
+  return llvm::Error::success();
+}
+
 llvm::Error mlir::attn::verifyProblem(const AttentionProblem &problem) {
   using namespace spec;
   // Each field's own check, in table order.
@@ -92,6 +121,9 @@ llvm::Error mlir::attn::verifyProblem(const AttentionProblem &problem) {
                     "window right 0 or -1 with causal, or drop "
                     "causal for a window that looks ahead",
                     problem.windowRight));
+  if (problem.dtype == DType::e4m3)
+    if (llvm::Error error = checkFp8Problem(problem))
+      return error;
   // A value head dim of its own: the dense and varlen forward kernels.
   if (problem.headDimV != 0 && problem.headDimV != problem.headDim) {
     const char *kind = problem.kvCache                          ? "KV-cache"
@@ -147,6 +179,8 @@ mlir::attn::kernelTensorRoles(const AttentionProblem &problem) {
     roles.append({"cu_seqlens_q", "cu_seqlens_k"});
   if (problem.alibi)
     roles.push_back("alibi_slopes");
+  if (problem.dtype == DType::e4m3)
+    roles.append({"q_descale", "k_descale", "v_descale"});
   if (problem.backward == BackwardPart::pre ||
       problem.backward == BackwardPart::fused ||
       problem.backward == BackwardPart::post)

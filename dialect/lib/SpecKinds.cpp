@@ -35,11 +35,13 @@ std::string Real::text(double v) { return fmt::format("{}", v); }
 std::string Real::key(double v) { return fmt::format("{:a}", v); }
 
 llvm::Expected<DType> Element::fromC(int v, llvm::StringRef) {
-  if (v != ATTNRT_DTYPE_F16 && v != ATTNRT_DTYPE_BF16)
+  if (v != ATTNRT_DTYPE_F16 && v != ATTNRT_DTYPE_BF16 &&
+      v != ATTNRT_DTYPE_E4M3)
     return fieldError(fmt::format(
         "dtype {} is not supported; supported: ATTNRT_DTYPE_F16 ({}), "
-        "ATTNRT_DTYPE_BF16 ({})",
-        v, int(ATTNRT_DTYPE_F16), int(ATTNRT_DTYPE_BF16)));
+        "ATTNRT_DTYPE_BF16 ({}), ATTNRT_DTYPE_E4M3 ({})",
+        v, int(ATTNRT_DTYPE_F16), int(ATTNRT_DTYPE_BF16),
+        int(ATTNRT_DTYPE_E4M3)));
   return fromDefault(v);
 }
 
@@ -48,6 +50,8 @@ std::optional<DType> Element::parse(llvm::StringRef text) {
     return DType::f16;
   if (text == "bf16")
     return DType::bf16;
+  if (text == "e4m3")
+    return DType::e4m3;
   return std::nullopt;
 }
 
@@ -56,6 +60,8 @@ std::optional<DType> Element::parseFlag(llvm::StringRef text) {
     return DType::f16;
   if (text == "bfloat16")
     return DType::bf16;
+  if (text == "float8_e4m3fn" || text == "e4m3fn" || text == "fp8")
+    return DType::e4m3;
   return parse(text);
 }
 

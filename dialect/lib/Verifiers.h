@@ -9,11 +9,12 @@ namespace mlir::attn {
 /// dimension is static; `name` names the operand in diagnostics.
 LogicalResult verifyBNHDMemRef(Operation *op, Type type, StringRef name);
 
-/// Checks that `type` is a memref of f16/bf16 whose head dimension is
-/// static, of rank 4 [B, N, H, D], or with `packed` of rank 3 [total, H, D]
-/// (a variable-length batch); `name` names the operand in diagnostics.
+/// Checks that `type` is a memref of f16/bf16 (with `fp8`: f8E4M3FN) whose
+/// head dimension is static, of rank 4 [B, N, H, D], or with `packed` of
+/// rank 3 [total, H, D] (a variable-length batch); `name` names the operand
+/// in diagnostics.
 LogicalResult verifyDataMemRef(Operation *op, Type type, StringRef name,
-                               bool packed);
+                               bool packed, bool fp8 = false);
 
 /// One dimension of one operand, for the static size checks.
 struct DimRef {

@@ -56,6 +56,12 @@ struct ExpandOnlineSoftmax : public OpRewritePattern<OnlineSoftmaxOp> {
           emulatedEighths = schedule->exp2EmulatedEighths;
     FloatAttr c = foldLog2e(rewriter, op.getScaleAttr());
     Type rowType = op.getMax().getType();
+    // FP8: the descales' run-time factor of the scale, and P scaled by 2^k
+    // (the exponent's offset; alpha, a ratio, has none).
+    Value factor = op.getFactor();
+    FloatAttr offset;
+    if (std::optional<int64_t> k = op.getProbsLog2Scale())
+      offset = rewriter.getF32FloatAttr(static_cast<float>(*k));
     // A fixed max (attn-bounded-softmax) is the offset itself: no row max,
     // alpha = 1, and the sum is not rescaled.
     bool fixed = op.getFixedMax();
@@ -65,17 +71,19 @@ struct ExpandOnlineSoftmax : public OpRewritePattern<OnlineSoftmaxOp> {
                                     op.getScores(), op.getMax())
                     .getResult();
     Value probs = Exp2DiffOp::create(
-        rewriter, loc, op.getScores().getType(), op.getScores(), newMax, c,
+        rewriter, loc, op.getScores().getType(), op.getScores(), newMax, factor,
+        c,
         emulatedEighths > 0 ? rewriter.getI64IntegerAttr(emulatedEighths)
-                            : IntegerAttr());
+                            : IntegerAttr(),
+        offset);
     Value alpha, scaledSum;
     if (fixed) {
       alpha = SplatOp::create(rewriter, loc, rowType,
                               rewriter.getF32FloatAttr(1.0f));
       scaledSum = op.getSum();
     } else {
-      alpha = Exp2DiffOp::create(rewriter, loc, rowType, op.getMax(), newMax, c,
-                                 IntegerAttr());
+      alpha = Exp2DiffOp::create(rewriter, loc, rowType, op.getMax(), newMax,
+                                 factor, c, IntegerAttr(), FloatAttr());
       scaledSum = RescaleOp::create(rewriter, loc, op.getSum().getType(),
                                     op.getSum(), alpha);
     }
@@ -90,18 +98,24 @@ struct ExpandOnlineSoftmax : public OpRewritePattern<OnlineSoftmaxOp> {
   }
 };
 
-/// softmax_finalize(acc, m, l[, lx]) -> (acc / l, scale * m + log(lx or l))
+/// softmax_finalize(acc, m, l[, lx]) -> (acc / l, scale * m + log(lx or l)),
+/// with FP8's factors and P scale passed on.
 struct ExpandSoftmaxFinalize : public OpRewritePattern<SoftmaxFinalizeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(SoftmaxFinalizeOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     Value out = NormalizeOp::create(rewriter, loc, op.getAcc().getType(),
-                                    op.getAcc(), op.getSum());
+                                    op.getAcc(), op.getSum(),
+                                    op.getOutFactor());
     // A fixed-max softmax's LSE reads the sum of the f32 P (lse_sum).
     Value lseSum = op.getLseSum() ? op.getLseSum() : op.getSum();
+    FloatAttr offset;
+    if (std::optional<int64_t> k = op.getProbsLog2Scale())
+      offset = rewriter.getF32FloatAttr(static_cast<float>(*k));
     Value lse = LogSumExpOp::create(rewriter, loc, op.getMax().getType(),
-                                    op.getMax(), lseSum, op.getScaleAttr());
+                                    op.getMax(), lseSum, op.getFactor(),
+                                    op.getScaleAttr(), offset);
     rewriter.replaceOp(op, {out, lse});
     return success();
   }

@@ -30,6 +30,11 @@ using namespace mlir::attn;
 
 namespace {
 
+/// FP8's P is scaled by 2^8 before its cast to e4m3 (FlashAttention-3's
+/// max offset): P's largest values then sit near e4m3's largest normal
+/// numbers instead of far below its smallest.
+constexpr int64_t kFp8ProbsLog2Scale = 8;
+
 /// Builds the tile program of one attn.attention in place of it.
 class TileProgramBuilder : TileBuilder {
 public:
@@ -100,6 +105,23 @@ void TileProgramBuilder::build() {
 
   // ALiBi's distances are from the mask's diagonal: offset Nk - Nq
   // bottom-right, 0 top-left.
+  // FP8: the descales of this (batch, key/value head), q's times k's for the
+  // scores and v's for the output, as run-time factors of the softmax; P is
+  // scaled by 2^8 to use e4m3's range, and the product P V reads V
+  // transposed (FP8 wgmma takes K-major operands only): a K-major V lands
+  // in a D x blockN tile.
+  const bool fp8 = isa<Float8E4M3FNType>(op.getElementType());
+  Value scoreFactor, outFactor;
+  IntegerAttr probsLog2Scale;
+  if (fp8) {
+    scoreFactor = DescaleOp::create(
+        b, loc, rowType(), ValueRange{op.getQDescale(), op.getKDescale()},
+        batch, kvHead);
+    outFactor = DescaleOp::create(b, loc, rowType(),
+                                  ValueRange{op.getVDescale()}, batch, kvHead);
+    probsLog2Scale = b.getI64IntegerAttr(kFp8ProbsLog2Scale);
+  }
+
   Value alibiOffset;
   if (op.getAlibiSlopes())
     alibiOffset = op.isAlibiBottomRight()
@@ -109,7 +131,9 @@ void TileProgramBuilder::build() {
   Value qTile = AllocSmemOp::create(b, loc, smemType(config.blockM));
   Value kTile = AllocSmemOp::create(b, loc, smemType(config.blockN));
   Value vTile = AllocSmemOp::create(
-      b, loc, smemType(config.blockN, /*cols=*/op.getHeadDimV()));
+      b, loc,
+      fp8 ? fp8TileType(op.getHeadDimV(), config.blockN)
+          : smemType(config.blockN, /*cols=*/op.getHeadDimV()));
   if (packed) {
     // The grid covers the longest sequence: a CTA whose query block starts
     // past its own sequence's end has nothing to do and exits at once.
@@ -164,9 +188,9 @@ void TileProgramBuilder::build() {
             op.getWindowLeftAttr(),
             op.getWindowRightAttr(), /*head_pack=*/IntegerAttr());
         Type rowTy = rowType();
-        auto softmax = OnlineSoftmaxOp::create(b, l, scores.getType(), rowTy,
-                                               rowTy, rowTy, mask.getResult(),
-                                               max, sum, scale);
+        auto softmax = OnlineSoftmaxOp::create(
+            b, l, scores.getType(), rowTy, rowTy, rowTy, mask.getResult(), max,
+            sum, scoreFactor, scale, /*fixed_max=*/UnitAttr(), probsLog2Scale);
         Value rescaled = RescaleOp::create(b, l, acc.getType(), acc,
                                            softmax.getAlpha())
                              .getResult();
@@ -188,7 +212,7 @@ void TileProgramBuilder::build() {
         });
         // O += P V_j.
         Value newAcc = MmaOp::create(b, l, accType(outCols), probs, vTile,
-                                     rescaled, /*transpose_b=*/false);
+                                     rescaled, /*transpose_b=*/fp8);
         scf::YieldOp::create(b, l,
                              SmallVector<Value>{newAcc, softmax.getNewMax(),
                                                 softmax.getNewSum()});
@@ -196,7 +220,8 @@ void TileProgramBuilder::build() {
 
   auto finalize = SoftmaxFinalizeOp::create(
       b, loc, accType(outCols), rowType(), loop.getResult(0),
-      loop.getResult(1), loop.getResult(2), /*lse_sum=*/Value(), scale);
+      loop.getResult(1), loop.getResult(2), /*lse_sum=*/Value(), scoreFactor,
+      outFactor, scale, probsLog2Scale);
   // The epilogue reads its sequence's rows again (one load per CTA) rather
   // than keep them in registers across the key/value loop.
   Value outSeq = qBatch;
@@ -291,8 +316,9 @@ struct AttnTilePass : public mlir::attn::impl::AttnTileBase<AttnTilePass> {
       FailureOr<TileConfig> config = chosenTiling(func, op);
       if (failed(config))
         return signalPassFailure();
-      if (llvm::Error error = checkTileConfig(*config, *target,
-                                              op.problem().tileHeadDim())) {
+      if (llvm::Error error = checkTileConfig(
+              *config, *target, op.problem().tileHeadDim(), /*smemLimit=*/0,
+              elementBytesOf(op.problem().dtype))) {
         op.emitOpError() << "invalid tile configuration: "
                          << llvm::toString(std::move(error));
         return signalPassFailure();

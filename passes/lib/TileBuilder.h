@@ -41,8 +41,16 @@ protected:
   /// that divides every tile (TileConfig.h draws the layout).
   SmemTileType smemType(int64_t rows, int64_t headDimCols = 0) {
     int64_t cols = smemTileCols(headDimCols ? headDimCols : headDim);
+    if (isa<Float8E4M3FNType>(elementType))
+      return fp8TileType(rows, cols);
     return SmemTileType::get(b.getContext(), {rows, cols}, elementType,
                              kernelTileSwizzle(headDim, headDimV));
+  }
+  /// An FP8 tile of `rows` x `cols` bytes in the widest swizzle whose
+  /// span divides its rows (each tensor has its own TMA box).
+  SmemTileType fp8TileType(int64_t rows, int64_t cols) {
+    return SmemTileType::get(b.getContext(), {rows, cols}, elementType,
+                             smemTileSwizzle(cols, /*elementBytes=*/1));
   }
   Value splat(RegTileType type, float value) {
     return SplatOp::create(b, loc, type, b.getF32FloatAttr(value));

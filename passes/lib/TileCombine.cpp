@@ -74,10 +74,14 @@ void mlir::attn::tileCombine(CombineSplitsOp op, func::FuncOp func,
                                    partialBatch, row, head, packAttr);
         Value newMax =
             ElementwiseOp::create(lb, l, rowType, ReduceKind::max, max, lse);
-        Value alpha = Exp2DiffOp::create(lb, l, rowType, max, newMax, log2e,
-                                         /*emulated_eighths=*/IntegerAttr());
-        Value weight = Exp2DiffOp::create(lb, l, rowType, lse, newMax, log2e,
-                                          /*emulated_eighths=*/IntegerAttr());
+        Value alpha = Exp2DiffOp::create(lb, l, rowType, max, newMax,
+                                         /*factor=*/Value(), log2e,
+                                         /*emulated_eighths=*/IntegerAttr(),
+                                         /*offset=*/FloatAttr());
+        Value weight = Exp2DiffOp::create(lb, l, rowType, lse, newMax,
+                                          /*factor=*/Value(), log2e,
+                                          /*emulated_eighths=*/IntegerAttr(),
+                                          /*offset=*/FloatAttr());
         Value keptSum = RescaleOp::create(lb, l, rowType, sum, alpha);
         Value newSum = ElementwiseOp::create(lb, l, rowType, ReduceKind::sum,
                                              keptSum, weight);
@@ -88,12 +92,13 @@ void mlir::attn::tileCombine(CombineSplitsOp op, func::FuncOp func,
         scf::YieldOp::create(lb, l, ValueRange{newAcc, newMax, newSum});
       });
   Value out = NormalizeOp::create(b, loc, accType, loop.getResult(0),
-                                  loop.getResult(2));
+                                  loop.getResult(2), /*factor=*/Value());
   StoreOp::create(b, loc, out, op.getO(), batch, row, head, packAttr);
   if (Value lse = op.getLse()) {
     Value merged = LogSumExpOp::create(b, loc, rowType, loop.getResult(1),
-                                       loop.getResult(2),
-                                       b.getF32FloatAttr(1.0f));
+                                       loop.getResult(2), /*factor=*/Value(),
+                                       b.getF32FloatAttr(1.0f),
+                                       /*offset=*/FloatAttr());
     StoreRowsOp::create(b, loc, merged, lse, batch, head, row, packAttr);
   }
 

@@ -36,9 +36,9 @@ int64_t mlir::attn::smemTileCols(int64_t headDim) {
   return llvm::alignTo(headDim, kMmaK);
 }
 
-int64_t mlir::attn::smemTileSwizzle(int64_t cols) {
+int64_t mlir::attn::smemTileSwizzle(int64_t cols, int64_t elementBytes) {
   for (int64_t span : kSwizzleSpans)
-    if (cols % (span / kElementBytes) == 0)
+    if (cols % (span / elementBytes) == 0)
       return span;
   return 0;
 }
@@ -95,6 +95,16 @@ static TileConfig chooseWarpSpecializedTiles(int64_t tuned, bool causal, bool wi
   // causal mask, whose extra live tile spills there; a window's mask keeps
   // it spill-free in one loop.
   return {128, 80, 8, 2, /*peelMaskedBlocks=*/causal && !window};
+}
+
+/// FP8 halves Q's, K's and V's shared memory, so every head dim takes
+/// 128-key blocks (FlashAttention-3's d256 FP8 shape; narrower keys would
+/// split V's transposed 128-byte panels): d64 three consumer warpgroups as
+/// bf16's, d128 and d256 two.
+TileConfig mlir::attn::chooseFp8TileConfig(int64_t headDim) {
+  if (headDim <= 64)
+    return {192, 128, 12, 2, /*peelMaskedBlocks=*/false};
+  return {128, 128, 8, 2, /*peelMaskedBlocks=*/false};
 }
 
 TileConfig mlir::attn::chooseTileConfig(TargetKind target, int64_t headDim,
@@ -185,17 +195,17 @@ mlir::attn::sharedMemoryLayoutBytes(ArrayRef<SmemAllocation> allocations) {
 }
 
 int64_t mlir::attn::sharedMemoryBytes(const TileConfig &config, int64_t headDim,
-                                      bool outputTile) {
+                                      bool outputTile, int64_t elementBytes) {
   int64_t cols = smemTileCols(headDim);
-  int64_t q = config.blockM * cols * kElementBytes;
-  int64_t kv = config.blockN * cols * kElementBytes;
+  int64_t q = config.blockM * cols * elementBytes;
+  int64_t kv = config.blockN * cols * elementBytes;
   SmallVector<SmemAllocation> allocations;
   if (config.stages > 0)
     allocations = {{q, 1}, {kv, config.stages}, {kv, config.stages}};
   else
     allocations = {{q, 0}, {kv, 0}, {kv, 0}};
   if (outputTile)
-    allocations.push_back({q, 0});
+    allocations.push_back({config.blockM * cols * kElementBytes, 0});
   return sharedMemoryLayoutBytes(allocations);
 }
 
@@ -221,7 +231,8 @@ TileConfig mlir::attn::fitSharedMemory(TileConfig config, int64_t headDim,
 
 llvm::Error mlir::attn::checkTileConfig(const TileConfig &config,
                                         TargetKind target, int64_t headDim,
-                                        int64_t smemLimit) {
+                                        int64_t smemLimit,
+                                        int64_t elementBytes) {
   auto fail = [](const llvm::Twine &message) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
   };
@@ -249,6 +260,13 @@ llvm::Error mlir::attn::checkTileConfig(const TileConfig &config,
     return fail(llvm::formatv(
         "block-n = {0} must be a multiple of 16 between 16 and 256",
         config.blockN));
+  // FP8's P V GEMM steps 32 keys, and its transposed V tile is whole
+  // 128-byte panels of keys.
+  if (elementBytes == 1 && config.blockN % 128 != 0)
+    return fail(llvm::formatv("block-n = {0}: FP8 kernels take key blocks of "
+                              "128 or 256 (whole 128-byte panels of the "
+                              "transposed V)",
+                              config.blockN));
   if (config.stages < 0 || config.stages > kMaxPipeStages)
     return fail(llvm::formatv("stages = {0} is out of range; use 1 to {1}",
                               config.stages, kMaxPipeStages));
@@ -265,7 +283,7 @@ llvm::Error mlir::attn::checkTileConfig(const TileConfig &config,
   }
   if (config.blockM > 256 || config.blockN > 256)
     return fail("block sizes above 256 exceed a TMA box; use at most 256");
-  int64_t smem = sharedMemoryBytes(config, headDim);
+  int64_t smem = sharedMemoryBytes(config, headDim, false, elementBytes);
   int64_t limit = maxSharedMemoryBytes(target);
   if (smemLimit > 0 && smemLimit < limit)
     limit = smemLimit;
@@ -277,7 +295,7 @@ llvm::Error mlir::attn::checkTileConfig(const TileConfig &config,
          --stages) {
       TileConfig fewer = config;
       fewer.stages = stages;
-      if (sharedMemoryBytes(fewer, headDim) <= limit)
+      if (sharedMemoryBytes(fewer, headDim, false, elementBytes) <= limit)
         fitting = stages;
     }
     return fail(llvm::formatv(

@@ -255,7 +255,9 @@ void KvCacheProgramBuilder::build() {
         auto softmax = OnlineSoftmaxOp::create(b, l, scores.getType(), rowTy,
                                                rowTy, rowTy,
                                                branch.getResult(0), max, sum,
-                                               scale);
+                                               /*factor=*/Value(), scale,
+                                               /*fixed_max=*/UnitAttr(),
+                                               /*probs_log2_scale=*/IntegerAttr());
         Value rescaled =
             RescaleOp::create(b, l, acc.getType(), acc, softmax.getAlpha());
         auto operandType =
@@ -285,7 +287,9 @@ void KvCacheProgramBuilder::build() {
 
   auto finalize = SoftmaxFinalizeOp::create(
       b, loc, accType(outCols), rowType(), loop.getResult(0),
-      loop.getResult(1), loop.getResult(2), /*lse_sum=*/Value(), scale);
+      loop.getResult(1), loop.getResult(2), /*lse_sum=*/Value(),
+      /*factor=*/Value(), /*out_factor=*/Value(), scale,
+      /*probs_log2_scale=*/IntegerAttr());
   auto storeTo = [&](OpBuilder &sb, Value o, Value lse, Value outBatch) {
     StoreOp::create(sb, loc, finalize.getOut(), o, outBatch, row, head,
                     packAttr());

@@ -13,6 +13,7 @@ from . import _abi
 # Values of attnrt_dtype.
 DTYPE_F16 = 1
 DTYPE_BF16 = 2
+DTYPE_E4M3 = 3
 
 # Values of attngen_causal_align, by their Python spelling.
 CAUSAL_ALIGN = {"top-left": 0, "bottom-right": 1}

@@ -15,7 +15,8 @@ from ._errors import check_status, invalid_spec
 
 _DTYPES = {"bf16": _capi.DTYPE_BF16, "bfloat16": _capi.DTYPE_BF16,
            "f16": _capi.DTYPE_F16, "fp16": _capi.DTYPE_F16, "float16": _capi.DTYPE_F16,
-           "half": _capi.DTYPE_F16}
+           "half": _capi.DTYPE_F16, "e4m3": _capi.DTYPE_E4M3,
+           "float8_e4m3fn": _capi.DTYPE_E4M3, "fp8": _capi.DTYPE_E4M3}
 
 # The C API's int fields are 32-bit: ctypes would silently wrap larger values.
 _C_INT_MIN, _C_INT_MAX = -2**31, 2**31 - 1
@@ -30,8 +31,8 @@ def dtype_code(dtype):
     if name.startswith("torch."):
         name = name[len("torch."):]
     if name not in _DTYPES:
-        raise invalid_spec(f"dtype {dtype!r} is not supported; use 'bf16' or 'f16' "
-                           "(torch.bfloat16, torch.float16)")
+        raise invalid_spec(f"dtype {dtype!r} is not supported; use 'bf16', 'f16' or 'e4m3' "
+                           "(torch.bfloat16, torch.float16, torch.float8_e4m3fn)")
     return _DTYPES[name]
 
 

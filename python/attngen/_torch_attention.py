@@ -10,6 +10,7 @@ from ._torch_kvcache import _forward as _kvcache_forward
 from ._torch_checks import (TensorLayout, call_options, check_devices, check_qkv,
                             check_tensors, require_torch, torch)
 from ._torch_backward import register_attention_autograd
+from ._torch_fp8 import attention_fp8, check_fp8_arguments, is_fp8_call
 from ._torch_launch import (check_alibi_slopes, forward_args, head_dim_v_of, kernel_for, launch,
                             outputs_like, set_alibi_args, use_custom_op)
 
@@ -20,7 +21,8 @@ _LAYOUT = TensorLayout(function="attention", names=("q", "k", "v"), rank=4,
 
 def attention(q, k, v, causal=False, scale=None, return_lse=False, *,
               causal_align="bottom-right", softcap=0.0, window_size=(-1, -1),
-              alibi_slopes=None, deterministic=False):
+              alibi_slopes=None, deterministic=False, q_descale=None, k_descale=None,
+              v_descale=None):
     """softmax(scale * q @ k^T [causal mask]) @ v for (batch, seqlen, heads,
     head_dim) tensors; returns out, or (out, lse) with lse (batch, heads,
     seqlen_q) float32 (natural-log log-sum-exp of the scaled scores). v may
@@ -47,10 +49,27 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, *,
     KV-cache kernels, which pack the query heads of each key/value head and
     split the keys over CTAs. Registered as the torch op torch.ops.attngen.attention, which
     torch.compile and torch.export trace; eager calls launch directly (the
-    op's first call costs seconds of PyTorch set-up)."""
+    op's first call costs seconds of PyTorch set-up).
+
+    FP8 (sm_90a, FlashAttention-3's): q, k and v of dtype torch.float8_e4m3fn
+    with float32 descales q_descale, k_descale, v_descale (None: 1.0; one
+    element: per tensor; (batch, kv_heads): per batch and key/value head, as
+    FA3's) compute softmax(scale * (q_descale q)(k_descale k)^T) (v_descale v)
+    into a bfloat16 out. Head dims 64, 128 and 256, causal masks and windows,
+    GQA; no soft cap, ALiBi or backward yet. The kernel reads v K-major: a v
+    whose keys are contiguous (v = vt.permute(0, 3, 1, 2) of a [B, Hkv, D,
+    Nk_pad] vt, Nk_pad a multiple of 16) is read in place, any other is
+    copied transposed first."""
     require_torch("attention")
     if not isinstance(deterministic, bool):
         raise TypeError("attngen.attention: deterministic must be a bool")
+    descales = (q_descale, k_descale, v_descale)
+    if isinstance(q, torch.Tensor) and is_fp8_call(q, descales):
+        check_tensors(_LAYOUT, q, k, v)
+        options = call_options("attention", causal, scale, causal_align, softcap, window_size,
+                               return_lse=return_lse)
+        check_fp8_arguments(q, k, v, options, alibi_slopes, descales)
+        return attention_fp8(q, k, v, options, return_lse, descales)
     options = _check_arguments(q, k, v, causal, scale, return_lse, causal_align, softcap,
                                window_size, alibi_slopes)
     if use_custom_op(q, k, v):

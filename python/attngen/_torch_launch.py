@@ -51,6 +51,8 @@ def forward_args(q, k, v, out, lse, batch, nk):
     args.v_strides[:] = _strides_4d(v)
     args.o_strides[:] = _strides_4d(out)
     args.dtype = _capi.DTYPE_BF16 if q.dtype == torch.bfloat16 else _capi.DTYPE_F16
+    if q.dtype == getattr(torch, "float8_e4m3fn", None):
+        args.dtype = _capi.DTYPE_E4M3
     return args
 
 

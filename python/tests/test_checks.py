@@ -39,7 +39,7 @@ class ScalarCheckTest(unittest.TestCase):
         for name in ("f16", "fp16", "float16", "half", "torch.float16"):
             self.assertEqual(_spec.dtype_code(name), _capi.DTYPE_F16)
         for name in ("fp32", "torch.float32", "bf16\0", "BF16"):
-            self.assertInvalid("use 'bf16' or 'f16'", _spec.dtype_code, name)
+            self.assertInvalid("use 'bf16', 'f16' or 'e4m3'", _spec.dtype_code, name)
 
     def test_scale(self):
         self.assertEqual(_spec.scale_value(None), 0.0)

@@ -146,7 +146,7 @@ class CompileTest(unittest.TestCase):
             (dict(head_dim=264), "head dimension 264 is not supported: the largest is 256"),
             (dict(head_dim=0), "it must be a positive multiple of 8 up to 256"),
             (dict(head_dim=128.0), "head_dim must be an int"),
-            (dict(dtype="fp32"), "use 'bf16' or 'f16'"),
+            (dict(dtype="fp32"), "use 'bf16', 'f16' or 'e4m3'"),
             (dict(scale=-1.0), "positive and finite"),
             (dict(scale=float("nan")), "positive and finite"),
             (dict(scale="big"), "must be a number"),

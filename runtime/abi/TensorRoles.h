@@ -41,10 +41,15 @@ enum class TensorRole {
   AlibiSlopes = 16,
   // The one-kernel backward's dQ accumulator: f32, shaped as dq, contiguous.
   DqAccum = 17,
+  // FP8 (e4m3) kernels: the f32 descales of q, k and v, one per (batch,
+  // key/value head), as FlashAttention-3's q_descale, k_descale, v_descale.
+  QDescale = 18,
+  KDescale = 19,
+  VDescale = 20,
 };
 
 /// Number of tensor roles.
-inline constexpr int kNumTensorRoles = 18;
+inline constexpr int kNumTensorRoles = 21;
 
 /// The roles' names, in TensorRole order: what `attn.tensors` and the
 /// metadata's "tensor" keys spell.
@@ -53,7 +58,8 @@ inline constexpr const char *kTensorRoleNames[kNumTensorRoles] = {
     "lse",          "cu_seqlens_q", "cu_seqlens_k", "cache_seqlens",
     "block_table",  "o_partial",   "lse_partial", "dout",
     "delta",        "dq",          "dk",           "dv",
-    "alibi_slopes", "dq_accum"};
+    "alibi_slopes", "dq_accum",    "q_descale", "k_descale",
+    "v_descale"};
 
 } // namespace attnrt::abi
 

@@ -147,6 +147,49 @@ attnrt_status encodeTensorMap(const attnrt_module &m, const char *name, CUtensor
   return ATTNRT_OK;
 }
 
+/// The descriptor of an FP8 kernel's K-major V ([B, N, Hkv, D] with the N
+/// stride 1): dims {N, D, Hkv, B}, byte strides of D, Hkv and B, a box of
+/// one 128-byte panel of keys by the D head-dim rows.
+attnrt_status encodeKeyMajorTensorMap(const attnrt_module &m, CUtensorMap &map,
+                                      const void *pointer, int64_t keys, int64_t headDim,
+                                      int64_t heads, int64_t batch, const int64_t strides[4],
+                                      int boxCols, int boxRows) {
+  const cuuint64_t globalDim[kTmaRank] = {
+      static_cast<cuuint64_t>(keys), static_cast<cuuint64_t>(headDim),
+      static_cast<cuuint64_t>(heads), static_cast<cuuint64_t>(batch)};
+  // Dims of extent 1 are never stepped over: any stride the driver takes.
+  const int64_t callerStrides[3] = {strides[3], strides[2], strides[0]};
+  auto align16 = [](int64_t bytes) { return (bytes + 15) / 16 * 16; };
+  cuuint64_t globalStrides[kTmaRank - 1];
+  int64_t packed = align16(keys);
+  for (unsigned i = 0; i < kTmaRank - 1; ++i) {
+    int64_t extent = static_cast<int64_t>(globalDim[i + 1]);
+    globalStrides[i] = static_cast<cuuint64_t>(extent > 1 ? callerStrides[i] : packed);
+    packed *= extent;
+  }
+  const cuuint32_t boxDim[kTmaRank] = {static_cast<cuuint32_t>(boxCols),
+                                       static_cast<cuuint32_t>(boxRows), 1, 1};
+  const cuuint32_t elementStrides[kTmaRank] = {1, 1, 1, 1};
+  CUtensorMapSwizzle swizzle = tmaSwizzleSpanOf(boxCols, 1) == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+                               : tmaSwizzleSpanOf(boxCols, 1) == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                                                    : CU_TENSOR_MAP_SWIZZLE_32B;
+  CUresult r = m.api->tensorMapEncodeTiled(
+      &map, CU_TENSOR_MAP_DATA_TYPE_UINT8, kTmaRank, const_cast<void *>(pointer), globalDim,
+      globalStrides, boxDim, elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return fail(ATTNRT_ERROR_CUDA,
+                "cuTensorMapEncodeTiled for the K-major V failed with %s: address %p, globalDim = "
+                "{%" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64 "}, globalStrides = {%" PRIu64
+                ", %" PRIu64 ", %" PRIu64 "} bytes; v's head-dim stride must be a multiple of 16 "
+                "bytes (pad Nk to a multiple of 16) and its address 16-byte aligned",
+                describe(*m.api, r).c_str(), pointer, static_cast<uint64_t>(globalDim[0]),
+                static_cast<uint64_t>(globalDim[1]), static_cast<uint64_t>(globalDim[2]),
+                static_cast<uint64_t>(globalDim[3]), static_cast<uint64_t>(globalStrides[0]),
+                static_cast<uint64_t>(globalStrides[1]), static_cast<uint64_t>(globalStrides[2]));
+  return ATTNRT_OK;
+}
+
 /// With seqlen checks on, copies a varlen call's cu_seqlens to the host in
 /// stream order and checks them (attnrt_check_cu_seqlens). A capturing
 /// stream cannot be read back: its launches are not checked.
@@ -246,6 +289,10 @@ attnrt_status forward(attnrt_module *m, const attnrt_forward_args *given, void *
                                       a->head_dim, 1};
   const int64_t blockTableStrides[4] = {a->block_table_stride, 0, 0, 0};
   const int64_t alibiStrides[4] = {a->alibi_slopes_stride, 0, 0, 0};
+  // FP8's descales, [B, Hkv]: a batch and a head stride (dims b and h).
+  const int64_t qDescaleStrides[4] = {a->q_descale_strides[0], 0, a->q_descale_strides[1], 0};
+  const int64_t kDescaleStrides[4] = {a->k_descale_strides[0], 0, a->k_descale_strides[1], 0};
+  const int64_t vDescaleStrides[4] = {a->v_descale_strides[0], 0, a->v_descale_strides[1], 0};
   // The dQ accumulator is contiguous, shaped as dq: [B, Nq, H, D] (packed:
   // [total_q, H, D], whose row stride is the same).
   const int64_t dqAccumStrides[4] = {a->nq * a->num_heads * a->head_dim,
@@ -256,22 +303,27 @@ attnrt_status forward(attnrt_module *m, const attnrt_forward_args *given, void *
   std::vector<CUtensorMap> maps(list.size());
   std::vector<uint64_t> words(list.size());
   std::vector<void *> params(list.size());
-  CUtensorMapDataType dataType = m->info.dtype == ATTNRT_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                                                   : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  // An FP8 kernel's Q, K and V are bytes to the TMA; its O is bf16.
+  const bool fp8 = m->info.dtype == ATTNRT_DTYPE_E4M3;
+  CUtensorMapDataType dataType = m->info.dtype == ATTNRT_DTYPE_F16
+                                     ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                     : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   const void *pointers[kNumTensorRoles] = {a->q,           a->k,           a->v,
                                            a->o,           a->lse,         a->cu_seqlens_q,
                                            a->cu_seqlens_k, a->cache_seqlens, a->block_table,
                                            oPartial,       lsePartial,     a->dout,
                                            a->delta,       a->dq,          a->dk,
                                            a->dv,          a->alibi_slopes,
-                                           a->dq_accum};
+                                           a->dq_accum,    a->q_descale,   a->k_descale,
+                                           a->v_descale};
   const int64_t *strides[kNumTensorRoles] = {a->q_strides, a->k_strides, a->v_strides,
                                              a->o_strides, nullptr,      nullptr,
                                              nullptr,      nullptr,      blockTableStrides,
                                              oPartialStrides, nullptr,   a->dout_strides,
                                              nullptr,      a->dq_strides, a->dk_strides,
                                              a->dv_strides, alibiStrides,
-                                             dqAccumStrides};
+                                             dqAccumStrides, qDescaleStrides,
+                                             kDescaleStrides, vDescaleStrides};
   // A paged cache's K and V are [num_blocks, page_size, Hkv, D].
   bool paged = m->info.page_size > 0;
   for (size_t i = 0; i < list.size(); ++i) {
@@ -293,11 +345,25 @@ attnrt_status forward(attnrt_module *m, const attnrt_forward_args *given, void *
       // V and O have the kernel's value head dim (head_dim_v, 0: head_dim).
       bool value = p.tensor == TensorRole::V || p.tensor == TensorRole::O;
       int64_t cols = value && m->info.head_dim_v ? m->info.head_dim_v : a->head_dim;
+      bool byteInput = fp8 && p.tensor != TensorRole::O;
+      CUtensorMapDataType type = accum       ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                 : byteInput ? CU_TENSOR_MAP_DATA_TYPE_UINT8
+                                             : dataType;
+      // An FP8 kernel's V is K-major: its descriptor runs along the keys
+      // first, then the head dim (the kernel copies it in transposed).
+      if (fp8 && p.tensor == TensorRole::V) {
+        if (attnrt_status s = encodeKeyMajorTensorMap(
+                *m, maps[i], pointers[t], rows, cols, a->num_kv_heads, batch, strides[t],
+                p.boxCols, p.boxRows))
+          return s;
+        params[i] = &maps[i];
+        continue;
+      }
       if (attnrt_status s = encodeTensorMap(
               *m, names[t], maps[i], pointers[t], cols, rows,
               query ? a->num_heads : a->num_kv_heads,
-              batch, strides[t], p.boxCols, p.boxRows,
-              accum ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32 : dataType, tmaElementBytes(p.tensor)))
+              batch, strides[t], p.boxCols, p.boxRows, type,
+              tmaElementBytes(p.tensor, m->info.dtype)))
         return s;
       params[i] = &maps[i];
       continue;

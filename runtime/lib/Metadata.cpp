@@ -85,7 +85,12 @@ int tmaSwizzleSpanOf(int boxCols, int elementBytes) {
   return bytes == 32 || bytes == 64 || bytes == 128 ? bytes : 0;
 }
 
-int tmaElementBytes(TensorRole role) { return role == TensorRole::DqAccum ? 4 : kElementBytes; }
+int tmaElementBytes(TensorRole role, int dtype) {
+  if (role == TensorRole::DqAccum)
+    return 4;
+  // FP8 kernels: one-byte Q, K and V, a bf16 O.
+  return dtype == ATTNRT_DTYPE_E4M3 && role != TensorRole::O ? 1 : kElementBytes;
+}
 
 const char *dtypeName(int dtype) {
   switch (dtype) {
@@ -93,6 +98,8 @@ const char *dtypeName(int dtype) {
     return "f16";
   case ATTNRT_DTYPE_BF16:
     return "bf16";
+  case ATTNRT_DTYPE_E4M3:
+    return "e4m3";
   default:
     return "invalid";
   }
@@ -236,7 +243,7 @@ bool isPtxIdentifier(const std::string &name) {
 }
 
 /// Reads one entry of "params" (an object) into `param`.
-attnrt_status readParam(const JsonValue &item, size_t index, KernelParam &param) {
+attnrt_status readParam(const JsonValue &item, size_t index, int dtype, KernelParam &param) {
   std::string prefix = "params[" + std::to_string(index) + "].";
   if (item.kind != JsonValue::Kind::Object)
     return fail(ATTNRT_ERROR_INVALID_METADATA,
@@ -264,11 +271,13 @@ attnrt_status readParam(const JsonValue &item, size_t index, KernelParam &param)
   // strides.
   bool mapped = param.tensor <= TensorRole::O || param.tensor == TensorRole::Dout ||
                 param.tensor == TensorRole::DqAccum;
+  bool descale = param.tensor == TensorRole::QDescale || param.tensor == TensorRole::KDescale ||
+                 param.tensor == TensorRole::VDescale;
   bool strided = param.tensor <= TensorRole::O || param.tensor == TensorRole::OPartial ||
                  param.tensor == TensorRole::BlockTable || param.tensor == TensorRole::AlibiSlopes ||
                  (param.tensor >= TensorRole::Dout && param.tensor <= TensorRole::Dv &&
                   param.tensor != TensorRole::Delta) ||
-                 param.tensor == TensorRole::DqAccum;
+                 param.tensor == TensorRole::DqAccum || descale;
   if ((param.kind == ParamKind::TensorMap && !mapped) ||
       (param.kind == ParamKind::Stride && !strided))
     return fail(ATTNRT_ERROR_INVALID_METADATA,
@@ -277,7 +286,7 @@ attnrt_status readParam(const JsonValue &item, size_t index, KernelParam &param)
                 param.kind == ParamKind::TensorMap
                     ? "TMA descriptors exist for q, k, v, o, dout and dq_accum"
                     : "strides exist for q, k, v, o, o_partial, block_table, alibi_slopes, dout, "
-                      "dq, dk, dv and dq_accum",
+                      "dq, dk, dv, dq_accum and the descales",
                 kRegenerate);
   if (param.kind == ParamKind::Stride) {
     if (attnrt_status s = reader.getChoice("dim", kStrideDims, 3, param.dim))
@@ -287,6 +296,11 @@ attnrt_status readParam(const JsonValue &item, size_t index, KernelParam &param)
     if (matrix && param.dim != 0)
       return fail(ATTNRT_ERROR_INVALID_METADATA,
                   "kernel metadata key \"%sdim\" of %s must be \"b\" (its row stride); %s",
+                  prefix.c_str(), abi::kTensorRoleNames[tensor], kRegenerate);
+    if (descale && param.dim == 1)
+      return fail(ATTNRT_ERROR_INVALID_METADATA,
+                  "kernel metadata key \"%sdim\" of %s must be \"b\" or \"h\" (a [B, Hkv] "
+                  "descale); %s",
                   prefix.c_str(), abi::kTensorRoleNames[tensor], kRegenerate);
     return ATTNRT_OK;
   }
@@ -309,7 +323,7 @@ attnrt_status readParam(const JsonValue &item, size_t index, KernelParam &param)
   if (attnrt_status s = boxReader.getInt("box[1]", 1, kMaxTmaBox, param.boxRows))
     return s;
   // A box row is one swizzle span: 32, 64 or 128 bytes.
-  int elementBytes = tmaElementBytes(param.tensor);
+  int elementBytes = tmaElementBytes(param.tensor, dtype);
   if (tmaSwizzleSpanOf(param.boxCols, elementBytes) == 0)
     return fail(ATTNRT_ERROR_INVALID_METADATA,
                 "kernel metadata key \"%sbox\" has %d columns, invalid for a swizzled TMA box: its "
@@ -374,7 +388,7 @@ attnrt_status readParams(const JsonValue &root, attnrt_kernel_info &info, Kernel
   abi.params.clear();
   for (size_t i = 0; i < list->items.size(); ++i) {
     KernelParam param;
-    if (attnrt_status s = readParam(list->items[i], i, param))
+    if (attnrt_status s = readParam(list->items[i], i, info.dtype, param))
       return s;
     for (const KernelParam &other : abi.params)
       if (other.kind == param.kind && other.tensor == param.tensor && other.dim == param.dim &&
@@ -401,6 +415,13 @@ attnrt_status readParams(const JsonValue &root, attnrt_kernel_info &info, Kernel
       // The f32 dQ accumulator's panels are as wide in bytes, not columns.
       if (p.tensor == TensorRole::DqAccum)
         continue;
+      // An FP8 kernel's one-byte Q, K and V (V transposed: a panel of keys)
+      // and its bf16 O each have their own panel width.
+      if (info.dtype == ATTNRT_DTYPE_E4M3) {
+        if (!info.tma_box_cols)
+          info.tma_box_cols = p.boxCols;
+        continue;
+      }
       if (info.tma_box_cols && info.tma_box_cols != p.boxCols)
         return fail(ATTNRT_ERROR_INVALID_METADATA,
                     "kernel metadata parameter \"%s\" has a %d-column TMA box but another has %d: "
@@ -565,11 +586,12 @@ struct Real {
 };
 struct Element {
   static attnrt_status read(MetadataReader &r, const char *key, int &out) {
-    static constexpr const char *names[] = {"f16", "bf16"};
+    static constexpr const char *names[] = {"f16", "bf16", "e4m3"};
+    static constexpr int dtypes[] = {ATTNRT_DTYPE_F16, ATTNRT_DTYPE_BF16, ATTNRT_DTYPE_E4M3};
     int index = 0;
-    if (attnrt_status s = r.getChoice(key, names, 2, index))
+    if (attnrt_status s = r.getChoice(key, names, 3, index))
       return s;
-    out = index == 0 ? ATTNRT_DTYPE_F16 : ATTNRT_DTYPE_BF16;
+    out = dtypes[index];
     return ATTNRT_OK;
   }
 };

@@ -52,7 +52,7 @@ constexpr int kElementBytes = 2;
 int tmaSwizzleSpanOf(int boxCols, int elementBytes = kElementBytes);
 /// Bytes of one element of `role` as the kernels address it: 4 for the f32
 /// tensors a TMA descriptor may cover (the dQ accumulator), else 2.
-int tmaElementBytes(TensorRole role);
+int tmaElementBytes(TensorRole role, int dtype);
 
 /// Parses and validates a metadata JSON text into `out` (device fields set
 /// to -1) and, when `abi` is given, the parameter list into it. Records a

@@ -32,8 +32,6 @@ namespace attnrt {
 
 /// Base pointers of Q, K, V, O: 16 bytes, the cp.async / TMA chunk.
 static constexpr uint64_t kTensorAlignBytes = 16;
-/// Strides must keep 16-byte chunks aligned: 8 elements of 2 bytes.
-static constexpr int64_t kStrideMultiple = 8;
 /// Sizes are passed to the kernel as i32.
 static constexpr int64_t kMaxI32 = INT32_MAX;
 /// CUDA's limits on gridDim.x and on gridDim.y and gridDim.z.
@@ -56,6 +54,9 @@ struct TensorArg {
   const void *pointer;
   int64_t extents[4];
   const int64_t *strides;
+  int64_t elementBytes = 2;
+  /// Its rows contiguous instead of its head dim (an FP8 kernel's V).
+  bool keyMajor = false;
 };
 
 /// Dimension letters used in stride names (q_stride_b, q_stride_n, ...).
@@ -125,13 +126,21 @@ attnrt_status checkBackwardArgs(const attnrt_kernel_info &info, const attnrt_for
 }
 
 attnrt_status checkStrides(const TensorArg &t, bool usesTma) {
-  if (t.strides[3] != 1)
+  if (t.keyMajor && t.strides[1] != 1)
+    return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                "%s_stride_n (%s_strides[1]) = %lld but an FP8 kernel reads %s K-major, its keys "
+                "contiguous (stride 1): store it transposed, [B, Hkv, D, Nk] with Nk padded to a "
+                "multiple of 16, and pass that view",
+                t.name, t.name, static_cast<long long>(t.strides[1]), t.display);
+  if (!t.keyMajor && t.strides[3] != 1)
     return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
                 "%s_stride_d (%s_strides[3]) = %lld but the head dimension must be contiguous "
                 "(stride 1): make %s contiguous in its last dimension (e.g. .contiguous())",
                 t.name, t.name, static_cast<long long>(t.strides[3]), t.display);
-  for (int d = 0; d < 3; ++d) {
-    if (t.extents[d] <= 1)
+  const int contiguous = t.keyMajor ? 1 : 3;
+  const int64_t multiple = static_cast<int64_t>(kTensorAlignBytes) / t.elementBytes;
+  for (int d = 0; d < 4; ++d) {
+    if (d == contiguous || t.extents[d] <= 1)
       continue; // the stride of a dimension of extent 1 is never used
     int64_t stride = t.strides[d];
     if (stride < 0)
@@ -140,21 +149,23 @@ attnrt_status checkStrides(const TensorArg &t, bool usesTma) {
                   "non-negative strides; pass a tensor without flipped dimensions (e.g. "
                   ".contiguous())",
                   t.name, kDimNames[d], t.name, d, static_cast<long long>(stride));
-    if (stride % kStrideMultiple != 0)
+    if (stride % multiple != 0)
       return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
-                  "%s_stride_%s (%s_strides[%d]) = %lld is not a multiple of 8 elements: attngen "
-                  "kernels copy 16-byte chunks; pad the stride to a multiple of 8 elements",
-                  t.name, kDimNames[d], t.name, d, static_cast<long long>(stride));
-    if (usesTma && stride >= kMaxTmaStrideBytes / kElementBytes)
+                  "%s_stride_%s (%s_strides[%d]) = %lld is not a multiple of %lld elements: "
+                  "attngen kernels copy 16-byte chunks; pad the stride to a multiple of %lld "
+                  "elements",
+                  t.name, kDimNames[d], t.name, d, static_cast<long long>(stride),
+                  static_cast<long long>(multiple), static_cast<long long>(multiple));
+    if (usesTma && stride >= kMaxTmaStrideBytes / t.elementBytes)
       return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
                   "%s_stride_%s (%s_strides[%d]) = %lld elements is 2^40 bytes or more, beyond "
                   "what a TMA descriptor can address: use a smaller stride",
                   t.name, kDimNames[d], t.name, d, static_cast<long long>(stride));
   }
   // The element farthest from the base must be addressable in 64 bits.
-  int64_t last = t.extents[3];
-  for (int d = 0; d < 3; ++d) {
-    if (t.extents[d] <= 1)
+  int64_t last = t.extents[contiguous];
+  for (int d = 0; d < 4; ++d) {
+    if (d == contiguous || t.extents[d] <= 1)
       continue;
     int64_t term;
     if (__builtin_mul_overflow(t.extents[d] - 1, t.strides[d], &term) ||
@@ -165,7 +176,7 @@ attnrt_status checkStrides(const TensorArg &t, bool usesTma) {
                   t.display, t.name);
   }
   int64_t bytes;
-  if (__builtin_mul_overflow(last, static_cast<int64_t>(kElementBytes), &bytes))
+  if (__builtin_mul_overflow(last, t.elementBytes, &bytes))
     return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
                 "%s spans more than 2^63 bytes with these sizes and strides: check args.%s_strides",
                 t.display, t.name);
@@ -319,11 +330,48 @@ static attnrt_status checkAlibiArgs(const attnrt_kernel_info &info,
   return ATTNRT_OK;
 }
 
+/// FP8's descales: given exactly for an e4m3 kernel, 4-byte aligned, with
+/// non-negative strides.
+static attnrt_status checkDescaleArgs(const attnrt_kernel_info &info,
+                                      const attnrt_forward_args &a) {
+  struct Descale {
+    const char *name;
+    const float *pointer;
+    const int64_t *strides;
+  } descales[] = {{"q_descale", a.q_descale, a.q_descale_strides},
+                  {"k_descale", a.k_descale, a.k_descale_strides},
+                  {"v_descale", a.v_descale, a.v_descale_strides}};
+  const bool fp8 = info.dtype == ATTNRT_DTYPE_E4M3;
+  for (const Descale &d : descales) {
+    if (!fp8 && d.pointer)
+      return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                  "args.%s is set but kernel '%s' is not FP8 (dtype %s): descales are for e4m3 "
+                  "kernels; leave it NULL",
+                  d.name, info.kernel, dtypeName(info.dtype));
+    if (!fp8)
+      continue;
+    if (!d.pointer || reinterpret_cast<uintptr_t>(d.pointer) % alignof(float) != 0)
+      return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                  "args.%s = %p: an FP8 kernel reads a 4-byte aligned float32 descale per (batch, "
+                  "key/value head) from device memory (strides {0, 0} for one per tensor; a "
+                  "tensor of ones for none)",
+                  d.name, static_cast<const void *>(d.pointer));
+    if (d.strides[0] < 0 || d.strides[1] < 0)
+      return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                  "args.%s_strides = {%lld, %lld}: strides must be >= 0 (0 repeats a descale)",
+                  d.name, static_cast<long long>(d.strides[0]),
+                  static_cast<long long>(d.strides[1]));
+  }
+  return ATTNRT_OK;
+}
+
 attnrt_status checkForwardArgs(const attnrt_kernel_info &info, const attnrt_forward_args &a) {
   // Kernel specialization: dtype and head dim are compiled in.
-  if (a.dtype != ATTNRT_DTYPE_F16 && a.dtype != ATTNRT_DTYPE_BF16)
+  if (a.dtype != ATTNRT_DTYPE_F16 && a.dtype != ATTNRT_DTYPE_BF16 &&
+      a.dtype != ATTNRT_DTYPE_E4M3)
     return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
-                "args.dtype = %d is not a dtype: use ATTNRT_DTYPE_F16 (1) or ATTNRT_DTYPE_BF16 (2)",
+                "args.dtype = %d is not a dtype: use ATTNRT_DTYPE_F16 (1), ATTNRT_DTYPE_BF16 (2) "
+                "or ATTNRT_DTYPE_E4M3 (3)",
                 a.dtype);
   if (a.dtype != info.dtype)
     return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
@@ -410,12 +458,17 @@ attnrt_status checkForwardArgs(const attnrt_kernel_info &info, const attnrt_forw
   int64_t kvRows = paged ? a.page_size : a.nk;
   // V and O have the kernel's value head dim (head_dim_v, 0: head_dim).
   const int64_t dv = info.head_dim_v ? info.head_dim_v : a.head_dim;
+  // FP8: one-byte Q, K and V, V K-major; O stays 16-bit.
+  const bool fp8 = info.dtype == ATTNRT_DTYPE_E4M3;
+  const int64_t inputBytes = fp8 ? 1 : 2;
   const TensorArg all[4] = {
-      {"q", "Q", a.q, {batchExtent, a.nq, a.num_heads, a.head_dim}, a.q_strides},
-      {"k", "K", a.k, {kvBatch, kvRows, a.num_kv_heads, a.head_dim}, a.k_strides},
-      {"v", "V", a.v, {kvBatch, kvRows, a.num_kv_heads, dv}, a.v_strides},
+      {"q", "Q", a.q, {batchExtent, a.nq, a.num_heads, a.head_dim}, a.q_strides, inputBytes},
+      {"k", "K", a.k, {kvBatch, kvRows, a.num_kv_heads, a.head_dim}, a.k_strides, inputBytes},
+      {"v", "V", a.v, {kvBatch, kvRows, a.num_kv_heads, dv}, a.v_strides, inputBytes, fp8},
       {"o", "O", a.o, {batchExtent, a.nq, a.num_heads, dv}, a.o_strides}};
   if (attnrt_status s = checkAlibiArgs(info, a))
+    return s;
+  if (attnrt_status s = checkDescaleArgs(info, a))
     return s;
 
   // A combine kernel reads the workspace, not q, k and v.

@@ -49,7 +49,8 @@ bool mlir::attn::tmaStoreByDefault(const AttentionSpec &spec) {
   if (!usesFa3Schedule(spec) || spec.kvCache)
     return false;
   return !llvm::errorToBool(
-      checkTmaStoreFits(tileConfigOf(spec), spec.tileHeadDim()));
+      checkTmaStoreFits(tileConfigOf(spec), spec.tileHeadDim(),
+                        elementBytesOf(spec.dtype)));
 }
 
 bool mlir::attn::usesTmaStore(const AttentionSpec &spec) {

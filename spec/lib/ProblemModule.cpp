@@ -74,7 +74,17 @@ static OwningOpRef<ModuleOp> buildProblemOpModule(MLIRContext &ctx,
     valueType = MemRefType::get({dyn, dyn, spec.valueHeadDim()}, element);
     lseType = MemRefType::get({dyn, dyn}, f32);
   }
-  SmallVector<Type> args = {tensorType, tensorType, valueType, valueType};
+  // FP8: V K-major (its keys contiguous: the FP8 MMA reads it so), O bf16,
+  // and the three f32 [B, Hkv] descales after everything else.
+  bool fp8 = spec.dtype == DType::e4m3;
+  Type outType = valueType;
+  if (fp8) {
+    outType = MemRefType::get(valueType.getShape(), BFloat16Type::get(&ctx));
+    valueType = MemRefType::get(
+        valueType.getShape(), element,
+        StridedLayoutAttr::get(&ctx, /*offset=*/0, {dyn, 1, dyn, dyn}));
+  }
+  SmallVector<Type> args = {tensorType, tensorType, valueType, outType};
   if (spec.withLse)
     args.push_back(lseType);
   if (spec.varlen)
@@ -82,10 +92,16 @@ static OwningOpRef<ModuleOp> buildProblemOpModule(MLIRContext &ctx,
   // ALiBi's slopes, f32 [B, H] (the batch stride may be 0), last.
   if (spec.alibi)
     args.push_back(MemRefType::get({dyn, dyn}, f32));
+  if (fp8)
+    args.append(3, MemRefType::get({dyn, dyn}, f32));
   return buildProblemModule(
       ctx, spec, name, args,
       [&](OpBuilder &b, Location loc, Block &body) {
         unsigned cuSeqlens = spec.withLse ? 5 : 4;
+        // The optional trailing arguments: ALiBi's slopes, then FP8's
+        // descales.
+        unsigned descales = body.getNumArguments() - (fp8 ? 3 : 0);
+        unsigned alibi = descales - 1;
         createProblemOp<AttentionOp>(
             b, loc,
             {body.getArgument(0), body.getArgument(1), body.getArgument(2),
@@ -93,7 +109,10 @@ static OwningOpRef<ModuleOp> buildProblemOpModule(MLIRContext &ctx,
              spec.withLse ? body.getArgument(4) : Value(),
              spec.varlen ? body.getArgument(cuSeqlens) : Value(),
              spec.varlen ? body.getArgument(cuSeqlens + 1) : Value(),
-             spec.alibi ? body.getArguments().back() : Value()},
+             spec.alibi ? body.getArgument(alibi) : Value(),
+             fp8 ? body.getArgument(descales) : Value(),
+             fp8 ? body.getArgument(descales + 1) : Value(),
+             fp8 ? body.getArgument(descales + 2) : Value()},
             spec);
       });
 }
@@ -106,6 +125,8 @@ void mlir::attn::setProblemAttributes(Operation *op,
 }
 
 Type mlir::attn::elementTypeOf(MLIRContext &ctx, const AttentionSpec &spec) {
+  if (spec.dtype == DType::e4m3)
+    return Float8E4M3FNType::get(&ctx);
   return spec.dtype == DType::bf16 ? Type(BFloat16Type::get(&ctx))
                    : Type(Float16Type::get(&ctx));
 }

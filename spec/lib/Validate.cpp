@@ -67,13 +67,15 @@ llvm::Error checkOptLevelField(const FieldInfo &, int64_t level) {
 } // namespace
 
 llvm::Error mlir::attn::checkTmaStoreFits(const TileConfig &config,
-                                          int64_t headDim) {
+                                          int64_t headDim,
+                                          int64_t elementBytes) {
   if (config.blockM != 16 * config.numWarps)
     return specError(fmt::format(
         "--tma-store needs one 64-row slice per consumer warpgroup "
         "(block-m = 16 x num-warps), got block-m = {} with {} warps",
         config.blockM, config.numWarps));
-  int64_t bytes = sharedMemoryBytes(config, headDim, /*outputTile=*/true);
+  int64_t bytes = sharedMemoryBytes(config, headDim, /*outputTile=*/true,
+                                    elementBytes);
   if (bytes > maxSharedMemoryBytes(TargetKind::sm_90a))
     return specError(fmt::format(
         "--tma-store needs {} KB of shared memory for d{} ({}x{} tiles, the "
@@ -100,6 +102,14 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
     problem.causalAlign = CausalAlign::top_left;
   if (llvm::Error error = verifyProblem(problem))
     return error;
+  if (spec.dtype == DType::e4m3 &&
+      (spec.target != TargetKind::sm_90a || !spec.warpSpecialize))
+    return specError(
+        spec.target != TargetKind::sm_90a
+            ? "dtype e4m3 (FP8) needs sm_90a (H100/H200): sm_80's tensor "
+              "cores have no FP8 MMA; use bf16 or f16 there"
+            : "dtype e4m3 (FP8) needs the warp-specialized schedule; drop "
+              "--no-warp-specialize");
 #define SPEC_FIELD(G, InC, Member, name, json, Kind, Default, Flag, Help, Key, \
                    Rank, Rule, Check)                                          \
   if (spec::Group::G != spec::Group::PROBLEM)                                  \
@@ -171,10 +181,12 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
   if (decoding)
     return validateKvCacheSpec(spec);
   TileConfig config = tileConfigOf(spec);
-  if (llvm::Error error = checkTileConfig(config, spec.target,
-                                          spec.tileHeadDim(), spec.maxSmem))
+  if (llvm::Error error =
+          checkTileConfig(config, spec.target, spec.tileHeadDim(),
+                          spec.maxSmem, elementBytesOf(spec.dtype)))
     return error;
   if (tmaStoreAsked)
-    return checkTmaStoreFits(config, spec.tileHeadDim());
+    return checkTmaStoreFits(config, spec.tileHeadDim(),
+                             elementBytesOf(spec.dtype));
   return llvm::Error::success();
 }

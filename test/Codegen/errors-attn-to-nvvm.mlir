@@ -138,7 +138,7 @@ module attributes {attn.target = #attn.target<sm_80>} {
 // -----
 
 module attributes {attn.target = #attn.target<sm_80>} {
-  // expected-error @+1 {{'func.func' op 'attn.tensors' entry "out" is not a tensor role; use "q", "k", "v", "o", "lse", "cu_seqlens_q", "cu_seqlens_k", "cache_seqlens", "block_table", "o_partial", "lse_partial", "dout", "delta", "dq", "dk", "dv", "alibi_slopes" or "dq_accum"}}
+  // expected-error @+1 {{'func.func' op 'attn.tensors' entry "out" is not a tensor role; use "q", "k", "v", "o", "lse", "cu_seqlens_q", "cu_seqlens_k", "cache_seqlens", "block_table", "o_partial", "lse_partial", "dout", "delta", "dq", "dk", "dv", "alibi_slopes", "dq_accum", "q_descale", "k_descale" or "v_descale"}}
   func.func @unknown_role(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
                           %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>)
       attributes {attn.kernel, attn.tensors = ["q", "k", "v", "out"], attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 64>], ctas_per_sm = 0>, attn.tiling = #attn.tiling<block_m = 64, block_n = 64, num_warps = 4>} {

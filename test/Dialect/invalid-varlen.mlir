@@ -38,7 +38,7 @@ func.func @cu_seqlens_strided(%q: memref<?x?x64xf16>, %cu: memref<?xi32, strided
 
 func.func @cu_seqlens_q_only(%q: memref<?x?x64xf16>, %cu: memref<?xi32>) {
   // expected-error @+1 {{'attn.attention' op a variable-length batch needs both cu_seqlens_q and cu_seqlens_k}}
-  "attn.attention"(%q, %q, %q, %q, %cu) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 1, 0, 0>, scale = 0.125 : f32}>
+  "attn.attention"(%q, %q, %q, %q, %cu) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0>, scale = 0.125 : f32}>
     : (memref<?x?x64xf16>, memref<?x?x64xf16>, memref<?x?x64xf16>, memref<?x?x64xf16>, memref<?xi32>) -> ()
   return
 }

@@ -78,7 +78,9 @@ typedef enum attnrt_status {
 /** Element type of Q, K, V and O (LSE is always float32). */
 typedef enum attnrt_dtype {
   ATTNRT_DTYPE_F16 = 1,  /**< IEEE half, metadata "dtype": "f16" */
-  ATTNRT_DTYPE_BF16 = 2  /**< bfloat16, metadata "dtype": "bf16" */
+  ATTNRT_DTYPE_BF16 = 2, /**< bfloat16, metadata "dtype": "bf16" */
+  ATTNRT_DTYPE_E4M3 = 3  /**< FP8 e4m3 (float8_e4m3fn) Q, K and V with f32
+                              descales; O is bfloat16 (metadata "e4m3") */
 } attnrt_dtype;
 
 /** The C type of each kind of spec field (attnrt/spec_fields.def lists the

@@ -136,6 +136,11 @@ llvm::Error checkSoftmaxScale(double scale,
 /// how to pad an unsupported one. Shared by the op verifier and the spec
 /// checks of the CLI and the C API.
 llvm::Error checkHeadDim(int64_t headDim);
+
+/// Whether a [B, N, H, D] (or packed [total, H, D]) tensor is K-major: its
+/// rows contiguous (stride 1 on N), as FP8 attention's V stored transposed
+/// [B, H, D, N]. Copies load such a tensor transposed, into D-row tiles.
+bool isKeyMajor(MemRefType type);
 } // namespace mlir::attn
 
 #endif // ATTN_DIALECT_ATTNDIALECT_H

@@ -85,6 +85,15 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
     V and O may have a head dimension of their own (DeepSeek's 192/128): the
     problem's `head_dim_v`, which the kernel's name spells `_d192v128`.
 
+    FP8 (FlashAttention-3's): Q, K and V hold `f8E4M3FN` and O bf16, with
+    `descale(%q_descale, %k_descale, %v_descale)`, three f32 [B, Hkv]
+    memrefs (strides of 0 for one per tensor): the scores are
+    `scale * (q_descale q) (k_descale k)^T` and V is read as `v_descale v`,
+    with the descales of each query head's key/value head. The FP8 MMA
+    reads both operands K-major, so V must be too: its keys contiguous
+    (stride 1 on dim 1, `strided<[?, 1, ?, ?]>`), as a V stored transposed
+    [B, Hkv, D, Nk] is.
+
     ```mlir
     attn.attention %q, %k, %v, %o lse %lse {causal, scale = 0.0883883 : f32}
       : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>,
@@ -108,6 +117,11 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
         {causal, causal_align = #attn.causal_align<bottom_right>, scale = 0.125 : f32}
       : memref<?x?x128xbf16>, memref<?x?x128xbf16>, memref<?x?x128xbf16>,
         memref<?x?x128xbf16>, memref<?x?xf32>
+    attn.attention %q, %k, %v, %o
+        descale(%qd, %kd, %vd : memref<?x?xf32>, memref<?x?xf32>, memref<?x?xf32>)
+        {causal, scale = 0.0883883 : f32}
+      : memref<?x?x?x128xf8E4M3FN>, memref<?x?x?x128xf8E4M3FN>,
+        memref<?x?x?x128xf8E4M3FN, strided<[?, 1, ?, ?]>>, memref<?x?x?x128xbf16>
     ```
   }];
   let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$q,
@@ -120,6 +134,10 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
                        Arg<Optional<AnyMemRef>, "", [MemRead]>:$cu_seqlens_k,
                        // ALiBi: f32 slopes [B, H] (batch stride 0: per head).
                        Arg<Optional<AnyMemRef>, "", [MemRead]>:$alibi_slopes,
+                       // FP8: f32 descales [B, Hkv] of q, k and v.
+                       Arg<Optional<AnyMemRef>, "", [MemRead]>:$q_descale,
+                       Arg<Optional<AnyMemRef>, "", [MemRead]>:$k_descale,
+                       Arg<Optional<AnyMemRef>, "", [MemRead]>:$v_descale,
                        UnitAttr:$causal,
                        OptionalAttr<Attn_CausalAlignAttr>:$causal_align,
                        F32Attr:$scale, OptionalAttr<F32Attr>:$softcap,
@@ -130,6 +148,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
     (`varlen` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:` type($cu_seqlens_q) `,`
      type($cu_seqlens_k) `)`)?
     (`alibi` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
+    (`descale` `(` $q_descale^ `,` $k_descale `,` $v_descale `:`
+     type($q_descale) `,` type($k_descale) `,` type($v_descale) `)`)?
     attr-dict `:` type($q) `,` type($k) `,` type($v) `,` type($o)
     (`,` type($lse)^)?
   }];
@@ -590,6 +610,30 @@ def Attn_AlibiOp : Attn_Op<"alibi", [AllTypesMatch<["input", "result"]>]> {
   }];
 }
 
+def Attn_DescaleOp : Attn_Op<"descale", [Attn_ConsumersOnly]> {
+  let summary = "The product of per-(batch, head) f32 factors, for every row";
+  let description = [{
+    Reads `factors[i][batch, head]` of each rank-2 f32 memref (strides of 0
+    repeat one factor) and returns their product in every entry of a row
+    vector: FP8 attention's descales (q's times k's for the scores, v's for
+    the output), which the softmax ops then take as their `factor`. One
+    invariant load per factor and thread.
+
+    ```mlir
+    %qk = attn.descale %qd, %kd [%b, %h] : memref<?x?xf32>, memref<?x?xf32>
+      -> !attn.regs<128xf32, row>
+    ```
+  }];
+  let arguments = (ins Arg<Variadic<AnyMemRef>, "", [MemRead]>:$factors,
+                       Index:$batch, Index:$head);
+  let results = (outs Attn_AnyRegTile:$result);
+  let assemblyFormat = [{
+    $factors `[` $batch `,` $head `]` attr-dict `:` type($factors) `->`
+    qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
 def Attn_OnlineSoftmaxOp : Attn_Op<"online_softmax", [Pure,
     AllTypesMatch<["scores", "probs"]>,
     AllTypesMatch<["max", "sum", "new_max", "new_sum", "alpha"]>]> {
@@ -607,24 +651,37 @@ def Attn_OnlineSoftmaxOp : Attn_Op<"online_softmax", [Pure,
     `alpha = 1`, `l_new = l + rowsum(p)`, so neither the row max nor the
     accumulator's rescale is computed. `attn-bounded-softmax` sets it.
 
+    FP8 (FlashAttention-3's): `factor %f` (a row vector, the product of the
+    q and k descales) multiplies the scale at run time, and
+    `probs_log2_scale = k` returns `p` scaled by 2^k (and `l` with it), so
+    that the e4m3 P that P V reads uses e4m3's range; the normalisation by
+    `l` cancels it and attn.softmax_finalize takes it out of the LSE.
+
     ```mlir
     %p, %m1, %l1, %alpha = attn.online_softmax %s, %m, %l {scale = 0.125 : f32}
       : !attn.regs<128x64xf32, acc>, !attn.regs<128xf32, row>
+    %p, %m1, %l1, %alpha = attn.online_softmax %s, %m, %l
+        {probs_log2_scale = 8 : i64, scale = 0.125 : f32}
+      : !attn.regs<128x64xf32, acc>, !attn.regs<128xf32, row>
+        factor %f : !attn.regs<128xf32, row>
     ```
   }];
   let arguments = (ins Attn_AnyRegTile:$scores, Attn_AnyRegTile:$max,
-                       Attn_AnyRegTile:$sum, F32Attr:$scale,
-                       UnitAttr:$fixed_max);
+                       Attn_AnyRegTile:$sum, Optional<Attn_AnyRegTile>:$factor,
+                       F32Attr:$scale, UnitAttr:$fixed_max,
+                       OptionalAttr<I64Attr>:$probs_log2_scale);
   let results = (outs Attn_AnyRegTile:$probs, Attn_AnyRegTile:$new_max,
                       Attn_AnyRegTile:$new_sum, Attn_AnyRegTile:$alpha);
   let assemblyFormat = [{
     $scores `,` $max `,` $sum attr-dict `:` qualified(type($scores)) `,`
     qualified(type($max))
+    (`factor` $factor^ `:` qualified(type($factor)))?
   }];
   let hasVerifier = 1;
 }
 
 def Attn_SoftmaxFinalizeOp : Attn_Op<"softmax_finalize", [Pure,
+    AttrSizedOperandSegments,
     AllTypesMatch<["acc", "out"]>, AllTypesMatch<["max", "sum", "lse"]>]> {
   let summary = "Normalise the accumulated output and form the log-sum-exp";
   let description = [{
@@ -634,6 +691,9 @@ def Attn_SoftmaxFinalizeOp : Attn_Op<"softmax_finalize", [Pure,
     softmax normalises by the sum of the rounded P (what P V multiplied)
     and forms the LSE from the sum of the f32 P (attn-bounded-softmax).
     `attn-online-softmax` expands it into `attn.normalize` and `attn.lse`.
+    FP8: `factor` is the online softmax's run-time factor of the scale (the
+    LSE's too), `out_factor` multiplies `out` (V's descale), and
+    `probs_log2_scale = k` takes the online softmax's 2^k out of the LSE.
 
     ```mlir
     %out, %lse = attn.softmax_finalize %acc, %m, %l {scale = 0.125 : f32}
@@ -645,11 +705,16 @@ def Attn_SoftmaxFinalizeOp : Attn_Op<"softmax_finalize", [Pure,
   }];
   let arguments = (ins Attn_AnyRegTile:$acc, Attn_AnyRegTile:$max,
                        Attn_AnyRegTile:$sum, Optional<Attn_AnyRegTile>:$lse_sum,
-                       F32Attr:$scale);
+                       Optional<Attn_AnyRegTile>:$factor,
+                       Optional<Attn_AnyRegTile>:$out_factor,
+                       F32Attr:$scale, OptionalAttr<I64Attr>:$probs_log2_scale);
   let results = (outs Attn_AnyRegTile:$out, Attn_AnyRegTile:$lse);
   let assemblyFormat = [{
-    $acc `,` $max `,` $sum attr-dict `:` qualified(type($acc)) `,` qualified(type($max))
+    $acc `,` $max `,` $sum attr-dict `:` qualified(type($acc)) `,`
+    qualified(type($max))
     (`lse_sum` $lse_sum^ `:` qualified(type($lse_sum)))?
+    (`factor` $factor^ `:` qualified(type($factor)))?
+    (`out_factor` $out_factor^ `:` qualified(type($out_factor)))?
   }];
   let hasVerifier = 1;
 }
@@ -709,6 +774,10 @@ def Attn_Exp2DiffOp : Attn_Op<"exp2_diff", [Pure, AllTypesMatch<["input", "resul
     t >= -126, exactly +0 for t <= -127 and -inf; bf16 and f16 P round
     coarser). The verifier requires an `acc` input and 1 <= k <= 8.
 
+    FP8 (attn.online_softmax's factor and probs_log2_scale): `factor %f`, a
+    row vector, multiplies `scale_log2e` per row, and `offset` is added to
+    every exponent: `exp2((x - m[row]) * scale_log2e * f[row] + offset)`.
+
     ```mlir
     %p = attn.exp2_diff %s, %m {scale_log2e = 0.18033688 : f32}
       : !attn.regs<128x64xf32, acc>, !attn.regs<128xf32, row>
@@ -717,11 +786,14 @@ def Attn_Exp2DiffOp : Attn_Op<"exp2_diff", [Pure, AllTypesMatch<["input", "resul
     ```
   }];
   let arguments = (ins Attn_AnyRegTile:$input, Attn_AnyRegTile:$max,
+                       Optional<Attn_AnyRegTile>:$factor,
                        F32Attr:$scale_log2e,
-                       OptionalAttr<I64Attr>:$emulated_eighths);
+                       OptionalAttr<I64Attr>:$emulated_eighths,
+                       OptionalAttr<F32Attr>:$offset);
   let results = (outs Attn_AnyRegTile:$result);
   let assemblyFormat = [{
-    $input `,` $max attr-dict `:` qualified(type($input)) `,` qualified(type($max))
+    $input `,` $max attr-dict `:` qualified(type($input)) `,`
+    qualified(type($max)) (`factor` $factor^ `:` qualified(type($factor)))?
   }];
   let hasVerifier = 1;
 }
@@ -752,14 +824,19 @@ def Attn_NormalizeOp : Attn_Op<"normalize", [Pure, AllTypesMatch<["input", "resu
     per row, one multiply per element: the single rescale FlashAttention-2
     defers to the end of the loop.
 
+    With `factor %f` (a row vector: FP8's V descale) the result is
+    `input[r, :] * f[r] / sum[r]`, still one multiply per element.
+
     ```mlir
     %out = attn.normalize %o, %l : !attn.regs<128x128xf32, acc>, !attn.regs<128xf32, row>
     ```
   }];
-  let arguments = (ins Attn_AnyRegTile:$input, Attn_AnyRegTile:$sum);
+  let arguments = (ins Attn_AnyRegTile:$input, Attn_AnyRegTile:$sum,
+                       Optional<Attn_AnyRegTile>:$factor);
   let results = (outs Attn_AnyRegTile:$result);
   let assemblyFormat = [{
-    $input `,` $sum attr-dict `:` qualified(type($input)) `,` qualified(type($sum))
+    $input `,` $sum attr-dict `:` qualified(type($input)) `,`
+    qualified(type($sum)) (`factor` $factor^ `:` qualified(type($factor)))?
   }];
   let hasVerifier = 1;
 }
@@ -768,24 +845,37 @@ def Attn_LogSumExpOp : Attn_Op<"lse", [Pure, AllTypesMatch<["max", "sum", "resul
   let summary = "Natural-log log-sum-exp of each score row from its max and sum";
   let description = [{
     `result[r] = scale * max[r] + log(sum[r])` (-inf when `sum[r] == 0`), the
-    value a backward pass or a split-KV merge needs.
+    value a backward pass or a split-KV merge needs. FP8: `factor %f` (a row
+    vector) multiplies the scale, and `offset = k` subtracts `k * ln(2)`
+    (a sum of P scaled by 2^k).
 
     ```mlir
     %lse = attn.lse %m, %l {scale = 0.125 : f32} : !attn.regs<128xf32, row>
     ```
   }];
-  let arguments = (ins Attn_AnyRegTile:$max, Attn_AnyRegTile:$sum, F32Attr:$scale);
+  let arguments = (ins Attn_AnyRegTile:$max, Attn_AnyRegTile:$sum,
+                       Optional<Attn_AnyRegTile>:$factor, F32Attr:$scale,
+                       OptionalAttr<F32Attr>:$offset);
   let results = (outs Attn_AnyRegTile:$result);
-  let assemblyFormat = "$max `,` $sum attr-dict `:` qualified(type($result))";
+  let assemblyFormat = [{
+    $max `,` $sum attr-dict `:` qualified(type($result))
+    (`factor` $factor^ `:` qualified(type($factor)))?
+  }];
 }
 
 def Attn_ConvertOp : Attn_Op<"convert", [Pure]> {
-  let summary = "Turn an f32 accumulator tile into a 16-bit MMA A-operand tile";
+  let summary = "Turn an f32 accumulator tile into an MMA A-operand tile";
   let description = [{
     Rounds to the result's element type and re-labels the layout: the
     accumulator fragments of two adjacent 8-column blocks are exactly the
     A-operand fragment of one 16-wide k step, so this is a per-thread
     conversion (cvt.rn.bf16x2.f32) with no data movement between threads.
+
+    To f8E4M3FN (FP8's P, cvt.rn.satfinite.e4m3x2.f32) the layouts differ:
+    a k32 step's A fragment gives lane `l` columns 4(l%4)..+3 and
+    16+4(l%4)..+3 of its rows, where the accumulator gave it 2(l%4)..+1 of
+    each 8-column block. Two shuffles within each quad of lanes per
+    register move the bytes there.
 
     ```mlir
     %pa = attn.convert %p : !attn.regs<128x64xf32, acc> -> !attn.regs<128x64xbf16, operand_a>

@@ -26,7 +26,7 @@ enum class CausalAlign : uint32_t;
 enum class BackwardPart : uint32_t;
 
 /// The element type of Q, K, V and O.
-enum class DType { f16, bf16 };
+enum class DType { f16, bf16, e4m3 };
 
 namespace spec {
 
@@ -98,22 +98,29 @@ struct Tri {
   static std::string key(Type v) { return std::to_string(toC(v)); }
 };
 
-/// f16 or bf16; the C struct holds an attnrt_dtype.
+/// f16, bf16 or e4m3 (FP8: q, k and v; o is bf16); the C struct holds an
+/// attnrt_dtype.
 struct Element {
   using Type = DType;
   using CType = int;
   static Type fromDefault(CType v) {
-    return v == ATTNRT_DTYPE_F16 ? DType::f16 : DType::bf16;
+    return v == ATTNRT_DTYPE_F16    ? DType::f16
+           : v == ATTNRT_DTYPE_E4M3 ? DType::e4m3
+                                    : DType::bf16;
   }
   static llvm::Expected<Type> fromC(CType v, llvm::StringRef name);
   static CType toC(Type v) {
-    return v == DType::f16 ? ATTNRT_DTYPE_F16 : ATTNRT_DTYPE_BF16;
+    return v == DType::f16    ? ATTNRT_DTYPE_F16
+           : v == DType::e4m3 ? ATTNRT_DTYPE_E4M3
+                              : ATTNRT_DTYPE_BF16;
   }
-  static std::string text(Type v) { return v == DType::f16 ? "f16" : "bf16"; }
+  static std::string text(Type v) {
+    return v == DType::f16 ? "f16" : v == DType::e4m3 ? "e4m3" : "bf16";
+  }
   static std::string key(Type v) { return text(v); }
-  /// "f16" / "bf16"; none otherwise.
+  /// "f16" / "bf16" / "e4m3"; none otherwise.
   static std::optional<Type> parse(llvm::StringRef text);
-  static constexpr const char *kChoices = "f16, bf16";
+  static constexpr const char *kChoices = "f16, bf16, e4m3";
   /// A flag's spelling: also the names Python takes (fp16, half, float16,
   /// bfloat16), so the CLI and the package accept the same words; the IR
   /// keeps f16 and bf16 only (parse).

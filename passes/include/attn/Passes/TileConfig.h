@@ -49,9 +49,10 @@ struct TileConfig {
 /// Columns of the Q, K and V shared-memory tiles for head dimension D.
 int64_t smemTileCols(int64_t headDim);
 
-/// Swizzle span (bytes) of a shared-memory tile of `cols` 16-bit columns:
-/// the widest of 128, 64 and 32 whose panel (span / 2 columns) divides it.
-int64_t smemTileSwizzle(int64_t cols);
+/// Swizzle span (bytes) of a shared-memory tile of `cols` columns of
+/// `elementBytes` each: the widest of 128, 64 and 32 whose panel (span /
+/// elementBytes columns) divides it.
+int64_t smemTileSwizzle(int64_t cols, int64_t elementBytes = 2);
 
 /// The swizzle all of a kernel's Q, K, V and O tiles share: the runtime
 /// encodes every TMA descriptor of a kernel with one panel width (docs/
@@ -75,6 +76,16 @@ TileConfig chooseTileConfig(TargetKind target, int64_t headDim, bool causal,
                             bool warpSpecialized = false, bool window = false,
                             bool fixedMaxSoftcap = false);
 
+/// FP8 (e4m3, sm_90a warp-specialized) tiles for head dim 64, 128 or 256:
+/// key blocks of 128 (whole 128-byte panels of the transposed V, four k32
+/// steps of the P V wgmma).
+TileConfig chooseFp8TileConfig(int64_t headDim);
+
+/// Bytes of one Q/K/V element of `dtype`: 1 for e4m3, else 2.
+inline int64_t elementBytesOf(DType dtype) {
+  return dtype == DType::e4m3 ? 1 : 2;
+}
+
 /// `config` with every positive override (block-m, block-n, warps, stages)
 /// in place of its own.
 TileConfig withOverrides(TileConfig config, int64_t blockM, int64_t blockN,
@@ -91,7 +102,8 @@ TileConfig resolveTileConfig(TargetKind target, int64_t headDim, bool causal,
 /// `smemLimit` > 0 caps the target's shared memory (a GPU that allows less,
 /// as an RTX 4090's 99 KB under sm_80).
 llvm::Error checkTileConfig(const TileConfig &config, TargetKind target,
-                            int64_t headDim, int64_t smemLimit = 0);
+                            int64_t headDim, int64_t smemLimit = 0,
+                            int64_t elementBytes = 2);
 
 /// `config` with its K/V stages, then its query block (and warps), then its
 /// key block given back until its shared memory fits `smemLimit` bytes;
@@ -138,9 +150,10 @@ smemAllocationsOf(Operation *kernel);
 
 /// Shared memory (bytes) the kernel of `config` needs: Q, K and V tiles
 /// (with `config.stages` > 0, pipes: Q one stage, K and V `stages` each),
-/// and with `outputTile` an O tile of Q's size after them (attn-tma-store).
+/// and with `outputTile` a 16-bit O tile of Q's shape after them
+/// (attn-tma-store); Q, K and V of `elementBytes` each.
 int64_t sharedMemoryBytes(const TileConfig &config, int64_t headDim,
-                          bool outputTile = false);
+                          bool outputTile = false, int64_t elementBytes = 2);
 
 /// The most dynamic shared memory one CTA may use on the target.
 int64_t maxSharedMemoryBytes(TargetKind target);

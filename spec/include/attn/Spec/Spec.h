@@ -102,6 +102,9 @@ inline bool boundedSoftmaxApplies(const AttentionSpec &spec) {
 /// dim and mask, with the spec's overrides (`window`: a sliding window,
 /// which decides whether d256 peels its masked blocks).
 inline TileConfig tileConfigOf(const AttentionSpec &spec, bool window = false) {
+  if (spec.dtype == DType::e4m3)
+    return withOverrides(chooseFp8TileConfig(spec.tileHeadDim()), spec.blockM,
+                         spec.blockN, spec.numWarps, spec.stages);
   TileConfig config = resolveTileConfig(
       spec.target, spec.tileHeadDim(), hasDiagonal(spec), spec.blockM,
       spec.blockN,
@@ -149,7 +152,8 @@ bool tmaStoreByDefault(const AttentionSpec &spec);
 /// Whether attn-tma-store can apply to a tile configuration: one 64-row
 /// slice per consumer warpgroup, and room for the output tile beside Q and
 /// the K/V pipes (what the pass checks on the IR).
-llvm::Error checkTmaStoreFits(const TileConfig &config, int64_t headDim);
+llvm::Error checkTmaStoreFits(const TileConfig &config, int64_t headDim,
+                              int64_t elementBytes = 2);
 
 /// The spec of the combine kernel that merges the partial results of the
 /// split-KV spec `split` (same target, dtype, head dim, LSE, head packing

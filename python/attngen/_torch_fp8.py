@@ -1,0 +1,182 @@
+"""FP8 attention (FlashAttention-3's): attngen.attention on float8_e4m3fn q, k
+and v with float32 descales, a bfloat16 output, on sm_90a. Its checks, the
+K-major copy of a row-major v, the descales' arguments, the custom op
+attngen::attention_fp8 (traced by torch.compile and torch.export) and the
+launch."""
+
+from typing import Optional
+
+from ._errors import invalid_argument
+from ._torch_checks import check_devices, torch
+from ._torch_launch import (forward_args, kernel_for, launch, refuse_backward,
+                            use_custom_op)
+
+#: The head dims the FP8 kernels support.
+FP8_HEAD_DIMS = (64, 128, 256)
+#: TMA rows start on 16 bytes: v's head-dim stride (keys) is padded to it.
+_ROW_ALIGN = 16
+
+
+def fp8_dtype():
+    """torch.float8_e4m3fn, or None on a torch without it."""
+    return getattr(torch, "float8_e4m3fn", None) if torch is not None else None
+
+
+def is_fp8_call(q, descales):
+    """Whether attention() was called the FP8 way: e4m3 q or any descale."""
+    return q.dtype == fp8_dtype() or any(d is not None for d in descales)
+
+
+def check_fp8_arguments(q, k, v, options, alibi_slopes, descales):
+    """What the FP8 kernels take: e4m3 q, k and v of one head dim in
+    FP8_HEAD_DIMS, whole groups of query heads, no soft cap or ALiBi yet, and
+    float32 descales of one element or (batch, kv_heads) on q's device."""
+    e4m3 = fp8_dtype()
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.dtype != e4m3:
+            raise invalid_argument(
+                f"{name} has dtype {t.dtype}: FP8 attention takes torch.float8_e4m3fn q, k "
+                "and v (with q_descale, k_descale, v_descale); quantize all three, or pass "
+                "bfloat16 tensors without descales")
+    batch, seqlen_q, heads, head_dim = q.shape
+    kv_batch, seqlen_k, kv_heads, _ = k.shape
+    if tuple(k.shape) != tuple(v.shape):
+        raise invalid_argument(f"k and v must have the same shape for FP8 attention; got k "
+                               f"{tuple(k.shape)} and v {tuple(v.shape)}")
+    if k.shape[-1] != head_dim:
+        raise invalid_argument(f"q has head_dim {head_dim} but k and v have {k.shape[-1]}")
+    if head_dim not in FP8_HEAD_DIMS:
+        raise invalid_argument(
+            f"FP8 attention supports head dims {', '.join(map(str, FP8_HEAD_DIMS))}, not "
+            f"{head_dim}; pad q, k and v with zero columns to the next one and keep "
+            f"scale={head_dim ** -0.5:.6g}")
+    if kv_batch != batch:
+        raise invalid_argument(f"q has batch {batch} but k and v have batch {kv_batch}")
+    if kv_heads == 0 or heads % kv_heads != 0:
+        raise invalid_argument(f"q has {heads} heads and k/v have {kv_heads}: the number of q "
+                               "heads must be a multiple of the number of k/v heads")
+    if seqlen_k == 0 and seqlen_q > 0 and batch > 0:
+        raise invalid_argument("k and v have sequence length 0: attention needs at least one "
+                               "key")
+    if options.softcap or alibi_slopes is not None:
+        raise invalid_argument(
+            f"FP8 attention does not support {'softcap' if options.softcap else 'alibi_slopes'}"
+            " yet; use bfloat16 q, k and v for it")
+    for name, d in zip(("q_descale", "k_descale", "v_descale"), descales):
+        _check_descale(name, d, batch, kv_heads)
+    check_devices([("q", q), ("k", k), ("v", v)] +
+                  [(n, d) for n, d in zip(("q_descale", "k_descale", "v_descale"), descales)
+                   if d is not None])
+
+
+def _check_descale(name, d, batch, kv_heads):
+    """None (1.0), one float32 element (per tensor) or (batch, kv_heads)."""
+    if d is None:
+        return
+    if not isinstance(d, torch.Tensor):
+        raise TypeError(f"attngen.attention: {name} must be a torch.Tensor or None, got "
+                        f"{type(d).__name__}")
+    if d.dtype != torch.float32:
+        raise invalid_argument(f"{name} must be float32 (a descale: x = x8 * descale), got "
+                               f"{d.dtype}; call .float()")
+    if d.numel() != 1 and tuple(d.shape) != (batch, kv_heads):
+        raise invalid_argument(
+            f"{name} has shape {tuple(d.shape)}; it must hold one element (per tensor) or be "
+            f"(batch, kv_heads) = ({batch}, {kv_heads}) (per batch and key/value head, as "
+            "FlashAttention-3's)")
+
+
+def key_major(v):
+    """v ([B, Nk, Hkv, D], e4m3) as the FP8 kernel reads it: K-major, its
+    keys contiguous and each head-dim row 16-byte aligned. A v already so
+    (a view of a [B, Hkv, D, Nk_pad] tensor) is used as is; any other is
+    copied into that layout (one pass over v)."""
+    batch, seqlen_k, kv_heads, head_dim = v.shape
+    strides = v.stride()
+    if (strides[1] == 1 and all(s % _ROW_ALIGN == 0 for s in (strides[0], strides[2],
+                                                              strides[3]))
+            and v.data_ptr() % _ROW_ALIGN == 0):
+        return v
+    padded = -(-seqlen_k // _ROW_ALIGN) * _ROW_ALIGN
+    vt = torch.empty((batch, kv_heads, head_dim, padded), dtype=v.dtype, device=v.device)
+    vt[..., :seqlen_k].copy_(v.permute(0, 2, 3, 1))
+    return vt[..., :seqlen_k].permute(0, 3, 1, 2)
+
+
+def _descale_args(d, batch, kv_heads):
+    """A descale as the kernel reads it: its tensor (ones when None) and its
+    (batch, head) strides, 0 where one value serves."""
+    if d is None:
+        return None, (0, 0)
+    if d.numel() == 1:
+        return d, (0, 0)
+    return d, tuple(d.stride())
+
+
+def fp8_forward(q, k, v, causal, scale, return_lse, causal_align, window_left, window_right,
+                q_descale=None, k_descale=None, v_descale=None):
+    """Runs the FP8 kernel: the op's CUDA implementation and the eager path."""
+    batch, seqlen_q, heads, head_dim = q.shape
+    kv_heads = k.shape[2]
+    out = torch.empty((batch, seqlen_q, heads, head_dim), dtype=torch.bfloat16, device=q.device)
+    lse = torch.empty((batch, heads, seqlen_q) if return_lse else (0,), dtype=torch.float32,
+                      device=q.device)
+    if out.numel() == 0:
+        return out, lse
+    kernel = kernel_for(q, scale, causal=causal, causal_align=causal_align,
+                        window_size=(window_left, window_right))
+    vk = key_major(v)
+    args = forward_args(q, k, vk, out, lse if return_lse else None, batch, k.shape[1])
+    one = None
+    for prefix, d in (("q", q_descale), ("k", k_descale), ("v", v_descale)):
+        tensor, strides = _descale_args(d, batch, kv_heads)
+        if tensor is None:
+            if one is None:
+                one = torch.ones(1, dtype=torch.float32, device=q.device)
+            tensor = one
+        setattr(args, f"{prefix}_descale", tensor.data_ptr())
+        getattr(args, f"{prefix}_descale_strides")[:] = strides
+    launch(kernel, args, q.device)
+    return out, lse
+
+
+def attention_fp8(q, k, v, options, return_lse, descales):
+    """attention() on e4m3 tensors once checked: through the custom op when
+    tracing (or when autograd would record it), else launched directly."""
+    q_descale, k_descale, v_descale = descales
+    if use_custom_op(q, k, v):
+        out, lse = torch.ops.attngen.attention_fp8(
+            q, k, v, options.causal, options.scale, return_lse, options.causal_align,
+            options.window_left, options.window_right, q_descale, k_descale, v_descale)
+    else:
+        out, lse = fp8_forward(q, k, v, options.causal, options.scale, return_lse,
+                               options.causal_align, options.window_left, options.window_right,
+                               q_descale, k_descale, v_descale)
+    return (out, lse) if return_lse else out
+
+
+if torch is not None and fp8_dtype() is not None:
+    @torch.library.custom_op("attngen::attention_fp8", mutates_args=(), device_types="cuda")
+    def _attention_fp8_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
+                          scale: float, return_lse: bool, causal_align: str,
+                          window_left: int, window_right: int,
+                          q_descale: Optional[torch.Tensor] = None,
+                          k_descale: Optional[torch.Tensor] = None,
+                          v_descale: Optional[torch.Tensor] = None
+                          ) -> tuple[torch.Tensor, torch.Tensor]:
+        """What traced FP8 calls (torch.compile, export) run on CUDA tensors."""
+        return fp8_forward(q, k, v, causal, scale, return_lse, causal_align, window_left,
+                           window_right, q_descale, k_descale, v_descale)
+
+    @_attention_fp8_op.register_fake
+    def _attention_fp8_fake(q, k, v, causal, scale, return_lse, causal_align, window_left,
+                            window_right, q_descale=None, k_descale=None, v_descale=None):
+        """The outputs' shapes, for tracing with fake or meta tensors."""
+        batch, seqlen_q, heads, head_dim = q.shape
+        lse = q.new_empty((batch, heads, seqlen_q) if return_lse else (0,),
+                          dtype=torch.float32)
+        return q.new_empty((batch, seqlen_q, heads, head_dim), dtype=torch.bfloat16), lse
+
+    refuse_backward(_attention_fp8_op,
+                    "attngen.attention: FP8 attention is forward-only (inference); train with "
+                    "bfloat16 q, k and v")
