@@ -9,13 +9,17 @@
 //     S_lo = QK_lo; softmax_lo; O' = O*a_lo                   (prologue)
 //     for j in lo+1..hi: issue S_j = QK_j; issue O' + P_{j-1} V_{j-1};
 //                        wait S_j (1 pending); softmax_j;
-//                        wait PV (0 pending); O' = O*a_j
+//                        wait PV (0 pending); convert P_j; O' = O*a_j
 //     O = O' + P_{hi-1} V_{hi-1}                              (epilogue)
 //   }
 //
 // The loop body is split into A (everything but the P V product) and
 // B = {pipe_wait V, mma P V, pipe_release V}; A's ops that rescale the
-// accumulator (A_acc) wait for the previous B.
+// accumulator (A_acc) wait for the previous B, and so does FP8's
+// conversion of P into the next B's register operand: registers written
+// while a wgmma that reads registers is in flight make ptxas serialize
+// every wgmma of the kernel, and that conversion's shuffles are not sunk
+// past the wait by LLVM (the 16-bit conversions are, so they stay in A).
 //
 //===----------------------------------------------------------------------===//
 #include "attn/Passes/Passes.h"
@@ -46,6 +50,9 @@ struct LoopParts {
   SetVector<Operation *> b;       ///< vWait, pvMma, vRelease
   SetVector<Operation *> accOps;  ///< A's ops that read the accumulator
   SmallVector<Operation *> aOps;  ///< the rest of A, in order
+  /// A's FP8 conversions whose only users are B's (P into the P V
+  /// product's register operand): they go after the previous B's wait.
+  SetVector<Operation *> operandOps;
   SmallVector<Value> carried;     ///< A values B reads (besides the acc)
 };
 
@@ -141,6 +148,13 @@ FailureOr<LoopParts> analyze(scf::ForOp loop, std::string &why) {
   for (Operation &op : body->without_terminator())
     if (!parts.b.contains(&op) && !parts.accOps.contains(&op))
       parts.aOps.push_back(&op);
+  for (Operation *op : parts.aOps)
+    if (isa<ConvertOp>(op) && !op->use_empty() &&
+        isa<Float8E4M3FNType>(
+            cast<RegTileType>(op->getResult(0).getType()).getElementType()) &&
+        llvm::all_of(op->getUsers(),
+                     [&](Operation *user) { return parts.b.contains(user); }))
+      parts.operandOps.insert(op);
   // Values B reads from A (P, the fill index if computed) travel to the
   // next iteration.
   SetVector<Value> carried;
@@ -230,6 +244,8 @@ LogicalResult rotate(scf::ForOp loop, LoopParts &parts) {
           bm.map(v, args[numSlots + k]);
         Value pv;
         for (Operation *op : parts.aOps) {
+          if (parts.operandOps.contains(op))
+            continue;
           Operation *clone = lb.clone(*op, a);
           if (op != parts.scoreMma.getOperation())
             continue;
@@ -244,6 +260,8 @@ LogicalResult rotate(scf::ForOp loop, LoopParts &parts) {
         Value o = MmaWaitOp::create(lb, l, pv.getType(), pv,
                                     lb.getI64IntegerAttr(0));
         lb.clone(*parts.vRelease, bm);
+        for (Operation *op : parts.operandOps)
+          lb.clone(*op, a);
         a.map(loop.getRegionIterArgs()[parts.accIndex], o);
         for (Operation *op : parts.accOps)
           lb.clone(*op, a);

@@ -40,6 +40,31 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 
 // -----
 
+// FP8: P's conversion into the next P V product's register operand (its
+// quad shuffles) comes after that product's wait, so no register a wgmma
+// in flight reads is written under it (ptxas would serialize every wgmma).
+!q8 = memref<?x?x?x128xf8E4M3FN>
+!v8 = memref<?x?x?x128xf8E4M3FN, strided<[?, 1, ?, ?]>>
+!d = memref<?x?xf32>
+module attributes {attn.target = #attn.target<sm_90a>} {
+  // CHECK-LABEL: func.func @fp8_overlap
+  // CHECK:   scf.for
+  // CHECK:     %[[O:.*]] = attn.mma %{{.*}}, %{{.*}}, %{{.*}} {async, transpose_b} : !attn.regs<128x128xf8E4M3FN, operand_a>
+  // CHECK:     attn.exp2_diff
+  // CHECK-NOT: attn.convert
+  // CHECK:     attn.mma_wait %[[O]] {pending = 0 : i64}
+  // CHECK-NEXT: attn.pipe_release
+  // CHECK-NEXT: attn.convert {{.*}} -> !attn.regs<128x128xf8E4M3FN, operand_a>
+  func.func @fp8_overlap(%q: !q8, %k: !q8, %v: !v8, %o: memref<?x?x?x128xbf16>,
+                         %qd: !d, %kd: !d, %vd: !d) {
+    attn.attention %q, %k, %v, %o descale(%qd, %kd, %vd : !d, !d, !d) {scale = 0.125 : f32}
+      : !q8, !q8, !v8, memref<?x?x?x128xbf16>
+    return
+  }
+}
+
+// -----
+
 // A window starts the loop at block lo and numbers fills j - lo: the loop
 // starts at lo + 1 (the prologue handled block lo), issues S_j for fill
 // j - lo, and B's value fill (computed in A) travels to the next iteration
