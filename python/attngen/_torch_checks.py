@@ -145,6 +145,10 @@ def _check_dtypes(named):
     """Every tensor is float16 or bfloat16, and all share q's (the first's)."""
     q_dtype = named[0][1].dtype
     for name, t in named:
+        if t.dtype == getattr(torch, "float8_e4m3fn", None):
+            raise invalid_argument(f"{name} has dtype {t.dtype}: FP8 has the dense forward of "
+                                   "attngen.attention only (with q_descale, k_descale, "
+                                   "v_descale), not this function yet; use bfloat16 here")
         if t.dtype not in (torch.float16, torch.bfloat16):
             raise invalid_argument(f"{name} has dtype {t.dtype}; attngen supports "
                                    "torch.float16 and torch.bfloat16: convert with "

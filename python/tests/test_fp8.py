@@ -68,6 +68,13 @@ class Fp8ArgumentTest(unittest.TestCase):
         self.check_refused("q has 4 heads and k/v have 3", self.q, fp8(1, 8, 3, 128),
                            fp8(1, 8, 3, 128))
 
+    def test_other_functions_refuse_fp8(self):
+        q = fp8(8, 4, 64)
+        cu = torch.tensor([0, 8], dtype=torch.int32)
+        with self.assertRaisesRegex(ValueError, "FP8 has the dense forward of "
+                                                "attngen.attention only"):
+            attngen.attention_varlen(q, q, q, cu, cu, 8, 8)
+
     def test_key_major_copy(self):
         from attngen._torch_fp8 import key_major
         v = fp8(2, 37, 3, 64)
@@ -87,13 +94,17 @@ def dequantized_reference(q, k, v, descales, causal, scale):
     nk, hkv = k.shape[1], k.shape[2]
     group = h // hkv
 
-    def deq(x, s):
+    def deq(x, s, heads_per_descale):
+        """x times its descale: one value, or one per (batch, kv head), which
+        covers `heads_per_descale` heads of x (q's group)."""
         x = x.double()
         if s is None:
             return x
         s = s.double()
-        return x * (s.reshape(1, 1, 1, 1) if s.numel() == 1 else s[:, None, :, None])
-    qd, kd, vd = (deq(x, s) for x, s in zip((q, k, v), descales))
+        if s.numel() == 1:
+            return x * s.reshape(1, 1, 1, 1)
+        return x * s.repeat_interleave(heads_per_descale, dim=1)[:, None, :, None]
+    qd, kd, vd = (deq(x, s, g) for x, s, g in zip((q, k, v), descales, (group, 1, 1)))
     kd, vd = kd.repeat_interleave(group, 2), vd.repeat_interleave(group, 2)
     s = torch.einsum("bqhd,bkhd->bhqk", qd, kd) * scale
     if causal:
@@ -126,6 +137,24 @@ class Fp8GpuTest(unittest.TestCase):
             finite = torch.isfinite(ref_lse)
             self.assertTrue(torch.equal(finite, torch.isfinite(lse)))
             self.assertLess((lse.double() - ref_lse)[finite].abs().max().item(), 1e-2)
+
+    def test_torch_compile_and_custom_op(self):
+        # Traced calls go through torch.ops.attngen.attention_fp8 and give the
+        # eager result; a row-major v is copied K-major first either way.
+        q, k, v = (fp8(2, 300, 4, 128, device="cuda") for _ in range(3))
+        qd = torch.rand(2, 4, device="cuda") + 0.5
+        eager = attngen.attention(q, k, v, causal=True, q_descale=qd)
+
+        def call(q, k, v, qd):
+            return attngen.attention(q, k, v, causal=True, q_descale=qd)
+        compiled = torch.compile(call, fullgraph=True)(q, k, v, qd)
+        self.assertTrue(torch.equal(eager, compiled))
+        # test_schema compares inputs with allclose, which torch lacks for
+        # float8: the fake implementation and the autograd registration are
+        # what the op adds.
+        torch.library.opcheck(torch.ops.attngen.attention_fp8.default,
+                              (q, k, v, True, 0.0, True, "bottom-right", -1, -1, qd, None, None),
+                              test_utils=("test_faketensor", "test_autograd_registration"))
 
 
 if __name__ == "__main__":
