@@ -549,19 +549,52 @@ void lowerDescale(Lowering &l, DescaleOp op) {
   Value head = l.toI64(l.toI32(l.scalar(op.getHead())));
   auto ptrType =
       LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
-  Value product;
-  for (Value factor : op.getFactors()) {
-    int t = static_cast<int>(l.tensors.lookup(factor));
-    Value entry = arith::AddIOp::create(
-        b, l.loc, arith::MulIOp::create(b, l.loc, batch, l.params.stride[t][0]),
-        arith::MulIOp::create(b, l.loc, head, l.params.stride[t][2]));
+  auto loadAt = [&](int t, Value entry) -> Value {
     Value addr = LLVM::GEPOp::create(b, l.loc, ptrType, b.getF32Type(),
                                      l.params.ptr[t], ValueRange{entry});
     auto load =
         LLVM::LoadOp::create(b, l.loc, b.getF32Type(), addr, /*alignment=*/4);
     load.setInvariant(true);
-    product = product ? arith::MulFOp::create(b, l.loc, product, load)
-                      : load.getResult();
+    return load;
+  };
+  auto headEntry = [&](int t) -> Value {
+    return arith::AddIOp::create(
+        b, l.loc, arith::MulIOp::create(b, l.loc, batch, l.params.stride[t][0]),
+        arith::MulIOp::create(b, l.loc, head, l.params.stride[t][2]));
+  };
+  // Block quantization: one rank-3 factor, its 128-row blocks contiguous.
+  if (op.getRow() || op.getBlock()) {
+    int t = static_cast<int>(l.tensors.lookup(op.getFactors().front()));
+    Value first = headEntry(t);
+    if (Value block = op.getBlock()) {
+      Value entry = arith::AddIOp::create(
+          b, l.loc, first, l.toI64(l.toI32(l.scalar(block))));
+      l.tiles[op] = SmallVector<Value>(valueCount(l, type), loadAt(t, entry));
+      return;
+    }
+    // Entry r: the block of row row + r, rows past Nq reading the last.
+    Value row0 = l.toI32(l.scalar(op.getRow()));
+    Value last = arith::SubIOp::create(b, l.loc, l.params.nq, l.i32(1));
+    FragmentShape shape = l.fragmentShape(type);
+    SmallVector<Value> values;
+    for (int64_t m = 0; m < shape.mTiles; ++m)
+      for (int64_t h = 0; h < 2; ++h) {
+        Value r = arith::MinSIOp::create(
+            b, l.loc, arith::AddIOp::create(b, l.loc, row0, l.fragmentRow(m, h)),
+            last);
+        Value blockOfRow = arith::ShRUIOp::create(b, l.loc, r, l.i32(7));
+        values.push_back(loadAt(
+            t, arith::AddIOp::create(b, l.loc, first, l.toI64(blockOfRow))));
+      }
+    l.tiles[op] = values;
+    return;
+  }
+  Value product;
+  for (Value factor : op.getFactors()) {
+    int t = static_cast<int>(l.tensors.lookup(factor));
+    Value load = loadAt(t, headEntry(t));
+    product = product ? arith::MulFOp::create(b, l.loc, product, load).getResult()
+                      : load;
   }
   l.tiles[op] = SmallVector<Value>(valueCount(l, type), product);
 }

@@ -192,6 +192,8 @@ AttentionProblem AttentionOp::problem() {
   problem.withLse = getLse() != nullptr;
   problem.varlen = isVarlen();
   problem.alibi = getAlibiSlopes() != nullptr;
+  problem.blockScales =
+      getQDescale() && cast<MemRefType>(getQDescale().getType()).getRank() == 3;
   readProblemAttributes(*this, problem);
   return problem;
 }
@@ -391,16 +393,28 @@ static LogicalResult verifyFp8ValueOperands(AttentionOp op) {
            << v;
   Value descales[] = {op.getQDescale(), op.getKDescale(), op.getVDescale()};
   StringRef names[] = {"q_descale", "k_descale", "v_descale"};
+  // Block quantization: q's and k's descales per 128-row block, rank 3 with
+  // the block contiguous; v's stays per (batch, kv head).
+  bool blocks = false;
+  if (auto q = dyn_cast_or_null<MemRefType>(op.getQDescale() ? op.getQDescale().getType() : Type()))
+    blocks = q.getRank() == 3;
   for (auto [value, name] : llvm::zip(descales, names)) {
     if (!value)
       return op.emitOpError() << "has f8E4M3FN inputs but no '" << name
                               << "': FP8 attention takes descale(q_descale, "
                                  "k_descale, v_descale), f32 [B, Hkv]";
     auto type = dyn_cast<MemRefType>(value.getType());
-    if (!type || type.getRank() != 2 || !type.getElementType().isF32())
-      return op.emitOpError() << "operand '" << name
-                              << "' must be a rank-2 f32 memref [B, Hkv], got "
-                              << value.getType();
+    int64_t rank = blocks && name != "v_descale" ? 3 : 2;
+    if (!type || type.getRank() != rank || !type.getElementType().isF32())
+      return op.emitOpError()
+             << "operand '" << name << "' must be a rank-" << rank
+             << " f32 memref "
+             << (rank == 3 ? "[B, H, blocks] (block scales: q's and k's "
+                             "are rank 3, v's rank 2)"
+                           : "[B, Hkv]")
+             << ", got " << value.getType();
+    if (rank == 3 && failed(verifyUnitLastStride(op, type, name)))
+      return failure();
   }
   return success();
 }
@@ -812,11 +826,26 @@ LogicalResult DescaleOp::verify() {
                          << result;
   if (getFactors().empty())
     return emitOpError("needs at least one factor");
+  bool indexed = getRow() || getBlock();
+  if (getRow() && getBlock())
+    return emitOpError("takes 'rows' or 'block', not both");
+  if (indexed && getFactors().size() != 1)
+    return emitOpError() << "with 'rows' or 'block' reads one rank-3 factor, "
+                            "got "
+                         << getFactors().size();
+  int64_t rank = indexed ? 3 : 2;
   for (Value factor : getFactors()) {
     auto type = dyn_cast<MemRefType>(factor.getType());
-    if (!type || type.getRank() != 2 || !type.getElementType().isF32())
-      return emitOpError() << "factors must be rank-2 f32 memrefs [B, H], got "
-                           << factor.getType();
+    if (!type || type.getRank() != rank || !type.getElementType().isF32())
+      return emitOpError() << "factors must be rank-" << rank
+                           << " f32 memrefs "
+                           << (indexed ? "[B, H, blocks] (with 'rows' or "
+                                         "'block')"
+                                       : "[B, H] (rank 3 takes 'rows' or "
+                                         "'block')")
+                           << ", got " << factor.getType();
+    if (indexed && failed(verifyUnitLastStride(*this, type, "factor")))
+      return failure();
   }
   return success();
 }

@@ -124,6 +124,10 @@ llvm::Error mlir::attn::verifyProblem(const AttentionProblem &problem) {
   if (problem.dtype == DType::e4m3)
     if (llvm::Error error = checkFp8Problem(problem))
       return error;
+  if (problem.blockScales && problem.dtype != DType::e4m3)
+    return problemError("block_scales are the descales of FP8 block "
+                        "quantization: use them with dtype e4m3");
+
   // A value head dim of its own: the dense and varlen forward kernels.
   if (problem.headDimV != 0 && problem.headDimV != problem.headDim) {
     const char *kind = problem.kvCache                          ? "KV-cache"

@@ -110,15 +110,25 @@ void TileProgramBuilder::build() {
   // scaled by 2^8 to use e4m3's range, and the product P V reads V
   // transposed (FP8 wgmma takes K-major operands only): a K-major V lands
   // in a D x blockN tile.
+  // Block quantization: q's descale per query row's 128-row block, and k's
+  // per key block, which multiplies each block's scores in the loop.
   const bool fp8 = isa<Float8E4M3FNType>(op.getElementType());
+  const bool blockScales = fp8 && op.problem().blockScales;
   Value scoreFactor, outFactor;
   IntegerAttr probsLog2Scale;
-  if (fp8) {
+  if (blockScales) {
+    scoreFactor = DescaleOp::create(b, loc, rowType(),
+                                    ValueRange{op.getQDescale()}, batch, head,
+                                    row, /*block=*/Value());
+  } else if (fp8) {
     scoreFactor = DescaleOp::create(
         b, loc, rowType(), ValueRange{op.getQDescale(), op.getKDescale()},
-        batch, kvHead);
+        batch, kvHead, /*row=*/Value(), /*block=*/Value());
+  }
+  if (fp8) {
     outFactor = DescaleOp::create(b, loc, rowType(),
-                                  ValueRange{op.getVDescale()}, batch, kvHead);
+                                  ValueRange{op.getVDescale()}, batch, kvHead,
+                                  /*row=*/Value(), /*block=*/Value());
     probsLog2Scale = b.getI64IntegerAttr(kFp8ProbsLog2Scale);
   }
 
@@ -173,6 +183,11 @@ void TileProgramBuilder::build() {
         // S = Q K_j^T, masked, then one online-softmax step.
         Value scores = MmaOp::create(b, l, accType(config.blockN), qTile,
                                      kTile, Value(), /*transpose_b=*/true);
+        if (blockScales)
+          scores = RescaleOp::create(
+              b, l, scores.getType(), scores,
+              DescaleOp::create(b, l, rowType(), ValueRange{op.getKDescale()},
+                                batch, kvHead, /*row=*/Value(), j));
         if (capScale)
           scores = SoftcapOp::create(b, l, scores.getType(), scores, capScale);
         // ALiBi on every block, in the units the softmax then scales.
@@ -321,6 +336,14 @@ struct AttnTilePass : public mlir::attn::impl::AttnTileBase<AttnTilePass> {
               elementBytesOf(op.problem().dtype))) {
         op.emitOpError() << "invalid tile configuration: "
                          << llvm::toString(std::move(error));
+        return signalPassFailure();
+      }
+      // Block scales are per 128 keys: one per key block of the loop.
+      if (op.problem().blockScales && config->blockN != 128) {
+        op.emitOpError() << "invalid tile configuration: block-n = "
+                         << config->blockN
+                         << " with block scales, which are per 128 keys; "
+                            "use block-n 128";
         return signalPassFailure();
       }
       LLVM_DEBUG(llvm::dbgs() << "tiling " << func.getName() << " with "

@@ -197,6 +197,7 @@ class KernelSpec(NamedTuple):
     max_smem: int = 0
     alibi: bool = False
     head_dim_v: int = 0
+    block_scales: bool = False
 
     def struct(self, function):
         """The C attngen_spec, each field checked on the way in; `function`
@@ -210,6 +211,7 @@ class KernelSpec(NamedTuple):
         spec.max_smem = c_int("max_smem", self.max_smem)
         spec.alibi = flag(function, "alibi", self.alibi)
         spec.head_dim_v = c_int("head_dim_v", self.head_dim_v)
+        spec.block_scales = flag(function, "block_scales", self.block_scales)
         spec.dtype = dtype_code(self.dtype)
         spec.causal = flag(function, "causal", self.causal)
         spec.causal_align = causal_align_code(function, self.causal_align)

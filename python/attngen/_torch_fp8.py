@@ -13,6 +13,8 @@ from ._torch_launch import (forward_args, kernel_for, launch, refuse_backward,
 
 #: The head dims the FP8 kernels support.
 FP8_HEAD_DIMS = (64, 128, 256)
+#: Rows per block scale of block quantization.
+BLOCK_ROWS = 128
 #: TMA rows start on 16 bytes: v's head-dim stride (keys) is padded to it.
 _ROW_ALIGN = 16
 
@@ -62,8 +64,12 @@ def check_fp8_arguments(q, k, v, options, alibi_slopes, descales):
         raise invalid_argument(
             f"FP8 attention does not support {'softcap' if options.softcap else 'alibi_slopes'}"
             " yet; use bfloat16 q, k and v for it")
-    for name, d in zip(("q_descale", "k_descale", "v_descale"), descales):
-        _check_descale(name, d, batch, kv_heads)
+    blocks = _block_scales(descales)
+    if blocks:
+        _check_block_descales(descales, batch, heads, kv_heads, seqlen_q, seqlen_k)
+    else:
+        for name, d in zip(("q_descale", "k_descale", "v_descale"), descales):
+            _check_descale(name, d, batch, kv_heads)
     check_devices([("q", q), ("k", k), ("v", v)] +
                   [(n, d) for n, d in zip(("q_descale", "k_descale", "v_descale"), descales)
                    if d is not None])
@@ -86,6 +92,29 @@ def _check_descale(name, d, batch, kv_heads):
             "FlashAttention-3's)")
 
 
+def _block_scales(descales):
+    """Whether the descales are block quantization's: q's (or k's) 3-dim."""
+    return any(isinstance(d, torch.Tensor) and d.dim() == 3 for d in descales[:2])
+
+
+def _check_block_descales(descales, batch, heads, kv_heads, seqlen_q, seqlen_k):
+    """Block quantization: q_descale (B, H, ceil(Nq / 128)) and k_descale (B,
+    Hkv, ceil(Nk / 128)), one per 128 rows; v_descale as without blocks."""
+    q_descale, k_descale, v_descale = descales
+    expected = (("q_descale", q_descale, (batch, heads, -(-seqlen_q // BLOCK_ROWS))),
+                ("k_descale", k_descale, (batch, kv_heads, -(-seqlen_k // BLOCK_ROWS))))
+    for name, d, shape in expected:
+        if not isinstance(d, torch.Tensor) or d.dtype != torch.float32 or tuple(d.shape) != shape:
+            got = (f"{type(d).__name__}" if not isinstance(d, torch.Tensor)
+                   else f"{d.dtype} {tuple(d.shape)}")
+            raise invalid_argument(
+                f"block scales: {name} must be float32 of shape {shape} (batch, heads, "
+                f"ceil(seqlen / {BLOCK_ROWS})), one per {BLOCK_ROWS} rows of each head, got "
+                f"{got}; q_descale and k_descale are per block together (attngen.quantize_fp8"
+                "(..., granularity=\"block\") makes them)")
+    _check_descale("v_descale", v_descale, batch, kv_heads)
+
+
 def key_major(v):
     """v ([B, Nk, Hkv, D], e4m3) as the FP8 kernel reads it: K-major, its
     keys contiguous and each head-dim row 16-byte aligned. A v already so
@@ -105,12 +134,15 @@ def key_major(v):
 
 def _descale_args(d, batch, kv_heads):
     """A descale as the kernel reads it: its tensor (ones when None) and its
-    (batch, head) strides, 0 where one value serves."""
+    (batch, head) strides, 0 where one value serves; block scales with their
+    blocks contiguous."""
     if d is None:
         return None, (0, 0)
     if d.numel() == 1:
         return d, (0, 0)
-    return d, tuple(d.stride())
+    if d.dim() == 3 and d.stride(2) != 1:
+        d = d.contiguous()
+    return d, tuple(d.stride()[:2])
 
 
 def fp8_forward(q, k, v, causal, scale, return_lse, causal_align, window_left, window_right,
@@ -124,16 +156,19 @@ def fp8_forward(q, k, v, causal, scale, return_lse, causal_align, window_left, w
     if out.numel() == 0:
         return out, lse
     kernel = kernel_for(q, scale, causal=causal, causal_align=causal_align,
-                        window_size=(window_left, window_right))
+                        window_size=(window_left, window_right),
+                        block_scales=_block_scales((q_descale, k_descale)))
     vk = key_major(v)
     args = forward_args(q, k, vk, out, lse if return_lse else None, batch, k.shape[1])
     one = None
+    keep = []  # the descales (or their contiguous copies) until the launch
     for prefix, d in (("q", q_descale), ("k", k_descale), ("v", v_descale)):
         tensor, strides = _descale_args(d, batch, kv_heads)
         if tensor is None:
             if one is None:
                 one = torch.ones(1, dtype=torch.float32, device=q.device)
             tensor = one
+        keep.append(tensor)
         setattr(args, f"{prefix}_descale", tensor.data_ptr())
         getattr(args, f"{prefix}_descale_strides")[:] = strides
     launch(kernel, args, q.device)

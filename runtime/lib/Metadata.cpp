@@ -556,10 +556,12 @@ constexpr IntRange kIntRanges[] = {{"head_dim", 1, kMaxHeadDim},
                                    {"page_size", 0, kMaxPageSize},
                                    {"head_pack", 1, kMaxHeadPack}};
 /// Keys metadata written before variable-length batches, the KV cache, the
-/// backward and ALiBi lacks: they read as their defaults when absent.
+/// backward, ALiBi and FP8 block scales lacks: they read as their defaults
+/// when absent.
 constexpr const char *kOptionalKeys[] = {"varlen",   "kind",      "kv_cache",
                                          "split_kv", "page_size", "head_pack",
-                                         "backward", "alibi",    "head_dim_v"};
+                                         "backward", "alibi",     "head_dim_v",
+                                         "block_scales"};
 
 /// How a problem field of each kind is read from its key (spec_fields.def's
 /// kinds, as the C struct holds them).

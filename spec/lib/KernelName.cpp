@@ -74,6 +74,11 @@ std::string nameDtype(const NameContext &c) {
   return "_" + spec::Element::text(c.problem.dtype);
 }
 
+/// FP8 block quantization's per-block descales: _blockscale.
+std::string nameBlockScales(const NameContext &c) {
+  return c.problem.blockScales ? "_blockscale" : "";
+}
+
 std::string nameHeadDim(const NameContext &c) {
   return fmt::format("_d{}", c.problem.headDim);
 }

@@ -75,7 +75,8 @@ static OwningOpRef<ModuleOp> buildProblemOpModule(MLIRContext &ctx,
     lseType = MemRefType::get({dyn, dyn}, f32);
   }
   // FP8: V K-major (its keys contiguous: the FP8 MMA reads it so), O bf16,
-  // and the three f32 [B, Hkv] descales after everything else.
+  // and the three f32 descales ([B, Hkv], or q's and k's per block) after
+  // everything else.
   bool fp8 = spec.dtype == DType::e4m3;
   Type outType = valueType;
   if (fp8) {
@@ -92,8 +93,17 @@ static OwningOpRef<ModuleOp> buildProblemOpModule(MLIRContext &ctx,
   // ALiBi's slopes, f32 [B, H] (the batch stride may be 0), last.
   if (spec.alibi)
     args.push_back(MemRefType::get({dyn, dyn}, f32));
-  if (fp8)
+  // Block quantization: q's and k's descales per 128-row block, the block
+  // contiguous.
+  if (fp8 && spec.blockScales) {
+    auto blocks = MemRefType::get(
+        {dyn, dyn, dyn}, f32,
+        StridedLayoutAttr::get(&ctx, /*offset=*/0, {dyn, dyn, 1}));
+    args.append({blocks, blocks});
+    args.push_back(MemRefType::get({dyn, dyn}, f32));
+  } else if (fp8) {
     args.append(3, MemRefType::get({dyn, dyn}, f32));
+  }
   return buildProblemModule(
       ctx, spec, name, args,
       [&](OpBuilder &b, Location loc, Block &body) {

@@ -110,6 +110,11 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
               "cores have no FP8 MMA; use bf16 or f16 there"
             : "dtype e4m3 (FP8) needs the warp-specialized schedule; drop "
               "--no-warp-specialize");
+  if (spec.blockScales && spec.blockN != 0 && spec.blockN != 128)
+    return specError(fmt::format(
+        "block-n = {}: block scales are per 128 keys, so FP8 block "
+        "quantization runs 128-key blocks; drop --block-n or use 128",
+        spec.blockN));
 #define SPEC_FIELD(G, InC, Member, name, json, Kind, Default, Flag, Help, Key, \
                    Rank, Rule, Check)                                          \
   if (spec::Group::G != spec::Group::PROBLEM)                                  \

@@ -117,3 +117,76 @@ func.func @descale_needs_row(%qd: memref<?x?xf32>, %b: index, %h: index) {
   %f = attn.descale %qd[%b, %h] : memref<?x?xf32> -> !attn.regs<128x64xf32, acc>
   return
 }
+
+// -----
+
+// Block quantization's factor is rank 3 and says which block: a query
+// row's (rows) or a key block (block), not both.
+func.func @descale_rows_and_block(%qd: memref<?x?x?xf32>, %b: index, %h: index, %r: index) {
+  // expected-error @+1 {{'attn.descale' op takes 'rows' or 'block', not both}}
+  %f = attn.descale %qd[%b, %h] rows %r block %r : memref<?x?x?xf32> -> !attn.regs<128xf32, row>
+  return
+}
+
+// -----
+
+func.func @descale_block_rank2(%kd: memref<?x?xf32>, %b: index, %h: index, %j: index) {
+  // expected-error @+1 {{'attn.descale' op factors must be rank-3 f32 memrefs [B, H, blocks] (with 'rows' or 'block'), got 'memref<?x?xf32>'}}
+  %f = attn.descale %kd[%b, %h] block %j : memref<?x?xf32> -> !attn.regs<128xf32, row>
+  return
+}
+
+// -----
+
+func.func @descale_rank3_unindexed(%kd: memref<?x?x?xf32>, %b: index, %h: index) {
+  // expected-error @+1 {{'attn.descale' op factors must be rank-2 f32 memrefs [B, H] (rank 3 takes 'rows' or 'block'), got 'memref<?x?x?xf32>'}}
+  %f = attn.descale %kd[%b, %h] : memref<?x?x?xf32> -> !attn.regs<128xf32, row>
+  return
+}
+
+// -----
+
+func.func @descale_two_block_factors(%qd: memref<?x?x?xf32>, %kd: memref<?x?x?xf32>, %b: index, %h: index, %j: index) {
+  // expected-error @+1 {{'attn.descale' op with 'rows' or 'block' reads one rank-3 factor, got 2}}
+  %f = attn.descale %qd, %kd[%b, %h] block %j : memref<?x?x?xf32>, memref<?x?x?xf32> -> !attn.regs<128xf32, row>
+  return
+}
+
+// -----
+
+func.func @descale_block_not_contiguous(%kd: memref<?x?x?xf32, strided<[?, ?, ?]>>, %b: index, %h: index, %j: index) {
+  // expected-error @+1 {{'attn.descale' op operand 'factor' must be contiguous in its last dimension (stride 1), got stride ?}}
+  %f = attn.descale %kd[%b, %h] block %j : memref<?x?x?xf32, strided<[?, ?, ?]>> -> !attn.regs<128xf32, row>
+  return
+}
+
+// -----
+
+!q8 = memref<?x?x?x128xf8E4M3FN>
+!v8 = memref<?x?x?x128xf8E4M3FN, strided<[?, 1, ?, ?]>>
+!o = memref<?x?x?x128xbf16>
+!d = memref<?x?xf32>
+!b = memref<?x?x?xf32, strided<[?, ?, 1]>>
+
+// Block scales: q's and k's descales are rank 3 together.
+func.func @fp8_block_q_only(%q: !q8, %k: !q8, %v: !v8, %o: !o, %qd: !b, %kd: !d, %vd: !d) {
+  // expected-error @+1 {{'attn.attention' op operand 'k_descale' must be a rank-3 f32 memref [B, H, blocks] (block scales: q's and k's are rank 3, v's rank 2), got 'memref<?x?xf32>'}}
+  attn.attention %q, %k, %v, %o descale(%qd, %kd, %vd : !b, !d, !d) {scale = 0.125 : f32}
+    : !q8, !q8, !v8, !o
+  return
+}
+
+// -----
+
+!q8 = memref<?x?x?x128xf8E4M3FN>
+!v8 = memref<?x?x?x128xf8E4M3FN, strided<[?, 1, ?, ?]>>
+!o = memref<?x?x?x128xbf16>
+!b = memref<?x?x?xf32, strided<[?, ?, 1]>>
+
+// v's descale stays per (batch, kv head).
+func.func @fp8_block_v(%q: !q8, %k: !q8, %v: !v8, %o: !o, %qd: !b, %kd: !b, %vd: !b) {
+  // expected-error @+1 {{'attn.attention' op operand 'v_descale' must be a rank-2 f32 memref [B, Hkv], got 'memref<?x?x?xf32, strided<[?, ?, 1]>>'}}
+  attn.attention %q, %k, %v, %o descale(%qd, %kd, %vd : !b, !b, !b) {scale = 0.125 : f32}
+    : !q8, !q8, !v8, !o
+  return
+}

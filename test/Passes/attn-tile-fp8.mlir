@@ -1,4 +1,4 @@
-// RUN: attngen-opt %s -attn-configure -attn-tile | FileCheck %s
+// RUN: attngen-opt %s -split-input-file -attn-configure -attn-tile | FileCheck %s
 // FP8 attention's tile program: the descales of the tile's (batch, kv head)
 // as run-time factors of the softmax (q's times k's) and of the output
 // (v's), P scaled by 2^8 before its e4m3 conversion (its LSE unscaled), and
@@ -23,6 +23,36 @@ module attributes {attn.target = #attn.target<sm_90a>} {
   func.func @fp8(%q: !q8, %k: !q8, %v: !v8, %o: !o, %lse: memref<?x?x?xf32>,
                  %qd: !d, %kd: !d, %vd: !d) {
     attn.attention %q, %k, %v, %o lse %lse descale(%qd, %kd, %vd : !d, !d, !d)
+        {scale = 0.0883883 : f32} : !q8, !q8, !v8, !o, memref<?x?x?xf32>
+    return
+  }
+}
+
+// -----
+// Block quantization (--block-scales): q's descale per query row's 128-row
+// block, and k's per key block multiplying that block's scores in the loop;
+// v's stays per (batch, kv head).
+
+// CHECK-LABEL: func.func @fp8_blocks
+// CHECK-DAG: %[[Q:.*]] = attn.descale %arg5[%{{.*}}, %{{.*}}] rows %{{.*}} : memref<?x?x?xf32, strided<[?, ?, 1]>> -> !attn.regs<128xf32, row>
+// CHECK-DAG: %[[VS:.*]] = attn.descale %arg7[%{{.*}}, %{{.*}}] : memref<?x?xf32> -> !attn.regs<128xf32, row>
+// CHECK: scf.for %[[J:[a-z0-9]+]] =
+// CHECK: %[[S:.*]] = attn.mma
+// CHECK: %[[K:.*]] = attn.descale %arg6[%{{.*}}, %{{.*}}] block %[[J]] : memref<?x?x?xf32, strided<[?, ?, 1]>> -> !attn.regs<128xf32, row>
+// CHECK: %[[SK:.*]] = attn.rescale %[[S]], %[[K]] : !attn.regs<128x128xf32, acc>, !attn.regs<128xf32, row>
+// CHECK: attn.mask %[[SK]]
+// CHECK: attn.online_softmax {{.*}} factor %[[Q]] : !attn.regs<128xf32, row>
+// CHECK: attn.softmax_finalize {{.*}} factor %[[Q]] : !attn.regs<128xf32, row> out_factor %[[VS]] : !attn.regs<128xf32, row>
+
+!q8 = memref<?x?x?x128xf8E4M3FN>
+!v8 = memref<?x?x?x128xf8E4M3FN, strided<[?, 1, ?, ?]>>
+!o = memref<?x?x?x128xbf16>
+!d = memref<?x?xf32>
+!b = memref<?x?x?xf32, strided<[?, ?, 1]>>
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @fp8_blocks(%q: !q8, %k: !q8, %v: !v8, %o: !o, %lse: memref<?x?x?xf32>,
+                        %qd: !b, %kd: !b, %vd: !d) {
+    attn.attention %q, %k, %v, %o lse %lse descale(%qd, %kd, %vd : !b, !b, !d)
         {scale = 0.0883883 : f32} : !q8, !q8, !v8, !o, memref<?x?x?xf32>
     return
   }

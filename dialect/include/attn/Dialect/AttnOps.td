@@ -87,7 +87,9 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
 
     FP8 (FlashAttention-3's): Q, K and V hold `f8E4M3FN` and O bf16, with
     `descale(%q_descale, %k_descale, %v_descale)`, three f32 [B, Hkv]
-    memrefs (strides of 0 for one per tensor): the scores are
+    memrefs (strides of 0 for one per tensor; with block quantization q's
+    is [B, H, ceil(Nq / 128)] and k's [B, Hkv, ceil(Nk / 128)], one per
+    128-row block, the block contiguous): the scores are
     `scale * (q_descale q) (k_descale k)^T` and V is read as `v_descale v`,
     with the descales of each query head's key/value head. The FP8 MMA
     reads both operands K-major, so V must be too: its keys contiguous
@@ -610,7 +612,8 @@ def Attn_AlibiOp : Attn_Op<"alibi", [AllTypesMatch<["input", "result"]>]> {
   }];
 }
 
-def Attn_DescaleOp : Attn_Op<"descale", [Attn_ConsumersOnly]> {
+def Attn_DescaleOp : Attn_Op<"descale", [Attn_ConsumersOnly,
+    AttrSizedOperandSegments]> {
   let summary = "The product of per-(batch, head) f32 factors, for every row";
   let description = [{
     Reads `factors[i][batch, head]` of each rank-2 f32 memref (strides of 0
@@ -619,17 +622,25 @@ def Attn_DescaleOp : Attn_Op<"descale", [Attn_ConsumersOnly]> {
     the output), which the softmax ops then take as their `factor`. One
     invariant load per factor and thread.
 
+    Block quantization reads one rank-3 factor [B, H, blocks] (the block
+    contiguous) of 128-row blocks: `rows %row` gives entry `r` the block
+    of row `row + r` (q's per query block; rows past the last read the last
+    block), `block %j` gives every entry block `j` (k's per key block).
+
     ```mlir
     %qk = attn.descale %qd, %kd [%b, %h] : memref<?x?xf32>, memref<?x?xf32>
       -> !attn.regs<128xf32, row>
+    %q = attn.descale %qd [%b, %h] rows %row
+      : memref<?x?x?xf32, strided<[?, ?, 1]>> -> !attn.regs<128xf32, row>
     ```
   }];
   let arguments = (ins Arg<Variadic<AnyMemRef>, "", [MemRead]>:$factors,
-                       Index:$batch, Index:$head);
+                       Index:$batch, Index:$head, Optional<Index>:$row,
+                       Optional<Index>:$block);
   let results = (outs Attn_AnyRegTile:$result);
   let assemblyFormat = [{
-    $factors `[` $batch `,` $head `]` attr-dict `:` type($factors) `->`
-    qualified(type($result))
+    $factors `[` $batch `,` $head `]` (`rows` $row^)? (`block` $block^)?
+    attr-dict `:` type($factors) `->` qualified(type($result))
   }];
   let hasVerifier = 1;
 }
