@@ -7,7 +7,8 @@ score_mod against the reference (where torch.nn.attention.flex_attention exists)
 check_and_bench.py's case lists and its exp2-emulation and window-cost tables,
 decode_check.py's paged and strided caches (every sequence's keys found again
 through the block table, NaN past the lengths), its case list and benchmark
-shapes.
+shapes; quantize_check.py's self-test (its Hadamard signs against the kernel's,
+its reference quantization passing and broken ones caught).
 
     python3 gpu/check_reference.py        # needs torch (the CPU build is enough)
 
@@ -150,6 +151,8 @@ def main():
     test_check_and_bench_cases()
     test_exp2_emulation_table()
     test_decode(torch)
+    import quantize_check  # imports torch at load
+    check(quantize_check.self_test() == 0, "gpu/quantize_check.py --self-test")
     print(f"check_reference: {'all passed' if check.failures == 0 else f'{check.failures} FAILED'}")
     return 0 if check.failures == 0 else 1
 

@@ -26,7 +26,9 @@ comes back bf16.
   sm_90a or FP8.
 * Accuracy (FA3 paper, Table 3): RMSE of out against float64 on the
   unquantized inputs, N(0, 1) with 0.1% outliers N(0, 10), B 2, H 16, N 2048,
-  d128: attngen bf16, FP8 per tensor, FP8 per head.
+  d128: attngen bf16, FP8 per tensor, FP8 per head (quantized here), and
+  attngen.quantize_fp8's per tensor, block and block + Hadamard (FA3's 9.1e-3
+  is block + Hadamard; gpu/quantize_check.py has every combination).
 * Speed (skipped by --no-bench): B*N = 16k, H*D = 2048, N 1k and 8k, causal or
   not, d64/128/256: FP8 (K-major v, per-tensor descales) against attngen bf16
   and SDPA's cuDNN and flash backends, interleaved in one run; a row-major v
@@ -68,6 +70,8 @@ SUPPORTED_DIMS = (64, 128, 256)
 MAYBE_DIMS = (96, 192)
 #: The descale kinds of quantize.
 GRANULARITIES = ("none", "tensor", "head")
+#: Rows per descale of attngen.quantize_fp8's "block" granularity.
+BLOCK_ROWS = 128
 V_LAYOUTS = ("kmajor", "rowmajor", "bhnd")
 #: Windows (left, 0) from a short list: each left is one more kernel to compile.
 WINDOWS = ((100, 0), (256, 0))
@@ -75,12 +79,18 @@ NO_WINDOW = (-1, -1)
 #: (H, Hkv): GQA 1:1, 4:1 and 8:1.
 HEADS = ((2, 2), (4, 4), (8, 2), (16, 4), (8, 1), (16, 2))
 
-#: The accuracy table's methods: name -> FP8 granularity (None: attngen on bf16 inputs).
-#: To come (FA3's 9.1e-3 is with both): "FP8 block" (one scale per 128-row block)
-#: and "FP8 + Hadamard" (incoherent processing) rows go here.
+#: The accuracy table's methods: name -> FP8 granularity of `quantize` here (None:
+#: attngen on bf16 inputs) ...
 ACCURACY_METHODS = {"attngen bf16": None, "FP8 per-tensor": "tensor", "FP8 per-head": "head"}
-#: FA3 paper, Table 3 (its 16-bit row is FP16; its FP8 baseline is per tensor).
-PAPER_RMSE = {"attngen bf16": 1.9e-4, "FP8 per-tensor": 2.4e-2}
+#: ... and name -> (granularity, hadamard) of attngen.quantize_fp8 (its kernel; one scale
+#: per 128-row block, incoherent processing: FA3's 9.1e-3 is with both).
+QUANTIZE_FP8_METHODS = {"FP8 quantize_fp8 per-tensor": ("tensor", False),
+                        "FP8 quantize_fp8 block": ("block", False),
+                        "FP8 quantize_fp8 block + Hadamard": ("block", True)}
+#: FA3 paper, Table 3 (its 16-bit row is FP16; its FP8 baseline is per tensor; its
+#: 9.1e-3 is block quantization with incoherent processing).
+PAPER_RMSE = {"attngen bf16": 1.9e-4, "FP8 per-tensor": 2.4e-2,
+              "FP8 quantize_fp8 per-tensor": 2.4e-2, "FP8 quantize_fp8 block + Hadamard": 9.1e-3}
 
 #: Speed: rounds of each call interleaved with the others, and per round the
 #: untimed and timed calls of harness.time_ms.
@@ -128,13 +138,25 @@ def quantize(x, granularity, groups=None):
 
 
 def dequantize(x8, descale):
-    """x8.float() * descale (None, (1,) or (B, groups)): what the kernel computes on."""
+    """x8.float() * descale (None, (1,), (B, groups) or attngen.quantize_fp8's
+    block descales (B, H, ceil(N / BLOCK_ROWS)): one per 128 rows of each head):
+    what the kernel computes on."""
     x = x8.float()
     if descale is None:
         return x
     if descale.numel() == 1:
         return x * descale
+    if descale.dim() == 3:
+        rows = descale.repeat_interleave(BLOCK_ROWS, dim=2)[:, :, :x.shape[1]]  # (B, H, N)
+        return x * rows.transpose(1, 2)[..., None]
     return (grouped(x, descale.shape[1]) * descale[:, None, :, None, None]).reshape(x.shape)
+
+
+def dequantized(x):
+    """The float32 q, k, v an attngen.quantize_fp8 result stands for (q and k
+    rotated when it was asked for the Hadamard transform: attention is the same)."""
+    return tuple(dequantize(t, d) for t, d in ((x.q, x.q_descale), (x.k, x.k_descale),
+                                              (x.v, x.v_descale)))
 
 
 def fp8_inputs(q, k, v, quant):
@@ -395,18 +417,26 @@ def fa3_input(shape, outliers):
 def accuracy():
     """FA3's Table 3: RMSE of out against float64 attention on the unquantized
     (bf16) inputs, B 2, H 16, N 2048, d128, non-causal; each FP8 row beside the
-    RMSE of its PyTorch emulation (what the kernel should come near)."""
+    RMSE of its PyTorch emulation (what the kernel should come near). The
+    quantize_fp8 rows quantize with attngen's kernel (a row it or attention
+    refuses shows the error)."""
     b, h, n, d = 2, 16, 2048, 128
     scale = 1.0 / math.sqrt(d)
-    rows = {name: dict(method=name, paper=PAPER_RMSE.get(name)) for name in ACCURACY_METHODS}
+    methods = {**ACCURACY_METHODS, **QUANTIZE_FP8_METHODS}
+    rows = {name: dict(method=name, paper=PAPER_RMSE.get(name)) for name in methods}
     for dist in ("outliers", "normal"):
         torch.manual_seed(3)
         q, k, v = (fa3_input((b, n, h, d), dist == "outliers") for _ in range(3))
         ref, _ = harness.reference(q, k, v, scale, compute_dtype=torch.float64)
-        for name, granularity in ACCURACY_METHODS.items():
+        for name, granularity in methods.items():
             try:
                 if granularity is None:
                     out, emulated = attngen.attention(q, k, v), None
+                elif isinstance(granularity, tuple):  # attngen.quantize_fp8's
+                    x = attngen.quantize_fp8(q, k, v, granularity=granularity[0],
+                                             hadamard=granularity[1])
+                    out = attngen.attention(x.q, x.k, x.v, **x.descales)
+                    emulated = emulate_fp8(*dequantized(x), scale, None)
                 else:
                     q8, k8, v8, descales = fp8_inputs(q, k, v, (granularity,) * 3)
                     out = attngen.attention(q8, k8, v_in_layout(v8, "kmajor"), **descales)
@@ -432,7 +462,8 @@ def print_accuracy(rows):
     for r in rows:
         if "error" in r:
             print(f"  {r['method']}: {r['error']}")
-    print("  (block quantization and Hadamard rows: not in attngen yet)")
+    print("  (the quantize_fp8 rows: attngen.quantize_fp8's kernel; FA3's 9.1e-3 is block + "
+          "Hadamard, on the outliers)")
 
 
 # --------------------------------------------------------------------------------------

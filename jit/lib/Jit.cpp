@@ -12,6 +12,7 @@
 #include "DiskCache.h"
 #include "Log.h"
 #include "Status.h"
+#include "attn/Codegen/Quantize.h"
 #include "attn/Passes/TileConfig.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -103,6 +104,14 @@ attngen_status currentDevice(void **context, TargetKind &arch) {
 
 struct attngen_jit {
   explicit attngen_jit(std::string dir) : disk(std::move(dir)) {}
+  ~attngen_jit() {
+    for (auto &entry : quantizeKernels)
+      attnrt_quantize_unload(entry.second);
+  }
+
+  /// Quantize kernels, loaded, by context and kernel name.
+  std::mutex quantizeMutex;
+  std::map<std::pair<void *, std::string>, attnrt_quantize_kernel *> quantizeKernels;
 
   DiskCache disk;
   Counters counters;
@@ -557,3 +566,55 @@ attngen_status attngen_kernel_check_kvcache_values(const attngen_kernel *k,
 }
 
 } // extern "C"
+
+attngen_status attngen_quantize_fp8(attngen_jit *jit, const attnrt_quantize_args *args,
+                                    int hadamard, uint64_t hadamard_seed, void *stream) {
+  return guardApi("attngen_quantize_fp8", [&] {
+    if (!jit || !args)
+      return fail(ATTNGEN_ERROR_INVALID_ARGUMENT,
+                  "attngen_quantize_fp8 needs a JIT (attngen_jit_create) and "
+                  "non-NULL args");
+    void *context = nullptr;
+    TargetKind arch;
+    if (attngen_status s = currentDevice(&context, arch))
+      return s;
+    mlir::attn::QuantizeKernelSpec spec;
+    spec.target = arch;
+    spec.headDim = args->head_dim;
+    spec.source = args->src_dtype == ATTNRT_DTYPE_F16 ? mlir::attn::DType::f16
+                                                      : mlir::attn::DType::bf16;
+    spec.hadamard = hadamard != 0;
+    spec.seed = hadamard_seed;
+    if (args->src_dtype != ATTNRT_DTYPE_F16 && args->src_dtype != ATTNRT_DTYPE_BF16)
+      return fail(ATTNGEN_ERROR_INVALID_ARGUMENT,
+                  "the quantize kernel reads bf16 or f16 (src_dtype), not dtype {}",
+                  args->src_dtype);
+    if (llvm::Error error = mlir::attn::checkQuantizeSpec(spec))
+      return fail(arch == TargetKind::sm_90a ? ATTNGEN_ERROR_INVALID_ARGUMENT
+                                             : ATTNGEN_ERROR_UNSUPPORTED_DEVICE,
+                  "{}", llvm::toString(std::move(error)));
+    mlir::attn::QuantizeLaunch launch = mlir::attn::quantizeLaunch(spec);
+    if (attnrt_status s = attnrt_check_quantize_args(
+            static_cast<int>(spec.headDim), args->src_dtype, args))
+      return failFromRuntime(s);
+    std::lock_guard<std::mutex> guard(jit->quantizeMutex);
+    attnrt_quantize_kernel *&kernel = jit->quantizeKernels[{context, launch.kernel}];
+    if (!kernel) {
+      ++jit->counters.requests;
+      mlir::MLIRContext mlirContext(mlir::MLIRContext::Threading::DISABLED);
+      llvm::Expected<std::string> ptx = mlir::attn::emitQuantizePtx(mlirContext, spec);
+      if (!ptx)
+        return fail(ATTNGEN_ERROR_COMPILE, "{}", llvm::toString(ptx.takeError()));
+      ++jit->counters.compiles;
+      if (attnrt_status s = attnrt_quantize_load(
+              ptx->c_str(), launch.kernel.c_str(), static_cast<int>(spec.headDim),
+              args->src_dtype, static_cast<int>(launch.numThreads),
+              static_cast<int>(launch.smemBytes), &kernel))
+        return failFromRuntime(s);
+      ++jit->counters.moduleLoads;
+    }
+    if (attnrt_status s = attnrt_quantize(kernel, args, stream))
+      return failFromRuntime(s);
+    return ATTNGEN_OK;
+  });
+}

@@ -14,6 +14,10 @@
     out = attngen.attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k,
                                    max_seqlen_q, max_seqlen_k, causal=True)
 
+    # FP8 (sm_90a): quantize (Hadamard-rotated q and k), then attend
+    x = attngen.quantize_fp8(q, k, v, granularity="block", hadamard=True)
+    out = attngen.attention(x.q, x.k, x.v, **x.descales)
+
     # flash_attn's own API, a drop-in (change the import, nothing else):
     from attngen.flash_attn_interface import flash_attn_func, flash_attn_with_kvcache
 
@@ -32,6 +36,7 @@ from ._jit import (CompiledKernel, __version__, cache_dir, clear_memory_cache, c
 from ._torch_attention import attention
 from ._torch_backward import attention_backward
 from ._torch_kvcache import attention_with_kvcache
+from ._torch_quantize import QuantizedFp8, quantize_fp8
 from ._torch_varlen import attention_varlen, attention_varlen_backward
 from . import flash_attn_interface  # flash_attn's API: attngen.flash_attn_interface
 
@@ -40,7 +45,7 @@ from . import flash_attn_interface  # flash_attn's API: attngen.flash_attn_inter
 _library_path = _capi.library_path
 
 __all__ = ["attention", "attention_backward", "attention_varlen", "attention_varlen_backward",
-           "attention_with_kvcache", "compile",
+           "attention_with_kvcache", "compile", "quantize_fp8", "QuantizedFp8",
            "flash_attn_interface",
            "CompiledKernel", "AttngenError",
            "InvalidInputError", "cache_dir", "stats", "clear_memory_cache", "device_arch",

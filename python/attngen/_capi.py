@@ -31,13 +31,13 @@ STATUS_INVALID_SPEC = 10
 
 # The C API's structs, built from the library's description of them when
 # it is loaded (_abi.struct_type): attnrt_forward_args, attnrt_kernel_info,
-# attngen_spec, attngen_jit_options, attngen_jit_stats.
-ForwardArgs = KernelInfo = Spec = JitOptions = JitStats = None
+# attngen_spec, attngen_jit_options, attngen_jit_stats, attnrt_quantize_args.
+ForwardArgs = KernelInfo = Spec = JitOptions = JitStats = QuantizeArgs = None
 
 
 def _build_structs(lib):
     """Lays out the structs as `lib` says, before any signature names them."""
-    global ForwardArgs, KernelInfo, Spec, JitOptions, JitStats
+    global ForwardArgs, KernelInfo, Spec, JitOptions, JitStats, QuantizeArgs
 
     def build(name):
         return _abi.struct_type(lib, name, "attngen_struct_fields")
@@ -47,6 +47,7 @@ def _build_structs(lib):
     Spec = build("attngen_spec")
     JitOptions = build("attngen_jit_options")
     JitStats = build("attngen_jit_stats")
+    QuantizeArgs = build("attnrt_quantize_args")
 
 
 def _candidates():
@@ -101,6 +102,7 @@ def _bind(lib):
                                           c.POINTER(c.c_size_t)]),
         "attngen_compiled_combine": (P, [P]),
         "attngen_kernel_check_kvcache_values": (c.c_int, [P, c.POINTER(ForwardArgs), P]),
+        "attngen_quantize_fp8": (c.c_int, [P, c.POINTER(QuantizeArgs), c.c_int, c.c_uint64, P]),
     }
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)

@@ -75,6 +75,31 @@ class Fp8ArgumentTest(unittest.TestCase):
                                                 "attngen.attention only"):
             attngen.attention_varlen(q, q, q, cu, cu, 8, 8)
 
+    def test_block_descales(self):
+        # q's and k's per 128-row block together; v's per (batch, kv head).
+        self.check_refused(r"block scales: k_descale must be float32 of shape \(1, 2, 1\)",
+                           self.q, self.k, self.v, q_descale=torch.ones(1, 4, 1),
+                           k_descale=torch.ones(1, 2))
+        self.check_refused(r"block scales: q_descale must be float32 of shape \(1, 4, 1\)",
+                           self.q, self.k, self.v, q_descale=torch.ones(1, 4, 2),
+                           k_descale=torch.ones(1, 2, 1))
+        self.check_refused(r"v_descale has shape \(1, 2, 1\)", self.q, self.k, self.v,
+                           q_descale=torch.ones(1, 4, 1), k_descale=torch.ones(1, 2, 1),
+                           v_descale=torch.ones(1, 2, 1))
+
+    def test_quantize_arguments(self):
+        b = torch.zeros(1, 8, 4, 128, dtype=torch.bfloat16)
+        cases = ((r"granularity 'row' is not one of 'tensor', 'head', 'block'",
+                  dict(granularity="row")),
+                 (r"hadamard_seed must be an int in \[0, 2\^63\)", dict(hadamard_seed=-1)),
+                 (r"q is on cpu; it runs on CUDA tensors", {}))
+        for pattern, kwargs in cases:
+            with self.subTest(pattern=pattern), self.assertRaisesRegex(ValueError, pattern):
+                attngen.quantize_fp8(b, b, b, **kwargs)
+        with self.assertRaisesRegex(ValueError, "k has dtype torch.float32; it quantizes "
+                                                "bfloat16 or float16"):
+            attngen.quantize_fp8(b, b.float(), b)
+
     def test_key_major_copy(self):
         from attngen._torch_fp8 import key_major
         v = fp8(2, 37, 3, 64)
@@ -155,6 +180,66 @@ class Fp8GpuTest(unittest.TestCase):
         torch.library.opcheck(torch.ops.attngen.attention_fp8.default,
                               (q, k, v, True, 0.0, True, "bottom-right", -1, -1, qd, None, None),
                               test_utils=("test_faketensor", "test_autograd_registration"))
+
+
+def hadamard_matrix(d, seed):
+    """diag(signs) H / sqrt(D) as quantize_fp8's rotation applies it (x @ R)."""
+    def mix(x):
+        m = (1 << 64) - 1
+        x = (x + 0x9E3779B97F4A7C15) & m
+        x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & m
+        x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & m
+        return x ^ (x >> 31)
+    signs = torch.tensor([-1.0 if mix((seed * 0x100000001B3 + j) & ((1 << 64) - 1)) & 1 else 1.0
+                          for j in range(d)], dtype=torch.float64)
+    h = torch.ones(1, 1, dtype=torch.float64)
+    while h.shape[0] < d:
+        h = torch.cat([torch.cat([h, h], 1), torch.cat([h, -h], 1)], 0)
+    return signs[:, None] * h / d ** 0.5
+
+
+@unittest.skipUnless(HAVE_SM90, "needs an sm_90 GPU and torch with float8_e4m3fn")
+class QuantizeGpuTest(unittest.TestCase):
+    def test_granularities_and_rotation(self):
+        torch.manual_seed(1)
+        b, nq, nk, h, hkv, d = 2, 300, 203, 4, 2, 128
+        q = torch.randn(b, nq, h, d, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(b, nk, hkv, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn(b, nk, hkv, d, device="cuda", dtype=torch.bfloat16)
+        ref = attngen.attention(q, k, v, causal=True).double()
+        shapes = {"tensor": ((1,), (1,)), "head": ((b, hkv), (b, hkv)),
+                  "block": ((b, h, 3), (b, hkv, 2))}
+        for granularity, (q_shape, k_shape) in shapes.items():
+            for hadamard in (False, True):
+                with self.subTest(granularity=granularity, hadamard=hadamard):
+                    x = attngen.quantize_fp8(q, k, v, granularity=granularity,
+                                             hadamard=hadamard)
+                    self.assertEqual(tuple(x.q_descale.shape), q_shape)
+                    self.assertEqual(tuple(x.k_descale.shape), k_shape)
+                    self.assertEqual(x.v.stride(1), 1)  # K-major
+                    self.assertEqual(tuple(x.v.shape), tuple(v.shape))
+                    out = attngen.attention(x.q, x.k, x.v, causal=True, **x.descales)
+                    err = (out.double() - ref).abs().max().item()
+                    self.assertLess(err, 0.08 * ref.abs().max().item())
+        # The rotation: x.q descaled is q @ R (to e4m3's precision), and
+        # R is orthogonal, so the scores are q k^T.
+        x = attngen.quantize_fp8(q, k, v, granularity="head", hadamard=True)
+        r = hadamard_matrix(d, attngen._torch_quantize.DEFAULT_HADAMARD_SEED).cuda()
+        rotated = q.double() @ r
+        qd = x.q_descale.repeat_interleave(h // hkv, dim=1)[:, None, :, None].double()
+        back = x.q.double() * qd
+        self.assertLess(((back - rotated).abs() - 0.07 * rotated.abs()).max().item(), 1e-2)
+
+    def test_compiles(self):
+        q, k, v = (torch.randn(1, 260, 2, 64, device="cuda", dtype=torch.bfloat16)
+                   for _ in range(3))
+
+        def call(q, k, v):
+            x = attngen.quantize_fp8(q, k, v, granularity="block", hadamard=True)
+            return attngen.attention(x.q, x.k, x.v, **x.descales)
+        eager = call(q, k, v)
+        compiled = torch.compile(call, fullgraph=True)(q, k, v)
+        self.assertTrue(torch.equal(eager, compiled))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 #include "abi/StructFields.h"
 #include "Error.h"
 
+#include "attnrt/attnrt_quantize.h"
+
 #include <cstddef>
 
 using attnrt::abi::StructLayout;
@@ -40,6 +42,17 @@ StructLayout kernelInfoLayout() {
   return layout;
 }
 
+StructLayout quantizeArgsLayout() {
+  StructLayout layout{"attnrt_quantize_args", sizeof(attnrt_quantize_args), {}};
+#define ATTNRT_FIELD(type, name)                                               \
+  layout.fields.push_back(ATTNRT_FIELD_OF(attnrt_quantize_args, name));
+#define ATTNRT_ARRAY(type, name, n) ATTNRT_FIELD(type, name)
+#include "attnrt/quantize_args.def"
+#undef ATTNRT_FIELD
+#undef ATTNRT_ARRAY
+  return layout;
+}
+
 /// attnrt_field, described by itself (a binding's check of the one struct
 /// it must know before it can read the others).
 StructLayout fieldLayout() {
@@ -57,6 +70,6 @@ extern "C" const attnrt_field *attnrt_struct_fields(const char *name,
                                                     size_t *count,
                                                     size_t *size) {
   static const std::vector<StructLayout> layouts = {
-      forwardArgsLayout(), kernelInfoLayout(), fieldLayout()};
+      forwardArgsLayout(), kernelInfoLayout(), quantizeArgsLayout(), fieldLayout()};
   return attnrt::abi::findLayout(layouts, name, count, size);
 }

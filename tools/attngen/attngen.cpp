@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "attn/Codegen/Codegen.h"
+#include "attn/Codegen/Quantize.h"
 #include "attn/Spec/Spec.h"
 #include "attn/Passes/Passes.h"
 #include "attn/Passes/TileConfig.h"
@@ -79,6 +80,24 @@ static cl::opt<std::string> emit(
              "after the FlashAttention passes), nvvm (LLVM+NVVM dialects), "
              "llvm (LLVM IR), ptx"),
     cl::init("ptx"), cl::cat(category));
+
+static cl::opt<bool> quantizeFp8(
+    "quantize-fp8",
+    cl::desc("Emit the FP8 quantize kernel instead of an attention kernel: "
+             "a --dtype (bf16 or f16) [B, N, H, D] tensor to e4m3 with one "
+             "scale per 128 rows or given scales, row-major or K-major "
+             "(docs/ABI.md \"Quantize kernel\"); takes --head-dim, --dtype, "
+             "--arch, --hadamard"),
+    cl::init(false), cl::cat(category));
+static cl::opt<bool> hadamard(
+    "hadamard",
+    cl::desc("With --quantize-fp8: rotate each row by a Hadamard transform "
+             "with random signs first (incoherent processing; use it on q "
+             "and k alike)"),
+    cl::init(false), cl::cat(category));
+static cl::opt<uint64_t> hadamardSeed(
+    "hadamard-seed", cl::desc("With --hadamard: the random signs' seed"),
+    cl::init(QuantizeKernelSpec::kDefaultHadamardSeed), cl::cat(category));
 
 /// MLIR's parser recurses once per nested region, block, attribute or type:
 /// input nested deeper than this is refused before parsing, because deeper
@@ -457,6 +476,87 @@ static FailureOr<std::string> metadataPath() {
   return path;
 }
 
+/// --quantize-fp8: the quantize kernel of --head-dim, reading --dtype (bf16
+/// or f16), with its small metadata JSON beside the PTX. Attention's other
+/// flags mean nothing here and are refused.
+static int emitQuantizeKernel(const AttentionSpec &spec) {
+  std::string unrelated;
+#define SPEC_FIELD(G, InC, Member, name, json, Kind, Default, Flag, ...)       \
+  if (unrelated.empty() && options.Member.given() &&                           \
+      std::string(#Member) != "headDim" && std::string(#Member) != "dtype" &&  \
+      std::string(#Member) != "target")                                        \
+    unrelated = options.Member.flagName();
+#include "attnrt/spec_fields.def"
+#undef SPEC_FIELD
+  if (!unrelated.empty())
+    return fail(fmt::format("{} is an attention flag; --quantize-fp8 takes "
+                            "--head-dim, --dtype (the source: bf16 or f16), "
+                            "--arch and --hadamard",
+                            unrelated));
+  if (!inputFile.empty())
+    return fail("--quantize-fp8 builds its kernel from flags; it reads no "
+                "input module");
+  QuantizeKernelSpec q;
+  q.target = spec.target;
+  q.headDim = spec.headDim;
+  q.source = spec.dtype;
+  q.hadamard = hadamard;
+  q.seed = hadamardSeed;
+  if (spec.dtype == DType::e4m3)
+    return fail("--quantize-fp8 --dtype names the source type (bf16 or f16); "
+                "the output is e4m3");
+  if (llvm::Error error = checkQuantizeSpec(q))
+    return fail(llvm::toString(std::move(error)));
+  FailureOr<std::string> metaPath = metadataPath();
+  if (failed(metaPath))
+    return 1;
+  if (emit == "problem")
+    return fail("--quantize-fp8 has no problem module; use --emit=mlir, "
+                "nvvm, llvm or ptx");
+
+  DialectRegistry registry;
+  registerCodegenDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&context));
+  buildQuantizeKernel(*module, q);
+  if (emit != "mlir" && failed(lowerQuantizeModule(*module)))
+    return fail("the quantize kernel failed to lower");
+  std::string text;
+  if (emit == "mlir" || emit == "nvvm") {
+    llvm::raw_string_ostream os(text);
+    module->print(os);
+  } else {
+    auto result = emitPtx(*module, q.target, emit == "llvm", spec.llvmOptLevel);
+    if (!result)
+      return fail(llvm::toString(result.takeError()));
+    text = std::move(*result);
+  }
+  QuantizeLaunch launch = quantizeLaunch(q);
+  std::string error;
+  auto output = openOutputFile(outputFile, &error);
+  if (!output)
+    return fail(error);
+  output->os() << text;
+  if (!metaPath->empty()) {
+    auto metaOut = openOutputFile(*metaPath, &error);
+    if (!metaOut)
+      return fail(error);
+    metaOut->os() << fmt::format(
+        "{{\n  \"kernel\": \"{}\",\n  \"kind\": \"quantize\",\n  \"arch\": "
+        "\"sm_90a\",\n  \"head_dim\": {},\n  \"source\": \"{}\",\n  "
+        "\"hadamard\": {},\n  \"hadamard_seed\": {},\n  \"num_threads\": {},\n  "
+        "\"smem_bytes\": {},\n  \"block_rows\": {},\n  \"grid\": "
+        "\"ceil(n / block_rows), num_heads, batch\"\n}}\n",
+        launch.kernel, q.headDim, spec::Element::text(q.source),
+        q.hadamard ? "true" : "false", q.seed, launch.numThreads,
+        launch.smemBytes, kQuantizeBlockRows);
+    metaOut->keep();
+  }
+  output->keep();
+  return 0;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   std::vector<std::string> storage;
@@ -484,6 +584,11 @@ int main(int argc, char **argv) {
   if (!flags)
     return fail(llvm::toString(flags.takeError()));
   AttentionSpec spec = *flags;
+  if (quantizeFp8)
+    return emitQuantizeKernel(spec);
+  if (hadamard || hadamardSeed.getNumOccurrences())
+    return fail("--hadamard and --hadamard-seed go with --quantize-fp8 (the "
+                "quantize kernel rotates q and k; attention needs no flag)");
   // A paged, split or combine kernel is a KV-cache kernel.
   spec.kvCache = spec.kvCache || spec.pageSize != 0 || spec.splitKv ||
                  spec.combine;

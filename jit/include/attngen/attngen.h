@@ -36,6 +36,7 @@
 #define ATTNGEN_ATTNGEN_H
 
 #include "attnrt/attnrt.h"
+#include "attnrt/attnrt_quantize.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -273,6 +274,18 @@ ATTNGEN_API attngen_status attngen_kernel_plan(const attngen_kernel *k,
  *  capture). */
 ATTNGEN_API attngen_status attngen_kernel_check_kvcache_values(
     const attngen_kernel *k, const attnrt_forward_args *args, void *stream);
+
+/** The FP8 quantize kernel on `stream`: args->src (bf16/f16 [B, N, H, D])
+ *  to e4m3 in args->dst, with one scale per 128 rows written to
+ *  args->descale_out or the per-(batch, head) args->descale_in
+ *  (attnrt_quantize.h); `hadamard` != 0 rotates each row by the Hadamard
+ *  transform with the random signs of `hadamard_seed` first (use the same
+ *  for q and k). The kernel for (GPU, head dim, dtype, rotation) is
+ *  compiled on first use and kept by the JIT. sm_90 GPUs only. */
+ATTNGEN_API attngen_status attngen_quantize_fp8(attngen_jit *jit,
+                                                const attnrt_quantize_args *args,
+                                                int hadamard, uint64_t hadamard_seed,
+                                                void *stream);
 
 #ifdef __cplusplus
 } /* extern "C" */

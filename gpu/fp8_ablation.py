@@ -1,0 +1,88 @@
+"""FP8 ablations on the GPU (issue 22): block scales against per-head scales in
+the attention kernel, and the whole FP8 path (attngen.quantize_fp8 with the
+Hadamard rotation, then FP8 attention) against attngen's bf16 attention on
+the same bf16 inputs: the quantize kernel must not cost more than FP8 saves.
+
+    PYTHONPATH=python:gpu ATTNGEN_LIBRARY=... python3 gpu/fp8_ablation.py [--json PATH]
+
+B·N = 16k tokens, H·D = 2048, TFLOPS counted as bf16 attention's. Rounds of
+every call interleave (fp8_check.time_interleaved).
+"""
+
+import argparse
+import json
+
+import torch
+
+import attngen
+import harness
+from fp8_check import time_interleaved
+
+SHAPES = ((128, 8192, False), (128, 8192, True), (256, 8192, False), (256, 8192, True),
+          (64, 8192, False), (128, 1024, False))
+
+
+def row(d, n, causal):
+    b, h = harness.bench_batch(n), harness.bench_heads(d)
+    q, k, v = (torch.randn(b, n, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    head = attngen.quantize_fp8(q, k, v, granularity="head", hadamard=True)
+    block = attngen.quantize_fp8(q, k, v, granularity="block", hadamard=True)
+    calls = {
+        "fp8 per-head": lambda: attngen.attention(head.q, head.k, head.v, causal=causal,
+                                                  **head.descales),
+        "fp8 block": lambda: attngen.attention(block.q, block.k, block.v, causal=causal,
+                                               **block.descales),
+        "quantize block+H": lambda: attngen.quantize_fp8(q, k, v, granularity="block",
+                                                         hadamard=True),
+        "quantize head+H": lambda: attngen.quantize_fp8(q, k, v, granularity="head",
+                                                        hadamard=True),
+        "bf16": lambda: attngen.attention(q, k, v, causal=causal),
+    }
+    ms, errors = time_interleaved(calls)
+    flops = harness.attention_flops(b, h, n, n, d, causal)
+    r = dict(d=d, n=n, causal=causal, ms=ms, errors=errors)
+    for name in ("fp8 per-head", "fp8 block", "bf16"):
+        if name in ms:
+            r[name + " tflops"] = harness.tflops(flops, ms[name])
+    if all(name in ms for name in ("fp8 block", "quantize block+H", "bf16")):
+        r["end to end vs bf16"] = ms["bf16"] / (ms["fp8 block"] + ms["quantize block+H"])
+    return r
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    harness.warm_up_gpu()
+    rows = []
+    for d, n, causal in SHAPES:
+        try:
+            rows.append(row(d, n, causal))
+        except Exception as e:  # noqa: BLE001 -- reported in the table
+            rows.append(dict(d=d, n=n, causal=causal, error=harness.short_error(e)))
+        torch.cuda.empty_cache()
+    print("\nFP8 ablation (TFLOPS as bf16 attention's; ms of quantize_fp8 for q, k and v)")
+    harness.print_table(
+        ["shape", "fp8 per-head", "fp8 block", "block/head", "bf16", "quant block+H ms",
+         "quant head+H ms", "fp8 ms", "(quant+fp8) vs bf16"],
+        [[f"d{r['d']} {r['n'] // 1024}k{' causal' if r['causal'] else ''}",
+          harness.fmt(r.get("fp8 per-head tflops")), harness.fmt(r.get("fp8 block tflops")),
+          harness.fmt(r["fp8 block tflops"] / r["fp8 per-head tflops"], ".3f")
+          if "fp8 block tflops" in r and "fp8 per-head tflops" in r else "-",
+          harness.fmt(r.get("bf16 tflops")),
+          harness.fmt(r.get("ms", {}).get("quantize block+H"), ".3f"),
+          harness.fmt(r.get("ms", {}).get("quantize head+H"), ".3f"),
+          harness.fmt(r.get("ms", {}).get("fp8 block"), ".3f"),
+          harness.fmt(r.get("end to end vs bf16"), ".2f") + "x"
+          if r.get("end to end vs bf16") else "-"] for r in rows])
+    for r in rows:
+        for why in [r.get("error")] + list(r.get("errors", {}).values()):
+            if why:
+                print(f"  d{r['d']} {r['n']}: {why}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,214 @@
+"""attngen.quantize_fp8: bfloat16/float16 q, k and v to float8_e4m3fn with the
+descales FP8 attention takes, by attngen's generated quantize kernel
+(attngen --quantize-fp8): per tensor, per (batch, kv head) or per 128-row
+block, optionally with incoherent processing (q and k rotated by one random
+Hadamard transform, which leaves q k^T unchanged and spreads outliers), and
+v written K-major as the FP8 kernels read it. The custom op
+attngen::quantize_e4m3 makes it traceable."""
+
+import ctypes
+from typing import Any, NamedTuple, Optional
+
+from . import _capi
+from ._capi import lib
+from ._errors import check_status, invalid_argument
+from ._jit import jit
+from ._torch_checks import check_devices, torch
+from ._torch_fp8 import FP8_HEAD_DIMS, fp8_dtype
+from ._torch_launch import current_stream, use_custom_op
+
+#: The scale granularities: one per tensor, per (batch, kv head), per 128 rows.
+GRANULARITIES = ("tensor", "head", "block")
+#: Rows per block scale and per CTA of the kernel.
+BLOCK_ROWS = 128
+#: The random signs' seed of the Hadamard rotation by default.
+DEFAULT_HADAMARD_SEED = 0x5EED
+#: K-major rows (keys) are padded to 16 bytes, as the FP8 kernels' TMA needs.
+_ROW_ALIGN = 16
+
+
+class QuantizedFp8(NamedTuple):
+    """quantize_fp8's result: e4m3 q, k, v ([B, N, H, D]; v K-major, a view of
+    a [B, Hkv, D, round_up(Nk, 16)] tensor) and their float32 descales
+    (x ~ x8 * descale): (1,) per tensor, (B, Hkv) per head (q's per group of
+    query heads, as FlashAttention-3's q_descale), and per block (B, H,
+    ceil(N / 128)) for q and k, with v's per head; 1 where a scope holds only
+    zeros. `descales` is the keywords of attngen.attention. (Fields typed Any:
+    the package imports without torch.)"""
+    q: Any
+    k: Any
+    v: Any
+    q_descale: Any
+    k_descale: Any
+    v_descale: Any
+
+    @property
+    def descales(self):
+        return dict(q_descale=self.q_descale, k_descale=self.k_descale,
+                    v_descale=self.v_descale)
+
+
+def quantize_fp8(q, k, v, granularity="head", hadamard=False,
+                 hadamard_seed=DEFAULT_HADAMARD_SEED):
+    """q, k, v (bfloat16 or float16, [B, N, H, D] with H a multiple of Hkv)
+    as FP8 attention's inputs: `attngen.attention(x.q, x.k, x.v, **x.descales)`
+    for `x = quantize_fp8(q, k, v)`.
+
+    granularity: "tensor", "head" (per batch and kv head) or "block" (q and k
+    per 128 rows of each head: FlashAttention-3's block quantization; v per
+    batch and kv head, as the attention kernel sums P V over the key blocks
+    at one scale). hadamard: rotate
+    q and k by the same random Hadamard transform first (incoherent
+    processing); the attention result is unchanged up to rounding, with less
+    of it. v is stored K-major. One kernel launch per tensor for "block", two
+    for the others (the block maxima, then the conversion)."""
+    _check(q, k, v, granularity, hadamard_seed)
+    groups = q.shape[2] // k.shape[2]
+    q8, qd = _quantize(q, granularity, groups, hadamard, hadamard_seed, key_major=False)
+    k8, kd = _quantize(k, granularity, 1, hadamard, hadamard_seed, key_major=False)
+    # v's descale stays per (batch, kv head) with block scales: the P V
+    # accumulator sums over key blocks at one scale.
+    v8, vd = _quantize(v, "head" if granularity == "block" else granularity, 1, False,
+                       hadamard_seed, key_major=True)
+    return QuantizedFp8(q8, k8, v8, qd, kd, vd)
+
+
+def _check(q, k, v, granularity, seed):
+    if granularity not in GRANULARITIES:
+        raise invalid_argument(f"quantize_fp8: granularity {granularity!r} is not one of "
+                               f"{', '.join(map(repr, GRANULARITIES))}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 63:
+        raise invalid_argument(f"quantize_fp8: hadamard_seed must be an int in [0, 2^63), got "
+                               f"{seed!r}")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"attngen.quantize_fp8: {name} must be a torch.Tensor, got "
+                            f"{type(t).__name__}")
+        if t.dtype not in (torch.bfloat16, torch.float16):
+            raise invalid_argument(f"quantize_fp8: {name} has dtype {t.dtype}; it quantizes "
+                                   "bfloat16 or float16 tensors")
+        if t.dim() != 4:
+            raise invalid_argument(f"quantize_fp8: {name} must be [batch, seqlen, heads, "
+                                   f"head_dim], got shape {tuple(t.shape)}")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.device.type != "cuda":
+            raise invalid_argument(f"quantize_fp8: {name} is on {t.device}; it runs on CUDA "
+                                   "tensors")
+    if fp8_dtype() is None:
+        raise invalid_argument("quantize_fp8 needs a torch with torch.float8_e4m3fn (2.1 or "
+                               "newer)")
+    head_dim = q.shape[-1]
+    if head_dim not in FP8_HEAD_DIMS or k.shape[-1] != head_dim or v.shape[-1] != head_dim:
+        raise invalid_argument(
+            f"quantize_fp8: head dims q {q.shape[-1]}, k {k.shape[-1]}, v {v.shape[-1]}; FP8 "
+            f"attention takes one head dim of {', '.join(map(str, FP8_HEAD_DIMS))} for all three")
+    if tuple(k.shape) != tuple(v.shape):
+        raise invalid_argument(f"quantize_fp8: k {tuple(k.shape)} and v {tuple(v.shape)} must "
+                               "have the same shape")
+    if k.shape[0] != q.shape[0] or k.shape[2] == 0 or q.shape[2] % k.shape[2]:
+        raise invalid_argument(f"quantize_fp8: q {tuple(q.shape)} and k {tuple(k.shape)} need "
+                               "one batch, and q's heads a multiple of k's")
+    if q.dtype != k.dtype or k.dtype != v.dtype:
+        raise invalid_argument(f"quantize_fp8: q, k and v have dtypes {q.dtype}, {k.dtype}, "
+                               f"{v.dtype}; use one")
+    check_devices([("q", q), ("k", k), ("v", v)])
+
+
+def _quantize(x, granularity, groups, hadamard, seed, key_major):
+    """(x8, descale) for one tensor: x8 [B, N, H, D] (K-major if asked)."""
+    batch, rows, heads, head_dim = x.shape
+    blocks = -(-rows // BLOCK_ROWS)
+    if x.numel() == 0:
+        x8 = _as_view(_empty_output(x, key_major), rows, key_major)
+        shape = {"tensor": (1,), "head": (batch, heads // groups),
+                 "block": (batch, heads, blocks)}[granularity]
+        return x8, torch.ones(shape, dtype=torch.float32, device=x.device)
+    op = _quantize_op if use_custom_op(x) else _quantize_e4m3
+    if granularity == "block":
+        stored, descale = op(x, None, key_major, "block", hadamard, seed)
+        # A block of zeros (descale 0): any descale dequantizes it, and 0
+        # would make the kernel's scores 0 * -inf where they are masked.
+        return _as_view(stored, rows, key_major), torch.where(descale > 0, descale,
+                                                                torch.ones_like(descale))
+    # The block maxima first (as descales), then the conversion with their
+    # maximum per tensor or per (batch, group of heads).
+    _, maxima = op(x, None, False, "amax", hadamard, seed)
+    if granularity == "tensor":
+        descale = maxima.amax().reshape(1)
+    else:
+        descale = maxima.reshape(batch, heads // groups, groups * blocks).amax(dim=2)
+    # A tensor (or head) of zeros: any descale dequantizes it; 0 would not
+    # invert.
+    descale = torch.where(descale > 0, descale, torch.ones_like(descale))
+    per_head = (descale.expand(batch, heads) if granularity == "tensor"
+                else descale.repeat_interleave(groups, dim=1))
+    stored, _ = op(x, per_head, key_major, "given", hadamard, seed)
+    return _as_view(stored, rows, key_major), descale
+
+
+def _empty_output(x, key_major):
+    """The e4m3 tensor the kernel writes: [B, N, H, D], or K-major [B, H, D,
+    round_up(N, 16)] whose padding rows it fills with zeros."""
+    batch, rows, heads, head_dim = x.shape
+    if key_major:
+        padded = -(-rows // _ROW_ALIGN) * _ROW_ALIGN
+        return x.new_empty((batch, heads, head_dim, padded), dtype=fp8_dtype())
+    return x.new_empty((batch, rows, heads, head_dim), dtype=fp8_dtype())
+
+
+def _as_view(stored, rows, key_major):
+    """The [B, N, H, D] view of what _empty_output made."""
+    return stored[..., :rows].permute(0, 3, 1, 2) if key_major else stored
+
+
+def _quantize_e4m3(x, descale, key_major, mode, hadamard, seed):
+    """One launch: mode "block" (block scales, written), "amax" (only the
+    block scales) or "given" (descale (B, H), read). Returns the e4m3 tensor
+    (empty for "amax") and the block descales (empty for "given")."""
+    batch, rows, heads, head_dim = x.shape
+    if x.stride(-1) != 1 or any(s % 8 for s in x.stride()[:3]) or x.data_ptr() % 16:
+        x = x.contiguous()
+    args = _capi.QuantizeArgs()
+    args.src = x.data_ptr()
+    args.src_strides[:] = x.stride()
+    args.batch, args.n, args.num_heads, args.head_dim = batch, rows, heads, head_dim
+    args.src_dtype = _capi.DTYPE_BF16 if x.dtype == torch.bfloat16 else _capi.DTYPE_F16
+    stored = x.new_empty((0,), dtype=fp8_dtype())
+    if mode != "amax":
+        stored = _empty_output(x, key_major)
+        args.dst = stored.data_ptr()
+        s = stored.stride()
+        args.dst_strides[:] = (s[0], 1, s[1], s[2]) if key_major else s
+    maxima = x.new_empty((0,), dtype=torch.float32)
+    if mode == "given":
+        if descale.device != x.device or descale.dtype != torch.float32:
+            raise invalid_argument("quantize_fp8: the descale must be float32 on the tensor's "
+                                   "device")
+        args.descale_in = descale.data_ptr()
+        args.descale_in_strides[:] = descale.stride()
+    else:
+        maxima = x.new_empty((batch, heads, -(-rows // BLOCK_ROWS)), dtype=torch.float32)
+        args.descale_out = maxima.data_ptr()
+    with torch.cuda.device(x.device):
+        check_status(lib.attngen_quantize_fp8(jit(), ctypes.byref(args), int(bool(hadamard)),
+                                              seed, current_stream(x.device)))
+    return stored, maxima
+
+
+if torch is not None and fp8_dtype() is not None:
+    @torch.library.custom_op("attngen::quantize_e4m3", mutates_args=(), device_types="cuda")
+    def _quantize_op(x: torch.Tensor, descale: Optional[torch.Tensor], key_major: bool,
+                     mode: str, hadamard: bool, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """What traced quantize_fp8 calls run on CUDA tensors."""
+        return _quantize_e4m3(x, descale, key_major, mode, hadamard, seed)
+
+    @_quantize_op.register_fake
+    def _quantize_fake(x, descale, key_major, mode, hadamard, seed):
+        batch, rows, heads, _ = x.shape
+        stored = (x.new_empty((0,), dtype=fp8_dtype()) if mode == "amax"
+                  else _empty_output(x, key_major))
+        maxima = (x.new_empty((0,), dtype=torch.float32) if mode == "given"
+                  else x.new_empty((batch, heads, -(-rows // BLOCK_ROWS)), dtype=torch.float32))
+        return stored, maxima
+else:
+    _quantize_op = None
