@@ -5,7 +5,8 @@
 // a row is L = D / E consecutive lanes:
 //
 //   load      16-byte vectors, rows past N read as 0
-//   rotate    (hadamard) x *= signs; log2(E) butterflies in the thread,
+//   rotate    (hadamard) x *= signs (an XOR of the loaded words' sign
+//             bits); log2(E) butterflies in the thread,
 //             log2(L) across the row's lanes (shfl.bfly and one FMA with
 //             the lane's sign); 1/sqrt(D) is folded into the scale
 //   amax      the thread's, the warp's (shfl), the CTA's (shared memory)
@@ -141,6 +142,7 @@ private:
                                 i32(0x1f), NVVM::ShflKind::bfly, UnitAttr());
   }
 
+  SmallVector<Value> signMasks();
   void loadRows();
   void rotate();
   Value blockAmax();
@@ -179,6 +181,10 @@ void QuantizeBuilder::loadRows() {
   Value base = add(mul(wide(batch), srcStride[0]), mul(wide(head), srcStride[2]));
   base = add(base, wide(mul(group, i32(e))));
   x.assign(layout.passes(), {});
+  // The rotation's signs flip the 16-bit values' sign bits, two per XOR.
+  SmallVector<Value> signs;
+  if (spec.hadamard)
+    signs = signMasks();
   for (int64_t p = 0; p < layout.passes(); ++p) {
     Value row = add(firstRow, rowOf(p));
     Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, row, n);
@@ -192,6 +198,8 @@ void QuantizeBuilder::loadRows() {
       Value words = arith::SelectOp::create(b, loc, inside, load, zero);
       for (int64_t k = 0; k < 4; ++k) {
         Value w = LLVM::ExtractElementOp::create(b, loc, words, i32(k));
+        if (spec.hadamard)
+          w = arith::XOrIOp::create(b, loc, w, signs[4 * v + k]);
         if (spec.source == DType::bf16) {
           Value lo = arith::ShLIOp::create(b, loc, w, i32(16));
           Value hi = arith::AndIOp::create(b, loc, w, i32(0xffff0000));
@@ -210,10 +218,11 @@ void QuantizeBuilder::loadRows() {
   }
 }
 
-/// x <- H diag(signs) x, unnormalized. Column c = group * E + i: the signs
-/// of a thread's E columns are bits of a per-group word chosen at run time.
-void QuantizeBuilder::rotate() {
-  const int64_t e = layout.e, lanes = layout.lanesPerRow();
+/// The random signs of the thread's columns (c = group * E + i) as XOR
+/// masks of its loaded words: word k holds columns 2k and 2k + 1, their
+/// sign bits 15 and 31.
+SmallVector<Value> QuantizeBuilder::signMasks() {
+  const int64_t e = layout.e;
   // One 32-bit word of sign bits per 32 columns; a group's bits start at
   // (group * E) % 32 of word (group * E) / 32.
   SmallVector<uint32_t> words(spec.headDim / 32, 0);
@@ -230,12 +239,21 @@ void QuantizeBuilder::rotate() {
   }
   Value bits = arith::ShRUIOp::create(
       b, loc, word, arith::AndIOp::create(b, loc, bit0, i32(31)));
-  SmallVector<Value> signMask;
-  for (int64_t i = 0; i < e; ++i) {
-    Value bit = arith::AndIOp::create(
-        b, loc, arith::ShRUIOp::create(b, loc, bits, i32(i)), i32(1));
-    signMask.push_back(arith::ShLIOp::create(b, loc, bit, i32(31)));
+  SmallVector<Value> masks;
+  for (int64_t i = 0; i < e; i += 2) {
+    auto signBit = [&](int64_t column, int64_t at) {
+      Value bit = arith::AndIOp::create(
+          b, loc, arith::ShRUIOp::create(b, loc, bits, i32(column)), i32(1));
+      return arith::ShLIOp::create(b, loc, bit, i32(at));
+    };
+    masks.push_back(arith::OrIOp::create(b, loc, signBit(i, 15), signBit(i + 1, 31)));
   }
+  return masks;
+}
+
+/// x <- H x, unnormalized (the signs were applied as x loaded).
+void QuantizeBuilder::rotate() {
+  const int64_t e = layout.e, lanes = layout.lanesPerRow();
   SmallVector<int64_t> laneMasks;
   SmallVector<Value> laneSigns;
   for (int64_t m = 1; m < lanes; m *= 2) {
@@ -246,11 +264,6 @@ void QuantizeBuilder::rotate() {
     laneSigns.push_back(arith::SelectOp::create(b, loc, upper, f32(-1.0f), f32(1.0f)));
   }
   for (SmallVector<Value> &row : x) {
-    for (int64_t i = 0; i < e; ++i) {
-      Value raw = arith::BitcastOp::create(b, loc, b.getI32Type(), row[i]);
-      row[i] = arith::BitcastOp::create(
-          b, loc, b.getF32Type(), arith::XOrIOp::create(b, loc, raw, signMask[i]));
-    }
     // Butterflies over the column bits the thread holds ...
     for (int64_t s = 1; s < e; s *= 2)
       for (int64_t i = 0; i < e; ++i)
