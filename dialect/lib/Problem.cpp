@@ -85,10 +85,6 @@ static llvm::Error checkFp8Problem(const AttentionProblem &problem) {
   if (problem.headDimV != 0 && problem.headDimV != problem.headDim)
     return problemError("dtype e4m3 (FP8) needs v's head dim equal to q's "
                         "(head_dim_v 0); pad v with zero columns");
-  if (problem.softcap != 0 || problem.alibi)
-    return problemError(fmt::format(
-        "dtype e4m3 (FP8) does not support {} yet; use bf16 or f16",
-        problem.softcap != 0 ? "a soft cap" : "ALiBi"));
   return llvm::Error::success();
 }
 

@@ -131,6 +131,13 @@ void TileProgramBuilder::build() {
                                   /*row=*/Value(), /*block=*/Value());
     probsLog2Scale = b.getI64IntegerAttr(kFp8ProbsLog2Scale);
   }
+  // A soft cap and ALiBi act on the true scores: FP8's descales multiply
+  // the scores themselves first (one multiply per score) instead of riding
+  // on the softmax's scale.
+  const bool descaleScores = fp8 && (capScale || op.getAlibiSlopes());
+  Value rowDescale = descaleScores ? scoreFactor : Value();
+  if (descaleScores)
+    scoreFactor = Value();
 
   Value alibiOffset;
   if (op.getAlibiSlopes())
@@ -188,6 +195,8 @@ void TileProgramBuilder::build() {
               b, l, scores.getType(), scores,
               DescaleOp::create(b, l, rowType(), ValueRange{op.getKDescale()},
                                 batch, kvHead, /*row=*/Value(), j));
+        if (rowDescale)
+          scores = RescaleOp::create(b, l, scores.getType(), scores, rowDescale);
         if (capScale)
           scores = SoftcapOp::create(b, l, scores.getType(), scores, capScale);
         // ALiBi on every block, in the units the softmax then scales.

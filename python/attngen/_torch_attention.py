@@ -69,7 +69,10 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, *,
         options = call_options("attention", causal, scale, causal_align, softcap, window_size,
                                return_lse=return_lse)
         check_fp8_arguments(q, k, v, options, alibi_slopes, descales)
-        return attention_fp8(q, k, v, options, return_lse, descales)
+        if alibi_slopes is not None:
+            # ALiBi measures its distances from the diagonal even without a mask.
+            options = options._replace(causal_align=causal_align)
+        return attention_fp8(q, k, v, options, return_lse, descales, alibi_slopes)
     options = _check_arguments(q, k, v, causal, scale, return_lse, causal_align, softcap,
                                window_size, alibi_slopes)
     if use_custom_op(q, k, v):

@@ -8,8 +8,8 @@ from typing import Optional
 
 from ._errors import invalid_argument
 from ._torch_checks import check_devices, torch
-from ._torch_launch import (forward_args, kernel_for, launch, refuse_backward,
-                            use_custom_op)
+from ._torch_launch import (check_alibi_slopes, forward_args, kernel_for, launch,
+                            refuse_backward, set_alibi_args, use_custom_op)
 
 #: The head dims the FP8 kernels support.
 FP8_HEAD_DIMS = (64, 128, 256)
@@ -60,10 +60,7 @@ def check_fp8_arguments(q, k, v, options, alibi_slopes, descales):
     if seqlen_k == 0 and seqlen_q > 0 and batch > 0:
         raise invalid_argument("k and v have sequence length 0: attention needs at least one "
                                "key")
-    if options.softcap or alibi_slopes is not None:
-        raise invalid_argument(
-            f"FP8 attention does not support {'softcap' if options.softcap else 'alibi_slopes'}"
-            " yet; use bfloat16 q, k and v for it")
+    check_alibi_slopes("attention", alibi_slopes, q, batch, heads)
     blocks = _block_scales(descales)
     if blocks:
         _check_block_descales(descales, batch, heads, kv_heads, seqlen_q, seqlen_k)
@@ -71,6 +68,7 @@ def check_fp8_arguments(q, k, v, options, alibi_slopes, descales):
         for name, d in zip(("q_descale", "k_descale", "v_descale"), descales):
             _check_descale(name, d, batch, kv_heads)
     check_devices([("q", q), ("k", k), ("v", v)] +
+                  ([("alibi_slopes", alibi_slopes)] if alibi_slopes is not None else []) +
                   [(n, d) for n, d in zip(("q_descale", "k_descale", "v_descale"), descales)
                    if d is not None])
 
@@ -146,7 +144,7 @@ def _descale_args(d, batch, kv_heads):
 
 
 def fp8_forward(q, k, v, causal, scale, return_lse, causal_align, window_left, window_right,
-                q_descale=None, k_descale=None, v_descale=None):
+                q_descale=None, k_descale=None, v_descale=None, softcap=0.0, alibi_slopes=None):
     """Runs the FP8 kernel: the op's CUDA implementation and the eager path."""
     batch, seqlen_q, heads, head_dim = q.shape
     kv_heads = k.shape[2]
@@ -156,7 +154,8 @@ def fp8_forward(q, k, v, causal, scale, return_lse, causal_align, window_left, w
     if out.numel() == 0:
         return out, lse
     kernel = kernel_for(q, scale, causal=causal, causal_align=causal_align,
-                        window_size=(window_left, window_right),
+                        window_size=(window_left, window_right), softcap=softcap,
+                        alibi=alibi_slopes is not None,
                         block_scales=_block_scales((q_descale, k_descale)))
     vk = key_major(v)
     args = forward_args(q, k, vk, out, lse if return_lse else None, batch, k.shape[1])
@@ -171,22 +170,24 @@ def fp8_forward(q, k, v, causal, scale, return_lse, causal_align, window_left, w
         keep.append(tensor)
         setattr(args, f"{prefix}_descale", tensor.data_ptr())
         getattr(args, f"{prefix}_descale_strides")[:] = strides
+    set_alibi_args(args, alibi_slopes)
     launch(kernel, args, q.device)
     return out, lse
 
 
-def attention_fp8(q, k, v, options, return_lse, descales):
+def attention_fp8(q, k, v, options, return_lse, descales, alibi_slopes=None):
     """attention() on e4m3 tensors once checked: through the custom op when
     tracing (or when autograd would record it), else launched directly."""
     q_descale, k_descale, v_descale = descales
     if use_custom_op(q, k, v):
         out, lse = torch.ops.attngen.attention_fp8(
             q, k, v, options.causal, options.scale, return_lse, options.causal_align,
-            options.window_left, options.window_right, q_descale, k_descale, v_descale)
+            options.window_left, options.window_right, q_descale, k_descale, v_descale,
+            options.softcap, alibi_slopes)
     else:
         out, lse = fp8_forward(q, k, v, options.causal, options.scale, return_lse,
                                options.causal_align, options.window_left, options.window_right,
-                               q_descale, k_descale, v_descale)
+                               q_descale, k_descale, v_descale, options.softcap, alibi_slopes)
     return (out, lse) if return_lse else out
 
 
@@ -197,15 +198,17 @@ if torch is not None and fp8_dtype() is not None:
                           window_left: int, window_right: int,
                           q_descale: Optional[torch.Tensor] = None,
                           k_descale: Optional[torch.Tensor] = None,
-                          v_descale: Optional[torch.Tensor] = None
+                          v_descale: Optional[torch.Tensor] = None, softcap: float = 0.0,
+                          alibi_slopes: Optional[torch.Tensor] = None
                           ) -> tuple[torch.Tensor, torch.Tensor]:
         """What traced FP8 calls (torch.compile, export) run on CUDA tensors."""
         return fp8_forward(q, k, v, causal, scale, return_lse, causal_align, window_left,
-                           window_right, q_descale, k_descale, v_descale)
+                           window_right, q_descale, k_descale, v_descale, softcap, alibi_slopes)
 
     @_attention_fp8_op.register_fake
     def _attention_fp8_fake(q, k, v, causal, scale, return_lse, causal_align, window_left,
-                            window_right, q_descale=None, k_descale=None, v_descale=None):
+                            window_right, q_descale=None, k_descale=None, v_descale=None,
+                            softcap=0.0, alibi_slopes=None):
         """The outputs' shapes, for tracing with fake or meta tensors."""
         batch, seqlen_q, heads, head_dim = q.shape
         lse = q.new_empty((batch, heads, seqlen_q) if return_lse else (0,),

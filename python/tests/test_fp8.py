@@ -58,11 +58,9 @@ class Fp8ArgumentTest(unittest.TestCase):
         self.check_refused("v_descale must be float32", self.q, self.k, self.v,
                            v_descale=torch.ones(1, 2, dtype=torch.float16))
 
-    def test_no_softcap_or_alibi_yet(self):
-        self.check_refused("FP8 attention does not support softcap yet", self.q, self.k,
-                           self.v, softcap=30.0)
-        self.check_refused("FP8 attention does not support alibi_slopes yet", self.q, self.k,
-                           self.v, alibi_slopes=torch.ones(4))
+    def test_alibi_slopes_checked(self):
+        self.check_refused(r"alibi_slopes has shape \(3,\); it must be \(heads,\) = \(4,\)",
+                           self.q, self.k, self.v, alibi_slopes=torch.ones(3))
 
     def test_gqa_groups(self):
         self.check_refused("q has 4 heads and k/v have 3", self.q, fp8(1, 8, 3, 128),
@@ -112,9 +110,9 @@ class Fp8ArgumentTest(unittest.TestCase):
         self.assertIs(key_major(vk), vk)
 
 
-def dequantized_reference(q, k, v, descales, causal, scale):
+def dequantized_reference(q, k, v, descales, causal, scale, softcap=0.0, slopes=None):
     """float64 attention on q, k, v (e4m3) times their descales, bottom-right
-    causal; out and the natural-log LSE."""
+    causal (and ALiBi's distances), a soft cap; out and the natural-log LSE."""
     b, nq, h, d = q.shape
     nk, hkv = k.shape[1], k.shape[2]
     group = h // hkv
@@ -132,6 +130,12 @@ def dequantized_reference(q, k, v, descales, causal, scale):
     qd, kd, vd = (deq(x, s, g) for x, s, g in zip((q, k, v), descales, (group, 1, 1)))
     kd, vd = kd.repeat_interleave(group, 2), vd.repeat_interleave(group, 2)
     s = torch.einsum("bqhd,bkhd->bhqk", qd, kd) * scale
+    if softcap:
+        s = softcap * torch.tanh(s / softcap)
+    if slopes is not None:
+        distance = (torch.arange(nq, device=q.device)[:, None] + nk - nq
+                    - torch.arange(nk, device=q.device)[None, :]).abs()
+        s = s - slopes.double()[None, :, None, None] * distance
     if causal:
         rows = torch.arange(nq, device=q.device)[:, None] + nk - nq
         s = s.masked_fill(torch.arange(nk, device=q.device)[None, :] > rows, float("-inf"))
@@ -163,6 +167,25 @@ class Fp8GpuTest(unittest.TestCase):
             self.assertTrue(torch.equal(finite, torch.isfinite(lse)))
             self.assertLess((lse.double() - ref_lse)[finite].abs().max().item(), 1e-2)
 
+    def test_softcap_and_alibi(self):
+        torch.manual_seed(2)
+        b, nq, nk, h, hkv, d = 2, 190, 300, 4, 2, 128
+        q, k, v = (fp8(b, n, heads, d, device="cuda")
+                   for n, heads in ((nq, h), (nk, hkv), (nk, hkv)))
+        descales = (torch.full((1,), 0.5, device="cuda"), torch.rand(b, hkv, device="cuda") + 0.5,
+                    torch.full((1,), 0.9, device="cuda"))
+        slopes = torch.rand(h, device="cuda") * 0.1
+        for softcap, alibi, causal in ((30.0, None, True), (0.0, slopes, False),
+                                       (20.0, slopes, True)):
+            with self.subTest(softcap=softcap, alibi=alibi is not None, causal=causal):
+                out = attngen.attention(q, k, v, causal=causal, softcap=softcap,
+                                        alibi_slopes=alibi, q_descale=descales[0],
+                                        k_descale=descales[1], v_descale=descales[2])
+                ref, _ = dequantized_reference(q, k, v, descales, causal, d ** -0.5,
+                                               softcap, alibi)
+                scale = ref.abs().max().item()
+                self.assertLess((out.double() - ref).abs().max().item(), 0.08 * scale)
+
     def test_torch_compile_and_custom_op(self):
         # Traced calls go through torch.ops.attngen.attention_fp8 and give the
         # eager result; a row-major v is copied K-major first either way.
@@ -178,7 +201,8 @@ class Fp8GpuTest(unittest.TestCase):
         # float8: the fake implementation and the autograd registration are
         # what the op adds.
         torch.library.opcheck(torch.ops.attngen.attention_fp8.default,
-                              (q, k, v, True, 0.0, True, "bottom-right", -1, -1, qd, None, None),
+                              (q, k, v, True, 0.0, True, "bottom-right", -1, -1, qd, None, None,
+                               0.0, None),
                               test_utils=("test_faketensor", "test_autograd_registration"))
 
 
