@@ -49,9 +49,11 @@ constexpr unsigned kGlobal = 1, kShared = 3;
 constexpr float kE4m3Max = 448.0f;
 constexpr llvm::StringLiteral kSmemSymbol = "attn_quantize_smem";
 
-/// The thread layout of one head dim.
+/// The thread layout of one head dim. The first `stashed` passes wait in
+/// shared memory (as f32, thread-major) for the block's amax, so that the
+/// registers hold one pass and two CTAs fit an SM.
 struct Layout {
-  int64_t d, e, threads;
+  int64_t d, e, threads, stashed;
   int64_t lanesPerRow() const { return d / e; }
   int64_t rowsPerPass() const { return threads / lanesPerRow(); }
   int64_t passes() const { return kQuantizeBlockRows / rowsPerPass(); }
@@ -62,17 +64,17 @@ struct Layout {
   int64_t rowPitch() const { return d + 4; }
   int64_t rowOffset(int64_t row) const { return row * rowPitch() + row / 16 * 16; }
   int64_t reduceOffset() const { return rowOffset(kQuantizeBlockRows); }
-  int64_t smemBytes() const { return reduceOffset() + 4 * (threads / 32); }
+  int64_t stashOffset() const { return (reduceOffset() + 4 * (threads / 32) + 15) / 16 * 16; }
+  int64_t smemBytes() const { return stashOffset() + stashed * e * threads * 4; }
 };
 
-/// 32 values per thread (16 at d64): enough warps per SM to cover the
-/// loads, and at most 3 shuffle rounds per element.
+/// 32 values per thread in registers: enough warps per SM to cover the
+/// loads, and at most 3 shuffle rounds per element. d256 holds 64, half of
+/// them stashed: 512 threads, two CTAs per SM.
 Layout layoutOf(int64_t headDim) {
   if (headDim == 256)
-    return {256, 32, 1024};
-  if (headDim == 128)
-    return {128, 16, 512};
-  return {headDim, 16, 256};
+    return {256, 32, 512, 1};
+  return {headDim, 16, headDim * 4, 0};
 }
 
 /// splitmix64: the signs are a pure function of (seed, column).
@@ -144,9 +146,12 @@ private:
 
   SmallVector<Value> signMasks();
   void loadRows();
-  void rotate();
-  Value blockAmax();
+  void rotate(SmallVector<Value> &row);
+  /// The values of pass `p`: its registers, or loads of its stash.
+  SmallVector<Value> valuesOf(int64_t p);
+  Value blockAmax(Value threadMax);
   Value multiplier(Value amax);
+  Value stashPtr(int64_t p, int64_t i);
   void storeRowMajor(Value scale);
   void storeKeyMajor(Value scale);
   /// Four f32 as four e4m3 bytes, `a` lowest.
@@ -251,8 +256,8 @@ SmallVector<Value> QuantizeBuilder::signMasks() {
   return masks;
 }
 
-/// x <- H x, unnormalized (the signs were applied as x loaded).
-void QuantizeBuilder::rotate() {
+/// row <- H row, unnormalized (the signs were applied as x loaded).
+void QuantizeBuilder::rotate(SmallVector<Value> &row) {
   const int64_t e = layout.e, lanes = layout.lanesPerRow();
   SmallVector<int64_t> laneMasks;
   SmallVector<Value> laneSigns;
@@ -263,32 +268,41 @@ void QuantizeBuilder::rotate() {
     laneMasks.push_back(m);
     laneSigns.push_back(arith::SelectOp::create(b, loc, upper, f32(-1.0f), f32(1.0f)));
   }
-  for (SmallVector<Value> &row : x) {
-    // Butterflies over the column bits the thread holds ...
-    for (int64_t s = 1; s < e; s *= 2)
-      for (int64_t i = 0; i < e; ++i)
-        if (!(i & s)) {
-          Value u = row[i], v = row[i + s];
-          row[i] = arith::AddFOp::create(b, loc, u, v);
-          row[i + s] = arith::SubFOp::create(b, loc, u, v);
-        }
-    // ... then over those of the row's lanes: the lower partner keeps
-    // u + v, the upper u - v (its partner's value minus its own): one FMA
-    // with the lane's sign per element.
-    for (auto [stage, m] : llvm::enumerate(laneMasks)) {
-      for (int64_t i = 0; i < e; ++i)
-        row[i] = LLVM::FMAOp::create(b, loc, row[i], laneSigns[stage],
-                                     shuffle(row[i], m));
-    }
-  }
+  // Butterflies over the column bits the thread holds ...
+  for (int64_t s = 1; s < e; s *= 2)
+    for (int64_t i = 0; i < e; ++i)
+      if (!(i & s)) {
+        Value u = row[i], v = row[i + s];
+        row[i] = arith::AddFOp::create(b, loc, u, v);
+        row[i + s] = arith::SubFOp::create(b, loc, u, v);
+      }
+  // ... then over those of the row's lanes: the lower partner keeps u + v,
+  // the upper u - v (its partner's value minus its own): one FMA with the
+  // lane's sign per element.
+  for (auto [stage, m] : llvm::enumerate(laneMasks))
+    for (int64_t i = 0; i < e; ++i)
+      row[i] = LLVM::FMAOp::create(b, loc, row[i], laneSigns[stage],
+                                   shuffle(row[i], m));
 }
 
-/// max |x| over the CTA's rows.
-Value QuantizeBuilder::blockAmax() {
-  Value m = f32(0.0f);
-  for (SmallVector<Value> &row : x)
-    for (Value v : row)
-      m = arith::MaxNumFOp::create(b, loc, m, LLVM::FAbsOp::create(b, loc, v));
+/// The stash of pass p: value i of thread t at (i * threads + t) * 4, so a
+/// warp's accesses are consecutive words.
+Value QuantizeBuilder::stashPtr(int64_t p, int64_t i) {
+  int64_t slot = (p * layout.e + i) * layout.threads;
+  return sharedPtr(add(i32(layout.stashOffset() + 4 * slot), mul(tid, i32(4))));
+}
+
+SmallVector<Value> QuantizeBuilder::valuesOf(int64_t p) {
+  if (p >= layout.stashed)
+    return x[p];
+  SmallVector<Value> values;
+  for (int64_t i = 0; i < layout.e; ++i)
+    values.push_back(LLVM::LoadOp::create(b, loc, b.getF32Type(), stashPtr(p, i), 4));
+  return values;
+}
+
+/// max |x| over the CTA's rows, from the thread's `m`.
+Value QuantizeBuilder::blockAmax(Value m) {
   for (int64_t s = 16; s >= 1; s /= 2)
     m = arith::MaxNumFOp::create(b, loc, m, shuffle(m, s));
   Value warp = arith::ShRUIOp::create(b, loc, tid, i32(5));
@@ -358,11 +372,13 @@ void QuantizeBuilder::storeRowMajor(Value scale) {
   auto vec = VectorType::get({4}, b.getI32Type());
   Value base = add(mul(wide(batch), dstStride[0]), mul(wide(head), dstStride[2]));
   base = add(base, wide(mul(group, i32(e))));
-  for (int64_t p = 0; p < layout.passes(); ++p) {
+  // The passes in registers first, then the stashed ones.
+  for (int64_t p = layout.passes() - 1; p >= 0; --p) {
+    SmallVector<Value> values = valuesOf(p);
     SmallVector<Value> words;
     for (int64_t i = 0; i < e; i += 4) {
       auto scaled = [&](int64_t k) {
-        return arith::MulFOp::create(b, loc, x[p][i + k], scale);
+        return arith::MulFOp::create(b, loc, values[i + k], scale);
       };
       words.push_back(pack(scaled(0), scaled(1), scaled(2), scaled(3)));
     }
@@ -391,11 +407,12 @@ void QuantizeBuilder::storeKeyMajor(Value scale) {
     return add(mul(row, i32(pitch)),
                mul(arith::ShRUIOp::create(b, loc, row, i32(4)), i32(16)));
   };
-  for (int64_t p = 0; p < layout.passes(); ++p) {
+  for (int64_t p = layout.passes() - 1; p >= 0; --p) {
+    SmallVector<Value> values = valuesOf(p);
     Value rowBase = add(rowOffset(rowOf(p)), mul(group, i32(e)));
     for (int64_t i = 0; i < e; i += 4) {
       auto scaled = [&](int64_t k) {
-        return arith::MulFOp::create(b, loc, x[p][i + k], scale);
+        return arith::MulFOp::create(b, loc, values[i + k], scale);
       };
       LLVM::StoreOp::create(b, loc, pack(scaled(0), scaled(1), scaled(2), scaled(3)),
                             sharedPtr(add(rowBase, i32(i))), 4);
@@ -481,9 +498,20 @@ void QuantizeBuilder::build(LLVM::LLVMFuncOp kernel) {
       b, loc, LLVM::LLVMPointerType::get(b.getContext(), kShared), kSmemSymbol);
 
   loadRows();
-  if (spec.hadamard)
-    rotate();
-  Value scale = multiplier(blockAmax());
+  // Pass by pass: rotate, fold into the thread's amax, and stash the first
+  // passes where the registers are short.
+  Value threadMax = f32(0.0f);
+  for (int64_t p = 0; p < layout.passes(); ++p) {
+    if (spec.hadamard)
+      rotate(x[p]);
+    for (Value v : x[p])
+      threadMax = arith::MaxNumFOp::create(b, loc, threadMax,
+                                           LLVM::FAbsOp::create(b, loc, v));
+    if (p < layout.stashed)
+      for (int64_t i = 0; i < layout.e; ++i)
+        LLVM::StoreOp::create(b, loc, x[p][i], stashPtr(p, i), 4);
+  }
+  Value scale = multiplier(blockAmax(threadMax));
   // dst NULL: only the block descales (the first pass of a per-tensor or
   // per-head quantization).
   Value stores = arith::XOrIOp::create(b, loc, isNull(dst),
@@ -548,6 +576,9 @@ void mlir::attn::buildQuantizeKernel(ModuleOp module,
   kernel->setAttr("nvvm.kernel", UnitAttr::get(ctx));
   kernel->setAttr("nvvm.maxntid",
                   DenseI32ArrayAttr::get(ctx, {int32_t(launch.numThreads), 1, 1}));
+  // Two CTAs per SM: registers capped at 64 (what the stash is for).
+  if (layoutOf(spec.headDim).stashed)
+    kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(2));
   for (int i = 0; i < 4; ++i)
     kernel.setArgAttr(i, "llvm.noalias", UnitAttr::get(ctx));
   QuantizeBuilder(b, loc, spec).build(kernel);

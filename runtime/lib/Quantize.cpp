@@ -145,9 +145,13 @@ attnrt_status load(const char *ptx, const char *kernel, int headDim, int srcDtyp
     return failCuda(api, r, format("cuModuleLoadDataEx of '%s'", kernel).c_str(),
                     "the quantize kernel needs an sm_90 GPU (FP8)");
   r = api.moduleGetFunction(&k->function, k->module, kernel);
+  if (r == CUDA_SUCCESS)
+    r = api.funcSetAttribute(k->function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                             smemBytes);
   if (r != CUDA_SUCCESS) {
     api.moduleUnload(k->module);
-    return failCuda(api, r, "cuModuleGetFunction", "the PTX has no entry of that name");
+    return failCuda(api, r, "cuModuleGetFunction or cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
+                    "the PTX has no entry of that name, or the device refused its shared memory");
   }
   *out = k.release();
   return ATTNRT_OK;
