@@ -71,7 +71,9 @@ def correctness_cases(quick):
     cases = []
     masks = [(False, False, (-1, -1)), (True, False, (-1, -1)), (True, True, (-1, -1)),
              (False, True, (40, 0)), (False, False, (17, 9)), (False, True, (-1, 5))]
-    for d in (32, 64, 96, 128):
+    # d160 and d192: dkdv in one pass unmasked (sm_90a), two under a mask;
+    # d256: two passes always.
+    for d in (32, 64, 96, 128, 160, 192, 256):
         for causal, br, window in masks:
             nq, nk = rng.choice([(1, 1), (7, 300), (113, 77), (255, 256), (300, 130),
                                  (129, 511), (64, 64)])
@@ -154,7 +156,7 @@ def run_correctness(cases, results):
 def run_determinism(results, runs):
     failed = 0
     for d, causal, (h, hkv), n in ((64, True, (8, 1), 1000), (128, False, (8, 2), 777),
-                                   (128, True, (16, 16), 2048)):
+                                   (128, True, (16, 16), 2048), (256, True, (8, 2), 1500)):
         torch.manual_seed(d + n)
         q = torch.randn(2, n, h, d, device="cuda", dtype=torch.bfloat16)
         k = torch.randn(2, n + 3, hkv, d, device="cuda", dtype=torch.bfloat16)
@@ -240,7 +242,7 @@ def varlen_cases(quick):
     GQA, soft caps; each (lengths_q, lengths_k, fields)."""
     rng = random.Random(11)
     cases = []
-    for d in (32, 64, 96, 128):
+    for d in (32, 64, 96, 128, 192, 256):
         for causal, br, window, cap in ((False, False, (-1, -1), 0.0),
                                         (True, True, (-1, -1), 0.0),
                                         (True, False, (-1, -1), 30.0),
@@ -435,11 +437,14 @@ def run_memory(results):
               f"{peers}", flush=True)
 
 
-def run_bench(results, quick):
+def run_bench(results, quick, bench_dims=None):
     rows = []
-    shapes = [(64, 1024), (64, 4096), (128, 1024), (128, 4096), (128, 8192)]
+    shapes = [(64, 1024), (64, 4096), (128, 1024), (128, 4096), (128, 8192), (256, 1024),
+              (256, 8192)]
     if quick:
         shapes = [(64, 1024), (128, 1024), (128, 4096)]
+    if bench_dims:
+        shapes = [(d, n) for d, n in shapes if d in bench_dims]
     for d, n in shapes:
         for causal in (False, True):
             b, h = 16384 // n, 2048 // d
@@ -549,7 +554,10 @@ def main():
     parser.add_argument("--cases", type=int, default=0,
                         help="only the first N correctness cases (for compute-sanitizer)")
     parser.add_argument("--head-dims", default="",
-                        help="only the correctness cases of these head dims (comma-separated)")
+                        help="only the correctness (and varlen) cases of these head dims "
+                        "(comma-separated)")
+    parser.add_argument("--bench-dims", default="",
+                        help="only the speed rows of these head dims (comma-separated)")
     args = parser.parse_args()
     import attngen as module
     attngen = module
@@ -567,6 +575,9 @@ def main():
     if args.only in (None, "varlen"):
         rows = []
         cases = varlen_cases(args.quick)
+        if args.head_dims:
+            dims = {int(d) for d in args.head_dims.split(",")}
+            cases = [c for c in cases if c["d"] in dims]
         failed += run_varlen(cases[:args.cases] if args.cases else cases, rows)
         report["varlen"] = rows
     if args.only in (None, "determinism"):
@@ -594,7 +605,8 @@ def main():
     if args.only in (None, "bench") and not args.no_bench:
         harness.warm_up_gpu()
         rows = []
-        run_bench(rows, args.quick)
+        run_bench(rows, args.quick,
+                  {int(d) for d in args.bench_dims.split(",")} if args.bench_dims else None)
         report["bench"] = rows
         print()
         harness.print_table(

@@ -410,81 +410,128 @@ void BackwardProgramBuilder::buildDkdv(bool fused) {
     maskRight = b.getI64IntegerAttr(*left);
   bool masked = left || right;
 
+  // One pass of the loop over the (query head, query block) steps,
+  // accumulating dK and dV, or one of them. Its Q and dO fills are
+  // numbered from `fillBase` (none: from 0), so that a second pass's fills
+  // follow the first's: a pipe's stage and phase are the fill number's.
+  enum class Grads { kAndV, v, k };
+  auto buildPass = [&](Grads grads, Value fillBase,
+                       ValueRange inits) -> scf::ForOp {
+    bool wantK = grads != Grads::v, wantV = grads != Grads::k;
+    auto fillOf = [&](Location l, Value n) -> Value {
+      return fillBase ? arith::AddIOp::create(b, l, fillBase, n).getResult()
+                      : n;
+    };
+    return scf::ForOp::create(
+        b, loc, c0, trips, c1, inits,
+        [&](OpBuilder &lb, Location l, Value it, ValueRange iter) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
+          Value i = arith::AddIOp::create(
+              b, l, lo, arith::RemUIOp::create(b, l, it, span));
+          Value head = arith::AddIOp::create(
+              b, l, firstHead, arith::DivUIOp::create(b, l, it, span));
+          Value col = arith::MulIOp::create(b, l, i, blockN);
+          Value fill = fillOf(l, it);
+          // Q_i landed (everyone is done with dO_{i-1}): start dO_i.
+          WaitOp::create(b, l, qTile, fill);
+          CopyAsyncOp::create(b, l, op.getDout(), qBatch, col, head, doTile,
+                              fill);
+          Value lse = LoadColsOp::create(b, l, vector(bn, FragmentKind::col),
+                                         op.getLse(), qBatch, head, col);
+          Value delta;
+          if (wantK)
+            delta = LoadColsOp::create(b, l, vector(bn, FragmentKind::col),
+                                       op.getDelta(), qBatch, head, col);
+          Value st = MmaOp::create(b, l, acc(bm, bn), kTile, qTile, Value(),
+                                   /*transpose_b=*/true);
+          Value tanh;
+          Value pt = probs(l, st, lse, tanh, [&](Value scores) {
+            // Key rows [row, row + bm), query columns [col, col + bn): the
+            // query tail is masked by the length test (kv_len = Nq here).
+            return MaskOp::create(
+                b, l, scores.getType(), scores, row, col, nq,
+                op.isBottomRight() ? nk : Value(), UnitAttr(),
+                masked ? op.getCausalAlignAttr() : CausalAlignAttr(),
+                maskLeft, maskRight, /*head_pack=*/IntegerAttr());
+          }, [&](Value scores) {
+            return alibi(l, scores, gridBatch, head, row, col, offset);
+          });
+          SmallVector<Value> grads;
+          if (wantK) {
+            WaitOp::create(b, l, doTile, fill);
+            Value dpt = MmaOp::create(b, l, acc(bm, bn), vTile, doTile,
+                                      Value(), /*transpose_b=*/true);
+            Value dst = SoftmaxGradOp::create(b, l, pt.getType(), pt, dpt,
+                                              delta, tanh,
+                                              b.getF32FloatAttr(scale));
+            // The fused kernel keeps dS^T for its dQ GEMM, at the end of
+            // the iteration, when only dK and dV are live.
+            if (fused)
+              StoreSmemOp::create(b, l, dst, dsTile);
+            Value dsOperand = ConvertOp::create(b, l, operand(bm, bn), dst);
+            grads.push_back(MmaOp::create(b, l, acc(bm, outCols), dsOperand,
+                                          qTile, iter[0],
+                                          /*transpose_b=*/false));
+          }
+          // Everyone is done with Q_i: start Q_{i+1} under the dV GEMM.
+          BarrierOp::create(b, l, /*refill=*/true);
+          Value next = arith::AddIOp::create(b, l, it, c1);
+          Value hasNext = arith::CmpIOp::create(
+              b, l, arith::CmpIPredicate::ult, next, trips);
+          scf::IfOp::create(b, l, hasNext, [&](OpBuilder &ib, Location il) {
+            Value nextI = arith::AddIOp::create(
+                ib, il, lo, arith::RemUIOp::create(ib, il, next, span));
+            Value nextHead = arith::AddIOp::create(
+                ib, il, firstHead,
+                arith::DivUIOp::create(ib, il, next, span));
+            Value nextCol = arith::MulIOp::create(ib, il, nextI, blockN);
+            CopyAsyncOp::create(ib, il, op.getQ(), qBatch, nextCol, nextHead,
+                                qTile, fillOf(il, next));
+            scf::YieldOp::create(ib, il);
+          });
+          if (wantV) {
+            if (!wantK)
+              WaitOp::create(b, l, doTile, fill);
+            Value pOperand = ConvertOp::create(b, l, operand(bm, bn), pt);
+            grads.push_back(MmaOp::create(b, l, acc(bm, outCols), pOperand,
+                                          doTile, iter.back(),
+                                          /*transpose_b=*/false));
+          }
+          // dQ_i += dS_i K, added into the accumulator: S and dP are not
+          // computed again (the one-kernel backward's dQ drain).
+          if (fused)
+            AccumulateDqOp::create(b, l, kTile, dsTile, stageTile,
+                                   op.getDqAccum(), qBatch, col, head);
+          scf::YieldOp::create(b, l, grads);
+        });
+  };
+
+  // A packed batch's epilogue reads its key sequence again, after the loop.
+  auto outBatch = [&]() -> Value {
+    return op.isVarlen() ? keySequence(gridBatch).getSeq() : batch;
+  };
   Value zero = splat(acc(bm, outCols), 0.0f);
-  auto loop = scf::ForOp::create(
-      b, loc, c0, trips, c1, ValueRange{zero, zero},
-      [&](OpBuilder &lb, Location l, Value it, ValueRange iter) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
-        Value i = arith::AddIOp::create(
-            b, l, lo, arith::RemUIOp::create(b, l, it, span));
-        Value head = arith::AddIOp::create(
-            b, l, firstHead, arith::DivUIOp::create(b, l, it, span));
-        Value col = arith::MulIOp::create(b, l, i, blockN);
-        // Q_i landed (everyone is done with dO_{i-1}): start dO_i.
-        WaitOp::create(b, l, qTile, it);
-        CopyAsyncOp::create(b, l, op.getDout(), qBatch, col, head, doTile,
-                            it);
-        Value lse = LoadColsOp::create(b, l, vector(bn, FragmentKind::col),
-                                       op.getLse(), qBatch, head, col);
-        Value delta = LoadColsOp::create(b, l, vector(bn, FragmentKind::col),
-                                         op.getDelta(), qBatch, head, col);
-        Value st = MmaOp::create(b, l, acc(bm, bn), kTile, qTile, Value(),
-                                 /*transpose_b=*/true);
-        Value tanh;
-        Value pt = probs(l, st, lse, tanh, [&](Value scores) {
-          // Key rows [row, row + bm), query columns [col, col + bn): the
-          // query tail is masked by the length test (kv_len = Nq here).
-          return MaskOp::create(
-              b, l, scores.getType(), scores, row, col, nq,
-              op.isBottomRight() ? nk : Value(), UnitAttr(),
-              masked ? op.getCausalAlignAttr() : CausalAlignAttr(), maskLeft,
-              maskRight, /*head_pack=*/IntegerAttr());
-        }, [&](Value scores) {
-          return alibi(l, scores, gridBatch, head, row, col, offset);
-        });
-        WaitOp::create(b, l, doTile, it);
-        Value dpt = MmaOp::create(b, l, acc(bm, bn), vTile, doTile, Value(),
-                                  /*transpose_b=*/true);
-        Value dst = SoftmaxGradOp::create(b, l, pt.getType(), pt, dpt, delta,
-                                          tanh, b.getF32FloatAttr(scale));
-        // The fused kernel keeps dS^T for its dQ GEMM, at the end of the
-        // iteration, when only dK and dV are live.
-        if (fused)
-          StoreSmemOp::create(b, l, dst, dsTile);
-        Value dsOperand = ConvertOp::create(b, l, operand(bm, bn), dst);
-        Value dk = MmaOp::create(b, l, acc(bm, outCols), dsOperand, qTile,
-                                 iter[0], /*transpose_b=*/false);
-        // Everyone is done with Q_i: start Q_{i+1} under the dV GEMM.
-        BarrierOp::create(b, l, /*refill=*/true);
-        Value next = arith::AddIOp::create(b, l, it, c1);
-        Value hasNext = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
-                                              next, trips);
-        scf::IfOp::create(b, l, hasNext, [&](OpBuilder &ib, Location il) {
-          Value nextI = arith::AddIOp::create(
-              ib, il, lo, arith::RemUIOp::create(ib, il, next, span));
-          Value nextHead = arith::AddIOp::create(
-              ib, il, firstHead, arith::DivUIOp::create(ib, il, next, span));
-          Value nextCol = arith::MulIOp::create(ib, il, nextI, blockN);
-          CopyAsyncOp::create(ib, il, op.getQ(), qBatch, nextCol, nextHead,
-                              qTile, next);
-          scf::YieldOp::create(ib, il);
-        });
-        Value pOperand = ConvertOp::create(b, l, operand(bm, bn), pt);
-        Value dv = MmaOp::create(b, l, acc(bm, outCols), pOperand, doTile,
-                                 iter[1], /*transpose_b=*/false);
-        // dQ_i += dS_i K, added into the accumulator: S and dP are not
-        // computed again (the one-kernel backward's dQ drain).
-        if (fused)
-          AccumulateDqOp::create(b, l, kTile, dsTile, stageTile,
-                                 op.getDqAccum(), qBatch, col, head);
-        scf::YieldOp::create(b, l, ValueRange{dk, dv});
-      });
-  Value outBatch = op.isVarlen() ? keySequence(gridBatch).getSeq() : batch;
-  StoreOp::create(b, loc, loop.getResult(0), op.getDk(), outBatch, row,
-                  kvHead);
-  StoreOp::create(b, loc, loop.getResult(1), op.getDv(), outBatch, row,
-                  kvHead);
+  bool plain = !op.hasDiagonal() && !op.getSoftcapAttr() &&
+               !op.getAlibiSlopes() && !op.isVarlen();
+  if (fused || !dkdvTakesTwoPasses(target, op.getHeadDim(), plain)) {
+    scf::ForOp loop = buildPass(Grads::kAndV, Value(), {zero, zero});
+    Value seq = outBatch();
+    StoreOp::create(b, loc, loop.getResult(0), op.getDk(), seq, row, kvHead);
+    StoreOp::create(b, loc, loop.getResult(1), op.getDv(), seq, row, kvHead);
+  } else {
+    // Two passes over the query blocks (wide head dims): dV's, which needs
+    // neither V nor delta, then dK's, which computes S^T again. Each holds
+    // one f32 accumulator instead of two.
+    scf::ForOp vPass = buildPass(Grads::v, Value(), {zero});
+    StoreOp::create(b, loc, vPass.getResult(0), op.getDv(), outBatch(), row,
+                    kvHead);
+    CopyAsyncOp::create(b, loc, op.getQ(), qBatch, firstCol, firstHead, qTile,
+                        trips);
+    scf::ForOp kPass = buildPass(Grads::k, trips, {zero});
+    StoreOp::create(b, loc, kPass.getResult(0), op.getDk(), outBatch(), row,
+                    kvHead);
+  }
   op.erase();
 }
 

@@ -54,6 +54,16 @@ int64_t mlir::attn::outputAccumulatorCols(TargetKind target, int64_t headDim) {
   return target == TargetKind::sm_90a ? smemTileCols(headDim) : headDim;
 }
 
+bool mlir::attn::dkdvTakesTwoPasses(TargetKind target, int64_t headDim,
+                                     bool plain) {
+  // The widest one-pass kernels ptxas fits without spills at 32-query
+  // steps: sm_90a d192 (240 registers), sm_80 d160 (255); d128 on both
+  // with a mask or a soft cap.
+  if (!plain)
+    return headDim > 128;
+  return headDim > (target == TargetKind::sm_90a ? 192 : 160);
+}
+
 /// The tuned head dim whose tile shape serves `headDim`.
 static int64_t tunedHeadDim(int64_t headDim) {
   for (int64_t tuned : kTunedHeadDims)

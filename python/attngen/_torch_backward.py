@@ -42,8 +42,7 @@ def attention_backward(dout, q, k, v, out, lse, causal=False, scale=None, *,
     runs the one-kernel backward where it applies (sm_90a, head dims 64 and
     128; experimental), whose dq sums in an order that varies; deterministic=True (or
     torch.use_deterministic_algorithms(True)) gives bitwise-equal results
-    from run to run. alibi_slopes as the forward's. Head dims up to 128 for
-    now."""
+    from run to run. alibi_slopes as the forward's. Head dims up to 256."""
     require_torch("attention_backward")
     if not isinstance(deterministic, bool):
         raise TypeError("attngen.attention_backward: deterministic must be a bool")

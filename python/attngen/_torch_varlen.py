@@ -66,7 +66,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     op torch.ops.attngen.attention_varlen (torch.compile, CUDA graphs).
 
     Differentiable: gradients flow to q, k and v through
-    attention_varlen_backward's kernels (head dims up to 128;
+    attention_varlen_backward's kernels (head dims up to 256;
     deterministic)."""
     require_torch("attention_varlen")
     cu_q, cu_k, max_q, max_k = cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k
@@ -229,7 +229,7 @@ def attention_varlen_backward(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_
     return_lse=True) returns it); the other arguments are the forward's. As
     attention_backward: out and lse may come from elsewhere, dk and dv are
     summed per key/value head, and the result is deterministic. Head dims up
-    to 128."""
+    to 256."""
     require_torch("attention_varlen_backward")
     if not isinstance(deterministic, bool):
         raise TypeError("attngen.attention_varlen_backward: deterministic must be a bool")

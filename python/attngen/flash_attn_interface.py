@@ -25,7 +25,7 @@ flash_attn_varlen_func's backward included). return_attn_probs
 returns (out, softmax_lse, None): flash_attn's third output is only
 meaningful with dropout. flash_attn_func, flash_attn_varlen_func and their
 packed forms are differentiable (attngen.attention's and
-attention_varlen's backward, head dims up to 128); flash_attn_with_kvcache
+attention_varlen's backward, head dims up to 256); flash_attn_with_kvcache
 has no backward pass: .backward() through it raises NotImplementedError.
 
 Where flash_attn reads memory that attngen's kernels cannot address directly,

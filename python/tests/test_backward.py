@@ -69,8 +69,8 @@ class BackwardKernelTest(unittest.TestCase):
         self.assertEqual(attngen.compile(head_dim=64).metadata["backward"], "none")
 
     def test_refusals(self):
-        with self.assertRaisesRegex(attngen.InvalidInputError, "up to 128"):
-            attngen.compile(head_dim=256, backward="dq")
+        with self.assertRaisesRegex(attngen.InvalidInputError, "head dims 64 and 128"):
+            attngen.compile(head_dim=256, backward="fused")
         with self.assertRaisesRegex(attngen.InvalidInputError, "use 'dq' or 'dkdv'"):
             _spec.KernelSpec(backward="dx").struct("compile")
 

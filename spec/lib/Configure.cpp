@@ -48,11 +48,14 @@ KernelConfig mlir::attn::configure(const AttentionSpec &spec) {
     // Intra-warpgroup overlap (attn-backward-overlap: S and dP issued
     // together, every GEMM waited for late) where it measured faster:
     // dq's steps, and dkdv's when a mask gives the recompute work to hide;
-    // the fused kernel and unmasked dkdv lose a few percent (docs/PERF.md).
+    // the fused kernel and unmasked dkdv lose a few percent (docs/PERF.md);
+    // a two-pass dkdv's passes have one product each, nothing to overlap.
     // No pingpong.
     bool overlapPays = spec.backward == BackwardPart::dq ||
                        (spec.backward == BackwardPart::dkdv &&
-                        hasDiagonal(canonicalSpec(spec)));
+                        hasDiagonal(canonicalSpec(spec)) &&
+                        !dkdvTakesTwoPasses(spec.target, spec.headDim,
+                                            /*plain=*/false));
     s.intraWgOverlap = s.warpSpecialize && spec.intraWgOverlap && overlapPays;
     s.pingpong = false;
     s.tmaStore = false;
@@ -106,7 +109,9 @@ TileConfig mlir::attn::backwardTileConfig(const AttentionSpec &spec) {
   // The loop's step: the widest that ptxas fits without spills.
   // One warpgroup (sm_80, --no-warp-specialize): 64, and dkdv above d64 32
   // queries, so that its S^T, P^T and dP^T tiles leave room for the two
-  // accumulators. Two warpgroups (240 registers each): dq 128 keys; dkdv
+  // accumulators (above d160, or d128 with more live, it takes two passes,
+  // dkdvTakesTwoPasses); dq above d128 under a mask, a soft cap, ALiBi or
+  // a packed batch 32 keys. Two warpgroups (240 registers each): dq 128 keys; dkdv
   // 128 queries to d64 and 64 above, but narrower where more is live per
   // score: 64 to d64 under a mask, a soft cap, ALiBi or a packed batch's
   // sequence bounds, and 32 above d64 under a soft cap, or a mask in a
@@ -121,7 +126,14 @@ TileConfig mlir::attn::backwardTileConfig(const AttentionSpec &spec) {
   // The fused kernel's dQ block adds 32 registers: 64 queries at d64
   // (128 spilled 116 bytes).
   bool fused = spec.backward == BackwardPart::fused;
-  int64_t step = !twoWarpgroups ? (dkdv && spec.headDim > 64 ? 32 : 64)
+  // Above d128 two warpgroups step 32 rows: the resident tiles (Q and dO,
+  // or K and V: 128 rows) and two stages of the streamed pair fill the 227
+  // KB of shared memory at 64.
+  int64_t step = !twoWarpgroups
+                     ? (dkdv && spec.headDim > 64                ? 32
+                        : !dkdv && spec.headDim > 128 && !plain ? 32
+                                                                 : 64)
+                 : spec.headDim > 128 ? 32
                  : !dkdv        ? 128
                  : spec.headDim > 64 ? (tight ? 32 : 64)
                  : plain && !fused   ? 128

@@ -86,9 +86,6 @@ llvm::Error mlir::attn::checkTmaStoreFits(const TileConfig &config,
   return llvm::Error::success();
 }
 
-/// The largest head dim with a backward kernel (Configure.cpp's tiles).
-static constexpr int64_t kMaxBackwardHeadDim = 128;
-
 llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
   // The problem's checks, then each other field's own, in table order. A
   // request follows flash_attn: causal forces the window's right side to 0
@@ -152,11 +149,6 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
     if (decoding)
       return specError("--backward is for dense attention: a KV-cache or "
                        "split-KV kernel has no backward kernel");
-    if (spec.headDim > kMaxBackwardHeadDim)
-      return specError(fmt::format(
-          "--backward supports head dims up to {} for now (its dK and dV "
-          "accumulators must fit one warpgroup's registers); got {}",
-          kMaxBackwardHeadDim, spec.headDim));
     if (tmaStoreAsked || spec.persistent.value_or(false))
       return specError("--tma-store and --persistent are forward schedules; "
                        "leave them out of a --backward kernel");
@@ -174,7 +166,7 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
         return specError(std::string("--backward=fused does not support "
                                      "variable-length batches yet") +
                          instead);
-      if (spec.headDim % 64 != 0)
+      if (spec.headDim != 64 && spec.headDim != 128)
         return specError(fmt::format("--backward=fused supports head dims "
                                      "64 and 128; got {}{}",
                                      spec.headDim, instead));

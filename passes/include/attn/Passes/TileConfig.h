@@ -65,6 +65,13 @@ int64_t kernelTileSwizzle(int64_t headDim, int64_t headDimV = 0);
 /// N-major V in whole swizzle panels); the store writes D of them.
 int64_t outputAccumulatorCols(TargetKind target, int64_t headDim);
 
+/// Whether the backward's dkdv kernel runs its query loop twice, dV's
+/// GEMMs in the first pass and dK's in the second: above the head dim where
+/// both f32 accumulators (D registers a thread together) and the step's
+/// S^T and dP^T tiles no longer fit one warpgroup's registers. `plain`: no
+/// mask, soft cap, ALiBi or packed batch, each of which keeps more live.
+bool dkdvTakesTwoPasses(TargetKind target, int64_t headDim, bool plain);
+
 /// The default configuration for a head dimension, mask and target, and
 /// whether the kernel will be warp-specialized (sm_90a). `causal` is true
 /// for every mask around a diagonal (causal or a sliding window): both keep
