@@ -65,6 +65,16 @@ class BackwardKernelTest(unittest.TestCase):
             with self.assertRaisesRegex(attngen.InvalidInputError, needle):
                 attngen.compile(backward="fused", **fields)
 
+    def test_fits_smaller_shared_memory(self):
+        # An sm_80 kernel on a 99 KB GPU (RTX 4090): the JIT passes max_smem.
+        k = attngen.compile(arch="sm_80", head_dim=256, backward="dq", max_smem=101376)
+        self.assertEqual(k.metadata["block_n"], 32)
+        self.assertLessEqual(k.metadata["smem_bytes"], 101376)
+        with self.assertRaisesRegex(attngen.InvalidInputError,
+                                    "more than max_smem=101376; use a smaller block-n"):
+            attngen.compile(arch="sm_80", head_dim=256, backward="dq", max_smem=101376,
+                            block_n=64)
+
     def test_forward_kernels_say_none(self):
         self.assertEqual(attngen.compile(head_dim=64).metadata["backward"], "none")
 

@@ -43,8 +43,6 @@ KernelConfig mlir::attn::configure(const AttentionSpec &spec) {
                        spec.backward == BackwardPart::post;
     s.warpSpecialize = spec.target == TargetKind::sm_90a &&
                        spec.warpSpecialize && !elementwise;
-    if (s.warpSpecialize && spec.stages == 0)
-      config.tiling.stages = 2;
     // Intra-warpgroup overlap (attn-backward-overlap: S and dP issued
     // together, every GEMM waited for late) where it measured faster:
     // dq's steps, and dkdv's when a mask gives the recompute work to hide;
@@ -143,9 +141,34 @@ TileConfig mlir::attn::backwardTileConfig(const AttentionSpec &spec) {
                : spec.blockM > 0     ? spec.blockM / 16
                : twoWarpgroups       ? 8
                                      : 4;
-  t.stages = spec.stages > 0 ? spec.stages : 1;
+  // Warp-specialized kernels stream through two-stage pipes; the others
+  // are single-buffered.
+  t.stages = spec.stages > 0 ? spec.stages : twoWarpgroups ? 2 : 1;
   t.peelMaskedBlocks = true;
+  // A GPU with less shared memory per block than its target (an sm_80
+  // kernel on an sm_86/sm_89 GPU, or --max-smem): a step left to the
+  // default narrows until the tiles fit.
+  bool copies = spec.backward == BackwardPart::dq ||
+                spec.backward == BackwardPart::dkdv;
+  if (copies && spec.maxSmem > 0 && spec.blockN == 0)
+    while (t.blockN > 16 && backwardSharedMemoryBytes(spec, t) > spec.maxSmem)
+      t.blockN /= 2;
   return t;
+}
+
+int64_t mlir::attn::backwardSharedMemoryBytes(const AttentionSpec &spec,
+                                              const TileConfig &config) {
+  int64_t rowBytes = smemTileCols(spec.headDim) * elementBytesOf(spec.dtype);
+  // sm_90a's warp-specialized tiles are mbarrier pipes (the resident pair
+  // one stage each); single-buffered tiles have no barrier of their own.
+  bool pipes = spec.target == TargetKind::sm_90a && spec.warpSpecialize;
+  int64_t resident = pipes ? 1 : 0, streamed = pipes ? config.stages : 0;
+  SmallVector<SmemAllocation> allocations = {
+      {config.blockM * rowBytes, resident},
+      {config.blockM * rowBytes, resident},
+      {config.blockN * rowBytes, streamed},
+      {config.blockN * rowBytes, streamed}};
+  return sharedMemoryLayoutBytes(allocations);
 }
 
 AttentionSpec mlir::attn::specOfProblem(TargetKind target,

@@ -171,8 +171,19 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
                                      "64 and 128; got {}{}",
                                      spec.headDim, instead));
     }
-    return checkTileConfig(backwardTileConfig(spec), spec.target,
-                           spec.headDim);
+    TileConfig config = backwardTileConfig(spec);
+    if (llvm::Error error =
+            checkTileConfig(config, spec.target, spec.headDim))
+      return error;
+    int64_t bytes = backwardSharedMemoryBytes(spec, config);
+    bool copies = spec.backward == BackwardPart::dq ||
+                  spec.backward == BackwardPart::dkdv;
+    if (copies && spec.maxSmem > 0 && bytes > spec.maxSmem)
+      return specError(fmt::format(
+          "the backward's tiles need {} bytes of shared memory, more than "
+          "--max-smem={}; use a smaller block-n (or block-m)",
+          bytes, spec.maxSmem));
+    return llvm::Error::success();
   }
   // Decoding kernels have tiles of their own (KvCacheSpec.cpp).
   if (decoding)

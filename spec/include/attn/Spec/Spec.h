@@ -91,6 +91,12 @@ inline bool usesFa3Schedule(const AttentionSpec &spec) {
 /// its loop's blocks: the other side), with the spec's overrides.
 TileConfig backwardTileConfig(const AttentionSpec &spec);
 
+/// Dynamic shared memory (bytes) of a dq or dkdv kernel with tiles
+/// `config`: its resident pair (Q and dO, or K and V: block_m rows) and the
+/// streamed pair (block_n rows, `stages` deep on sm_90a, one on sm_80).
+int64_t backwardSharedMemoryBytes(const AttentionSpec &spec,
+                                  const TileConfig &config);
+
 /// Whether a spec's soft cap is one attn-bounded-softmax fixes (a cap of at
 /// most 50 on bf16; BoundedSoftmax.h says why). Its tiles follow it either
 /// way; with the pass switched off the kernel is named _runmax.
