@@ -94,6 +94,16 @@ def correctness_cases(quick):
         cases.append(dict(d=d, nq=rng.choice([113, 300, 7]), nk=rng.choice([77, 511, 300]),
                           h=8, hkv=2, b=2, causal=causal, bottom_right=br, window=window,
                           softcap=cap, dtype="bf16", alibi=True))
+    # A value head dim of its own (DeepSeek's 192/128): v, out, dout and dv
+    # are Dv wide.
+    for d, dv, causal, br, window, cap in ((192, 128, True, True, (-1, -1), 0.0),
+                                           (192, 128, False, False, (-1, -1), 0.0),
+                                           (128, 64, False, True, (40, 0), 30.0),
+                                           (64, 128, True, False, (-1, -1), 0.0)):
+        cases.append(dict(d=d, dv=dv, nq=rng.choice([113, 300, 7]),
+                          nk=rng.choice([77, 511, 300]), h=8, hkv=2, b=2, causal=causal,
+                          bottom_right=br, window=window, softcap=cap, dtype="bf16",
+                          alibi=False))
     if quick:
         cases = cases[::2]
     # The deterministic pair where the one-kernel backward is the default
@@ -108,8 +118,8 @@ def run_correctness(cases, results):
         torch.manual_seed(len(results))
         q = torch.randn(c["b"], c["nq"], c["h"], c["d"], device="cuda", dtype=dtype)
         k = torch.randn(c["b"], c["nk"], c["hkv"], c["d"], device="cuda", dtype=dtype)
-        v = torch.randn(c["b"], c["nk"], c["hkv"], c["d"], device="cuda", dtype=dtype)
-        dout = torch.randn_like(q)
+        v = torch.randn(c["b"], c["nk"], c["hkv"], c.get("dv", c["d"]), device="cuda",
+                        dtype=dtype)
         scale = 1.0 / math.sqrt(c["d"])
         align = "bottom-right" if c["bottom_right"] else "top-left"
         window = c["window"]
@@ -119,6 +129,7 @@ def run_correctness(cases, results):
         out, lse = attngen.attention(q, k, v, causal=causal, return_lse=True,
                                      causal_align=align, softcap=c["softcap"],
                                      window_size=window, alibi_slopes=slopes)
+        dout = torch.randn_like(out)
         specs = [(q.shape, dtype), (k.shape, dtype), (v.shape, dtype)]
         addresses = harness.poison_next_allocations(specs)
         dq, dk, dv = attngen.attention_backward(dout, q, k, v, out, lse, causal=causal,
@@ -146,7 +157,7 @@ def run_correctness(cases, results):
         row["ok"] = ok
         results.append(row)
         status = "ok  " if ok else "FAIL"
-        print(f"{status} d{c['d']} {c['dtype']} {c['nq']}x{c['nk']} h{c['h']}/{c['hkv']} "
+        print(f"{status} d{c['d']}{'v' + str(c['dv']) if 'dv' in c else ''} {c['dtype']} {c['nq']}x{c['nk']} h{c['h']}/{c['hkv']} "
               f"causal={causal} br={c['bottom_right']} win={window} cap={c['softcap']}"
               f"{' alibi' if c.get('alibi') else ''}{' det' if c.get('det') else ''}: "
               + " ".join(f"{n}={row[n + '_err']:.2e}({row[n + '_ratio']:.2f}x)"

@@ -17,6 +17,11 @@ int64_t AttentionBackwardOp::getHeadDim() {
   return q.getDimSize(q.getRank() - 1);
 }
 
+int64_t AttentionBackwardOp::getHeadDimV() {
+  auto v = cast<MemRefType>(getV().getType());
+  return v.getDimSize(v.getRank() - 1);
+}
+
 Type AttentionBackwardOp::getElementType() {
   return cast<MemRefType>(getQ().getType()).getElementType();
 }
@@ -25,6 +30,8 @@ AttentionProblem AttentionBackwardOp::problem() {
   AttentionProblem problem;
   problem.dtype = getElementType().isBF16() ? DType::bf16 : DType::f16;
   problem.headDim = getHeadDim();
+  if (getHeadDimV() != getHeadDim())
+    problem.headDimV = getHeadDimV();
   // The LSE is an input here: the forward's output, which the backward
   // always reads.
   problem.withLse = true;
@@ -81,15 +88,19 @@ LogicalResult AttentionBackwardOp::verify() {
   if (packed &&
       failed(verifyCuSeqlens(*this, getCuSeqlensQ(), getCuSeqlensK())))
     return failure();
+  // q, k, dq and dk have the head dim; v, o, dout and dv the value head dim
+  // (DeepSeek's 192/128), the same unless the problem says otherwise.
   std::pair<Value, StringRef> tensors[] = {
-      {getQ(), "q"},   {getK(), "k"},   {getV(), "v"},
-      {getO(), "o"},   {getDout(), "dout"}, {getDq(), "dq"},
-      {getDk(), "dk"}, {getDv(), "dv"}};
+      {getQ(), "q"},   {getK(), "k"},   {getDq(), "dq"},
+      {getDk(), "dk"}, {getV(), "v"},   {getO(), "o"},
+      {getDout(), "dout"}, {getDv(), "dv"}};
   for (auto [value, name] : tensors)
     if (failed(verifyDataMemRef(*this, value.getType(), name, packed)))
       return failure();
-  if (failed(verifyDataOperands(*this, tensors, getElementType(),
-                                getHeadDim())))
+  if (failed(verifyDataOperands(*this, ArrayRef(tensors).take_front(4),
+                                getElementType(), getHeadDim())) ||
+      failed(verifyDataOperands(*this, ArrayRef(tensors).drop_front(4),
+                                getElementType(), getHeadDimV(), "v")))
     return failure();
   if (failed(verifyRowsMemRef(*this, getLse(), "lse", packed)) ||
       failed(verifyRowsMemRef(*this, getDelta(), "delta", packed)))

@@ -124,17 +124,26 @@ llvm::Error mlir::attn::verifyProblem(const AttentionProblem &problem) {
     return problemError("block_scales are the descales of FP8 block "
                         "quantization: use them with dtype e4m3");
 
-  // A value head dim of its own: the dense and varlen forward kernels.
+  // A value head dim of its own: the dense and varlen forward kernels and
+  // the deterministic backward pair.
   if (problem.headDimV != 0 && problem.headDimV != problem.headDim) {
-    const char *kind = problem.kvCache                          ? "KV-cache"
-                       : problem.combine                        ? "combine"
-                       : problem.backward != BackwardPart::none ? "backward"
-                                                                : nullptr;
+    bool pair = problem.backward == BackwardPart::none ||
+                problem.backward == BackwardPart::dq ||
+                problem.backward == BackwardPart::dkdv;
+    if (!pair)
+      return problemError(fmt::format(
+          "head_dim_v = {} (Q and K have {}) is not supported by the "
+          "one-kernel backward (pre, fused, post); use the deterministic "
+          "pair, backward dq and dkdv",
+          problem.headDimV, problem.headDim));
+    const char *kind = problem.kvCache ? "KV-cache"
+                       : problem.combine ? "combine"
+                                         : nullptr;
     if (kind)
       return problemError(fmt::format(
           "head_dim_v = {} (Q and K have {}) is "
-          "supported by the forward kernels (dense and varlen), not yet by "
-          "the {} kernels; {}",
+          "supported by the forward kernels (dense and varlen) and the "
+          "backward pair, not yet by the {} kernels; {}",
           problem.headDimV, problem.headDim, kind,
           problem.headDimV < problem.headDim
               ? fmt::format("pad V with zero columns to {} and drop O's "

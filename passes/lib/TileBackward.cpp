@@ -46,7 +46,9 @@ class BackwardProgramBuilder : TileBuilder {
 public:
   BackwardProgramBuilder(AttentionBackwardOp op, const TileConfig &config,
                          TargetKind target)
-      : TileBuilder(op, config, target, op.getHeadDim(), op.getElementType()),
+      : TileBuilder(op, config, target, op.getHeadDim(), op.getElementType(),
+                    op.getHeadDimV() == op.getHeadDim() ? 0
+                                                        : op.getHeadDimV()),
         op(op) {}
 
   void buildDq();
@@ -181,10 +183,12 @@ void BackwardProgramBuilder::buildDq() {
   Value kvHead = arith::DivUIOp::create(b, loc, head, group);
   Value row = arith::MulIOp::create(b, loc, qBlock, blockM);
 
+  // Q and K have the head dim, dO and V the value head dim.
+  const int64_t dv = op.getHeadDimV();
   Value qTile = AllocSmemOp::create(b, loc, smemType(bm));
-  Value doTile = AllocSmemOp::create(b, loc, smemType(bm));
+  Value doTile = AllocSmemOp::create(b, loc, smemType(bm, dv));
   Value kTile = AllocSmemOp::create(b, loc, smemType(bn));
-  Value vTile = AllocSmemOp::create(b, loc, smemType(bn));
+  Value vTile = AllocSmemOp::create(b, loc, smemType(bn, dv));
   exitPastEnd(row, nq);
   Value offset = alibiOffset(nq, nk);
   Value numBlocks = arith::CeilDivUIOp::create(b, loc, nk, blockN);
@@ -199,9 +203,9 @@ void BackwardProgramBuilder::buildDq() {
   // delta = rowsum(dO * O), from global memory while the copies land; the
   // dkdv kernel reads it back per column.
   RegTileType rows = vector(bm, FragmentKind::row);
-  Value o = LoadOp::create(b, loc, acc(bm, op.getHeadDim()), op.getO(), batch,
+  Value o = LoadOp::create(b, loc, acc(bm, dv), op.getO(), batch,
                            row, head, IntegerAttr());
-  Value dout = LoadOp::create(b, loc, acc(bm, op.getHeadDim()), op.getDout(),
+  Value dout = LoadOp::create(b, loc, acc(bm, dv), op.getDout(),
                               batch, row, head, IntegerAttr());
   Value delta = RowDotOp::create(b, loc, rows, dout, o);
   StoreRowsOp::create(b, loc, delta, op.getDelta(), batch, head, row);
@@ -302,7 +306,10 @@ void BackwardProgramBuilder::buildPost() {
 void BackwardProgramBuilder::buildDkdv(bool fused) {
   scales();
   const int64_t bm = config.blockM, bn = config.blockN;
+  // dK's accumulator has the head dim's columns, dV's the value head dim's.
   const int64_t outCols = outputAccumulatorCols(target, op.getHeadDim());
+  const int64_t dv = op.getHeadDimV();
+  const int64_t outColsV = outputAccumulatorCols(target, dv);
   Value c0 = index(0), c1 = index(1);
   Value blockN = index(bn);
   Value kBlock = ProgramIdOp::create(b, loc, b.getIndexType(), 0);
@@ -367,9 +374,9 @@ void BackwardProgramBuilder::buildDkdv(bool fused) {
   Value trips = arith::MulIOp::create(b, loc, span, group);
 
   Value kTile = AllocSmemOp::create(b, loc, smemType(bm));
-  Value vTile = AllocSmemOp::create(b, loc, smemType(bm));
+  Value vTile = AllocSmemOp::create(b, loc, smemType(bm, dv));
   Value qTile = AllocSmemOp::create(b, loc, smemType(bn));
-  Value doTile = AllocSmemOp::create(b, loc, smemType(bn));
+  Value doTile = AllocSmemOp::create(b, loc, smemType(bn, dv));
   // The fused kernel's dS^T [keys x queries], the B of its dQ GEMM, and
   // the f32 tile its warpgroups stage their dQ blocks in: each multiplies
   // 64 head-dim rows by `width` queries over all the keys (d128: one
@@ -494,7 +501,7 @@ void BackwardProgramBuilder::buildDkdv(bool fused) {
             if (!wantK)
               WaitOp::create(b, l, doTile, fill);
             Value pOperand = ConvertOp::create(b, l, operand(bm, bn), pt);
-            grads.push_back(MmaOp::create(b, l, acc(bm, outCols), pOperand,
+            grads.push_back(MmaOp::create(b, l, acc(bm, outColsV), pOperand,
                                           doTile, iter.back(),
                                           /*transpose_b=*/false));
           }
@@ -512,10 +519,13 @@ void BackwardProgramBuilder::buildDkdv(bool fused) {
     return op.isVarlen() ? keySequence(gridBatch).getSeq() : batch;
   };
   Value zero = splat(acc(bm, outCols), 0.0f);
+  Value zeroV = outColsV == outCols ? zero : splat(acc(bm, outColsV), 0.0f);
   bool plain = !op.hasDiagonal() && !op.getSoftcapAttr() &&
                !op.getAlibiSlopes() && !op.isVarlen();
-  if (fused || !dkdvTakesTwoPasses(target, op.getHeadDim(), plain)) {
-    scf::ForOp loop = buildPass(Grads::kAndV, Value(), {zero, zero});
+  // dK and dV take (D + Dv) / 2 registers a thread together.
+  int64_t accumulatorCols = (op.getHeadDim() + dv + 1) / 2;
+  if (fused || !dkdvTakesTwoPasses(target, accumulatorCols, plain)) {
+    scf::ForOp loop = buildPass(Grads::kAndV, Value(), {zero, zeroV});
     Value seq = outBatch();
     StoreOp::create(b, loc, loop.getResult(0), op.getDk(), seq, row, kvHead);
     StoreOp::create(b, loc, loop.getResult(1), op.getDv(), seq, row, kvHead);
@@ -523,7 +533,7 @@ void BackwardProgramBuilder::buildDkdv(bool fused) {
     // Two passes over the query blocks (wide head dims): dV's, which needs
     // neither V nor delta, then dK's, which computes S^T again. Each holds
     // one f32 accumulator instead of two.
-    scf::ForOp vPass = buildPass(Grads::v, Value(), {zero});
+    scf::ForOp vPass = buildPass(Grads::v, Value(), {zeroV});
     StoreOp::create(b, loc, vPass.getResult(0), op.getDv(), outBatch(), row,
                     kvHead);
     CopyAsyncOp::create(b, loc, op.getQ(), qBatch, firstCol, firstHead, qTile,

@@ -19,10 +19,10 @@ from typing import Optional
 from ._capi import lib
 from ._errors import check_status, invalid_argument
 from ._torch_checks import (TensorLayout, call_options, check_devices, check_qkv,
-                            check_tensors, refuse_value_head_dim, require_torch, torch)
+                            check_tensors, require_torch, torch)
 from ._jit import device_arch
 from ._torch_launch import (_strides_4d, check_alibi_slopes, current_stream, forward_args,
-                            kernel_for, set_alibi_args)
+                            head_dim_v_of, kernel_for, set_alibi_args)
 
 _LAYOUT = TensorLayout(function="attention_backward", names=("q", "k", "v"), rank=4,
                        dims=" (batch, seqlen, heads, head_dim)", rank_hint="",
@@ -59,14 +59,15 @@ def _check_arguments(dout, q, k, v, out, lse, causal, scale, causal_align, softc
     check_tensors(_LAYOUT, q, k, v)
     options = call_options("attention_backward", causal, scale, causal_align, softcap,
                            window_size)
-    refuse_value_head_dim("attention_backward", q, v)
-    check_qkv(_LAYOUT, q, k, v)
+    check_qkv(_LAYOUT, q, k, v, value_head_dim=True)
+    # out and dout have v's head dim (DeepSeek's 192/128: q and k 192, v 128).
+    out_shape = (*q.shape[:-1], v.shape[-1])
     for name, t in (("dout", dout), ("out", out)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"attngen.attention_backward: {name} must be a torch.Tensor")
-        if tuple(t.shape) != tuple(q.shape) or t.dtype != q.dtype:
-            raise invalid_argument(f"{name} must have q's shape {tuple(q.shape)} and dtype "
-                                   f"{q.dtype}; got {tuple(t.shape)} {t.dtype}")
+        if tuple(t.shape) != out_shape or t.dtype != q.dtype:
+            raise invalid_argument(f"{name} must have the forward output's shape {out_shape} "
+                                   f"and q's dtype {q.dtype}; got {tuple(t.shape)} {t.dtype}")
         if t.stride()[-1] != 1 or any(s % 8 for s in t.stride()[:-1]):
             raise invalid_argument(f"{name} has strides {tuple(t.stride())}: its last "
                                    "dimension must be contiguous and the others multiples of "
@@ -121,8 +122,10 @@ def _backward(dout, q, k, v, out, lse, causal, scale, causal_align, softcap, win
     lse = lse.contiguous()
     delta = torch.empty_like(lse)
     fields = dict(causal=causal, causal_align=causal_align, softcap=softcap,
-                  window_size=(window_left, window_right), alibi=alibi_slopes is not None)
-    fused = _runs_fused(q, deterministic)
+                  window_size=(window_left, window_right), alibi=alibi_slopes is not None,
+                  head_dim_v=head_dim_v_of(q, v))
+    # The one-kernel backward has one head dim.
+    fused = _runs_fused(q, deterministic) and fields["head_dim_v"] == 0
     if fused:
         kernels = [kernel_for(q, scale, backward=part, **fields)
                    for part in ("pre", "fused", "post")]
@@ -183,7 +186,6 @@ def register_attention_autograd(op):
 
     def backward(ctx, grad_out, grad_lse):
         q, k, v, out, lse = ctx.saved_tensors
-        refuse_value_head_dim("attention", q, v)
         if lse.numel() == 0 and q.numel() > 0:
             raise RuntimeError("attngen.attention's autograd needs the forward's lse: call "
                                "the op with return_lse=True (attngen.attention does)")

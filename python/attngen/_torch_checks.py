@@ -126,21 +126,6 @@ def check_qkv(layout, q, k, v, value_head_dim=False):
     _check_strides(layout, named)
 
 
-def refuse_value_head_dim(function, q, v):
-    """The backward kernels have one head dim: v with a head dim of its own
-    (head_dim_v) gets a NotImplementedError that says how to pad instead."""
-    head_dim, head_dim_v = q.shape[-1], v.shape[-1]
-    if head_dim_v == head_dim:
-        return
-    pad = (f"pad v with zero columns to {head_dim} and slice out[..., :{head_dim_v}] "
-           if head_dim_v < head_dim else
-           f"pad q and k with zero columns to {head_dim_v}, keep scale={head_dim ** -0.5:.6g}, ")
-    raise NotImplementedError(
-        f"attngen.{function}: the backward pass does not support a value head dim of its "
-        f"own yet (q and k have {head_dim}, v has {head_dim_v}); {pad}(the gradients are "
-        "then exact), or run the forward without autograd")
-
-
 def _check_dtypes(named):
     """Every tensor is float16 or bfloat16, and all share q's (the first's)."""
     q_dtype = named[0][1].dtype

@@ -14,7 +14,7 @@ from . import _capi
 from ._capi import lib
 from ._errors import invalid_argument
 from ._torch_checks import (TensorLayout, call_options, check_devices, check_int32,
-                            check_is_tensor, check_qkv, check_tensors, refuse_value_head_dim,
+                            check_is_tensor, check_qkv, check_tensors,
                             require_torch, torch)
 from ._torch_launch import (_strides_4d, check_alibi_slopes, current_stream, forward_args,
                             head_dim_v_of, kernel_for, launch, outputs_like, set_alibi_args,
@@ -96,15 +96,13 @@ def _check_arguments(q, k, v, cu_q, cu_k, max_q, max_k, causal, window_size, sof
     check_tensors(_LAYOUT, q, k, v)
     options = call_options("attention_varlen", causal, scale, causal_align, softcap,
                            window_size, return_lse=return_lse, check_seqlens=check_seqlens)
-    if gradients is not None:
-        refuse_value_head_dim("attention_varlen_backward", q, v)
     check_qkv(_LAYOUT, q, k, v, value_head_dim=True)
     _check_cu_seqlens(cu_q, cu_k)
     for name, value in (("max_seqlen_q", max_q), ("max_seqlen_k", max_k)):
         _check_max_seqlen(name, value)
     named = list(zip(_LAYOUT.names + ("cu_seqlens_q", "cu_seqlens_k"), (q, k, v, cu_q, cu_k)))
     if gradients is not None:
-        _check_gradient_inputs(*gradients, q)
+        _check_gradient_inputs(*gradients, q, v)
         named += list(zip(("dout", "out", "lse"), gradients))
     check_alibi_slopes("attention_varlen", alibi_slopes, q, cu_q.numel() - 1, q.shape[1])
     if alibi_slopes is not None:
@@ -243,12 +241,14 @@ def attention_varlen_backward(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_
         alibi_slopes))
 
 
-def _check_gradient_inputs(dout, out, lse, q):
+def _check_gradient_inputs(dout, out, lse, q, v):
+    # out and dout have v's head dim (a value head dim of its own).
+    out_shape = (*q.shape[:-1], v.shape[-1])
     for name, t in (("dout", dout), ("out", out)):
         check_is_tensor("attention_varlen_backward", name, t)
-        if tuple(t.shape) != tuple(q.shape) or t.dtype != q.dtype:
-            raise invalid_argument(f"{name} must have q's shape {tuple(q.shape)} and dtype "
-                                   f"{q.dtype}; got {tuple(t.shape)} {t.dtype}")
+        if tuple(t.shape) != out_shape or t.dtype != q.dtype:
+            raise invalid_argument(f"{name} must have the forward output's shape {out_shape} "
+                                   f"and q's dtype {q.dtype}; got {tuple(t.shape)} {t.dtype}")
         if t.stride()[-1] != 1 or any(s % 8 for s in t.stride()[:-1]):
             raise invalid_argument(f"{name} has strides {tuple(t.stride())}: its last "
                                    "dimension must be contiguous and the others multiples of "
@@ -274,7 +274,7 @@ def _backward(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, causal, scale, 
     delta = torch.empty_like(lse)
     fields = dict(causal=causal, causal_align=causal_align, softcap=softcap,
                   window_size=(window_left, window_right), varlen=True,
-                  alibi=alibi_slopes is not None)
+                  alibi=alibi_slopes is not None, head_dim_v=head_dim_v_of(q, v))
     dq_kernel = kernel_for(q, scale, backward="dq", **fields)
     dkdv_kernel = kernel_for(q, scale, backward="dkdv", **fields)
     args = forward_args(q, k, v, out, lse, batch, total_k)
@@ -325,7 +325,6 @@ if torch is not None:
 
     def _autograd_backward(ctx, grad_out, grad_lse):
         q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
-        refuse_value_head_dim("attention_varlen", q, v)
         if lse.numel() == 0 and q.numel() > 0:
             raise RuntimeError("attngen.attention_varlen's autograd needs the forward's lse: "
                                "call the op with return_lse=True (attention_varlen does)")

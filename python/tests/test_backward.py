@@ -105,8 +105,8 @@ class BackwardArgumentTest(unittest.TestCase):
 
     def test_shapes_and_dtypes(self):
         q, k, v, out, dout, lse = self.tensors()
-        self.assertInvalid("dout must have q's shape", dout=dout[:, :30])
-        self.assertInvalid("out must have q's shape", out=out.half())
+        self.assertInvalid("dout must have the forward output's shape", dout=dout[:, :30])
+        self.assertInvalid("out must have the forward output's shape", out=out.half())
         self.assertInvalid("lse must be the forward's log-sum-exp", lse=lse[:, :2])
         self.assertInvalid("lse must be the forward's log-sum-exp", lse=lse.double())
         self.assertInvalid("multiples of 8", dout=torch.randn(2, 40, 4, 68,
@@ -145,7 +145,7 @@ class VarlenBackwardArgumentTest(unittest.TestCase):
         self.assertIn(needle, str(caught.exception))
 
     def test_shapes_and_dtypes(self):
-        self.assertInvalid("dout must have q's shape",
+        self.assertInvalid("dout must have the forward output's shape",
                            dout=torch.randn(60, 4, 64, dtype=torch.bfloat16))
         self.assertInvalid("lse must be the forward's log-sum-exp (heads, total_q)"
                            .replace(" (heads, total_q)", ""), lse=torch.randn(2, 4, 35))

@@ -293,6 +293,11 @@ class CompileTest(unittest.TestCase):
                 self.assertIn("_d192v128_causal", k.kernel_name)
                 k = attngen.compile(arch=arch, head_dim=64, head_dim_v=128, varlen=True)
                 self.assertIn("_d64v128_varlen", k.kernel_name)
+        # The deterministic backward pair takes it too.
+        for part in ("dq", "dkdv"):
+            k = attngen.compile(head_dim=192, head_dim_v=128, backward=part)
+            self.assertIn(f"attn_bwd_{part}_sm90a_bf16_d192v128", k.kernel_name)
+            self.assertEqual(k.metadata["head_dim_v"], 128)
         same = attngen.compile(head_dim=128, head_dim_v=128)
         self.assertEqual(same.ptx, attngen.compile(head_dim=128).ptx)
         self.assertEqual(same.metadata["head_dim_v"], 0)
@@ -300,8 +305,9 @@ class CompileTest(unittest.TestCase):
                 (dict(head_dim_v=100), "value head dimension 100 is not supported"),
                 (dict(head_dim=192, head_dim_v=128, kv_cache=True),
                  "not yet by the KV-cache kernels; pad V with zero columns to 192"),
-                (dict(head_dim=64, head_dim_v=128, backward="dq"),
-                 "not yet by the backward kernels; pad Q and K with zero columns to 128")):
+                (dict(head_dim=128, head_dim_v=64, backward="fused"),
+                 "not supported by the one-kernel backward (pre, fused, post); use the "
+                 "deterministic pair")):
             with self.subTest(**fields):
                 with self.assertRaises(attngen.InvalidInputError) as caught:
                     attngen.compile(**fields)

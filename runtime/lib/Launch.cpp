@@ -342,8 +342,10 @@ attnrt_status forward(attnrt_module *m, const attnrt_forward_args *given, void *
       query = query || accum;
       int64_t rows = query ? a->nq : paged ? a->page_size : a->nk;
       int64_t batch = query || !paged ? a->batch : a->num_blocks;
-      // V and O have the kernel's value head dim (head_dim_v, 0: head_dim).
-      bool value = p.tensor == TensorRole::V || p.tensor == TensorRole::O;
+      // V, O and dO have the kernel's value head dim (head_dim_v, 0:
+      // head_dim).
+      bool value = p.tensor == TensorRole::V || p.tensor == TensorRole::O ||
+                   p.tensor == TensorRole::Dout;
       int64_t cols = value && m->info.head_dim_v ? m->info.head_dim_v : a->head_dim;
       bool byteInput = fp8 && p.tensor != TensorRole::O;
       CUtensorMapDataType type = accum       ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32

@@ -84,11 +84,13 @@ attnrt_status checkStrides(const TensorArg &t, bool usesTma);
 /// gradient aliasing an input other CTAs still read.
 attnrt_status checkBackwardArgs(const attnrt_kernel_info &info, const attnrt_forward_args &a,
                                 int64_t batchExtent) {
+  // dO and dV have the value head dim (head_dim_v, 0: head_dim), as O and V.
+  const int64_t dv = info.head_dim_v ? info.head_dim_v : a.head_dim;
   const TensorArg grads[4] = {
-      {"dout", "dO", a.dout, {batchExtent, a.nq, a.num_heads, a.head_dim}, a.dout_strides},
+      {"dout", "dO", a.dout, {batchExtent, a.nq, a.num_heads, dv}, a.dout_strides},
       {"dq", "dQ", a.dq, {batchExtent, a.nq, a.num_heads, a.head_dim}, a.dq_strides},
       {"dk", "dK", a.dk, {batchExtent, a.nk, a.num_kv_heads, a.head_dim}, a.dk_strides},
-      {"dv", "dV", a.dv, {batchExtent, a.nk, a.num_kv_heads, a.head_dim}, a.dv_strides}};
+      {"dv", "dV", a.dv, {batchExtent, a.nk, a.num_kv_heads, dv}, a.dv_strides}};
   for (int i = 0; i < 4; ++i) {
     if (attnrt_status s = checkPointer(grads[i]))
       return s;

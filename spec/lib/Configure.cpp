@@ -102,6 +102,9 @@ TileConfig mlir::attn::backwardTileConfig(const AttentionSpec &spec) {
                      spec.backward == BackwardPart::post;
   bool twoWarpgroups = spec.target == TargetKind::sm_90a &&
                        spec.warpSpecialize && !elementwise;
+  // The wider of the head dims (a value head dim of its own) sizes the
+  // steps: conservative for registers and shared memory alike.
+  const int64_t wide = std::max(spec.headDim, spec.valueHeadDim());
   TileConfig t;
   t.blockM = spec.blockM > 0 ? spec.blockM : twoWarpgroups ? 128 : 64;
   // The loop's step: the widest that ptxas fits without spills.
@@ -128,12 +131,12 @@ TileConfig mlir::attn::backwardTileConfig(const AttentionSpec &spec) {
   // or K and V: 128 rows) and two stages of the streamed pair fill the 227
   // KB of shared memory at 64.
   int64_t step = !twoWarpgroups
-                     ? (dkdv && spec.headDim > 64                ? 32
-                        : !dkdv && spec.headDim > 128 && !plain ? 32
+                     ? (dkdv && wide > 64                ? 32
+                        : !dkdv && wide > 128 && !plain ? 32
                                                                  : 64)
-                 : spec.headDim > 128 ? 32
+                 : wide > 128 ? 32
                  : !dkdv        ? 128
-                 : spec.headDim > 64 ? (tight ? 32 : 64)
+                 : wide > 64 ? (tight ? 32 : 64)
                  : plain && !fused   ? 128
                                      : 64;
   t.blockN = spec.blockN > 0 ? spec.blockN : step;
@@ -158,16 +161,20 @@ TileConfig mlir::attn::backwardTileConfig(const AttentionSpec &spec) {
 
 int64_t mlir::attn::backwardSharedMemoryBytes(const AttentionSpec &spec,
                                               const TileConfig &config) {
-  int64_t rowBytes = smemTileCols(spec.headDim) * elementBytesOf(spec.dtype);
+  // Each pair holds one tile of the head dim (Q or K) and one of the value
+  // head dim (dO or V).
+  int64_t bytes = elementBytesOf(spec.dtype);
+  int64_t rowD = smemTileCols(spec.headDim) * bytes;
+  int64_t rowDv = smemTileCols(spec.valueHeadDim()) * bytes;
   // sm_90a's warp-specialized tiles are mbarrier pipes (the resident pair
   // one stage each); single-buffered tiles have no barrier of their own.
   bool pipes = spec.target == TargetKind::sm_90a && spec.warpSpecialize;
   int64_t resident = pipes ? 1 : 0, streamed = pipes ? config.stages : 0;
   SmallVector<SmemAllocation> allocations = {
-      {config.blockM * rowBytes, resident},
-      {config.blockM * rowBytes, resident},
-      {config.blockN * rowBytes, streamed},
-      {config.blockN * rowBytes, streamed}};
+      {config.blockM * rowD, resident},
+      {config.blockM * rowDv, resident},
+      {config.blockN * rowD, streamed},
+      {config.blockN * rowDv, streamed}};
   return sharedMemoryLayoutBytes(allocations);
 }
 

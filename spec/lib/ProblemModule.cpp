@@ -18,14 +18,19 @@ static OwningOpRef<ModuleOp> buildBackwardSpecModule(MLIRContext &ctx,
                                                      StringRef name) {
   Type element = elementTypeOf(ctx, spec);
   int64_t dyn = ShapedType::kDynamic;
+  // q, k, dq and dk have the head dim; v, o, dout and dv the value head dim.
   auto tensorType = MemRefType::get({dyn, dyn, dyn, spec.headDim}, element);
+  auto valueType =
+      MemRefType::get({dyn, dyn, dyn, spec.valueHeadDim()}, element);
   auto rowsType = MemRefType::get({dyn, dyn, dyn}, Float32Type::get(&ctx));
   if (spec.varlen) {
     tensorType = MemRefType::get({dyn, dyn, spec.headDim}, element);
+    valueType = MemRefType::get({dyn, dyn, spec.valueHeadDim()}, element);
     rowsType = MemRefType::get({dyn, dyn}, Float32Type::get(&ctx));
   }
-  SmallVector<Type> args(5, tensorType);
-  args.append({rowsType, rowsType, tensorType, tensorType, tensorType});
+  SmallVector<Type> args = {tensorType, tensorType, valueType, valueType,
+                            valueType};
+  args.append({rowsType, rowsType, tensorType, tensorType, valueType});
   if (spec.varlen)
     args.append(2, MemRefType::get({dyn}, IntegerType::get(&ctx, 32)));
   if (spec.alibi)

@@ -100,6 +100,9 @@ def Attn_AttentionBackwardOp : Attn_Op<"attention_backward",
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     int64_t getHeadDim();
+    /// V's (and O's, dO's, dV's) head dim: the head dim unless the problem
+    /// has a value head dim of its own.
+    int64_t getHeadDimV();
     Type getElementType();
     /// The problem this op states (attn-tile records it as #attn.problem).
     AttentionProblem problem();
