@@ -12,9 +12,11 @@ of head dim D and v of Dv (192/128 as DeepSeek's, 64/128, 128/64, 256/128,
 f16, through attngen.attention, attention_varlen (packed sequences, one of
 them without keys) and flash_attn_interface; the output is poisoned first.
 The criterion: max |O - O_fp32| <= 2 x PyTorch's error (the same math in the
-inputs' dtype) + 1e-5, and the LSE within 1e-3 of float32's. Autograd must
-refuse the backward with NotImplementedError. ATTNGEN_ARCH=sm_80 checks the
-sm_80 kernels. Exit status 0 when every check passed.
+inputs' dtype) + 1e-5, and the LSE within 1e-3 of float32's. Autograd runs
+the backward pair (gradients against float32; gpu/backward_check.py has the
+full gradient cases); --backward-bench times it against cuDNN's backward.
+ATTNGEN_ARCH=sm_80 checks the sm_80 kernels. Exit status 0 when every check
+passed.
 """
 
 import argparse
@@ -173,20 +175,68 @@ def cases(count, same_dv=False):
     return drawn
 
 
-def run_autograd_refusal():
-    """The backward has one head dim: autograd through a 192/128 call raises
-    NotImplementedError when it reaches the backward, not a wrong gradient."""
-    q, k = (torch.randn(1, 64, 2, 192, device="cuda", dtype=torch.bfloat16,
+def run_autograd():
+    """Autograd through a 192/128 call runs the backward pair: the gradients
+    against float32 autograd of the same math (relative error)."""
+    torch.manual_seed(9)
+    q, k = (torch.randn(1, 150, 4, 192, device="cuda", dtype=torch.bfloat16,
                         requires_grad=True) for _ in range(2))
-    v = torch.randn(1, 64, 2, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-    out = attngen.attention(q, k, v, causal=True)
-    try:
-        out.sum().backward()
-        ok, why = False, "no error"
-    except NotImplementedError as e:
-        ok, why = "value head dim" in str(e), str(e)[:120]
-    print(f"{'ok  ' if ok else 'FAIL'} autograd refuses the backward: {why}", flush=True)
+    v = torch.randn(1, 150, 4, 128, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    dout = torch.randn(1, 150, 4, 128, device="cuda", dtype=torch.bfloat16)
+    attngen.attention(q, k, v, causal=True).backward(dout)
+    qf, kf, vf = (t.detach().float().requires_grad_() for t in (q, k, v))
+    s = torch.einsum("bthd,bshd->bhts", qf, kf) / 192 ** 0.5
+    s = s.masked_fill(torch.ones(150, 150, device="cuda", dtype=torch.bool).triu(1), -1e30)
+    torch.einsum("bhts,bshd->bthd", s.softmax(-1), vf).backward(dout.float())
+    errs = [((g.float() - w).norm() / w.norm()).item()
+            for g, w in zip((q.grad, k.grad, v.grad), (qf.grad, kf.grad, vf.grad))]
+    ok = max(errs) < 2e-2
+    print(f"{'ok  ' if ok else 'FAIL'} autograd 192/128: relative errors dq {errs[0]:.1e} "
+          f"dk {errs[1]:.1e} dv {errs[2]:.1e}", flush=True)
     return ok
+
+
+def bench_backward(rows, pairs):
+    """The backward pair's speed with a value head dim of its own beside
+    SDPA's cuDNN backward on the same tensors: B*N = 16k, 16 heads, FLOPs
+    2.5 * 2 * B * H * N * N * (D + Dv), halved when causal."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    for d, dv in pairs:
+        for n in (1024, 8192):
+            for causal in (False, True):
+                b, h = 16384 // n, 16
+                q, k = (torch.randn(b, n, h, d, device="cuda", dtype=torch.bfloat16)
+                        for _ in range(2))
+                v = torch.randn(b, n, h, dv, device="cuda", dtype=torch.bfloat16)
+                dout = torch.randn(b, n, h, dv, device="cuda", dtype=torch.bfloat16)
+                out, lse = attngen.attention(q, k, v, causal=causal, return_lse=True)
+                flops = 2.5 * 2.0 * b * h * n * n * (d + dv) / (2 if causal else 1)
+                row = dict(d=d, dv=dv, n=n, causal=causal, part="backward")
+
+                def ours():
+                    return attngen.attention_backward(dout, q, k, v, out, lse, causal=causal)
+                ms, why = harness.try_time(ours, 3, 10)
+                row["attngen"], row["attngen_error"] = (harness.tflops(flops, ms) if ms
+                                                        else None), why
+                try:
+                    qt, kt, vt = (t.detach().transpose(1, 2).requires_grad_() for t in (q, k, v))
+                    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                        o = torch.nn.functional.scaled_dot_product_attention(
+                            qt, kt, vt, is_causal=causal)
+                    dot = dout.transpose(1, 2)
+
+                    def theirs():
+                        return torch.autograd.grad(o, (qt, kt, vt), dot, retain_graph=True)
+                    pms, pwhy = harness.try_time(theirs, 3, 10)
+                except Exception as e:  # noqa: BLE001
+                    pms, pwhy = None, harness.short_error(e)
+                row["cudnn"], row["cudnn_error"] = (harness.tflops(flops, pms) if pms
+                                                    else None), pwhy
+                rows.append(row)
+                print(f"backward d{d}v{dv} N{n} causal={causal}: attngen "
+                      f"{harness.fmt(row['attngen'])} cuDNN {harness.fmt(row['cudnn'])} TFLOPS"
+                      f"{'' if row['cudnn'] else ' (cuDNN: ' + str(row['cudnn_error']) + ')'}",
+                      flush=True)
 
 
 def bench(rows, pairs):
@@ -242,6 +292,8 @@ def main():
                         help="skip the cases before this one (0-based)")
     parser.add_argument("--same-dv", action="store_true",
                         help="the same cases with v as wide as q: the plain kernels")
+    parser.add_argument("--backward-bench", action="store_true",
+                        help="also time the backward pair at 192/128 against cuDNN's")
     parser.add_argument("--dense-only", action="store_true",
                         help="skip the varlen cases (racecheck stops on varlen kernels)")
     args = parser.parse_args()
@@ -253,14 +305,25 @@ def main():
         if args.dense_only and c["via"] == "varlen":
             continue
         failed += not (run_varlen(c, results) if c["via"] == "varlen" else run_dense(c, results))
-    failed += not run_autograd_refusal()
+    failed += not run_autograd()
+    backward_rows = []
+    if args.backward_bench:
+        harness.warm_up_gpu()
+        bench_backward(backward_rows, [(192, 128)])
     if not args.no_bench:
         harness.warm_up_gpu()
         bench(bench_rows, [(192, 128), (64, 128)])
-    worst = max(r["ratio"] for r in results)
-    print(f"\nhead_dim_v: {len(results) - sum(not r['ok'] for r in results)}/{len(results)} "
-          f"within flash_attn's criterion (worst {worst:.2f}x PyTorch's error; LSE worst "
-          f"{max(r['lse_err'] for r in results):.1e})")
+    if backward_rows:
+        harness.print_table(
+            ["d/dv", "N", "causal", "attngen bwd TF", "cuDNN bwd TF", "vs cuDNN"],
+            [[f"{r['d']}/{r['dv']}", r["n"], r["causal"], harness.fmt(r["attngen"]),
+              harness.fmt(r["cudnn"]), harness.fmt(ratio(r["attngen"], r["cudnn"]), ".2f")]
+             for r in backward_rows])
+    if results:
+        print(f"\nhead_dim_v: {len(results) - sum(not r['ok'] for r in results)}/"
+              f"{len(results)} within flash_attn's criterion (worst "
+              f"{max(r['ratio'] for r in results):.2f}x PyTorch's error; LSE worst "
+              f"{max(r['lse_err'] for r in results):.1e})")
     if bench_rows:
         harness.print_table(
             ["d/dv", "N", "causal", "attngen TF", "V padded TF", "cuDNN TF", "vs padded",
@@ -271,7 +334,8 @@ def main():
               harness.fmt(ratio(r["attngen"], r["cudnn"]), ".2f")] for r in bench_rows])
     if args.json:
         harness.write_json(args.json, dict(environment=harness.environment(),
-                                           cases=results, bench=bench_rows))
+                                           cases=results, bench=bench_rows,
+                                           backward_bench=backward_rows))
     return 1 if failed else 0
 
 
