@@ -56,11 +56,12 @@ int64_t mlir::attn::outputAccumulatorCols(TargetKind target, int64_t headDim) {
 
 bool mlir::attn::dkdvTakesTwoPasses(TargetKind target, int64_t headDim,
                                      bool plain) {
-  // The widest one-pass kernels ptxas fits without spills at 32-query
-  // steps: sm_90a d192 (240 registers), sm_80 d160 (255); d128 on both
-  // with a mask or a soft cap.
+  // The widest one-pass kernels ptxas fits at 32-query steps: sm_90a d192
+  // (240 registers), sm_80 d160 (255); with a mask, a soft cap, ALiBi or a
+  // packed batch sm_90a d160 (a window spills 8 bytes from d152) and sm_80
+  // d128.
   if (!plain)
-    return headDim > 128;
+    return headDim > (target == TargetKind::sm_90a ? 160 : 128);
   return headDim > (target == TargetKind::sm_90a ? 192 : 160);
 }
 

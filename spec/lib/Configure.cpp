@@ -52,8 +52,10 @@ KernelConfig mlir::attn::configure(const AttentionSpec &spec) {
     bool overlapPays = spec.backward == BackwardPart::dq ||
                        (spec.backward == BackwardPart::dkdv &&
                         hasDiagonal(canonicalSpec(spec)) &&
-                        !dkdvTakesTwoPasses(spec.target, spec.headDim,
-                                            /*plain=*/false));
+                        !dkdvTakesTwoPasses(
+                            spec.target,
+                            (spec.headDim + spec.valueHeadDim() + 1) / 2,
+                            /*plain=*/false));
     s.intraWgOverlap = s.warpSpecialize && spec.intraWgOverlap && overlapPays;
     s.pingpong = false;
     s.tmaStore = false;
