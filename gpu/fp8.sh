@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The FP8 (e4m3) forward on sm_90a on the GPU machine, one call:
-# compute-sanitizer (memcheck, synccheck) on three tiny ragged cases, then
+# compute-sanitizer (memcheck, synccheck) on three tiny ragged cases (and
+# two varlen ones, gpu/fp8_varlen_check.py --sanitize), then
 # gpu/fp8_check.py: correctness over random ragged cases against the
 # dequantized inputs, the refusal under ATTNGEN_ARCH=sm_80, FA3's accuracy
 # table, speed beside attngen bf16, cuDNN and the FP8 GEMM ceiling.
@@ -38,6 +39,11 @@ if [ "${FP8_SANITIZE:-1}" != 0 ]; then
     rc=$?
     { [ $rc = 9 ] || [ $rc = 124 ]; } && fail "compute-sanitizer $tool (rc $rc)"
     grep -E "SUMMARY|^fp8 correctness" "$OUT/fp8-sanitize-$tool.log" | tail -n 2
+    timeout 180 compute-sanitizer --tool $tool --error-exitcode 9 --kernel-name kns=attn_ \
+      python3 gpu/fp8_varlen_check.py --sanitize > "$OUT/fp8-varlen-sanitize-$tool.log" 2>&1
+    rc=$?
+    { [ $rc = 9 ] || [ $rc = 124 ]; } && fail "compute-sanitizer $tool, varlen (rc $rc)"
+    grep -E "SUMMARY|^fp8 varlen correctness" "$OUT/fp8-varlen-sanitize-$tool.log" | tail -n 2
   done
 fi
 

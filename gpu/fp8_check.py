@@ -593,7 +593,11 @@ def main():
                         help="three tiny fixed cases only (for compute-sanitizer)")
     args = parser.parse_args()
     import attngen as module
+    import attngen._torch_fp8
     attngen = module
+    # Row-major v through the in-kernel transpose at every head dim (attention()
+    # copies a d256 one K-major by default), so that its kernels stay checked.
+    attngen._torch_fp8.TRANSPOSE_IN_KERNEL_UP_TO = 256
     harness.precise_float32()  # the emulation's float32 matmuls without TF32
     report = dict(environment=harness.environment(), args=vars(args))
     drawn = sanitize_cases() if args.sanitize else cases(args.cases, args.seed)

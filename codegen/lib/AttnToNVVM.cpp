@@ -349,6 +349,8 @@ LogicalResult KernelLowering::placeBuffers() {
       pipe.fullBarrierOffset = *pipeOp.getFullBarriers();
       pipe.emptyBarrierOffset = *pipeOp.getEmptyBarriers();
       pipe.perThreadRelease = pipeOp.getPerThreadRelease();
+      pipe.fillArrivals = pipeOp.getFillArrivals().value_or(0);
+      pipe.releaseArrivals = pipeOp.getReleaseArrivals().value_or(0);
       l->pipes[buffer] = pipe;
       continue;
     }

@@ -130,6 +130,18 @@ LogicalResult mlir::attn::checkLowerable(func::FuncOp func,
                     "attn ops for tiles)";
     if (auto ws = op->getParentOfType<WarpSpecializeOp>()) {
       bool inProducer = ws.getProducer().isAncestor(op->getParentRegion());
+      bool inTransposer =
+          ws.getTransposer().isAncestor(op->getParentRegion());
+      if (!inTransposer && op->hasTrait<OpTrait::attn::TransposerOnly>())
+        return op->emitOpError("transposes a pipe stage, which only the "
+                               "transposer region of attn.warp_specialize "
+                               "may do");
+      if (inTransposer && (op->hasTrait<OpTrait::attn::ProducerOnly>() ||
+                           op->hasTrait<OpTrait::attn::ConsumersOnly>() ||
+                           touchesRegisterTiles(op)))
+        return op->emitOpError("is in the transposer region of "
+                               "attn.warp_specialize, which only transposes "
+                               "pipe stages (attn.pipe_transpose)");
       if (!inProducer && op->hasTrait<OpTrait::attn::ProducerOnly>())
         return op->emitOpError("fills a pipe, which only the producer region "
                                "of attn.warp_specialize may do");

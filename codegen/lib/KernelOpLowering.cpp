@@ -66,6 +66,14 @@ LogicalResult lowerWarpSpecialize(Lowering &l, WarpSpecializeOp op) {
       status = l.lowerBlock(op.getProducer().front());
       l.singleThread = false;
     });
+    // FP8's in-kernel V transpose: the producer warpgroup's other warps.
+    if (succeeded(status) && !op.getTransposer().empty()) {
+      Value transposes = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::ne, l.warp, l.i32(0));
+      l.emitIf(transposes, [&] {
+        status = l.lowerBlock(op.getTransposer().front());
+      });
+    }
   }
   if (failed(status))
     return failure();

@@ -100,6 +100,11 @@ struct SmemPipe {
   /// Every consumer thread arrives on the empty barriers (not lane 0 of
   /// each consumer warp).
   bool perThreadRelease = false;
+  /// Arrivals that complete a fill (0: one, the thread arming the TMA
+  /// bytes) and that release a stage (0: the consumer warps or threads);
+  /// FP8's transposing warps set both (attn-transpose-v).
+  int64_t fillArrivals = 0;
+  int64_t releaseArrivals = 0;
 };
 
 /// Geometry of a swizzled shared-memory tile (AttnBase.td draws the three

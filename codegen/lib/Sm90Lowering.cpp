@@ -95,8 +95,11 @@ LogicalResult lowerPrologue(Lowering &l) {
           NVVM::MBarrierInitOp::create(
               l.b, l.loc,
               l.smemPtr(l.i32(pipe->second.fullBarrierOffset + s * kMbarrierBytes)),
-              l.i32(1), Value());
-          int64_t arrivals = releasedByEveryThread(pipe->second)
+              l.i32(pipe->second.fillArrivals ? pipe->second.fillArrivals : 1),
+              Value());
+          int64_t arrivals = pipe->second.releaseArrivals
+                                 ? pipe->second.releaseArrivals
+                             : releasedByEveryThread(pipe->second)
                                  ? 32 * l.numWarps()
                                  : l.numWarps();
           NVVM::MBarrierInitOp::create(
@@ -332,6 +335,139 @@ LogicalResult lowerPipeRelease(Lowering &l, PipeReleaseOp op) {
   l.emitIf(arith::CmpIOp::create(l.b, l.loc, arith::CmpIPredicate::eq, l.lane,
                                  l.i32(0)),
            arrive);
+  return success();
+}
+
+/// Byte offset of the 16-byte chunk at byte column `byteCol` (a multiple of
+/// 16) of row `row` of a swizzled tile: its panel, its row in the panel, and
+/// the chunk's position after the swizzle's XOR.
+Value swizzledChunkOffset(Lowering &l, const SmemBuffer &buffer, Value row,
+                          Value byteCol) {
+  OpBuilder &b = l.b;
+  SwizzleGeometry g(buffer.type);
+  Value panel = arith::DivUIOp::create(b, l.loc, byteCol, l.i32(g.rowBytes));
+  Value chunk = arith::ShRUIOp::create(
+      b, l.loc, arith::RemUIOp::create(b, l.loc, byteCol, l.i32(g.rowBytes)),
+      l.i32(4));
+  Value xorSource = arith::AndIOp::create(
+      b, l.loc, arith::ShRUIOp::create(b, l.loc, row, l.i32(g.xorShift)),
+      l.i32(g.xorMask));
+  Value swizzled = arith::XOrIOp::create(b, l.loc, chunk, xorSource);
+  Value offset = arith::AddIOp::create(
+      b, l.loc, arith::MulIOp::create(b, l.loc, panel, l.i32(g.panelBytes)),
+      arith::MulIOp::create(b, l.loc, row, l.i32(g.rowBytes)));
+  offset = arith::AddIOp::create(
+      b, l.loc, offset, arith::ShLIOp::create(b, l.loc, swizzled, l.i32(4)));
+  return arith::AddIOp::create(b, l.loc, offset, l.bufferOffset(buffer, 0));
+}
+
+/// The bytes of `a` and `b` that `selector` picks (prmt.b32).
+Value permuteBytes(Lowering &l, Value a, Value b, int64_t selector) {
+  return LLVM::InlineAsmOp::create(
+             l.b, l.loc, l.b.getI32Type(), ValueRange{a, b},
+             llvm::formatv("prmt.b32 $0, $1, $2, {0:x};", selector).str(),
+             "=r,r,r", /*has_side_effects=*/false, /*is_align_stack=*/false,
+             LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
+      .getResult(0);
+}
+
+/// attn.pipe_transpose, on the producer warpgroup's warps 1..3 (AttnSchedule-
+/// Ops.td says what it does). The staging tile is keys x D bytes, the
+/// destination D x keys; each warp takes every third block of 16 keys x 32
+/// bytes. Per block, ldmatrix.x4 reads matrix m = lane / 8 from key row
+/// 2 (lane % 8) + m % 2 and bytes 16 (m / 2): register m of lane (k, q) =
+/// (lane / 4, lane % 4) holds bytes 4q..4q+3 of key 2k + m % 2. Interleaving
+/// the even and odd key's bytes (prmt) gives 16-bit pairs (key 2k, key
+/// 2k + 1) of head-dim bytes 4q, 4q + 1 (and 4q + 2, 4q + 3): row k, columns
+/// 2q and 2q + 1 of four 8x8 16-bit matrices whose columns are head-dim
+/// bytes. stmatrix.trans writes each matrix's column c as one 16-byte row:
+/// keys 0..15 of head-dim byte 16 (m / 2) + 2 (m % 2) + 4 (c / 2) + c % 2.
+LogicalResult lowerPipeTranspose(Lowering &l, PipeTransposeOp op) {
+  OpBuilder &b = l.b;
+  MLIRContext *ctx = b.getContext();
+  const SmemPipe &src = l.pipes[op.getSrc()];
+  const SmemPipe &dst = l.pipes[op.getDst()];
+  Value srcStage = stageOf(l, src, op.getFill());
+  Value dstStage = stageOf(l, dst, op.getFill());
+  // The staging fill has landed, and the consumers have released the
+  // destination stage's previous fill (a fresh barrier passes parity 1).
+  NVVM::MBarrierTryWaitParityOp::create(
+      b, l.loc, stageBarrier(l, src.fullBarrierOffset, srcStage),
+      phaseOf(l, src, op.getFill()), l.i32(kTryWaitTicks));
+  NVVM::MBarrierTryWaitParityOp::create(
+      b, l.loc, stageBarrier(l, dst.emptyBarrierOffset, dstStage),
+      arith::XOrIOp::create(b, l.loc, phaseOf(l, dst, op.getFill()), l.i32(1)),
+      l.i32(kTryWaitTicks));
+  SmemBuffer from = stageBuffer(l, src, srcStage);
+  SmemBuffer to = stageBuffer(l, dst, dstStage);
+  int64_t keyBlocks = from.type.getRows() / 16;
+  int64_t blocks = keyBlocks * (from.type.getCols() / 32);
+
+  auto shr = [&](Value v, int64_t n) {
+    return arith::ShRUIOp::create(b, l.loc, v, l.i32(n)).getResult();
+  };
+  auto andI = [&](Value v, int64_t n) {
+    return arith::AndIOp::create(b, l.loc, v, l.i32(n)).getResult();
+  };
+  auto mul = [&](Value v, int64_t n) {
+    return arith::MulIOp::create(b, l.loc, v, l.i32(n)).getResult();
+  };
+  auto add = [&](Value x, Value y) {
+    return arith::AddIOp::create(b, l.loc, x, y).getResult();
+  };
+  Value matrix = shr(l.lane, 3), row = andI(l.lane, 7);
+  Value keyOfLane = add(mul(row, 2), andI(matrix, 1));
+  Value byteOfLane = mul(shr(matrix, 1), 16);
+  Value dimOfLane = add(add(mul(shr(matrix, 1), 16), mul(andI(matrix, 1), 2)),
+                        add(mul(shr(row, 1), 4), andI(row, 1)));
+  Value transposerWarp = arith::SubIOp::create(b, l.loc, l.warp, l.i32(1));
+  Type i32 = b.getI32Type();
+  auto shape = NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8);
+  scf::ForOp::create(
+      b, l.loc, transposerWarp, l.i32(blocks), l.i32(kTransposerWarps),
+      ValueRange(), [&](OpBuilder &, Location, Value block, ValueRange) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToEnd(b.getInsertionBlock());
+        Value keyBlock = arith::RemUIOp::create(b, l.loc, block, l.i32(keyBlocks));
+        Value byteBlock = arith::DivUIOp::create(b, l.loc, block, l.i32(keyBlocks));
+        Value readAt = swizzledChunkOffset(
+            l, from, add(mul(keyBlock, 16), keyOfLane),
+            add(mul(byteBlock, 32), byteOfLane));
+        auto structType =
+            LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(4, i32));
+        Value loaded = NVVM::LdMatrixOp::create(
+            b, l.loc, structType, l.smemPtr(readAt), 4, NVVM::MMALayout::row,
+            shape, NVVM::LdStMatrixEltType::B16);
+        Value r[4];
+        for (int64_t i = 0; i < 4; ++i)
+          r[i] = LLVM::ExtractValueOp::create(b, l.loc, loaded, i);
+        SmallVector<Value> pairs = {
+            permuteBytes(l, r[0], r[1], 0x5140), permuteBytes(l, r[0], r[1], 0x7362),
+            permuteBytes(l, r[2], r[3], 0x5140), permuteBytes(l, r[2], r[3], 0x7362)};
+        Value writeAt = swizzledChunkOffset(
+            l, to, add(mul(byteBlock, 32), dimOfLane), mul(keyBlock, 16));
+        NVVM::StMatrixOp::create(
+            b, l.loc, l.smemPtr(writeAt), pairs,
+            NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col), shape,
+            NVVM::LdStMatrixEltTypeAttr::get(ctx, NVVM::LdStMatrixEltType::B16));
+        scf::YieldOp::create(b, l.loc);
+      });
+  // The wgmma reads the tile through the async proxy; then one arrival per
+  // warp completes the fill and releases the staging stage.
+  NVVM::FenceProxyOp::create(
+      b, l.loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
+      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  NVVM::SyncWarpOp::create(b, l.loc, l.i32(-1));
+  l.emitIf(arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::eq, l.lane,
+                                 l.i32(0)),
+           [&] {
+             for (Value barrier :
+                  {stageBarrier(l, dst.fullBarrierOffset, dstStage),
+                   stageBarrier(l, src.emptyBarrierOffset, srcStage)})
+               NVVM::MBarrierArriveOp::create(b, l.loc, Type(), barrier,
+                                              Value(), NVVM::MemScopeKind::CTA,
+                                              /*relaxed=*/false);
+           });
   return success();
 }
 
@@ -890,8 +1026,12 @@ static LogicalResult lowerTmaStoreWait(Lowering &l, TmaStoreWaitOp op) {
 void mlir::attn::populateSm90Lowerings(LoweringTable &table) {
   table.prologue = lowerPrologue;
   table.add<CopyAsyncOp>(lowerCopy).checkedBy(
-      [](Operation *op, const KernelFacts &facts) {
+      [](Operation *op, const KernelFacts &facts) -> LogicalResult {
         auto copy = cast<CopyAsyncOp>(op);
+        if (copy.getTranspose())
+          return op->emitOpError("transposes bytes, which no TMA does: run "
+                                 "attn-multibuffer and attn-transpose-v "
+                                 "(a staging pipe and transposing warps)");
         return checkCopySource(op, copy.getSrc(), copy.getPages(), facts,
                                "copies from the kernel's q, k or v argument "
                                "(or a backward kernel's dout) only");
@@ -908,14 +1048,19 @@ void mlir::attn::populateSm90Lowerings(LoweringTable &table) {
   table.add<MmaWaitOp>(lowerMmaWait);
   table.add<PipeAcquireOp>(lowerPipeAcquire);
   table.add<PipeLoadOp>(lowerPipeLoad).checkedBy(
-      [](Operation *op, const KernelFacts &facts) {
+      [](Operation *op, const KernelFacts &facts) -> LogicalResult {
         auto load = cast<PipeLoadOp>(op);
+        if (load.getTranspose())
+          return op->emitOpError("transposes bytes, which no TMA does: run "
+                                 "attn-transpose-v (a staging pipe and the "
+                                 "producer warpgroup's transposing warps)");
         return checkCopySource(op, load.getSrc(), load.getPages(), facts,
                                "loads from the kernel's q, k or v argument "
                                "only");
       });
   table.add<PipeWaitOp>(lowerPipeWait);
   table.add<PipeReleaseOp>(lowerPipeRelease);
+  table.add<PipeTransposeOp>(lowerPipeTranspose);
   table.add<ZeroRowsOp>(lowerZeroRows);
   table.add<TmaStoreOp>(lowerTmaStore).checkedBy(
       [](Operation *op, const KernelFacts &facts) {

@@ -194,6 +194,8 @@ AttentionProblem AttentionOp::problem() {
   problem.alibi = getAlibiSlopes() != nullptr;
   problem.blockScales =
       getQDescale() && cast<MemRefType>(getQDescale().getType()).getRank() == 3;
+  problem.vRowMajor = problem.dtype == DType::e4m3 &&
+                      !isKeyMajor(cast<MemRefType>(getV().getType()));
   readProblemAttributes(*this, problem);
   return problem;
 }
@@ -385,11 +387,18 @@ static LogicalResult verifyFp8ValueOperands(AttentionOp op) {
                             << " but 'v' has " << op.getHeadDimV();
   if (failed(verifyUnitLastStride(op, o, "o")))
     return failure();
-  if (!isKeyMajor(v))
+  // V K-major (keys contiguous, as the FP8 wgmma reads it), or row-major
+  // (head dim contiguous), which the kernel transposes in shared memory.
+  SmallVector<int64_t> vStrides;
+  int64_t vOffset;
+  bool rowMajor = succeeded(v.getStridesAndOffset(vStrides, vOffset)) &&
+                  vStrides.back() == 1;
+  if (!isKeyMajor(v) && !rowMajor)
     return op.emitOpError()
            << "operand 'v' of FP8 attention must be K-major, its keys "
               "contiguous (strided<[?, 1, ?, ?]>: V stored transposed, "
-              "[B, Hkv, D, Nk]), got "
+              "[B, Hkv, D, Nk]), or row-major with its head dim contiguous "
+              "(transposed in the kernel), got "
            << v;
   Value descales[] = {op.getQDescale(), op.getKDescale(), op.getVDescale()};
   StringRef names[] = {"q_descale", "k_descale", "v_descale"};
@@ -514,7 +523,7 @@ LogicalResult AttentionOp::verify() {
 
 LogicalResult mlir::attn::verifyTileCopy(Operation *op, Type globalType,
                                          Type batchType, SmemTileType tile,
-                                         bool toGlobal) {
+                                         bool toGlobal, bool transpose) {
   // The batch operand's type says whether the tensor must be packed.
   auto global = dyn_cast<MemRefType>(globalType);
   bool fp8 = global && isa<Float8E4M3FNType>(global.getElementType());
@@ -531,8 +540,15 @@ LogicalResult mlir::attn::verifyTileCopy(Operation *op, Type globalType,
     return op->emitOpError()
            << (toGlobal ? "TMA stores" : "asynchronous copies")
            << " need a swizzled tile (swizzle = 32, 64 or 128), got " << tile;
+  // A transposing copy reads an FP8 tensor row by row into the transpose.
+  if (transpose && (!fp8 || isKeyMajor(global)))
+    return op->emitOpError()
+           << "transposes its source, which must be a row-major FP8 tensor "
+              "(V of FP8 attention stored with its head dim contiguous), "
+              "got "
+           << globalType;
   // A K-major source (FP8's V) lands transposed: D rows of keys.
-  if (!toGlobal && isKeyMajor(global)) {
+  if (!toGlobal && (isKeyMajor(global) || transpose)) {
     if (tile.getRows() != headDim)
       return op->emitOpError()
              << "copies a K-major source (keys contiguous) into its "
@@ -560,7 +576,8 @@ LogicalResult mlir::attn::verifyTileCopy(Operation *op, Type globalType,
 
 LogicalResult CopyAsyncOp::verify() {
   if (failed(verifyTileCopy(*this, getSrc().getType(), getBatch().getType(),
-                            getDst().getType())))
+                            getDst().getType(), /*toGlobal=*/false,
+                            getTranspose())))
     return failure();
   return verifyKvCacheCopy(*this, getSrc().getType(), getDst().getType(),
                            getPages(), headPack());

@@ -23,7 +23,7 @@ LogicalResult PipeLoadOp::verify() {
                        "around its pipe_acquire and pipe_load");
   SmemTileType buffer = getPipe().getType().getBuffer();
   if (failed(verifyTileCopy(*this, getSrc().getType(), getBatch().getType(),
-                            buffer)))
+                            buffer, /*toGlobal=*/false, getTranspose())))
     return failure();
   return verifyKvCacheCopy(*this, getSrc().getType(), buffer, getPages(),
                            headPack());
@@ -83,12 +83,45 @@ LogicalResult WarpSpecializeOp::verify() {
   if (failed(verifyRegs(*this, "producer", getProducerRegs())) ||
       failed(verifyRegs(*this, "consumer", getConsumerRegs())))
     return failure();
+  // setmaxnreg moves registers within the CTA's allocation at launch: each
+  // thread starts with the register file over the threads, rounded down to
+  // setmaxnreg's step (168 for 384 threads), and an increase waits until
+  // decreases have freed enough. More than that total would never start.
+  int64_t threads = 32 * getProducerWarps() + 128 * getConsumerWarpgroups();
+  int64_t atLaunch = kRegisterFile / threads / kSetMaxNRegStep * kSetMaxNRegStep;
   int64_t total = getProducerWarps() * 32 * getProducerRegs() +
                   getConsumerWarpgroups() * 128 * getConsumerRegs();
-  if (total > kRegisterFile)
+  if (total > atLaunch * threads)
     return emitOpError() << "register budgets need " << total
-                         << " registers, more than the " << kRegisterFile
-                         << " of an SM; lower producer_regs or consumer_regs";
+                         << " registers, more than the " << atLaunch * threads
+                         << " the CTA's " << threads << " threads start with ("
+                         << atLaunch << " each; setmaxnreg.inc would wait "
+                         << "forever); lower producer_regs or consumer_regs";
+  return success();
+}
+
+LogicalResult PipeTransposeOp::verify() {
+  SmemTileType src = getSrc().getType().getBuffer();
+  SmemTileType dst = getDst().getType().getBuffer();
+  if (!isa<Float8E4M3FNType>(src.getElementType()) ||
+      dst.getElementType() != src.getElementType())
+    return emitOpError() << "transposes FP8 (e4m3) tiles only, got " << src
+                         << " and " << dst;
+  if (src.getRows() != dst.getCols() || src.getCols() != dst.getRows())
+    return emitOpError() << "writes " << src << " transposed, which needs a "
+                         << src.getCols() << "x" << src.getRows()
+                         << " tile, but the destination is " << dst;
+  // One ldmatrix.x4 / stmatrix.x4.trans covers 16 keys by 32 bytes.
+  if (src.getRows() % 16 != 0 || src.getCols() % 32 != 0)
+    return emitOpError() << "transposes blocks of 16 keys by 32 head-dim "
+                            "bytes: "
+                         << src << " needs a multiple of 16 rows and of 32 "
+                            "columns";
+  auto ws = (*this)->getParentOfType<WarpSpecializeOp>();
+  if (ws && !ws.getTransposer().isAncestor((*this)->getParentRegion()))
+    return emitOpError("runs on the transposing warps: only the "
+                       "'transposer' region of attn.warp_specialize may "
+                       "hold it");
   return success();
 }
 

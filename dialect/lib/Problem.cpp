@@ -69,13 +69,24 @@ static llvm::Error checkFp8Problem(const AttentionProblem &problem) {
   const char *what = problem.kvCache                          ? "KV-cache"
                      : problem.combine                        ? "combine"
                      : problem.backward != BackwardPart::none ? "backward"
-                     : problem.varlen                         ? "varlen"
                                                               : nullptr;
   if (what)
     return problemError(fmt::format(
-        "dtype e4m3 (FP8) has dense forward kernels only, not {} kernels "
-        "yet; use bf16 or f16 for them",
+        "dtype e4m3 (FP8) has dense and varlen forward kernels only, not {} "
+        "kernels yet; use bf16 or f16 for them",
         what));
+  // A packed batch's V is read as its K and Q are, one TMA box per
+  // sequence's block, and transposed in the kernel; its descales are per
+  // (sequence, kv head) or per tensor.
+  if (problem.varlen && !problem.vRowMajor)
+    return problemError("dtype e4m3 (FP8) with varlen reads v row-major, "
+                        "packed [total_k, Hkv, D] as k (the producer "
+                        "warpgroup transposes each tile): add v_row_major "
+                        "(--v-row-major)");
+  if (problem.varlen && problem.blockScales)
+    return problemError("dtype e4m3 (FP8) with varlen takes descales per "
+                        "tensor or per (sequence, kv head), not per block: "
+                        "drop block_scales");
   if (problem.headDim != 64 && problem.headDim != 128 && problem.headDim != 256)
     return problemError(fmt::format(
         "dtype e4m3 (FP8) supports head dims 64, 128 and 256, not {}; pad q "
@@ -123,6 +134,10 @@ llvm::Error mlir::attn::verifyProblem(const AttentionProblem &problem) {
   if (problem.blockScales && problem.dtype != DType::e4m3)
     return problemError("block_scales are the descales of FP8 block "
                         "quantization: use them with dtype e4m3");
+  if (problem.vRowMajor && problem.dtype != DType::e4m3)
+    return problemError("v_row_major is FP8's V layout (bf16 and f16 "
+                        "kernels always read V row-major): use it with "
+                        "dtype e4m3, or drop it");
 
   // A value head dim of its own: the dense and varlen forward kernels and
   // the deterministic backward pair.

@@ -71,8 +71,11 @@ LogicalResult verifyScaleAndSoftcap(Operation *op, const APFloat &scale,
 /// [B, N, H, D] f16/bf16 tensor (or a packed [total, H, D] one addressed by
 /// a sequence, `batchType` !attn.seq) whose element type and head dimension
 /// match the swizzled tile `tile`.
+/// With `transpose` the tile is a row-major FP8 source's transpose (D rows
+/// of keys), as a K-major source's copy lands.
 LogicalResult verifyTileCopy(Operation *op, Type globalType, Type batchType,
-                             SmemTileType tile, bool toGlobal = false);
+                             SmemTileType tile, bool toGlobal = false,
+                             bool transpose = false);
 
 /// Checks what a KV-cache copy adds to verifyTileCopy: `headPack` query
 /// heads packed into `dst` (dividing its rows into whole 8-row groups) and a

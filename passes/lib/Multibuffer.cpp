@@ -110,7 +110,7 @@ LogicalResult convertBuffer(AllocSmemOp alloc, int64_t stages,
     PipeLoadOp::create(b, copy.getLoc(), copy.getSrc(), copy.getBatch(),
                        copy.getRow(), copy.getHead(), pipe, fill,
                        /*valid=*/Value(), copy.getPages(),
-                       copy.getHeadPackAttr());
+                       copy.getHeadPackAttr(), copy.getTransposeAttr());
     copy.erase();
   }
 

@@ -393,7 +393,8 @@ void emitFill(OpBuilder &b, PipeLoadOp like, Value block, Value fill,
   PipeAcquireOp::create(b, loc, like.getPipe(), fill);
   PipeLoadOp::create(b, loc, like.getSrc(), like.getBatch(), row,
                      like.getHead(), like.getPipe(), fill, valid,
-                     like.getPages(), like.getHeadPackAttr());
+                     like.getPages(), like.getHeadPackAttr(),
+                     like.getTransposeAttr());
 }
 
 /// Moves every fill of the loops `stages - 1` blocks ahead (predicated on

@@ -186,7 +186,12 @@ void TileProgramBuilder::build() {
         Value col = arith::MulIOp::create(b, l, j, blockN);
         // K_j landed (and everyone is done with V_{j-1}): start V_j.
         WaitOp::create(b, l, kTile, j);
-        CopyAsyncOp::create(b, l, op.getV(), kBatch, col, kvHead, vTile, j);
+        auto vCopy =
+            CopyAsyncOp::create(b, l, op.getV(), kBatch, col, kvHead, vTile, j);
+        // A row-major FP8 V lands transposed all the same: attn-transpose-v
+        // gives the copy its staging tile and transposing warps.
+        if (fp8 && op.problem().vRowMajor)
+          vCopy.setTranspose(true);
         // S = Q K_j^T, masked, then one online-softmax step.
         Value scores = MmaOp::create(b, l, accType(config.blockN), qTile,
                                      kTile, Value(), /*transpose_b=*/true);

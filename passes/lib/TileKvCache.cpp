@@ -53,7 +53,7 @@ private:
   void copyKv(Value src, Value batch, Value row, Value kvHead, Value tile,
               Value fill) {
     CopyAsyncOp::create(b, loc, src, batch, row, kvHead, tile, fill,
-                        op.getBlockTable(), IntegerAttr());
+                        op.getBlockTable(), IntegerAttr(), UnitAttr());
   }
 
   AttentionKvCacheOp op;
@@ -204,7 +204,7 @@ void KvCacheProgramBuilder::build() {
   Value vTile = AllocSmemOp::create(b, loc, smemType(config.blockN));
 
   CopyAsyncOp::create(b, loc, op.getQ(), batch, row, head, qTileBuf, c0,
-                      Value(), packAttr());
+                      Value(), packAttr(), UnitAttr());
   copyKv(op.getKCache(), batch, base, kvHead, kTile, c0);
   WaitOp::create(b, loc, qTileBuf, c0);
 

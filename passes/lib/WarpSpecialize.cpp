@@ -39,6 +39,10 @@ constexpr int64_t kProducerWarps = 4;
 /// warpgroups, 32/160 with three.
 constexpr int64_t kProducerRegs = 24, kConsumerRegs = 240;
 constexpr int64_t kProducerRegs3 = 32, kConsumerRegs3 = 160;
+/// With FP8's transposing warps in the producer warpgroup: 40/232 with two
+/// consumer warpgroups (the 168 registers each of 384 threads start with,
+/// moved: 128 x 40 + 256 x 232 = 384 x 168), 32/160 with three.
+constexpr int64_t kTransposerRegs = 40, kConsumerRegsBesideTransposer = 232;
 
 bool isProducerOp(Operation *op) {
   return isa<PipeAcquireOp, PipeLoadOp>(op);
@@ -95,11 +99,16 @@ scf::ForOp dropTileIterArgs(scf::ForOp loop) {
   return newLoop;
 }
 
-/// Keeps only the producer's part of a copy of the tile program.
-void keepProducerPart(Block &block) {
+/// Ops only the producer warpgroup's transposing warps run (FP8's V,
+/// attn-transpose-v).
+bool isTransposerOp(Operation *op) { return isa<PipeTransposeOp>(op); }
+
+/// Keeps only the producer's part of a copy of the tile program, or with
+/// `transposer` only the transposing warps' part.
+void keepProducerPart(Block &block, bool transposer = false) {
   SmallVector<Operation *> doomed;
   block.walk<WalkOrder::PreOrder>([&](Operation *op) {
-    if (isConsumerOp(op))
+    if (isConsumerOp(op) || (transposer ? isProducerOp(op) : isTransposerOp(op)))
       doomed.push_back(op);
   });
   // Loops still name the doomed tiles as inits and yields; those slots are
@@ -118,7 +127,7 @@ void keepProducerPart(Block &block) {
 void keepConsumerPart(Block &block) {
   SmallVector<Operation *> doomed;
   block.walk([&](Operation *op) {
-    if (isProducerOp(op))
+    if (isProducerOp(op) || isTransposerOp(op))
       doomed.push_back(op);
   });
   for (Operation *op : doomed)
@@ -179,10 +188,19 @@ LogicalResult specialize(func::FuncOp func, int64_t producerRegs,
     return failure();
 
   int64_t warpgroups = tiling.getNumWarps() / 4;
+  // FP8's in-kernel V transpose runs on the producer warpgroup's other
+  // warps, whose addresses and four data registers need more than the
+  // TMA thread's budget.
+  bool transposes = false;
+  func.walk([&](PipeTransposeOp) { transposes = true; });
   if (producerRegs == 0)
-    producerRegs = warpgroups == 3 ? kProducerRegs3 : kProducerRegs;
+    producerRegs = warpgroups == 3 ? kProducerRegs3
+                   : transposes    ? kTransposerRegs
+                                   : kProducerRegs;
   if (consumerRegs == 0)
-    consumerRegs = warpgroups == 3 ? kConsumerRegs3 : kConsumerRegs;
+    consumerRegs = warpgroups == 3 ? kConsumerRegs3
+                   : transposes    ? kConsumerRegsBesideTransposer
+                                   : kConsumerRegs;
 
   Block &body = func.getBody().front();
   DenseSet<Value> shared(body.getArguments().begin(),
@@ -210,17 +228,21 @@ LogicalResult specialize(func::FuncOp func, int64_t producerRegs,
       b.getI64IntegerAttr(producerRegs), b.getI64IntegerAttr(warpgroups),
       b.getI64IntegerAttr(consumerRegs),
       uniformWarpIndex ? b.getUnitAttr() : UnitAttr());
-  for (Region *region : {&ws.getProducer(), &ws.getConsumers()}) {
+  SmallVector<Region *, 3> regions = {&ws.getProducer(), &ws.getConsumers()};
+  if (transposes)
+    regions.push_back(&ws.getTransposer());
+  for (Region *region : regions) {
     Block *roleBlock = new Block();
     region->push_back(roleBlock);
     OpBuilder rb = OpBuilder::atBlockEnd(roleBlock);
     IRMapping mapping;
     for (Operation *op : moved)
       rb.clone(*op, mapping);
-    if (region == &ws.getProducer())
-      keepProducerPart(*roleBlock);
-    else
+    if (region == &ws.getConsumers())
       keepConsumerPart(*roleBlock);
+    else
+      keepProducerPart(*roleBlock,
+                       /*transposer=*/region == &ws.getTransposer());
     eraseDeadOps(*roleBlock);
     // The dQ drain's last TMA reduction may still read its stage when the
     // loop ends (each attn.accumulate_dq waits for the previous one only):

@@ -341,6 +341,8 @@ private:
     if (isa<WarpSpecializeOp>(op)) {
       // Each role its own trace: they run concurrently on the GPU.
       for (Region &region : op->getRegions()) {
+        if (region.empty())
+          continue; // no transposer
         traces.emplace_back();
         if (failed(runBlock(region.front())))
           return failure();

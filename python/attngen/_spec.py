@@ -198,6 +198,7 @@ class KernelSpec(NamedTuple):
     alibi: bool = False
     head_dim_v: int = 0
     block_scales: bool = False
+    v_row_major: bool = False
 
     def struct(self, function):
         """The C attngen_spec, each field checked on the way in; `function`
@@ -212,6 +213,7 @@ class KernelSpec(NamedTuple):
         spec.alibi = flag(function, "alibi", self.alibi)
         spec.head_dim_v = c_int("head_dim_v", self.head_dim_v)
         spec.block_scales = flag(function, "block_scales", self.block_scales)
+        spec.v_row_major = flag(function, "v_row_major", self.v_row_major)
         spec.dtype = dtype_code(self.dtype)
         spec.causal = flag(function, "causal", self.causal)
         spec.causal_align = causal_align_code(function, self.causal_align)

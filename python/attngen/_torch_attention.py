@@ -55,11 +55,13 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, *,
     with float32 descales q_descale, k_descale, v_descale (None: 1.0; one
     element: per tensor; (batch, kv_heads): per batch and key/value head, as
     FA3's) compute softmax(scale * (q_descale q)(k_descale k)^T) (v_descale v)
-    into a bfloat16 out. Head dims 64, 128 and 256, causal masks and windows,
-    GQA; no soft cap, ALiBi or backward yet. The kernel reads v K-major: a v
-    whose keys are contiguous (v = vt.permute(0, 3, 1, 2) of a [B, Hkv, D,
-    Nk_pad] vt, Nk_pad a multiple of 16) is read in place, any other is
-    copied transposed first."""
+    into a bfloat16 out. Head dims 64, 128 and 256, causal masks, windows,
+    soft caps, ALiBi, GQA; no backward yet. v is read in place either way: a
+    K-major v, its keys contiguous (attngen.quantize_fp8's; v =
+    vt.permute(0, 3, 1, 2) of a [B, Hkv, D, Nk_pad] vt, Nk_pad a multiple of
+    16), by the kernel that reads it so; a row-major v (head dim contiguous)
+    by the kernel whose producer warpgroup transposes each tile in shared
+    memory. Any other v is made contiguous first."""
     require_torch("attention")
     if not isinstance(deterministic, bool):
         raise TypeError("attngen.attention: deterministic must be a bool")

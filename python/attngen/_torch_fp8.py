@@ -1,6 +1,7 @@
 """FP8 attention (FlashAttention-3's): attngen.attention on float8_e4m3fn q, k
 and v with float32 descales, a bfloat16 output, on sm_90a. Its checks, the
-K-major copy of a row-major v, the descales' arguments, the custom op
+choice of v's layout (K-major, or row-major and transposed in the kernel),
+the descales' arguments, the custom op
 attngen::attention_fp8 (traced by torch.compile and torch.export) and the
 launch."""
 
@@ -113,16 +114,52 @@ def _check_block_descales(descales, batch, heads, kv_heads, seqlen_q, seqlen_k):
     _check_descale("v_descale", v_descale, batch, kv_heads)
 
 
+def _is_key_major(v):
+    """Whether v is a view the K-major kernel's TMA reads as is: keys
+    contiguous, the other strides and the address 16-byte aligned."""
+    strides = v.stride()
+    return (strides[1] == 1 and all(s % _ROW_ALIGN == 0 for s in (strides[0], strides[2],
+                                                                  strides[3]))
+            and v.data_ptr() % _ROW_ALIGN == 0)
+
+
+def is_row_major(v):
+    """Whether v is a view the row-major kernel's TMA reads as is: head dim
+    contiguous, the other strides and the address 16-byte aligned."""
+    strides = v.stride()
+    return (strides[3] == 1 and all(s % _ROW_ALIGN == 0 for s in strides[:3])
+            and v.data_ptr() % _ROW_ALIGN == 0)
+
+
+#: The largest head dim whose row-major v the kernel transposes itself; above
+#: it (d256) the in-kernel transpose costs more than a copy of v into the
+#: K-major layout (docs/PERF.md, "FP8: V transposed in the kernel").
+TRANSPOSE_IN_KERNEL_UP_TO = 128
+
+
+def v_layout(v):
+    """(v, row_major): how the FP8 kernel reads v ([B, Nk, Hkv, D], e4m3).
+    A K-major v (attngen.quantize_fp8's) goes to the kernel that reads it
+    so; a row-major one (head dim contiguous) up to TRANSPOSE_IN_KERNEL_UP_TO
+    to the kernel that transposes each tile in shared memory
+    (attn-transpose-v), with no copy; any other is made contiguous first,
+    or above that head dim copied K-major."""
+    if _is_key_major(v):
+        return v, False
+    if v.shape[-1] > TRANSPOSE_IN_KERNEL_UP_TO:
+        return key_major(v), False
+    if is_row_major(v):
+        return v, True
+    return v.contiguous(), True
+
+
 def key_major(v):
-    """v ([B, Nk, Hkv, D], e4m3) as the FP8 kernel reads it: K-major, its
+    """v ([B, Nk, Hkv, D], e4m3) as the K-major FP8 kernel reads it: its
     keys contiguous and each head-dim row 16-byte aligned. A v already so
     (a view of a [B, Hkv, D, Nk_pad] tensor) is used as is; any other is
     copied into that layout (one pass over v)."""
     batch, seqlen_k, kv_heads, head_dim = v.shape
-    strides = v.stride()
-    if (strides[1] == 1 and all(s % _ROW_ALIGN == 0 for s in (strides[0], strides[2],
-                                                              strides[3]))
-            and v.data_ptr() % _ROW_ALIGN == 0):
+    if _is_key_major(v):
         return v
     padded = -(-seqlen_k // _ROW_ALIGN) * _ROW_ALIGN
     vt = torch.empty((batch, kv_heads, head_dim, padded), dtype=v.dtype, device=v.device)
@@ -130,7 +167,7 @@ def key_major(v):
     return vt[..., :seqlen_k].permute(0, 3, 1, 2)
 
 
-def _descale_args(d, batch, kv_heads):
+def descale_args(d, batch, kv_heads):
     """A descale as the kernel reads it: its tensor (ones when None) and its
     (batch, head) strides, 0 where one value serves; block scales with their
     blocks contiguous."""
@@ -153,16 +190,17 @@ def fp8_forward(q, k, v, causal, scale, return_lse, causal_align, window_left, w
                       device=q.device)
     if out.numel() == 0:
         return out, lse
+    vk, row_major = v_layout(v)
     kernel = kernel_for(q, scale, causal=causal, causal_align=causal_align,
                         window_size=(window_left, window_right), softcap=softcap,
                         alibi=alibi_slopes is not None,
-                        block_scales=_block_scales((q_descale, k_descale)))
-    vk = key_major(v)
+                        block_scales=_block_scales((q_descale, k_descale)),
+                        v_row_major=row_major)
     args = forward_args(q, k, vk, out, lse if return_lse else None, batch, k.shape[1])
     one = None
     keep = []  # the descales (or their contiguous copies) until the launch
     for prefix, d in (("q", q_descale), ("k", k_descale), ("v", v_descale)):
-        tensor, strides = _descale_args(d, batch, kv_heads)
+        tensor, strides = descale_args(d, batch, kv_heads)
         if tensor is None:
             if one is None:
                 one = torch.ones(1, dtype=torch.float32, device=q.device)

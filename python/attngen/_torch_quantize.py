@@ -19,6 +19,9 @@ from ._torch_launch import current_stream, use_custom_op
 
 #: The scale granularities: one per tensor, per (batch, kv head), per 128 rows.
 GRANULARITIES = ("tensor", "head", "block")
+#: How quantize_fp8 stores v: keys contiguous (the FP8 wgmma's operand layout)
+#: or head dim contiguous (transposed in the attention kernel).
+V_LAYOUTS = ("k_major", "row_major")
 #: Rows per block scale and per CTA of the kernel.
 BLOCK_ROWS = 128
 #: The random signs' seed of the Hadamard rotation by default.
@@ -29,7 +32,7 @@ _ROW_ALIGN = 16
 
 class QuantizedFp8(NamedTuple):
     """quantize_fp8's result: e4m3 q, k, v ([B, N, H, D]; v K-major, a view of
-    a [B, Hkv, D, round_up(Nk, 16)] tensor) and their float32 descales
+    a [B, Hkv, D, round_up(Nk, 16)] tensor, unless asked row-major) and their float32 descales
     (x ~ x8 * descale): (1,) per tensor, (B, Hkv) per head (q's per group of
     query heads, as FlashAttention-3's q_descale), and per block (B, H,
     ceil(N / 128)) for q and k, with v's per head; 1 where a scope holds only
@@ -49,7 +52,7 @@ class QuantizedFp8(NamedTuple):
 
 
 def quantize_fp8(q, k, v, granularity="head", hadamard=False,
-                 hadamard_seed=DEFAULT_HADAMARD_SEED):
+                 hadamard_seed=DEFAULT_HADAMARD_SEED, v_layout="k_major"):
     """q, k, v (bfloat16 or float16, [B, N, H, D] with H a multiple of Hkv)
     as FP8 attention's inputs: `attngen.attention(x.q, x.k, x.v, **x.descales)`
     for `x = quantize_fp8(q, k, v)`.
@@ -60,8 +63,14 @@ def quantize_fp8(q, k, v, granularity="head", hadamard=False,
     at one scale). hadamard: rotate
     q and k by the same random Hadamard transform first (incoherent
     processing); the attention result is unchanged up to rounding, with less
-    of it. v is stored K-major. One kernel launch per tensor for "block", two
-    for the others (the block maxima, then the conversion)."""
+    of it. v_layout: "k_major" (default) stores v with its keys contiguous,
+    as the FP8 wgmma reads it; "row_major" stores it as q and k, and the
+    attention kernel then transposes each V tile in shared memory
+    (attn-transpose-v). One kernel launch per tensor for "block", two for the
+    others (the block maxima, then the conversion)."""
+    if v_layout not in V_LAYOUTS:
+        raise invalid_argument(f"quantize_fp8: v_layout {v_layout!r} is not one of "
+                               f"{', '.join(map(repr, V_LAYOUTS))}")
     _check(q, k, v, granularity, hadamard_seed)
     groups = q.shape[2] // k.shape[2]
     q8, qd = _quantize(q, granularity, groups, hadamard, hadamard_seed, key_major=False)
@@ -69,7 +78,7 @@ def quantize_fp8(q, k, v, granularity="head", hadamard=False,
     # v's descale stays per (batch, kv head) with block scales: the P V
     # accumulator sums over key blocks at one scale.
     v8, vd = _quantize(v, "head" if granularity == "block" else granularity, 1, False,
-                       hadamard_seed, key_major=True)
+                       hadamard_seed, key_major=v_layout == "k_major")
     return QuantizedFp8(q8, k8, v8, qd, kd, vd)
 
 

@@ -10,7 +10,6 @@ from typing import Optional
 import math
 import numbers
 
-from . import _capi
 from ._capi import lib
 from ._errors import invalid_argument
 from ._torch_checks import (TensorLayout, call_options, check_devices, check_int32,
@@ -20,6 +19,9 @@ from ._torch_launch import (_strides_4d, check_alibi_slopes, current_stream, for
                             head_dim_v_of, kernel_for, launch, outputs_like, set_alibi_args,
                             use_custom_op)
 from ._errors import check_status
+from ._torch_fp8 import is_fp8_call
+from ._varlen_seqlens import check_seqlen_values
+from ._torch_varlen_fp8 import attention_varlen_fp8, check_fp8_varlen
 
 _LAYOUT = TensorLayout(
     function="attention_varlen", names=("q", "k", "v"), rank=3,
@@ -27,16 +29,12 @@ _LAYOUT = TensorLayout(
     rank_hint=" (for (batch, seqlen, heads, head_dim) tensors use attngen.attention)",
     row_dims="the tokens and heads dimensions", kv_heads="k/v have")
 
-# The runtime's names for the sizes, and what a Python caller passed them as.
-_RUNTIME_NAMES = (("args.nq", "q.shape[0]"), ("args.nk", "k.shape[0]"),
-                  ("args.max_seqlen_q", "max_seqlen_q"),
-                  ("args.max_seqlen_k", "max_seqlen_k"))
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                      causal=False, window_size=(-1, -1), softcap=0.0, scale=None,
                      return_lse=False, *, causal_align="bottom-right", check_seqlens=True,
-                     alibi_slopes=None):
+                     alibi_slopes=None, q_descale=None, k_descale=None, v_descale=None):
     """Attention over a packed batch of variable-length sequences, as
     flash_attn_varlen_func: q (total_q, heads, head_dim), k and v (total_k,
     kv_heads, head_dim), cu_seqlens_q and cu_seqlens_k int32 (batch + 1,) on
@@ -67,9 +65,34 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
 
     Differentiable: gradients flow to q, k and v through
     attention_varlen_backward's kernels (head dims up to 256;
-    deterministic)."""
+    deterministic).
+
+    FP8 (sm_90a), as attention(): torch.float8_e4m3fn q, k and v with
+    float32 q_descale, k_descale, v_descale (None: 1.0; one element: per
+    tensor; (batch, kv_heads): per sequence and key/value head) give a
+    bfloat16 out; v is read row-major, as k, and transposed in the kernel.
+    Forward only; no block scales."""
     require_torch("attention_varlen")
     cu_q, cu_k, max_q, max_k = cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k
+    descales = (q_descale, k_descale, v_descale)
+    if isinstance(q, torch.Tensor) and is_fp8_call(q, descales):
+        check_tensors(_LAYOUT, q, k, v)
+        options = call_options("attention_varlen", causal, scale, causal_align, softcap,
+                               window_size, return_lse=return_lse, check_seqlens=check_seqlens)
+        _check_cu_seqlens(cu_q, cu_k)
+        for name, value in (("max_seqlen_q", max_q), ("max_seqlen_k", max_k)):
+            _check_max_seqlen(name, value)
+        check_fp8_varlen(q, k, v, cu_q, alibi_slopes, descales)
+        check_devices(list(zip(_LAYOUT.names + ("cu_seqlens_q", "cu_seqlens_k"),
+                               (q, k, v, cu_q, cu_k))) +
+                      ([("alibi_slopes", alibi_slopes)] if alibi_slopes is not None else []) +
+                      [(n, d) for n, d in zip(("q_descale", "k_descale", "v_descale"),
+                                              descales) if d is not None])
+        if alibi_slopes is not None:
+            # ALiBi measures its distances from the diagonal even without a mask.
+            options = options._replace(causal_align=causal_align)
+        return attention_varlen_fp8(q, k, v, cu_q, cu_k, max_q, max_k, options, return_lse,
+                                    check_seqlens, descales, alibi_slopes)
     options = _check_arguments(q, k, v, cu_q, cu_k, max_q, max_k, causal, window_size, softcap,
                                scale, return_lse, causal_align, check_seqlens,
                                alibi_slopes=alibi_slopes)
@@ -139,31 +162,13 @@ def _check_max_seqlen(name, value):
         raise invalid_argument(f"{name} = {value} is out of range: it must be 0 to 2^31 - 1")
 
 
-def _check_seqlen_values(q, k, cu_q, cu_k, max_q, max_k):
-    """The runtime's check of cu_seqlens on host copies (a synchronization)."""
-    args = _capi.ForwardArgs()
-    args.batch, args.nq, args.nk = cu_q.numel() - 1, q.shape[0], k.shape[0]
-    args.max_seqlen_q, args.max_seqlen_k = max_q, max_k
-    host_q, host_k = cu_q.cpu(), cu_k.cpu()
-    pointer = ctypes.POINTER(ctypes.c_int32)
-    status = lib.attnrt_check_cu_seqlens(ctypes.byref(args),
-                                         ctypes.cast(host_q.data_ptr(), pointer),
-                                         ctypes.cast(host_k.data_ptr(), pointer))
-    if status:
-        message = lib.attnrt_last_error().decode()
-        for runtime, python in _RUNTIME_NAMES:
-            message = message.replace(runtime, python)
-        raise invalid_argument(f"attngen.attention_varlen: {message} (check_seqlens=False "
-                               "skips this check)")
-
-
 def _forward(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_lse, causal_align,
              softcap, window_left, window_right, check_seqlens, alibi_slopes=None):
     """The op's CUDA implementation and the eager path: the value check where
     the host can read, then the launch."""
     out, lse = outputs_like(q, return_lse, v)
     if check_seqlens and not torch.cuda.is_current_stream_capturing():
-        _check_seqlen_values(q, k, cu_q, cu_k, max_q, max_k)
+        check_seqlen_values(q, k, cu_q, cu_k, max_q, max_k)
     _launch(q, k, v, cu_q, cu_k, max_q, max_k, out, lse if return_lse else None, causal,
             scale, causal_align, softcap, window_left, window_right, alibi_slopes)
     return out, lse

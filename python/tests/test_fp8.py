@@ -66,12 +66,23 @@ class Fp8ArgumentTest(unittest.TestCase):
         self.check_refused("q has 4 heads and k/v have 3", self.q, fp8(1, 8, 3, 128),
                            fp8(1, 8, 3, 128))
 
-    def test_other_functions_refuse_fp8(self):
-        q = fp8(8, 4, 64)
-        cu = torch.tensor([0, 8], dtype=torch.int32)
-        with self.assertRaisesRegex(ValueError, "FP8 has the dense forward of "
-                                                "attngen.attention only"):
-            attngen.attention_varlen(q, q, q, cu, cu, 8, 8)
+    def test_varlen_arguments(self):
+        """FP8 attention_varlen's refusals before any device work: descales
+        per tensor or per (sequence, kv head), one dtype, a supported head
+        dim."""
+        q, k = fp8(8, 4, 64), fp8(8, 2, 64)
+        cu = torch.tensor([0, 3, 8], dtype=torch.int32)
+        cases = ((r"v_descale has shape \(1, 2\); with varlen it must hold one element "
+                  r"\(per tensor\) or be \(batch, kv_heads\) = \(2, 2\)",
+                  (q, k, k), dict(v_descale=torch.ones(1, 2))),
+                 (r"k has dtype torch.bfloat16: FP8 attention_varlen takes "
+                  r"torch.float8_e4m3fn q, k and v", (q, k.to(torch.bfloat16), k), {}),
+                 (r"FP8 attention supports head dims 64, 128, 256, not 96",
+                  (fp8(8, 4, 96), fp8(8, 2, 96), fp8(8, 2, 96)), {}),
+                 (r"q is on cpu", (q, k, k), dict(q_descale=torch.ones(1))))
+        for pattern, tensors, kwargs in cases:
+            with self.subTest(pattern=pattern), self.assertRaisesRegex(ValueError, pattern):
+                attngen.attention_varlen(*tensors, cu, cu, 5, 5, **kwargs)
 
     def test_block_descales(self):
         # q's and k's per 128-row block together; v's per (batch, kv head).
@@ -89,6 +100,8 @@ class Fp8ArgumentTest(unittest.TestCase):
         b = torch.zeros(1, 8, 4, 128, dtype=torch.bfloat16)
         cases = ((r"granularity 'row' is not one of 'tensor', 'head', 'block'",
                   dict(granularity="row")),
+                 (r"v_layout 'kmajor' is not one of 'k_major', 'row_major'",
+                  dict(v_layout="kmajor")),
                  (r"hadamard_seed must be an int in \[0, 2\^63\)", dict(hadamard_seed=-1)),
                  (r"q is on cpu; it runs on CUDA tensors", {}))
         for pattern, kwargs in cases:
@@ -108,6 +121,30 @@ class Fp8ArgumentTest(unittest.TestCase):
         self.assertTrue(torch.equal(vk.view(torch.uint8), v.view(torch.uint8)))
         # Already K-major: used in place.
         self.assertIs(key_major(vk), vk)
+
+    def test_v_layout(self):
+        """Which kernel reads v: K-major views and row-major ones in place,
+        anything else made contiguous (row-major) first."""
+        from attngen._torch_fp8 import key_major, v_layout
+        v = fp8(2, 37, 3, 64)
+        for given, row_major in ((v, True), (key_major(v), False),
+                                 # a padded head stride: still in place
+                                 (fp8(2, 37, 3, 80)[..., :64], True)):
+            used, layout = v_layout(given)
+            self.assertIs(used, given)
+            self.assertEqual(layout, row_major)
+        # d256: copied K-major (the in-kernel transpose costs more there).
+        wide = fp8(2, 37, 3, 256)
+        copied, row_major = v_layout(wide)
+        self.assertFalse(row_major)
+        self.assertEqual(copied.stride()[1], 1)
+        self.assertTrue(torch.equal(copied.view(torch.uint8), wide.view(torch.uint8)))
+        # Neither layout (a head-dim stride of 2): copied contiguous.
+        odd = fp8(2, 37, 3, 128)[..., ::2]
+        copied, row_major = v_layout(odd)
+        self.assertTrue(row_major)
+        self.assertTrue(copied.is_contiguous())
+        self.assertTrue(torch.equal(copied.view(torch.uint8), odd.contiguous().view(torch.uint8)))
 
 
 def dequantized_reference(q, k, v, descales, causal, scale, softcap=0.0, slopes=None):

@@ -134,12 +134,12 @@ class VarlenArgumentTest(unittest.TestCase):
     def test_seqlen_values(self):
         # The runtime's attnrt_check_cu_seqlens on host copies, named as the
         # Python caller passed the sizes.
-        from attngen import _torch_varlen
+        from attngen import _varlen_seqlens
         args = self.inputs()
         q, k = args["q"], args["k"]
 
         def values(cu_q, cu_k, max_q=200, max_k=250):
-            _torch_varlen._check_seqlen_values(q, k, torch.tensor(cu_q, dtype=torch.int32),
+            _varlen_seqlens.check_seqlen_values(q, k, torch.tensor(cu_q, dtype=torch.int32),
                                                torch.tensor(cu_k, dtype=torch.int32),
                                                max_q, max_k)
 

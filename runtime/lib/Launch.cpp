@@ -353,7 +353,9 @@ attnrt_status forward(attnrt_module *m, const attnrt_forward_args *given, void *
                                              : dataType;
       // An FP8 kernel's V is K-major: its descriptor runs along the keys
       // first, then the head dim (the kernel copies it in transposed).
-      if (fp8 && p.tensor == TensorRole::V) {
+      // Stored row-major (v_row_major), it is loaded as K is and
+      // transposed in shared memory.
+      if (fp8 && p.tensor == TensorRole::V && !m->info.v_row_major) {
         if (attnrt_status s = encodeKeyMajorTensorMap(
                 *m, maps[i], pointers[t], rows, cols, a->num_kv_heads, batch, strides[t],
                 p.boxCols, p.boxRows))

@@ -352,9 +352,11 @@ attnrt_status checkVarlenParams(const attnrt_kernel_info &info, const KernelAbi 
                            : "no cu_seqlens pointer",
                 kRegenerate);
   for (const KernelParam &p : abi.params) {
-    // ALiBi's slopes are [B, H] in a packed batch too (B its sequences).
-    if (info.varlen && p.kind == ParamKind::Stride && p.dim == 0 &&
-        p.tensor != TensorRole::AlibiSlopes)
+    // ALiBi's slopes and FP8's descales are [B, H] in a packed batch too (B
+    // its sequences).
+    bool perSequence = p.tensor == TensorRole::AlibiSlopes || p.tensor == TensorRole::QDescale ||
+                       p.tensor == TensorRole::KDescale || p.tensor == TensorRole::VDescale;
+    if (info.varlen && p.kind == ParamKind::Stride && p.dim == 0 && !perSequence)
       return fail(ATTNRT_ERROR_INVALID_METADATA,
                   "kernel metadata parameter \"%s\" is a batch stride, but a varlen kernel's "
                   "tensors are packed [total, H, D] and have none; %s",
@@ -556,12 +558,12 @@ constexpr IntRange kIntRanges[] = {{"head_dim", 1, kMaxHeadDim},
                                    {"page_size", 0, kMaxPageSize},
                                    {"head_pack", 1, kMaxHeadPack}};
 /// Keys metadata written before variable-length batches, the KV cache, the
-/// backward, ALiBi and FP8 block scales lacks: they read as their defaults
-/// when absent.
-constexpr const char *kOptionalKeys[] = {"varlen",   "kind",      "kv_cache",
-                                         "split_kv", "page_size", "head_pack",
-                                         "backward", "alibi",     "head_dim_v",
-                                         "block_scales"};
+/// backward, ALiBi, FP8 block scales and FP8's row-major V lacks: they read
+/// as their defaults when absent.
+constexpr const char *kOptionalKeys[] = {"varlen",       "kind",       "kv_cache",
+                                         "split_kv",     "page_size",  "head_pack",
+                                         "backward",     "alibi",      "head_dim_v",
+                                         "block_scales", "v_row_major"};
 
 /// How a problem field of each kind is read from its key (spec_fields.def's
 /// kinds, as the C struct holds them).

@@ -132,7 +132,8 @@ attnrt_status checkStrides(const TensorArg &t, bool usesTma) {
     return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
                 "%s_stride_n (%s_strides[1]) = %lld but an FP8 kernel reads %s K-major, its keys "
                 "contiguous (stride 1): store it transposed, [B, Hkv, D, Nk] with Nk padded to a "
-                "multiple of 16, and pass that view",
+                "multiple of 16, and pass that view, or compile the kernel with v_row_major "
+                "(--v-row-major) to pass v as it is",
                 t.name, t.name, static_cast<long long>(t.strides[1]), t.display);
   if (!t.keyMajor && t.strides[3] != 1)
     return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
@@ -466,7 +467,8 @@ attnrt_status checkForwardArgs(const attnrt_kernel_info &info, const attnrt_forw
   const TensorArg all[4] = {
       {"q", "Q", a.q, {batchExtent, a.nq, a.num_heads, a.head_dim}, a.q_strides, inputBytes},
       {"k", "K", a.k, {kvBatch, kvRows, a.num_kv_heads, a.head_dim}, a.k_strides, inputBytes},
-      {"v", "V", a.v, {kvBatch, kvRows, a.num_kv_heads, dv}, a.v_strides, inputBytes, fp8},
+      {"v", "V", a.v, {kvBatch, kvRows, a.num_kv_heads, dv}, a.v_strides, inputBytes,
+       fp8 && !info.v_row_major},
       {"o", "O", a.o, {batchExtent, a.nq, a.num_heads, dv}, a.o_strides}};
   if (attnrt_status s = checkAlibiArgs(info, a))
     return s;

@@ -79,6 +79,11 @@ std::string nameBlockScales(const NameContext &c) {
   return c.problem.blockScales ? "_blockscale" : "";
 }
 
+/// FP8's V read row-major and transposed in the kernel: _vrow.
+std::string nameVRowMajor(const NameContext &c) {
+  return c.problem.vRowMajor ? "_vrow" : "";
+}
+
 std::string nameHeadDim(const NameContext &c) {
   return fmt::format("_d{}", c.problem.headDim);
 }

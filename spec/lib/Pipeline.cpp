@@ -32,6 +32,7 @@ void mlir::attn::buildAttnTilePipeline(OpPassManager &pm,
   // and the epilogue.
   pm.addPass(createAttnPersistent());
   pm.addPass(createAttnMultibuffer());
+  pm.addPass(createAttnTransposeV());
   pm.addPass(createAttnWarpSpecialize());
   pm.addPass(createAttnIntraWgOverlap());
   pm.addPass(createAttnBackwardOverlap());

@@ -79,13 +79,14 @@ static OwningOpRef<ModuleOp> buildProblemOpModule(MLIRContext &ctx,
     valueType = MemRefType::get({dyn, dyn, spec.valueHeadDim()}, element);
     lseType = MemRefType::get({dyn, dyn}, f32);
   }
-  // FP8: V K-major (its keys contiguous: the FP8 MMA reads it so), O bf16,
-  // and the three f32 descales ([B, Hkv], or q's and k's per block) after
-  // everything else.
+  // FP8: V K-major (its keys contiguous: the FP8 MMA reads it so) unless
+  // it is row-major (transposed in the kernel), O bf16, and the three f32
+  // descales ([B, Hkv], or q's and k's per block) after everything else.
   bool fp8 = spec.dtype == DType::e4m3;
   Type outType = valueType;
-  if (fp8) {
+  if (fp8)
     outType = MemRefType::get(valueType.getShape(), BFloat16Type::get(&ctx));
+  if (fp8 && !spec.vRowMajor) {
     valueType = MemRefType::get(
         valueType.getShape(), element,
         StridedLayoutAttr::get(&ctx, /*offset=*/0, {dyn, 1, dyn, dyn}));

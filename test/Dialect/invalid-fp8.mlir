@@ -19,11 +19,12 @@ func.func @fp8_needs_descales(%q: !q8, %k: !q8, %v: !v8, %o: !o) {
 !o = memref<?x?x?x128xbf16>
 !d = memref<?x?xf32>
 
-// V row-major (head dim contiguous): the FP8 MMA cannot read it.
-func.func @fp8_v_row_major(%q: !q8, %k: !q8, %v: !q8, %o: !o, %qd: !d, %kd: !d, %vd: !d) {
-  // expected-error @+1 {{'attn.attention' op operand 'v' of FP8 attention must be K-major, its keys contiguous}}
+// V neither K-major nor row-major (no unit stride at all): no TMA reads it
+// as a tile.
+func.func @fp8_v_strided(%q: !q8, %k: !q8, %v: memref<?x?x?x128xf8E4M3FN, strided<[?, ?, ?, ?]>>, %o: !o, %qd: !d, %kd: !d, %vd: !d) {
+  // expected-error @+1 {{'attn.attention' op operand 'v' of FP8 attention must be K-major, its keys contiguous (strided<[?, 1, ?, ?]>: V stored transposed, [B, Hkv, D, Nk]), or row-major with its head dim contiguous (transposed in the kernel)}}
   attn.attention %q, %k, %v, %o descale(%qd, %kd, %vd : !d, !d, !d) {scale = 0.125 : f32}
-    : !q8, !q8, !q8, !o
+    : !q8, !q8, memref<?x?x?x128xf8E4M3FN, strided<[?, ?, ?, ?]>>, !o
   return
 }
 

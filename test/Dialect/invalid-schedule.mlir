@@ -55,12 +55,29 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 
 module attributes {attn.target = #attn.target<sm_90a>} {
   func.func @register_budget() {
-    // expected-error @+1 {{'attn.warp_specialize' op register budgets need 73728 registers, more than the 65536 of an SM; lower producer_regs or consumer_regs}}
+    // expected-error @+1 {{'attn.warp_specialize' op register budgets need 73728 registers, more than the 64512 the CTA's 384 threads start with (168 each; setmaxnreg.inc would wait forever); lower producer_regs or consumer_regs}}
     attn.warp_specialize producer {
       %p = arith.constant 0 : index
     } consumers {
       %c = arith.constant 0 : index
     } {consumer_regs = 256, consumer_warpgroups = 2, producer_regs = 64, producer_warps = 4}
+    return
+  }
+}
+
+// -----
+
+// 384 threads start with 168 registers each: 32/240 fits the register file
+// (65536) but not the CTA's 64512, so the consumers' setmaxnreg.inc would
+// wait forever.
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @register_pool() {
+    // expected-error @+1 {{'attn.warp_specialize' op register budgets need 65536 registers, more than the 64512 the CTA's 384 threads start with (168 each; setmaxnreg.inc would wait forever); lower producer_regs or consumer_regs}}
+    attn.warp_specialize producer {
+      %p = arith.constant 0 : index
+    } consumers {
+      %c = arith.constant 0 : index
+    } {consumer_regs = 240, consumer_warpgroups = 2, producer_regs = 32, producer_warps = 4}
     return
   }
 }

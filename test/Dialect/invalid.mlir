@@ -650,7 +650,7 @@ func.func @mistyped_attribute() attributes {attn.tiling = #attn.target<sm_80>} {
 
 // -----
 
-// expected-error @+1 {{#attn.problem has no field 'casual'; its fields: dtype, head_dim, causal, scale, with_lse, causal_align, softcap, window_left, window_right, varlen, kv_cache, page_size, split_kv, head_pack, backward, alibi, head_dim_v, block_scales, combine}}
+// expected-error @+1 {{#attn.problem has no field 'casual'; its fields: dtype, head_dim, causal, scale, with_lse, causal_align, softcap, window_left, window_right, varlen, kv_cache, page_size, split_kv, head_pack, backward, alibi, head_dim_v, block_scales, v_row_major, combine}}
 func.func @problem_unknown_field() attributes {attn.problem = #attn.problem<casual = true, scale = 0.125>} {
   return
 }

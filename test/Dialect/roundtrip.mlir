@@ -182,7 +182,7 @@ func.func @narrow_swizzles(%k96: memref<?x?x?x96xbf16>, %v40: memref<?x?x?x40xf1
 // A kernel's typed problem: the parser takes any subset of the fields (the
 // others keep spec_fields.def's defaults), the printer writes them all.
 // CHECK-LABEL: func.func @problem
-// CHECK-SAME: attn.problem = #attn.problem<dtype = f16, head_dim = 64, causal = true, scale = 0.125, with_lse = true, causal_align = bottom_right, softcap = 30.0, window_left = 256, window_right = -1, varlen = false, kv_cache = false, page_size = 0, split_kv = false, head_pack = 1, backward = none, alibi = false, head_dim_v = 0, block_scales = false, combine = false>
+// CHECK-SAME: attn.problem = #attn.problem<dtype = f16, head_dim = 64, causal = true, scale = 0.125, with_lse = true, causal_align = bottom_right, softcap = 30.0, window_left = 256, window_right = -1, varlen = false, kv_cache = false, page_size = 0, split_kv = false, head_pack = 1, backward = none, alibi = false, head_dim_v = 0, block_scales = false, v_row_major = false, combine = false>
 func.func @problem() attributes {attn.problem = #attn.problem<head_dim = 64, dtype = f16, causal = true, scale = 0.125, causal_align = bottom_right, softcap = 30.0, window_left = 256>} {
   return
 }

@@ -7,7 +7,7 @@
 module attributes {attn.target = #attn.target<sm_90a>} {
 // CHECK-LABEL: func.func @split
 // CHECK-SAME: attn.grid = #attn.grid<tiles = [#attn.grid_dim<size = nq, tile = 16, times = num_splits>, #attn.grid_dim<size = num_heads, tile = 4>, #attn.grid_dim<size = batch, tile = 1>], ctas_per_sm = 0>
-// CHECK-SAME: causal = true,{{.*}} causal_align = bottom_right,{{.*}} kv_cache = true, page_size = 0, split_kv = true, head_pack = 4, backward = none, alibi = false, head_dim_v = 0, block_scales = false, combine = false>
+// CHECK-SAME: causal = true,{{.*}} causal_align = bottom_right,{{.*}} kv_cache = true, page_size = 0, split_kv = true, head_pack = 4, backward = none, alibi = false, head_dim_v = 0, block_scales = false, v_row_major = false, combine = false>
 // CHECK-SAME: attn.tensors = ["q", "k", "v", "o", "cache_seqlens", "lse", "o_partial", "lse_partial"]
 // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 64, block_n = 128, num_warps = 4{{[^>]*}}>
 // CHECK:      %[[X:.*]] = attn.program_id 0

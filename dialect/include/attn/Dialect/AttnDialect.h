@@ -31,6 +31,9 @@ class ProducerOnly : public TraitBase<ConcreteType, ProducerOnly> {};
 /// Inside attn.warp_specialize, the op belongs in the consumers region.
 template <typename ConcreteType>
 class ConsumersOnly : public TraitBase<ConcreteType, ConsumersOnly> {};
+/// Inside attn.warp_specialize, the op belongs in the transposer region.
+template <typename ConcreteType>
+class TransposerOnly : public TraitBase<ConcreteType, TransposerOnly> {};
 } // namespace mlir::OpTrait::attn
 
 #include "attn/Dialect/AttnEnums.h.inc"
@@ -49,6 +52,9 @@ namespace mlir::attn {
 constexpr int64_t kWarpgroupWarps = 4;
 constexpr int64_t kWarpgroupThreads = 32 * kWarpgroupWarps;
 constexpr int64_t kWarpgroupRows = 64;
+/// Warps of the producer warpgroup that transpose FP8's V (attn-transpose-v):
+/// all but warp 0, which issues the TMA.
+constexpr int64_t kTransposerWarps = 3;
 
 /// Name of the module attribute holding the #attn.target.
 constexpr llvm::StringLiteral kTargetAttrName = "attn.target";

@@ -19,6 +19,10 @@ def Attn_ProducerOnly : NativeOpTrait<"ProducerOnly"> {
 def Attn_ConsumersOnly : NativeOpTrait<"ConsumersOnly"> {
   let cppNamespace = "::mlir::OpTrait::attn";
 }
+// The producer warpgroup's transposing warps (FP8's V, attn-transpose-v).
+def Attn_TransposerOnly : NativeOpTrait<"TransposerOnly"> {
+  let cppNamespace = "::mlir::OpTrait::attn";
+}
 
 def Attn_AnyRegTile : Type<CPred<"::llvm::isa<::mlir::attn::RegTileType>($_self)">,
                            "register tile", "::mlir::attn::RegTileType">;
@@ -297,6 +301,13 @@ def Attn_CopyAsyncOp : Attn_Op<"copy_async", [AttrSizedOperandSegments]> {
     cover whole pages (`rows % page_size == 0`), and `row` must be a multiple
     of the smaller of the two.
 
+    With `transpose` (FP8's V stored row-major) the tile is the source's
+    transpose, D rows of keys, as a K-major source's copy lands: the FP8
+    wgmma reads V K-major only. No copy instruction transposes bytes, so
+    `attn-transpose-v` splits such a copy into a row-major staging pipe and
+    an `attn.pipe_transpose` that the producer warpgroup runs; the lowering
+    refuses one left over.
+
     sm_80: every thread issues `cp.async.cg.shared.global` 16-byte chunks into
     the swizzled layout (zero-filled, reading nothing, past N or D), then
     `cp.async.commit_group`.
@@ -329,7 +340,8 @@ def Attn_CopyAsyncOp : Attn_Op<"copy_async", [AttrSizedOperandSegments]> {
                        Optional<Index>:$fill,
                        // KV cache and GQA packing (attn.attention_kvcache).
                        Arg<Optional<AnyMemRef>, "", [MemRead]>:$pages,
-                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$head_pack);
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$head_pack,
+                       UnitAttr:$transpose);
   let assemblyFormat = [{
     $src `[` $batch `,` $row `,` $head `]` `->` $dst (`fill` $fill^)?
     (`pages` $pages^)? attr-dict `:`
@@ -341,7 +353,7 @@ def Attn_CopyAsyncOp : Attn_Op<"copy_async", [AttrSizedOperandSegments]> {
     OpBuilder<(ins "Value":$src, "Value":$batch, "Value":$row, "Value":$head,
                    "Value":$dst, "Value":$fill), [{
       build($_builder, $_state, src, batch, row, head, dst, fill, Value(),
-            IntegerAttr());
+            IntegerAttr(), UnitAttr());
     }]>
   ];
   let hasVerifier = 1;

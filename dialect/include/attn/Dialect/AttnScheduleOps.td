@@ -42,6 +42,12 @@ def Attn_CreatePipeOp : Attn_Op<"create_pipe"> {
     the consumers' loop nest in vector registers and move every wgmma
     descriptor to uniform ones before use.
 
+    `fill_arrivals` and `release_arrivals` override the two counts where
+    others than the TMA and the consumer warps fill or release a stage:
+    `attn-transpose-v` sets `fill_arrivals` on the transposed V pipe (one
+    arrival per transposing warp, no TMA bytes) and `release_arrivals` on
+    its row-major staging pipe (the transposing warps release it).
+
     `attn-allocate-smem` places it: `offset` is its first stage's byte
     offset in the dynamic shared memory (the stages follow each other, each
     1024-byte aligned), `full_barriers` and `empty_barriers` the offsets of
@@ -54,12 +60,14 @@ def Attn_CreatePipeOp : Attn_Op<"create_pipe"> {
   let arguments = (ins OptionalAttr<I64Attr>:$offset,
                        OptionalAttr<I64Attr>:$full_barriers,
                        OptionalAttr<I64Attr>:$empty_barriers,
-                       UnitAttr:$per_thread_release);
+                       UnitAttr:$per_thread_release,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$fill_arrivals,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$release_arrivals);
   let results = (outs Res<Attn_Pipe, "", [MemAlloc]>:$result);
   let builders = [
     OpBuilder<(ins "Type":$type), [{
       build($_builder, $_state, type, IntegerAttr(), IntegerAttr(),
-            IntegerAttr(), UnitAttr());
+            IntegerAttr(), UnitAttr(), IntegerAttr(), IntegerAttr());
     }]>
   ];
   let assemblyFormat = "attr-dict `:` qualified(type($result))";
@@ -123,7 +131,10 @@ def Attn_PipeLoadOp : Attn_Op<"pipe_load", [AttrSizedOperandSegments,
                        Optional<I1>:$valid,
                        // As attn.copy_async's: a paged source, packed heads.
                        Arg<Optional<AnyMemRef>, "", [MemRead]>:$pages,
-                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$head_pack);
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntMinValue<1>]>>:$head_pack,
+                       // As attn.copy_async's: the stage is the source's
+                       // transpose (attn-transpose-v splits such a fill).
+                       UnitAttr:$transpose);
   let assemblyFormat = [{
     $src `[` $batch `,` $row `,` $head `]` `->` $pipe `[` $fill `]`
     (`if` $valid^)? (`pages` $pages^)? attr-dict `:`
@@ -134,7 +145,7 @@ def Attn_PipeLoadOp : Attn_Op<"pipe_load", [AttrSizedOperandSegments,
     OpBuilder<(ins "Value":$src, "Value":$batch, "Value":$row, "Value":$head,
                    "Value":$pipe, "Value":$fill, "Value":$valid), [{
       build($_builder, $_state, src, batch, row, head, pipe, fill, valid,
-            Value(), IntegerAttr());
+            Value(), IntegerAttr(), UnitAttr());
     }]>
   ];
   let hasVerifier = 1;
@@ -142,6 +153,38 @@ def Attn_PipeLoadOp : Attn_Op<"pipe_load", [AttrSizedOperandSegments,
     /// Query heads the tile packs (1: a tile of one head's rows).
     int64_t headPack() { return getHeadPack().value_or(1); }
   }];
+}
+
+def Attn_PipeTransposeOp : Attn_Op<"pipe_transpose", [Attn_TransposerOnly]> {
+  let summary = "Transposing warps: write fill `fill` of `src` transposed into `dst`";
+  let description = [{
+    FlashAttention-3's in-kernel V transpose for FP8 (the e4m3 wgmma reads
+    both operands K-major, and V is stored with its head dim contiguous).
+    Waits until fill `fill` of the row-major staging pipe `src` (keys x D
+    bytes) has landed and stage `fill` of `dst` (D x keys) is free, writes
+    the stage transposed, then releases `src`'s stage and completes `dst`'s
+    fill: consumers wait on `dst` as on any pipe.
+
+    sm_90a: warps 1-3 of the producer warpgroup run it (warp 0 issues the
+    TMA). Each 16-key x 32-byte block is one `ldmatrix.x4` (even and odd key
+    rows as 16-bit matrices), two `prmt` per register pair that interleave
+    the two rows' bytes, and one `stmatrix.x4.trans` (16-bit pairs of keys
+    down the head-dim rows); then `fence.proxy.async` (the wgmma reads
+    through the async proxy) and one arrival per warp on each barrier.
+
+    ```mlir
+    attn.pipe_transpose %vs -> %vt[%j]
+      : !attn.pipe<2, !attn.smem<128x128xf8E4M3FN, swizzle = 128>>,
+        !attn.pipe<2, !attn.smem<128x128xf8E4M3FN, swizzle = 128>>
+    ```
+  }];
+  let arguments = (ins Arg<Attn_Pipe, "", [MemRead]>:$src,
+                       Arg<Attn_Pipe, "", [MemWrite]>:$dst, Index:$fill);
+  let assemblyFormat = [{
+    $src `->` $dst `[` $fill `]` attr-dict `:`
+    qualified(type($src)) `,` qualified(type($dst))
+  }];
+  let hasVerifier = 1;
 }
 
 def Attn_ZeroRowsOp : Attn_Op<"zero_rows"> {
@@ -306,6 +349,10 @@ def Attn_WarpSpecializeOp : Attn_Op<"warp_specialize", [NoTerminator,
     barriers) lives in uniform registers instead of being moved there
     before every wgmma; `attn-warp-specialize` sets it where it pays.
 
+    The optional `transposer` region runs on the producer warpgroup's other
+    warps (1-3) while warp 0 issues the TMA: `attn.pipe_transpose`, FP8's
+    in-kernel V transpose (attn-transpose-v).
+
     ```mlir
     attn.warp_specialize producer {
       scf.for %j = ... { attn.pipe_acquire ...  attn.pipe_load ... }
@@ -320,8 +367,12 @@ def Attn_WarpSpecializeOp : Attn_Op<"warp_specialize", [NoTerminator,
                        ConfinedAttr<I64Attr, [IntMinValue<1>, IntMaxValue<3>]>:$consumer_warpgroups,
                        I64Attr:$consumer_regs,
                        UnitAttr:$uniform_warp_index);
-  let regions = (region SizedRegion<1>:$producer, SizedRegion<1>:$consumers);
-  let assemblyFormat = "`producer` $producer `consumers` $consumers attr-dict";
+  let regions = (region SizedRegion<1>:$producer, SizedRegion<1>:$consumers,
+                        AnyRegion:$transposer);
+  let assemblyFormat = [{
+    `producer` $producer (`transposer` $transposer^)? `consumers` $consumers
+    attr-dict
+  }];
   let hasVerifier = 1;
 }
 

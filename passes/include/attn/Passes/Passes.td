@@ -388,6 +388,46 @@ def AttnMultibuffer : Pass<"attn-multibuffer", "ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def AttnTransposeV : Pass<"attn-transpose-v", "ModuleOp"> {
+  let summary = "FP8: transpose a row-major V in shared memory on the producer warpgroup";
+  let description = [{
+    FlashAttention-3's in-kernel V transpose. The e4m3 wgmma reads both
+    operands K-major, so P V needs V with its keys contiguous; a V stored
+    row-major (head dim contiguous, as q and k) reaches attn-tile's program
+    as an `attn.copy_async {transpose}`, which attn-multibuffer makes an
+    `attn.pipe_load {transpose}`. No TMA transposes bytes, so this pass
+    gives such a pipe a row-major staging pipe (keys x D): the TMA fills the
+    staging stage, and an `attn.pipe_transpose` writes it transposed into
+    the stage the consumers read. attn-warp-specialize puts the transposes
+    on the producer warpgroup's warps 1-3 (warp 0 issues the TMA), so the
+    consumers' program does not change.
+
+    The staging pipe has as many stages as V's where they fit in shared
+    memory (`staging-stages` = 0), else one; its empty barriers count the
+    transposing warps' arrivals and V's full barriers count theirs instead
+    of the TMA's bytes (`release_arrivals`, `fill_arrivals`).
+
+    Before:
+    ```mlir
+    attn.pipe_acquire %vp[%j] : ...
+    attn.pipe_load %V[%b, %col, %h] -> %vp[%j] {transpose} : ...
+    ```
+    After:
+    ```mlir
+    %vs = attn.create_pipe {release_arrivals = 3 : i64}
+      : !attn.pipe<2, !attn.smem<128x128xf8E4M3FN, swizzle = 128>>
+    attn.pipe_acquire %vs[%j] : ...
+    attn.pipe_load %V[%b, %col, %h] -> %vs[%j] : ...
+    attn.pipe_transpose %vs -> %vp[%j] : ...
+    ```
+  }];
+  let options = [
+    Option<"stagingStages", "staging-stages", "int64_t", "0",
+           "Stages of the row-major staging pipe (0: V's where they fit in "
+           "shared memory, else 1)">,
+  ];
+}
+
 def AttnWarpSpecialize : Pass<"attn-warp-specialize", "ModuleOp"> {
   let summary = "Split the kernel into a TMA producer warpgroup and MMA consumer warpgroups";
   let description = [{

@@ -1,0 +1,143 @@
+//===- TransposeV.cpp - attn-transpose-v: FP8's V transposed in the kernel -===//
+//
+//   attn.pipe_acquire %vp[%f]             %vs = attn.create_pipe  (keys x D)
+//   attn.pipe_load %V[..] -> %vp[%f]  ->  attn.pipe_acquire %vs[%f]
+//     {transpose}                         attn.pipe_load %V[..] -> %vs[%f]
+//                                         attn.pipe_transpose %vs -> %vp[%f]
+//
+// The FP8 wgmma reads V K-major (keys contiguous), but V is usually stored
+// with its head dim contiguous. Rather than a pass over V in memory before
+// the kernel, the TMA lands each row-major V tile in a staging pipe and the
+// producer warpgroup's idle warps write it transposed into the pipe the
+// consumers read (FlashAttention-3's in-kernel transpose). The consumers'
+// program does not change: only who fills %vp does.
+//
+//===----------------------------------------------------------------------===//
+#include "attn/Passes/Passes.h"
+#include "attn/Passes/TileConfig.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+#define DEBUG_TYPE "attn-transpose-v"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_ATTNTRANSPOSEV
+#include "attn/Passes/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+/// The acquire of fill `fill` of `pipe` that precedes `load` in its block.
+PipeAcquireOp acquireBefore(PipeLoadOp load) {
+  for (Operation *op = load->getPrevNode(); op; op = op->getPrevNode())
+    if (auto acquire = dyn_cast<PipeAcquireOp>(op);
+        acquire && acquire.getPipe() == load.getPipe() &&
+        acquire.getFill() == load.getFill())
+      return acquire;
+  return nullptr;
+}
+
+/// Gives the transposed pipe `vt` a row-major staging pipe and the
+/// transposing warps. `stagingStages` 0: as many stages as `vt` where they
+/// fit in the target's shared memory beside the kernel's other tiles, else
+/// one.
+LogicalResult transposePipe(func::FuncOp func, CreatePipeOp vt,
+                            ArrayRef<PipeLoadOp> loads, int64_t stagingStages) {
+  SmemTileType vtTile = vt.getType().getBuffer();
+  auto stagingTile = SmemTileType::get(
+      vt.getContext(), {vtTile.getCols(), vtTile.getRows()},
+      vtTile.getElementType(),
+      smemTileSwizzle(vtTile.getRows(), /*elementBytes=*/1));
+  int64_t stages = stagingStages;
+  if (stages == 0) {
+    stages = vt.getType().getStages();
+    SmallVector<SmemAllocation> sizes;
+    for (auto &[buffer, allocation] : smemAllocationsOf(func))
+      sizes.push_back(allocation);
+    sizes.push_back({stagingTile.getSizeInBytes(), stages});
+    if (sharedMemoryLayoutBytes(sizes) > maxSharedMemoryBytes(TargetKind::sm_90a))
+      stages = 1;
+  }
+  OpBuilder b(vt);
+  b.setInsertionPointAfter(vt);
+  auto staging = CreatePipeOp::create(
+      b, vt.getLoc(), PipeType::get(vt.getContext(), stages, stagingTile));
+  staging.setReleaseArrivalsAttr(b.getI64IntegerAttr(kTransposerWarps));
+  vt.setFillArrivalsAttr(b.getI64IntegerAttr(kTransposerWarps));
+
+  for (PipeLoadOp load : loads) {
+    PipeAcquireOp acquire = acquireBefore(load);
+    if (!acquire)
+      return load.emitOpError("has no attn.pipe_acquire of its fill before "
+                              "it in its block; attn-transpose-v moves the "
+                              "acquire to the staging pipe with the load");
+    acquire.getPipeMutable().assign(staging);
+    b.setInsertionPoint(load);
+    PipeLoadOp::create(b, load.getLoc(), load.getSrc(), load.getBatch(),
+                       load.getRow(), load.getHead(), staging, load.getFill(),
+                       load.getValid(), load.getPages(), load.getHeadPackAttr(),
+                       /*transpose=*/UnitAttr());
+    PipeTransposeOp::create(b, load.getLoc(), staging, vt, load.getFill());
+    load.erase();
+  }
+  return success();
+}
+
+struct AttnTransposeVPass
+    : public mlir::attn::impl::AttnTransposeVBase<AttnTransposeVPass> {
+  using AttnTransposeVBase::AttnTransposeVBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (stagingStages < 0 || stagingStages > kMaxPipeStages) {
+      module.emitError() << "attn-transpose-v: staging-stages = "
+                         << stagingStages << " is out of range; use 0 (as "
+                         << "many as fit) to " << kMaxPipeStages;
+      return signalPassFailure();
+    }
+    // The transposing fills of each pipe, in program order.
+    llvm::MapVector<Operation *, SmallVector<PipeLoadOp>> byPipe;
+    WalkResult walk = module.walk([&](Operation *op) {
+      if (auto copy = dyn_cast<CopyAsyncOp>(op); copy && copy.getTranspose()) {
+        copy.emitOpError("transposes its source but is not a pipe fill yet: "
+                         "run attn-multibuffer before attn-transpose-v");
+        return WalkResult::interrupt();
+      }
+      auto load = dyn_cast<PipeLoadOp>(op);
+      if (!load || !load.getTranspose())
+        return WalkResult::advance();
+      auto func = load->getParentOfType<func::FuncOp>();
+      if (getTarget(module) != TargetKind::sm_90a || !func ||
+          !scheduleApplies(func, &AttentionSchedule::warpSpecialize)) {
+        load.emitOpError("transposes FP8's V in shared memory on the "
+                         "producer warpgroup, which needs sm_90a and warp "
+                         "specialization");
+        return WalkResult::interrupt();
+      }
+      auto pipe = load.getPipe().getDefiningOp<CreatePipeOp>();
+      if (!pipe) {
+        load.emitOpError("fills a pipe attn-transpose-v cannot trace to its "
+                         "attn.create_pipe");
+        return WalkResult::interrupt();
+      }
+      byPipe[pipe].push_back(load);
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return signalPassFailure();
+    for (auto &[op, loads] : byPipe) {
+      auto pipe = cast<CreatePipeOp>(op);
+      if (failed(transposePipe(pipe->getParentOfType<func::FuncOp>(), pipe,
+                               loads, stagingStages)))
+        return signalPassFailure();
+      LLVM_DEBUG(llvm::dbgs() << "transposed " << loads.size()
+                              << " V fills in the kernel\n");
+    }
+  }
+};
+
+} // namespace

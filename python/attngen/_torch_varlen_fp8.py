@@ -1,0 +1,153 @@
+"""attngen.attention_varlen on float8_e4m3fn q, k and v (FlashAttention-3's
+FP8 forward over a packed batch): its checks, the custom op
+attngen::attention_varlen_fp8 (torch.compile) and the launch. v is read
+row-major, as k, and transposed in the kernel."""
+
+import math
+from typing import Optional
+
+from ._errors import invalid_argument
+from ._torch_checks import torch
+from ._torch_fp8 import FP8_HEAD_DIMS, descale_args, fp8_dtype, is_row_major
+from ._varlen_seqlens import check_seqlen_values
+from ._torch_launch import (check_alibi_slopes, forward_args, kernel_for, launch,
+                            refuse_backward, set_alibi_args, use_custom_op)
+
+
+def check_fp8_varlen(q, k, v, cu_q, alibi_slopes, descales):
+    """e4m3 (total, heads, head_dim) q, k and v of one head dim in
+    FP8_HEAD_DIMS, whole groups of query heads, and descales of one element
+    or (batch, kv_heads), batch the sequences (their devices: the caller's
+    check_devices)."""
+    e4m3 = fp8_dtype()
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.dtype != e4m3:
+            raise invalid_argument(
+                f"{name} has dtype {t.dtype}: FP8 attention_varlen takes torch.float8_e4m3fn "
+                "q, k and v (with q_descale, k_descale, v_descale); quantize all three, or "
+                "pass bfloat16 tensors without descales")
+    heads, head_dim = q.shape[1], q.shape[2]
+    kv_heads = k.shape[1]
+    if tuple(k.shape) != tuple(v.shape):
+        raise invalid_argument(f"k and v must have the same shape for FP8 attention; got k "
+                               f"{tuple(k.shape)} and v {tuple(v.shape)}")
+    if k.shape[-1] != head_dim:
+        raise invalid_argument(f"q has head_dim {head_dim} but k and v have {k.shape[-1]}")
+    if head_dim not in FP8_HEAD_DIMS:
+        raise invalid_argument(
+            f"FP8 attention supports head dims {', '.join(map(str, FP8_HEAD_DIMS))}, not "
+            f"{head_dim}; pad q, k and v with zero columns to the next one and keep "
+            f"scale={head_dim ** -0.5:.6g}")
+    if kv_heads == 0 or heads % kv_heads != 0:
+        raise invalid_argument(f"q has {heads} heads and k/v have {kv_heads}: the number of q "
+                               "heads must be a multiple of the number of k/v heads")
+    batch = cu_q.numel() - 1
+    check_alibi_slopes("attention_varlen", alibi_slopes, q, batch, heads)
+    for name, d in zip(("q_descale", "k_descale", "v_descale"), descales):
+        if d is None:
+            continue
+        if not isinstance(d, torch.Tensor):
+            raise TypeError(f"attngen.attention_varlen: {name} must be a torch.Tensor or "
+                            f"None, got {type(d).__name__}")
+        if d.dtype != torch.float32:
+            raise invalid_argument(f"{name} must be float32 (a descale: x = x8 * descale), "
+                                   f"got {d.dtype}; call .float()")
+        if d.numel() != 1 and tuple(d.shape) != (batch, kv_heads):
+            raise invalid_argument(
+                f"{name} has shape {tuple(d.shape)}; with varlen it must hold one element "
+                f"(per tensor) or be (batch, kv_heads) = ({batch}, {kv_heads}), one per "
+                "sequence and key/value head (block scales are for attngen.attention)")
+
+
+def fp8_varlen_forward(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_lse,
+                       causal_align, window_left, window_right, check_seqlens,
+                       q_descale=None, k_descale=None, v_descale=None, softcap=0.0,
+                       alibi_slopes=None):
+    """The op's CUDA implementation and the eager path: bf16 out
+    (total_q, H, D) and lse (H, total_q) float32 (or an empty one)."""
+    total_q, heads, head_dim = q.shape
+    total_k, kv_heads, batch = k.shape[0], k.shape[1], cu_q.numel() - 1
+    out = torch.empty((total_q, heads, head_dim), dtype=torch.bfloat16, device=q.device)
+    lse = torch.empty((heads, total_q) if return_lse else (0,), dtype=torch.float32,
+                      device=q.device)
+    if check_seqlens and not torch.cuda.is_current_stream_capturing():
+        check_seqlen_values(q, k, cu_q, cu_k, max_q, max_k)
+    if batch == 0 or total_q == 0:
+        return out, lse
+    if total_k == 0:
+        # Every sequence is without keys: out 0 and lse -inf, no kernel to run.
+        out.zero_()
+        lse.fill_(-math.inf)
+        return out, lse
+    if not is_row_major(v.unsqueeze(0)):
+        v = v.contiguous()
+    kernel = kernel_for(q, scale, causal=causal, causal_align=causal_align,
+                        window_size=(window_left, window_right), softcap=softcap,
+                        alibi=alibi_slopes is not None, varlen=True, v_row_major=True)
+    args = forward_args(q, k, v, out, lse if return_lse else None, batch, total_k)
+    args.cu_seqlens_q, args.cu_seqlens_k = cu_q.data_ptr(), cu_k.data_ptr()
+    args.max_seqlen_q, args.max_seqlen_k = max_q, max_k
+    keep = []  # the descales (or their copies) until the launch
+    one = None
+    for prefix, d in (("q", q_descale), ("k", k_descale), ("v", v_descale)):
+        tensor, strides = descale_args(d, batch, kv_heads)
+        if tensor is None:
+            if one is None:
+                one = torch.ones(1, dtype=torch.float32, device=q.device)
+            tensor = one
+        keep.append(tensor)
+        setattr(args, f"{prefix}_descale", tensor.data_ptr())
+        getattr(args, f"{prefix}_descale_strides")[:] = strides
+    set_alibi_args(args, alibi_slopes)
+    launch(kernel, args, q.device)
+    return out, lse
+
+
+def attention_varlen_fp8(q, k, v, cu_q, cu_k, max_q, max_k, options, return_lse,
+                         check_seqlens, descales, alibi_slopes=None):
+    """attention_varlen() on e4m3 tensors once checked: through the custom op
+    when tracing, else launched directly."""
+    q_descale, k_descale, v_descale = descales
+    call = (torch.ops.attngen.attention_varlen_fp8 if use_custom_op(q, k, v, cu_q, cu_k)
+            else fp8_varlen_forward)
+    out, lse = call(q, k, v, cu_q, cu_k, max_q, max_k, options.causal, options.scale,
+                    return_lse, options.causal_align, options.window_left,
+                    options.window_right, check_seqlens, q_descale, k_descale, v_descale,
+                    options.softcap, alibi_slopes)
+    return (out, lse) if return_lse else out
+
+
+if torch is not None and fp8_dtype() is not None:
+    @torch.library.custom_op("attngen::attention_varlen_fp8", mutates_args=(),
+                             device_types="cuda")
+    def _attention_varlen_fp8_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                                 cu_seqlens_q: torch.Tensor, cu_seqlens_k: torch.Tensor,
+                                 max_seqlen_q: int, max_seqlen_k: int, causal: bool,
+                                 scale: float, return_lse: bool, causal_align: str,
+                                 window_left: int, window_right: int, check_seqlens: bool,
+                                 q_descale: Optional[torch.Tensor] = None,
+                                 k_descale: Optional[torch.Tensor] = None,
+                                 v_descale: Optional[torch.Tensor] = None,
+                                 softcap: float = 0.0,
+                                 alibi_slopes: Optional[torch.Tensor] = None
+                                 ) -> tuple[torch.Tensor, torch.Tensor]:
+        """What traced FP8 varlen calls (torch.compile, export) run."""
+        return fp8_varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                  max_seqlen_k, causal, scale, return_lse, causal_align,
+                                  window_left, window_right, check_seqlens, q_descale,
+                                  k_descale, v_descale, softcap, alibi_slopes)
+
+    @_attention_varlen_fp8_op.register_fake
+    def _attention_varlen_fp8_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                   max_seqlen_k, causal, scale, return_lse, causal_align,
+                                   window_left, window_right, check_seqlens, q_descale=None,
+                                   k_descale=None, v_descale=None, softcap=0.0,
+                                   alibi_slopes=None):
+        """The outputs' shapes, for tracing with fake or meta tensors."""
+        total_q, heads, head_dim = q.shape
+        lse = q.new_empty((heads, total_q) if return_lse else (0,), dtype=torch.float32)
+        return q.new_empty((total_q, heads, head_dim), dtype=torch.bfloat16), lse
+
+    refuse_backward(_attention_varlen_fp8_op,
+                    "attngen.attention_varlen: FP8 attention is forward-only (inference); "
+                    "train with bfloat16 q, k and v")

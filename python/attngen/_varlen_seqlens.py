@@ -1,0 +1,32 @@
+"""The runtime's check of a varlen call's cu_seqlens values on host copies,
+shared by the 16-bit and the FP8 varlen front ends."""
+
+import ctypes
+
+from . import _capi
+from ._capi import lib
+from ._errors import invalid_argument
+
+# The runtime's names for the sizes, and what a Python caller passed them as.
+_RUNTIME_NAMES = (("args.nq", "q.shape[0]"), ("args.nk", "k.shape[0]"),
+                  ("args.max_seqlen_q", "max_seqlen_q"),
+                  ("args.max_seqlen_k", "max_seqlen_k"))
+
+
+def check_seqlen_values(q, k, cu_q, cu_k, max_q, max_k):
+    """attnrt_check_cu_seqlens on host copies of cu_seqlens (a
+    synchronization)."""
+    args = _capi.ForwardArgs()
+    args.batch, args.nq, args.nk = cu_q.numel() - 1, q.shape[0], k.shape[0]
+    args.max_seqlen_q, args.max_seqlen_k = max_q, max_k
+    host_q, host_k = cu_q.cpu(), cu_k.cpu()
+    pointer = ctypes.POINTER(ctypes.c_int32)
+    status = lib.attnrt_check_cu_seqlens(ctypes.byref(args),
+                                         ctypes.cast(host_q.data_ptr(), pointer),
+                                         ctypes.cast(host_k.data_ptr(), pointer))
+    if status:
+        message = lib.attnrt_last_error().decode()
+        for runtime, python in _RUNTIME_NAMES:
+            message = message.replace(runtime, python)
+        raise invalid_argument(f"attngen.attention_varlen: {message} (check_seqlens=False "
+                               "skips this check)")
