@@ -832,6 +832,8 @@ Value packE4m3(Lowering &l, Value a, Value b, Value c, Value d) {
 /// s0 = 2q % 4 (low half) and s0 + 1 (high half). Each lane s offers
 /// (P_a, P_a+2) twice, a = s % 2 then 1 - s % 2, and each requester reads
 /// the lane that holds its a in each round: two shuffles per row and step.
+/// With `interleaved_keys` B's keys follow the accumulator's order instead
+/// and each register is the lane's own words.
 void lowerConvertFp8(Lowering &l, ConvertOp op) {
   OpBuilder &b = l.b;
   auto inType = cast<RegTileType>(op.getInput().getType());
@@ -882,6 +884,13 @@ void lowerConvertFp8(Lowering &l, ConvertOp op) {
         };
         Value w01 = packE4m3(l, at(0, 0), at(0, 1), at(1, 0), at(1, 1));
         Value w23 = packE4m3(l, at(2, 0), at(2, 1), at(3, 0), at(3, 1));
+        // B's keys in the accumulator's order: the lane's own pairs are its
+        // A columns already.
+        if (op.getInterleavedKeys()) {
+          regs[h] = w01;
+          regs[2 + h] = w23;
+          continue;
+        }
         Value first =
             shuffle(bytePermute(l, w01, w23, offerFirst), srcFirst);
         Value second =

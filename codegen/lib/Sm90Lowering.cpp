@@ -416,7 +416,13 @@ LogicalResult lowerPipeTranspose(Lowering &l, PipeTransposeOp op) {
     return arith::AddIOp::create(b, l.loc, x, y).getResult();
   };
   Value matrix = shr(l.lane, 3), row = andI(l.lane, 7);
-  Value keyOfLane = add(mul(row, 2), andI(matrix, 1));
+  // Lane row r reads key pair r, or with interleaved keys pair
+  // r / 2 + 4 (r % 2): stmatrix then writes the pairs 0, 4, 1, 5, 2, 6, 3, 7.
+  Value pairOfLane =
+      op.getInterleaveKeys()
+          ? add(shr(row, 1), mul(andI(row, 1), 4))
+          : row;
+  Value keyOfLane = add(mul(pairOfLane, 2), andI(matrix, 1));
   Value byteOfLane = mul(shr(matrix, 1), 16);
   Value dimOfLane = add(add(mul(shr(matrix, 1), 16), mul(andI(matrix, 1), 2)),
                         add(mul(shr(row, 1), 4), andI(row, 1)));

@@ -41,12 +41,50 @@ PipeAcquireOp acquireBefore(PipeLoadOp load) {
   return nullptr;
 }
 
+/// The P V products' P conversions when every product that reads `vt`
+/// takes its A operand straight from an FP8 attn.convert: the transposes
+/// can then store the keys in the accumulator's order and the conversions
+/// skip their shuffles. Empty otherwise.
+SmallVector<ConvertOp> convertsReading(CreatePipeOp vt) {
+  SmallVector<ConvertOp> converts;
+  for (Operation *user : vt->getUsers()) {
+    auto wait = dyn_cast<PipeWaitOp>(user);
+    if (!wait)
+      continue;
+    for (Operation *reader : wait.getBuffer().getUsers()) {
+      auto mma = dyn_cast<MmaOp>(reader);
+      auto convert = mma ? mma.getA().getDefiningOp<ConvertOp>() : ConvertOp();
+      if (!convert || mma.getB() != wait.getBuffer() ||
+          !isa<Float8E4M3FNType>(
+              cast<RegTileType>(convert.getType()).getElementType()) ||
+          !convert->hasOneUse())
+        return {};
+      converts.push_back(convert);
+    }
+  }
+  return converts;
+}
+
+/// FlashAttention-3's layout trick: V's keys stored in the order the FP8
+/// accumulator holds P's columns, so P needs no shuffles into the A operand.
+void interleaveKeysOf(CreatePipeOp vt) {
+  SmallVector<ConvertOp> converts = convertsReading(vt);
+  if (converts.empty())
+    return;
+  for (ConvertOp convert : converts)
+    convert.setInterleavedKeys(true);
+  for (Operation *user : vt->getUsers())
+    if (auto transpose = dyn_cast<PipeTransposeOp>(user))
+      transpose.setInterleaveKeys(true);
+}
+
 /// Gives the transposed pipe `vt` a row-major staging pipe and the
 /// transposing warps. `stagingStages` 0: as many stages as `vt` where they
 /// fit in the target's shared memory beside the kernel's other tiles, else
 /// one.
 LogicalResult transposePipe(func::FuncOp func, CreatePipeOp vt,
-                            ArrayRef<PipeLoadOp> loads, int64_t stagingStages) {
+                            ArrayRef<PipeLoadOp> loads, int64_t stagingStages,
+                            bool interleaveKeys) {
   SmemTileType vtTile = vt.getType().getBuffer();
   auto stagingTile = SmemTileType::get(
       vt.getContext(), {vtTile.getCols(), vtTile.getRows()},
@@ -84,6 +122,8 @@ LogicalResult transposePipe(func::FuncOp func, CreatePipeOp vt,
     PipeTransposeOp::create(b, load.getLoc(), staging, vt, load.getFill());
     load.erase();
   }
+  if (interleaveKeys)
+    interleaveKeysOf(vt);
   return success();
 }
 
@@ -132,7 +172,7 @@ struct AttnTransposeVPass
     for (auto &[op, loads] : byPipe) {
       auto pipe = cast<CreatePipeOp>(op);
       if (failed(transposePipe(pipe->getParentOfType<func::FuncOp>(), pipe,
-                               loads, stagingStages)))
+                               loads, stagingStages, interleaveKeys)))
         return signalPassFailure();
       LLVM_DEBUG(llvm::dbgs() << "transposed " << loads.size()
                               << " V fills in the kernel\n");

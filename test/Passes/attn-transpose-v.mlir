@@ -1,5 +1,6 @@
 // RUN: attngen-opt %s -attn-configure -attn-tile -attn-causal-blocks -attn-online-softmax -canonicalize -cse -attn-persistent -attn-multibuffer -attn-transpose-v | FileCheck %s --check-prefix=SPLIT
 // RUN: attngen-opt %s -attn-configure -attn-tile -attn-causal-blocks -attn-online-softmax -canonicalize -cse -attn-persistent -attn-multibuffer -attn-transpose-v -attn-warp-specialize | FileCheck %s --check-prefix=ROLES
+// RUN: attngen-opt %s -attn-configure -attn-tile -attn-causal-blocks -attn-online-softmax -canonicalize -cse -attn-persistent -attn-multibuffer -attn-transpose-v=interleave-keys=false | FileCheck %s --check-prefix=PLAIN
 
 // FP8 with V stored row-major: attn-tile copies it in transposed all the
 // same (`transpose`), attn-multibuffer keeps that on the fill, and
@@ -14,9 +15,20 @@
 // SPLIT-NOT: transpose}
 // SPLIT: attn.pipe_acquire %[[VS]][%[[F:.*]]] :
 // SPLIT-NEXT: attn.pipe_load %arg2[{{.*}}] -> %[[VS]][%[[F]]] : memref<?x?x?x128xf8E4M3FN>,
-// SPLIT-NEXT: attn.pipe_transpose %[[VS]] -> %[[VT]][%[[F]]]
-// SPLIT: %{{.*}} = attn.pipe_wait %[[VT]][
+// SPLIT-NEXT: attn.pipe_transpose %[[VS]] -> %[[VT]][%[[F]]] {interleave_keys}
+// SPLIT: %[[P:.*]] = attn.convert %{{.*}} {interleaved_keys} : !attn.regs<128x128xf32, acc> -> !attn.regs<128x128xf8E4M3FN, operand_a>
+// SPLIT: %[[V:.*]] = attn.pipe_wait %[[VT]][
+// SPLIT: attn.mma %[[P]], %[[V]], %{{.*}} {transpose_b}
 // SPLIT: attn.pipe_release %[[VT]][
+
+// The P V product reads P straight from its conversion, so the transposes
+// store V's keys in the accumulator's order and the conversion keeps P's
+// bytes where they are ({interleave_keys}, {interleaved_keys}); without the
+// option, neither.
+// PLAIN-LABEL: func.func @fp8_v_row_major
+// PLAIN-NOT: interleave
+// PLAIN: attn.pipe_transpose
+// PLAIN-NOT: interleave
 
 // The transposes get a region of their own on the producer warpgroup's
 // other warps; the TMA thread and the consumers keep their programs, and

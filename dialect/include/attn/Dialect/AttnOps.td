@@ -898,13 +898,17 @@ def Attn_ConvertOp : Attn_Op<"convert", [Pure]> {
     a k32 step's A fragment gives lane `l` columns 4(l%4)..+3 and
     16+4(l%4)..+3 of its rows, where the accumulator gave it 2(l%4)..+1 of
     each 8-column block. Two shuffles within each quad of lanes per
-    register move the bytes there.
+    register move the bytes there. With `interleaved_keys` they stay where
+    they are: the B operand's keys are stored in the accumulator's order
+    instead (0, 1, 8, 9, 2, 3, 10, 11, ... in each 16, as attn-transpose-v's
+    transposes write V), so each register packs the lane's own columns
+    2(l%4)..+1 of two adjacent 8-column blocks.
 
     ```mlir
     %pa = attn.convert %p : !attn.regs<128x64xf32, acc> -> !attn.regs<128x64xbf16, operand_a>
     ```
   }];
-  let arguments = (ins Attn_AnyRegTile:$input);
+  let arguments = (ins Attn_AnyRegTile:$input, UnitAttr:$interleaved_keys);
   let results = (outs Attn_AnyRegTile:$result);
   let assemblyFormat = "$input attr-dict `:` qualified(type($input)) `->` qualified(type($result))";
   let hasVerifier = 1;

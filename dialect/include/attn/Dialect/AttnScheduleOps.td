@@ -172,6 +172,12 @@ def Attn_PipeTransposeOp : Attn_Op<"pipe_transpose", [Attn_TransposerOnly]> {
     down the head-dim rows); then `fence.proxy.async` (the wgmma reads
     through the async proxy) and one arrival per warp on each barrier.
 
+    With `interleave_keys` each 16 keys are written in the order 0, 1, 8, 9,
+    2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15 (the ldmatrix rows are chosen
+    so): the order in which the FP8 accumulator holds P's columns, so that
+    the P V product's A operand needs no shuffles (`attn.convert
+    {interleaved_keys}`, FlashAttention-3's layout trick).
+
     ```mlir
     attn.pipe_transpose %vs -> %vt[%j]
       : !attn.pipe<2, !attn.smem<128x128xf8E4M3FN, swizzle = 128>>,
@@ -179,7 +185,8 @@ def Attn_PipeTransposeOp : Attn_Op<"pipe_transpose", [Attn_TransposerOnly]> {
     ```
   }];
   let arguments = (ins Arg<Attn_Pipe, "", [MemRead]>:$src,
-                       Arg<Attn_Pipe, "", [MemWrite]>:$dst, Index:$fill);
+                       Arg<Attn_Pipe, "", [MemWrite]>:$dst, Index:$fill,
+                       UnitAttr:$interleave_keys);
   let assemblyFormat = [{
     $src `->` $dst `[` $fill `]` attr-dict `:`
     qualified(type($src)) `,` qualified(type($dst))

@@ -407,6 +407,13 @@ def AttnTransposeV : Pass<"attn-transpose-v", "ModuleOp"> {
     transposing warps' arrivals and V's full barriers count theirs instead
     of the TMA's bytes (`release_arrivals`, `fill_arrivals`).
 
+    Where every P V product reads P straight from an FP8 `attn.convert`
+    (`interleave-keys`, the default), the transposes store each 16 keys in
+    the order the FP8 accumulator holds P's columns (0, 1, 8, 9, 2, 3, 10,
+    11, ...) and the conversions are marked `interleaved_keys`: P then goes
+    into the A operand without the quad shuffles a K-major V from memory
+    needs (FlashAttention-3's layout trick).
+
     Before:
     ```mlir
     attn.pipe_acquire %vp[%j] : ...
@@ -425,6 +432,9 @@ def AttnTransposeV : Pass<"attn-transpose-v", "ModuleOp"> {
     Option<"stagingStages", "staging-stages", "int64_t", "0",
            "Stages of the row-major staging pipe (0: V's where they fit in "
            "shared memory, else 1)">,
+    Option<"interleaveKeys", "interleave-keys", "bool", "true",
+           "Store V's keys in the FP8 accumulator's column order, so that "
+           "P's conversion into the P V operand needs no shuffles">,
   ];
 }
 
