@@ -32,8 +32,9 @@ SHAPES = ((128, 8192, False), (128, 8192, True), (256, 8192, False), (256, 8192,
 def row(d, n, causal):
     b, h = harness.bench_batch(n), harness.bench_heads(d)
     q, k, v = (torch.randn(b, n, h, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-    head = attngen.quantize_fp8(q, k, v, granularity="head", hadamard=True)
-    block = attngen.quantize_fp8(q, k, v, granularity="block", hadamard=True)
+    head = attngen.quantize_fp8(q, k, v, granularity="head", hadamard=True, v_layout="k_major")
+    block = attngen.quantize_fp8(q, k, v, granularity="block", hadamard=True,
+                                 v_layout="k_major")
     # The same e4m3 bytes with v row-major (head dim contiguous).
     head_v_rows = head.v.contiguous()
     block_v_rows = attngen.quantize_fp8(q, k, v, granularity="block", hadamard=True,
@@ -50,9 +51,9 @@ def row(d, n, causal):
         "fp8 block v row-major": lambda: attngen.attention(
             block.q, block.k, block_v_rows, causal=causal, **block.descales),
         "quantize block+H": lambda: attngen.quantize_fp8(q, k, v, granularity="block",
-                                                         hadamard=True),
+                                                         hadamard=True, v_layout="k_major"),
         "quantize head+H": lambda: attngen.quantize_fp8(q, k, v, granularity="head",
-                                                        hadamard=True),
+                                                        hadamard=True, v_layout="k_major"),
         "quantize block+H v row-major": lambda: attngen.quantize_fp8(
             q, k, v, granularity="block", hadamard=True, v_layout="row_major"),
         "bf16": lambda: attngen.attention(q, k, v, causal=causal),

@@ -532,7 +532,7 @@ def run_case(c):
     ranges = poison_blocks(output_bytes(q, k))
     try:
         x = attngen.quantize_fp8(q, k, v, granularity=c["granularity"], hadamard=c["hadamard"],
-                                 hadamard_seed=c["seed"])
+                                 hadamard_seed=c["seed"], v_layout="k_major")
         torch.cuda.synchronize()
     except Exception as e:  # noqa: BLE001 -- reported in the row
         return dict(row, ok=False, quantize_ok=False, attention_ok=False,

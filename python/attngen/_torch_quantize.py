@@ -20,8 +20,13 @@ from ._torch_launch import current_stream, use_custom_op
 #: The scale granularities: one per tensor, per (batch, kv head), per 128 rows.
 GRANULARITIES = ("tensor", "head", "block")
 #: How quantize_fp8 stores v: keys contiguous (the FP8 wgmma's operand layout)
-#: or head dim contiguous (transposed in the attention kernel).
-V_LAYOUTS = ("k_major", "row_major")
+#: or head dim contiguous (transposed in the attention kernel), or "auto": the
+#: one whose attention runs faster at the head dim.
+V_LAYOUTS = ("auto", "k_major", "row_major")
+#: "auto" stores v row-major up to this head dim: there the in-kernel
+#: transpose, which also spares P's shuffles, beats a K-major v (docs/PERF.md,
+#: "FP8: V's keys in the accumulator's order").
+ROW_MAJOR_V_UP_TO = 64
 #: Rows per block scale and per CTA of the kernel.
 BLOCK_ROWS = 128
 #: The random signs' seed of the Hadamard rotation by default.
@@ -32,7 +37,7 @@ _ROW_ALIGN = 16
 
 class QuantizedFp8(NamedTuple):
     """quantize_fp8's result: e4m3 q, k, v ([B, N, H, D]; v K-major, a view of
-    a [B, Hkv, D, round_up(Nk, 16)] tensor, unless asked row-major) and their float32 descales
+    a [B, Hkv, D, round_up(Nk, 16)] tensor, or row-major: see v_layout) and their float32 descales
     (x ~ x8 * descale): (1,) per tensor, (B, Hkv) per head (q's per group of
     query heads, as FlashAttention-3's q_descale), and per block (B, H,
     ceil(N / 128)) for q and k, with v's per head; 1 where a scope holds only
@@ -63,15 +68,18 @@ def quantize_fp8(q, k, v, granularity="head", hadamard=False,
     at one scale). hadamard: rotate
     q and k by the same random Hadamard transform first (incoherent
     processing); the attention result is unchanged up to rounding, with less
-    of it. v_layout: "k_major" (default) stores v with its keys contiguous,
-    as the FP8 wgmma reads it; "row_major" stores it as q and k, and the
+    of it. v_layout: "k_major" stores v with its keys contiguous, as the FP8
+    wgmma reads it (default); "row_major" stores it as q and k, and the
     attention kernel then transposes each V tile in shared memory
-    (attn-transpose-v). One kernel launch per tensor for "block", two for the
+    (attn-transpose-v); "auto" the faster of the two for the head dim:
+    row-major at d64, K-major above. One kernel launch per tensor for "block", two for the
     others (the block maxima, then the conversion)."""
     if v_layout not in V_LAYOUTS:
         raise invalid_argument(f"quantize_fp8: v_layout {v_layout!r} is not one of "
                                f"{', '.join(map(repr, V_LAYOUTS))}")
     _check(q, k, v, granularity, hadamard_seed)
+    if v_layout == "auto":
+        v_layout = "row_major" if v.shape[-1] <= ROW_MAJOR_V_UP_TO else "k_major"
     groups = q.shape[2] // k.shape[2]
     q8, qd = _quantize(q, granularity, groups, hadamard, hadamard_seed, key_major=False)
     k8, kd = _quantize(k, granularity, 1, hadamard, hadamard_seed, key_major=False)

@@ -100,7 +100,7 @@ class Fp8ArgumentTest(unittest.TestCase):
         b = torch.zeros(1, 8, 4, 128, dtype=torch.bfloat16)
         cases = ((r"granularity 'row' is not one of 'tensor', 'head', 'block'",
                   dict(granularity="row")),
-                 (r"v_layout 'kmajor' is not one of 'k_major', 'row_major'",
+                 (r"v_layout 'kmajor' is not one of 'auto', 'k_major', 'row_major'",
                   dict(v_layout="kmajor")),
                  (r"hadamard_seed must be an int in \[0, 2\^63\)", dict(hadamard_seed=-1)),
                  (r"q is on cpu; it runs on CUDA tensors", {}))

@@ -108,7 +108,7 @@ typedef enum attnrt_backward_part {
   ATTNRT_BACKWARD_PRE = 3,  /**< the one-kernel backward's first kernel:
                                  delta, and the f32 dQ accumulator zeroed */
   ATTNRT_BACKWARD_FUSED = 4, /**< its main kernel: dK, dV, and dQ added into
-                                  the accumulator with atomics (sm_90a) */
+                                  the accumulator by TMA reductions (sm_90a) */
   ATTNRT_BACKWARD_POST = 5  /**< its last kernel: dQ from the accumulator */
 } attnrt_backward_part;
 
@@ -419,10 +419,10 @@ ATTNRT_API attnrt_status attnrt_backward(attnrt_module *dq, attnrt_module *dkdv,
 
 /**
  * The one-kernel backward on `stream` (FlashAttention-2/3's; sm_90a, head
- * dims 64 and 128; faster than attnrt_backward, not deterministic): `pre`
+ * dims 64 and 128; about as fast as attnrt_backward, not deterministic): `pre`
  * (attngen --backward=pre) writes args->delta and zeroes args->dq_accum,
  * `fused` (--backward=fused) writes dK and dV and adds dQ into dq_accum
- * with atomics (S and dP are computed once), `post` (--backward=post)
+ * by TMA reductions (S and dP are computed once), `post` (--backward=post)
  * converts dq_accum into dQ. args is attnrt_backward's plus dq_accum, a
  * contiguous f32 tensor shaped as dq. All three kernels are compiled from
  * one spec and checked before any runs. dQ's sums are in an order that
