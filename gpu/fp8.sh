@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The FP8 (e4m3) forward on sm_90a on the GPU machine, one call:
-# compute-sanitizer (memcheck, synccheck) on three tiny ragged cases (and
+# compute-sanitizer (memcheck, synccheck) on four small ragged cases (and
 # two varlen ones, gpu/fp8_varlen_check.py --sanitize), then
 # gpu/fp8_check.py: correctness over random ragged cases against the
 # dequantized inputs, the refusal under ATTNGEN_ARCH=sm_80, FA3's accuracy

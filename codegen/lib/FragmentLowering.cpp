@@ -542,7 +542,24 @@ void lowerAlibi(Lowering &l, AlibiOp op) {
 
 /// The product of each factor's [batch, head] entry (an invariant load per
 /// factor), in every row entry: FP8's descales.
+void lowerDescaleProduct(Lowering &l, DescaleOp op);
+
+/// lowerDescaleProduct, then 1 / each entry where `reciprocal` asks.
 void lowerDescale(Lowering &l, DescaleOp op) {
+  lowerDescaleProduct(l, op);
+  if (!op.getReciprocal())
+    return;
+  // Every entry is one of a few loads: divide each distinct value once.
+  llvm::SmallDenseMap<Value, Value> inverse;
+  for (Value &v : l.tiles[op]) {
+    Value &inv = inverse[v];
+    if (!inv)
+      inv = arith::DivFOp::create(l.b, l.loc, l.f32(1.0f), v);
+    v = inv;
+  }
+}
+
+void lowerDescaleProduct(Lowering &l, DescaleOp op) {
   OpBuilder &b = l.b;
   auto type = cast<RegTileType>(op.getType());
   Value batch = l.toI64(l.toI32(l.scalar(op.getBatch())));

@@ -402,8 +402,8 @@ static LogicalResult verifyFp8ValueOperands(AttentionOp op) {
            << v;
   Value descales[] = {op.getQDescale(), op.getKDescale(), op.getVDescale()};
   StringRef names[] = {"q_descale", "k_descale", "v_descale"};
-  // Block quantization: q's and k's descales per 128-row block, rank 3 with
-  // the block contiguous; v's stays per (batch, kv head).
+  // Block quantization: q's, k's and v's descales per 128-row block, rank
+  // 3 with the block contiguous.
   bool blocks = false;
   if (auto q = dyn_cast_or_null<MemRefType>(op.getQDescale() ? op.getQDescale().getType() : Type()))
     blocks = q.getRank() == 3;
@@ -413,13 +413,13 @@ static LogicalResult verifyFp8ValueOperands(AttentionOp op) {
                               << "': FP8 attention takes descale(q_descale, "
                                  "k_descale, v_descale), f32 [B, Hkv]";
     auto type = dyn_cast<MemRefType>(value.getType());
-    int64_t rank = blocks && name != "v_descale" ? 3 : 2;
+    int64_t rank = blocks ? 3 : 2;
     if (!type || type.getRank() != rank || !type.getElementType().isF32())
       return op.emitOpError()
              << "operand '" << name << "' must be a rank-" << rank
              << " f32 memref "
-             << (rank == 3 ? "[B, H, blocks] (block scales: q's and k's "
-                             "are rank 3, v's rank 2)"
+             << (rank == 3 ? "[B, H, blocks] (block scales: q's, k's and "
+                             "v's are all rank 3)"
                            : "[B, Hkv]")
              << ", got " << value.getType();
     if (rank == 3 && failed(verifyUnitLastStride(op, type, name)))

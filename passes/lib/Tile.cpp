@@ -111,7 +111,12 @@ void TileProgramBuilder::build() {
   // transposed (FP8 wgmma takes K-major operands only): a K-major V lands
   // in a D x blockN tile.
   // Block quantization: q's descale per query row's 128-row block, and k's
-  // per key block, which multiplies each block's scores in the loop.
+  // and v's per key block. k's multiplies each block's scores in the loop;
+  // v's cannot ride on P V's operands (e4m3 P has no range to spare), so the
+  // accumulator holds O in units of the last visited V block's descale: the
+  // online softmax's alpha also moves it from block j-1's scale to block
+  // j's (times s_{j-1} / s_j), the loop carries s_j, and the finalize
+  // multiplies by the last one.
   const bool fp8 = isa<Float8E4M3FNType>(op.getElementType());
   const bool blockScales = fp8 && op.problem().blockScales;
   Value scoreFactor, outFactor;
@@ -125,12 +130,12 @@ void TileProgramBuilder::build() {
         b, loc, rowType(), ValueRange{op.getQDescale(), op.getKDescale()},
         batch, kvHead, /*row=*/Value(), /*block=*/Value());
   }
-  if (fp8) {
+  if (fp8 && !blockScales)
     outFactor = DescaleOp::create(b, loc, rowType(),
                                   ValueRange{op.getVDescale()}, batch, kvHead,
                                   /*row=*/Value(), /*block=*/Value());
+  if (fp8)
     probsLog2Scale = b.getI64IntegerAttr(kFp8ProbsLog2Scale);
-  }
   // A soft cap and ALiBi act on the true scores: FP8's descales multiply
   // the scores themselves first (one multiply per score) instead of riding
   // on the softmax's scale.
@@ -176,15 +181,34 @@ void TileProgramBuilder::build() {
   Value acc0 = splat(accType(outCols), 0.0f);
   Value max0 = splat(rowType(), -std::numeric_limits<float>::infinity());
   Value sum0 = splat(rowType(), 0.0f);
+  SmallVector<Value> inits = {acc0, max0, sum0};
+  // The v descale the accumulator is in (any before the first block: the
+  // accumulator is 0 and its alpha too).
+  if (blockScales)
+    inits.push_back(splat(rowType(), 1.0f));
 
   auto loop = scf::ForOp::create(
-      b, loc, c0, numBlocks, c1, ValueRange{acc0, max0, sum0},
+      b, loc, c0, numBlocks, c1, inits,
       [&](OpBuilder &lb, Location l, Value j, ValueRange iter) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
         Value acc = iter[0], max = iter[1], sum = iter[2];
         Value col = arith::MulIOp::create(b, l, j, blockN);
         // K_j landed (and everyone is done with V_{j-1}): start V_j.
+        // Block scales: block j's descales first, so that their loads run
+        // under the waits and the GEMM instead of stalling the softmax.
+        Value kBlockScale, vScale, vInverse;
+        if (blockScales) {
+          auto blockDescale = [&](Value factors, bool reciprocal) {
+            auto d = DescaleOp::create(b, l, rowType(), ValueRange{factors},
+                                       batch, kvHead, /*row=*/Value(), j);
+            d.setReciprocal(reciprocal);
+            return d.getResult();
+          };
+          kBlockScale = blockDescale(op.getKDescale(), false);
+          vScale = blockDescale(op.getVDescale(), false);
+          vInverse = blockDescale(op.getVDescale(), true);
+        }
         WaitOp::create(b, l, kTile, j);
         auto vCopy =
             CopyAsyncOp::create(b, l, op.getV(), kBatch, col, kvHead, vTile, j);
@@ -196,10 +220,8 @@ void TileProgramBuilder::build() {
         Value scores = MmaOp::create(b, l, accType(config.blockN), qTile,
                                      kTile, Value(), /*transpose_b=*/true);
         if (blockScales)
-          scores = RescaleOp::create(
-              b, l, scores.getType(), scores,
-              DescaleOp::create(b, l, rowType(), ValueRange{op.getKDescale()},
-                                batch, kvHead, /*row=*/Value(), j));
+          scores =
+              RescaleOp::create(b, l, scores.getType(), scores, kBlockScale);
         if (rowDescale)
           scores = RescaleOp::create(b, l, scores.getType(), scores, rowDescale);
         if (capScale)
@@ -220,9 +242,13 @@ void TileProgramBuilder::build() {
         auto softmax = OnlineSoftmaxOp::create(
             b, l, scores.getType(), rowTy, rowTy, rowTy, mask.getResult(), max,
             sum, scoreFactor, scale, /*fixed_max=*/UnitAttr(), probsLog2Scale);
-        Value rescaled = RescaleOp::create(b, l, acc.getType(), acc,
-                                           softmax.getAlpha())
-                             .getResult();
+        Value alpha = softmax.getAlpha();
+        if (blockScales) {
+          Value moved = RescaleOp::create(b, l, rowTy, alpha, iter[3]);
+          alpha = RescaleOp::create(b, l, rowTy, moved, vInverse);
+        }
+        Value rescaled =
+            RescaleOp::create(b, l, acc.getType(), acc, alpha).getResult();
         auto operandType =
             RegTileType::get(ctx, {config.blockM, config.blockN},
                              op.getElementType(), FragmentKind::operand_a);
@@ -242,10 +268,14 @@ void TileProgramBuilder::build() {
         // O += P V_j.
         Value newAcc = MmaOp::create(b, l, accType(outCols), probs, vTile,
                                      rescaled, /*transpose_b=*/fp8);
-        scf::YieldOp::create(b, l,
-                             SmallVector<Value>{newAcc, softmax.getNewMax(),
-                                                softmax.getNewSum()});
+        SmallVector<Value> yields = {newAcc, softmax.getNewMax(),
+                                     softmax.getNewSum()};
+        if (vScale)
+          yields.push_back(vScale);
+        scf::YieldOp::create(b, l, yields);
       });
+  if (blockScales)
+    outFactor = loop.getResult(3);
 
   auto finalize = SoftmaxFinalizeOp::create(
       b, loc, accType(outCols), rowType(), loop.getResult(0),

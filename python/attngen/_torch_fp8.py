@@ -97,11 +97,15 @@ def _block_scales(descales):
 
 
 def _check_block_descales(descales, batch, heads, kv_heads, seqlen_q, seqlen_k):
-    """Block quantization: q_descale (B, H, ceil(Nq / 128)) and k_descale (B,
-    Hkv, ceil(Nk / 128)), one per 128 rows; v_descale as without blocks."""
+    """Block quantization: q_descale (B, H, ceil(Nq / 128)), k_descale and
+    v_descale (B, Hkv, ceil(Nk / 128)), one per 128 rows; a v_descale of one
+    element or (B, Hkv) serves every key block of its head."""
     q_descale, k_descale, v_descale = descales
-    expected = (("q_descale", q_descale, (batch, heads, -(-seqlen_q // BLOCK_ROWS))),
-                ("k_descale", k_descale, (batch, kv_heads, -(-seqlen_k // BLOCK_ROWS))))
+    key_blocks = (batch, kv_heads, -(-seqlen_k // BLOCK_ROWS))
+    expected = [("q_descale", q_descale, (batch, heads, -(-seqlen_q // BLOCK_ROWS))),
+                ("k_descale", k_descale, key_blocks)]
+    if isinstance(v_descale, torch.Tensor) and v_descale.dim() == 3:
+        expected.append(("v_descale", v_descale, key_blocks))
     for name, d, shape in expected:
         if not isinstance(d, torch.Tensor) or d.dtype != torch.float32 or tuple(d.shape) != shape:
             got = (f"{type(d).__name__}" if not isinstance(d, torch.Tensor)
@@ -110,8 +114,9 @@ def _check_block_descales(descales, batch, heads, kv_heads, seqlen_q, seqlen_k):
                 f"block scales: {name} must be float32 of shape {shape} (batch, heads, "
                 f"ceil(seqlen / {BLOCK_ROWS})), one per {BLOCK_ROWS} rows of each head, got "
                 f"{got}; q_descale and k_descale are per block together (attngen.quantize_fp8"
-                "(..., granularity=\"block\") makes them)")
-    _check_descale("v_descale", v_descale, batch, kv_heads)
+                "(..., granularity=\"block\") makes them, and v_descale per key block)")
+    if len(expected) == 2:
+        _check_descale("v_descale", v_descale, batch, kv_heads)
 
 
 def _is_key_major(v):
@@ -167,6 +172,19 @@ def key_major(v):
     return vt[..., :seqlen_k].permute(0, 3, 1, 2)
 
 
+def v_block_descale(d, batch, kv_heads, seqlen_k, device):
+    """A block-scale kernel's v_descale, (B, Hkv, ceil(Nk / 128)) with its
+    blocks contiguous: a per-block one as is, one per tensor or (batch, kv
+    head) repeated over the key blocks."""
+    if d is not None and d.dim() == 3:
+        return d
+    blocks = max(1, -(-seqlen_k // BLOCK_ROWS))
+    if d is None:
+        return torch.ones((batch, kv_heads, blocks), dtype=torch.float32, device=device)
+    d = d.reshape(-1, 1) if d.numel() == 1 else d
+    return d.reshape(*d.shape, 1).expand(batch, kv_heads, blocks).contiguous()
+
+
 def descale_args(d, batch, kv_heads):
     """A descale as the kernel reads it: its tensor (ones when None) and its
     (batch, head) strides, 0 where one value serves; block scales with their
@@ -197,6 +215,8 @@ def fp8_forward(q, k, v, causal, scale, return_lse, causal_align, window_left, w
                         block_scales=_block_scales((q_descale, k_descale)),
                         v_row_major=row_major)
     args = forward_args(q, k, vk, out, lse if return_lse else None, batch, k.shape[1])
+    if _block_scales((q_descale, k_descale)):
+        v_descale = v_block_descale(v_descale, batch, kv_heads, k.shape[1], q.device)
     one = None
     keep = []  # the descales (or their contiguous copies) until the launch
     for prefix, d in (("q", q_descale), ("k", k_descale), ("v", v_descale)):

@@ -40,8 +40,7 @@ class QuantizedFp8(NamedTuple):
     a [B, Hkv, D, round_up(Nk, 16)] tensor, or row-major: see v_layout) and their float32 descales
     (x ~ x8 * descale): (1,) per tensor, (B, Hkv) per head (q's per group of
     query heads, as FlashAttention-3's q_descale), and per block (B, H,
-    ceil(N / 128)) for q and k, with v's per head; 1 where a scope holds only
-    zeros. `descales` is the keywords of attngen.attention. (Fields typed Any:
+    ceil(N / 128)); 1 where a scope holds only zeros. `descales` is the keywords of attngen.attention. (Fields typed Any:
     the package imports without torch.)"""
     q: Any
     k: Any
@@ -62,10 +61,10 @@ def quantize_fp8(q, k, v, granularity="head", hadamard=False,
     as FP8 attention's inputs: `attngen.attention(x.q, x.k, x.v, **x.descales)`
     for `x = quantize_fp8(q, k, v)`.
 
-    granularity: "tensor", "head" (per batch and kv head) or "block" (q and k
-    per 128 rows of each head: FlashAttention-3's block quantization; v per
-    batch and kv head, as the attention kernel sums P V over the key blocks
-    at one scale). hadamard: rotate
+    granularity: "tensor", "head" (per batch and kv head) or "block" (q, k
+    and v per 128 rows of each head: FlashAttention-3's block quantization;
+    the attention kernel moves its P V accumulator from one v block's scale
+    to the next). hadamard: rotate
     q and k by the same random Hadamard transform first (incoherent
     processing); the attention result is unchanged up to rounding, with less
     of it. v_layout: "k_major" stores v with its keys contiguous, as the FP8
@@ -83,10 +82,8 @@ def quantize_fp8(q, k, v, granularity="head", hadamard=False,
     groups = q.shape[2] // k.shape[2]
     q8, qd = _quantize(q, granularity, groups, hadamard, hadamard_seed, key_major=False)
     k8, kd = _quantize(k, granularity, 1, hadamard, hadamard_seed, key_major=False)
-    # v's descale stays per (batch, kv head) with block scales: the P V
-    # accumulator sums over key blocks at one scale.
-    v8, vd = _quantize(v, "head" if granularity == "block" else granularity, 1, False,
-                       hadamard_seed, key_major=v_layout == "k_major")
+    v8, vd = _quantize(v, granularity, 1, False, hadamard_seed,
+                       key_major=v_layout == "k_major")
     return QuantizedFp8(q8, k8, v8, qd, kd, vd)
 
 

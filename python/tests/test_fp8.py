@@ -85,16 +85,35 @@ class Fp8ArgumentTest(unittest.TestCase):
                 attngen.attention_varlen(*tensors, cu, cu, 5, 5, **kwargs)
 
     def test_block_descales(self):
-        # q's and k's per 128-row block together; v's per (batch, kv head).
+        # q's and k's per 128-row block together; v's per key block too, or one
+        # per (batch, kv head) or per tensor for every key block.
         self.check_refused(r"block scales: k_descale must be float32 of shape \(1, 2, 1\)",
                            self.q, self.k, self.v, q_descale=torch.ones(1, 4, 1),
                            k_descale=torch.ones(1, 2))
         self.check_refused(r"block scales: q_descale must be float32 of shape \(1, 4, 1\)",
                            self.q, self.k, self.v, q_descale=torch.ones(1, 4, 2),
                            k_descale=torch.ones(1, 2, 1))
-        self.check_refused(r"v_descale has shape \(1, 2, 1\)", self.q, self.k, self.v,
+        self.check_refused(r"block scales: v_descale must be float32 of shape \(1, 2, 1\)",
+                           self.q, self.k, self.v, q_descale=torch.ones(1, 4, 1),
+                           k_descale=torch.ones(1, 2, 1), v_descale=torch.ones(1, 2, 2))
+        self.check_refused(r"v_descale has shape \(2, 2\)", self.q, self.k, self.v,
                            q_descale=torch.ones(1, 4, 1), k_descale=torch.ones(1, 2, 1),
-                           v_descale=torch.ones(1, 2, 1))
+                           v_descale=torch.ones(2, 2))
+
+    def test_v_block_descale(self):
+        """A block-scale kernel reads v_descale per key block: per-head and
+        per-tensor descales (and None) are repeated over the blocks."""
+        from attngen._torch_fp8 import v_block_descale
+        per_head = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+        got = v_block_descale(per_head, 2, 2, 300, "cpu")
+        self.assertEqual(tuple(got.shape), (2, 2, 3))
+        self.assertEqual(got.stride(2), 1)
+        self.assertTrue(torch.equal(got, per_head[:, :, None].expand(2, 2, 3)))
+        got = v_block_descale(torch.tensor([0.5]), 1, 2, 128, "cpu")
+        self.assertTrue(torch.equal(got, torch.full((1, 2, 1), 0.5)))
+        self.assertTrue(torch.equal(v_block_descale(None, 1, 1, 1, "cpu"), torch.ones(1, 1, 1)))
+        blocks = torch.rand(2, 2, 3)
+        self.assertIs(v_block_descale(blocks, 2, 2, 300, "cpu"), blocks)
 
     def test_quantize_arguments(self):
         b = torch.zeros(1, 8, 4, 128, dtype=torch.bfloat16)

@@ -99,14 +99,13 @@ static OwningOpRef<ModuleOp> buildProblemOpModule(MLIRContext &ctx,
   // ALiBi's slopes, f32 [B, H] (the batch stride may be 0), last.
   if (spec.alibi)
     args.push_back(MemRefType::get({dyn, dyn}, f32));
-  // Block quantization: q's and k's descales per 128-row block, the block
-  // contiguous.
+  // Block quantization: q's, k's and v's descales per 128-row block, the
+  // block contiguous.
   if (fp8 && spec.blockScales) {
     auto blocks = MemRefType::get(
         {dyn, dyn, dyn}, f32,
         StridedLayoutAttr::get(&ctx, /*offset=*/0, {dyn, dyn, 1}));
-    args.append({blocks, blocks});
-    args.push_back(MemRefType::get({dyn, dyn}, f32));
+    args.append(3, blocks);
   } else if (fp8) {
     args.append(3, MemRefType::get({dyn, dyn}, f32));
   }

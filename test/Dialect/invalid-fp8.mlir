@@ -169,9 +169,9 @@ func.func @descale_block_not_contiguous(%kd: memref<?x?x?xf32, strided<[?, ?, ?]
 !d = memref<?x?xf32>
 !b = memref<?x?x?xf32, strided<[?, ?, 1]>>
 
-// Block scales: q's and k's descales are rank 3 together.
+// Block scales: q's, k's and v's descales are rank 3 together.
 func.func @fp8_block_q_only(%q: !q8, %k: !q8, %v: !v8, %o: !o, %qd: !b, %kd: !d, %vd: !d) {
-  // expected-error @+1 {{'attn.attention' op operand 'k_descale' must be a rank-3 f32 memref [B, H, blocks] (block scales: q's and k's are rank 3, v's rank 2), got 'memref<?x?xf32>'}}
+  // expected-error @+1 {{'attn.attention' op operand 'k_descale' must be a rank-3 f32 memref [B, H, blocks] (block scales: q's, k's and v's are all rank 3), got 'memref<?x?xf32>'}}
   attn.attention %q, %k, %v, %o descale(%qd, %kd, %vd : !b, !d, !d) {scale = 0.125 : f32}
     : !q8, !q8, !v8, !o
   return
@@ -184,10 +184,12 @@ func.func @fp8_block_q_only(%q: !q8, %k: !q8, %v: !v8, %o: !o, %qd: !b, %kd: !d,
 !o = memref<?x?x?x128xbf16>
 !b = memref<?x?x?xf32, strided<[?, ?, 1]>>
 
-// v's descale stays per (batch, kv head).
-func.func @fp8_block_v(%q: !q8, %k: !q8, %v: !v8, %o: !o, %qd: !b, %kd: !b, %vd: !b) {
-  // expected-error @+1 {{'attn.attention' op operand 'v_descale' must be a rank-2 f32 memref [B, Hkv], got 'memref<?x?x?xf32, strided<[?, ?, 1]>>'}}
-  attn.attention %q, %k, %v, %o descale(%qd, %kd, %vd : !b, !b, !b) {scale = 0.125 : f32}
+!d = memref<?x?xf32>
+
+// v's descale is per key block with the others.
+func.func @fp8_block_v(%q: !q8, %k: !q8, %v: !v8, %o: !o, %qd: !b, %kd: !b, %vd: !d) {
+  // expected-error @+1 {{'attn.attention' op operand 'v_descale' must be a rank-3 f32 memref [B, H, blocks] (block scales: q's, k's and v's are all rank 3), got 'memref<?x?xf32>'}}
+  attn.attention %q, %k, %v, %o descale(%qd, %kd, %vd : !b, !b, !d) {scale = 0.125 : f32}
     : !q8, !q8, !v8, !o
   return
 }

@@ -30,19 +30,28 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 
 // -----
 // Block quantization (--block-scales): q's descale per query row's 128-row
-// block, and k's per key block multiplying that block's scores in the loop;
-// v's stays per (batch, kv head).
+// block, k's per key block multiplying that block's scores in the loop, and
+// v's per key block: the accumulator is kept in units of the last V block's
+// descale (alpha times s_{j-1} / s_j, s_j carried), which the finalize
+// multiplies in.
 
 // CHECK-LABEL: func.func @fp8_blocks
-// CHECK-DAG: %[[Q:.*]] = attn.descale %arg5[%{{.*}}, %{{.*}}] rows %{{.*}} : memref<?x?x?xf32, strided<[?, ?, 1]>> -> !attn.regs<128xf32, row>
-// CHECK-DAG: %[[VS:.*]] = attn.descale %arg7[%{{.*}}, %{{.*}}] : memref<?x?xf32> -> !attn.regs<128xf32, row>
-// CHECK: scf.for %[[J:[a-z0-9]+]] =
-// CHECK: %[[S:.*]] = attn.mma
+// CHECK: %[[Q:.*]] = attn.descale %arg5[%{{.*}}, %{{.*}}] rows %{{.*}} : memref<?x?x?xf32, strided<[?, ?, 1]>> -> !attn.regs<128xf32, row>
+// CHECK: %[[ONE:.*]] = attn.splat 1.0{{.*}} -> !attn.regs<128xf32, row>
+// CHECK: %[[LOOP:.*]]:4 = scf.for %[[J:[a-z0-9]+]] = {{.*}} iter_args(%[[ACC:.*]] = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %[[PREV:.*]] = %[[ONE]])
 // CHECK: %[[K:.*]] = attn.descale %arg6[%{{.*}}, %{{.*}}] block %[[J]] : memref<?x?x?xf32, strided<[?, ?, 1]>> -> !attn.regs<128xf32, row>
+// CHECK: %[[VS:.*]] = attn.descale %arg7[%{{.*}}, %{{.*}}] block %[[J]] : memref<?x?x?xf32, strided<[?, ?, 1]>> -> !attn.regs<128xf32, row>
+// CHECK: %[[VI:.*]] = attn.descale %arg7[%{{.*}}, %{{.*}}] block %[[J]] {reciprocal} : memref<?x?x?xf32, strided<[?, ?, 1]>> -> !attn.regs<128xf32, row>
+// CHECK: attn.wait
+// CHECK: %[[S:.*]] = attn.mma
 // CHECK: %[[SK:.*]] = attn.rescale %[[S]], %[[K]] : !attn.regs<128x128xf32, acc>, !attn.regs<128xf32, row>
 // CHECK: attn.mask %[[SK]]
-// CHECK: attn.online_softmax {{.*}} factor %[[Q]] : !attn.regs<128xf32, row>
-// CHECK: attn.softmax_finalize {{.*}} factor %[[Q]] : !attn.regs<128xf32, row> out_factor %[[VS]] : !attn.regs<128xf32, row>
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}}, %[[ALPHA:.*]] = attn.online_softmax {{.*}} factor %[[Q]] : !attn.regs<128xf32, row>
+// CHECK: %[[A1:.*]] = attn.rescale %[[ALPHA]], %[[PREV]] : !attn.regs<128xf32, row>, !attn.regs<128xf32, row>
+// CHECK: %[[A2:.*]] = attn.rescale %[[A1]], %[[VI]] : !attn.regs<128xf32, row>, !attn.regs<128xf32, row>
+// CHECK: attn.rescale %[[ACC]], %[[A2]] : !attn.regs<128x128xf32, acc>, !attn.regs<128xf32, row>
+// CHECK: scf.yield %{{.*}}, %{{.*}}, %{{.*}}, %[[VS]]
+// CHECK: attn.softmax_finalize {{.*}} factor %[[Q]] : !attn.regs<128xf32, row> out_factor %[[LOOP]]#3 : !attn.regs<128xf32, row>
 
 !q8 = memref<?x?x?x128xf8E4M3FN>
 !v8 = memref<?x?x?x128xf8E4M3FN, strided<[?, 1, ?, ?]>>
@@ -51,8 +60,8 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 !b = memref<?x?x?xf32, strided<[?, ?, 1]>>
 module attributes {attn.target = #attn.target<sm_90a>} {
   func.func @fp8_blocks(%q: !q8, %k: !q8, %v: !v8, %o: !o, %lse: memref<?x?x?xf32>,
-                        %qd: !b, %kd: !b, %vd: !d) {
-    attn.attention %q, %k, %v, %o lse %lse descale(%qd, %kd, %vd : !b, !b, !d)
+                        %qd: !b, %kd: !b, %vd: !b) {
+    attn.attention %q, %k, %v, %o lse %lse descale(%qd, %kd, %vd : !b, !b, !b)
         {scale = 0.0883883 : f32} : !q8, !q8, !v8, !o, memref<?x?x?xf32>
     return
   }

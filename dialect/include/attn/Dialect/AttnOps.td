@@ -637,18 +637,23 @@ def Attn_DescaleOp : Attn_Op<"descale", [Attn_ConsumersOnly,
     Block quantization reads one rank-3 factor [B, H, blocks] (the block
     contiguous) of 128-row blocks: `rows %row` gives entry `r` the block
     of row `row + r` (q's per query block; rows past the last read the last
-    block), `block %j` gives every entry block `j` (k's per key block).
+    block), `block %j` gives every entry block `j` (k's and v's per key
+    block). With `reciprocal` every entry is 1 / the product instead: the
+    online softmax moves its accumulator from one v block's scale to the
+    next one's.
 
     ```mlir
     %qk = attn.descale %qd, %kd [%b, %h] : memref<?x?xf32>, memref<?x?xf32>
       -> !attn.regs<128xf32, row>
     %q = attn.descale %qd [%b, %h] rows %row
       : memref<?x?x?xf32, strided<[?, ?, 1]>> -> !attn.regs<128xf32, row>
+    %vi = attn.descale %vd [%b, %h] block %j {reciprocal}
+      : memref<?x?x?xf32, strided<[?, ?, 1]>> -> !attn.regs<128xf32, row>
     ```
   }];
   let arguments = (ins Arg<Variadic<AnyMemRef>, "", [MemRead]>:$factors,
                        Index:$batch, Index:$head, Optional<Index>:$row,
-                       Optional<Index>:$block);
+                       Optional<Index>:$block, UnitAttr:$reciprocal);
   let results = (outs Attn_AnyRegTile:$result);
   let assemblyFormat = [{
     $factors `[` $batch `,` $head `]` (`rows` $row^)? (`block` $block^)?
