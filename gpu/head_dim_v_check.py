@@ -11,6 +11,10 @@ of head dim D and v of Dv (192/128 as DeepSeek's, 64/128, 128/64, 256/128,
 96/64, 128/256), causal in both alignments, windows, soft caps, GQA, bf16 and
 f16, through attngen.attention, attention_varlen (packed sequences, one of
 them without keys) and flash_attn_interface; the output is poisoned first.
+Decoding cases (--kv-cases) read contiguous and paged caches whose rows past
+each length hold NaN, through attention_with_kvcache (splits forced or
+chosen), flash_attn_with_kvcache (appending k and v) and attention() on 1-16
+query rows.
 The criterion: max |O - O_fp32| <= 2 x PyTorch's error (the same math in the
 inputs' dtype) + 1e-5, and the LSE within 1e-3 of float32's. Autograd runs
 the backward pair (gradients against float32; gpu/backward_check.py has the
@@ -132,12 +136,112 @@ def run_varlen(c, results):
     return record(c, results, ok_all, err, pt, lse_err, poisoned)
 
 
+def run_kvcache(c, results):
+    """Decoding with a value head dim of its own: attention_with_kvcache on a
+    contiguous or paged cache (pages shuffled in a larger pool), forced or
+    chosen splits; flash_attn_with_kvcache appending k and v first; or
+    attention() on few query rows (the KV-cache kernels). Cache rows past each
+    sequence's length hold NaN; a sequence may have no key."""
+    torch.manual_seed(len(results) + 1)
+    dtype, d, dv, b, h, hkv = (c[key] for key in ("dtype", "d", "dv", "b", "h", "hkv"))
+    nq, cap, lens, page = c["nq"], c["capacity"], c["lens"], c["page"]
+    nan = float("nan")
+    q = torch.randn(b, nq, h, d, device="cuda", dtype=dtype)
+    k_full = torch.randn(b, cap, hkv, d, device="cuda", dtype=dtype)
+    v_full = torch.randn(b, cap, hkv, dv, device="cuda", dtype=dtype)
+    k_cache, v_cache = k_full.clone(), v_full.clone()
+    new = c.get("new", 0)
+    for i, n in enumerate(lens):
+        k_cache[i, n - new:], v_cache[i, n - new:] = nan, nan
+    table = None
+    if page:
+        pages = cap // page
+        pool = b * pages + 3
+        order = torch.randperm(pool, device="cuda")[:b * pages]
+        table = order.view(b, pages).to(torch.int32)
+        kp = torch.full((pool, page, hkv, d), nan, device="cuda", dtype=dtype)
+        vp = torch.full((pool, page, hkv, dv), nan, device="cuda", dtype=dtype)
+        kp[order] = k_cache.reshape(b * pages, page, hkv, d)
+        vp[order] = v_cache.reshape(b * pages, page, hkv, dv)
+        k_cache, v_cache = kp, vp
+    seqlens = torch.tensor(lens, device="cuda", dtype=torch.int32)
+    window = c["window"]
+    if c["via"] == "flash_kvcache":
+        from attngen import flash_attn_interface as fa
+        rows = torch.stack([torch.arange(n - new, n, device="cuda") for n in lens])
+        k_new = torch.stack([k_full[i, rows[i]] for i in range(b)])
+        v_new = torch.stack([v_full[i, rows[i]] for i in range(b)])
+        out, lse = fa.flash_attn_with_kvcache(
+            q, k_cache, v_cache, k_new, v_new, cache_seqlens=seqlens - new, block_table=table,
+            causal=c["causal"], window_size=window, softcap=c["cap"],
+            num_splits=c["splits"], return_softmax_lse=True)
+        lse = lse.masked_fill(torch.isposinf(lse), -math.inf)  # FA's +inf: no key
+    elif c["via"] == "decode":
+        n = lens[0]  # one length: attention() takes dense k and v
+        out, lse = attngen.attention(q, k_full[:, :n], v_full[:, :n], causal=c["causal"],
+                                     window_size=window, softcap=c["cap"], return_lse=True)
+    else:
+        out, lse = attngen.attention_with_kvcache(
+            q, k_cache, v_cache, seqlens, table, causal=c["causal"], window_size=window,
+            softcap=c["cap"], return_lse=True, num_splits=c["splits"])
+    torch.cuda.synchronize()
+    scale = 1.0 / math.sqrt(d)
+    ok_all, errs = tuple(out.shape) == (b, nq, h, dv), []
+    for i, n in enumerate(lens):
+        got_o, got_l = out[i:i + 1], lse[i:i + 1]
+        if n == 0:
+            ok_all &= bool((got_o == 0).all()) and bool(torch.isneginf(got_l).all())
+            continue
+        ki, vi = k_full[i:i + 1, :n], v_full[i:i + 1, :n]
+        ref, ref_lse = torch_math(q[i:i + 1], ki, vi, scale, c, torch.float32, True)
+        theirs, _ = torch_math(q[i:i + 1], ki, vi, scale, c, dtype, True)
+        ok, err, pt, lse_err = judge(got_o, got_l, ref, ref_lse, theirs)
+        ok_all &= ok
+        errs.append((err, pt, lse_err))
+    err = max((e for e, _, _ in errs), default=0.0)
+    pt = max((p for _, p, _ in errs), default=0.0)
+    lse_err = max((x for _, _, x in errs), default=0.0)
+    return record(c, results, ok_all, err, pt, lse_err, True)
+
+
+def kv_cases(count):
+    """`count` random decoding cases (run_kvcache): 1-16 query rows, GQA packed
+    or not, caches of 1-3000 keys, lengths 0 to the capacity, pages of 64 or
+    256, splits 1, 3 or chosen, causal, windows, soft caps."""
+    rng = random.Random(2112)
+    drawn = []
+    for _ in range(count):
+        d, dv = rng.choice([(192, 128), (192, 128), (64, 128), (128, 64), (256, 128), (128, 256)])
+        via = rng.choice(["kvcache", "kvcache", "flash_kvcache", "decode"])
+        page = 0 if via == "decode" else rng.choice([0, 64, 256])
+        capacity = rng.randint(1, 3000)
+        if page:
+            capacity = -(-capacity // page) * page
+        b = 1 if via == "decode" else rng.randint(1, 4)
+        new = rng.randint(1, 3) if via == "flash_kvcache" else 0
+        lens = [capacity if via == "decode" else rng.choice([0, rng.randint(0, capacity),
+                                                             capacity])
+                for _ in range(b)]
+        lens = [max(n, new) for n in lens]
+        causal = rng.random() < 0.5
+        window = rng.choice([(-1, -1), (-1, -1), (200, 0)]) if causal else (-1, -1)
+        h, hkv = rng.choice([(4, 4), (8, 2), (16, 2), (6, 1)])
+        drawn.append(dict(d=d, dv=dv, b=b, h=h, hkv=hkv, nq=rng.randint(1, 16), capacity=capacity,
+                          lens=lens, page=page, new=new, splits=rng.choice([1, 0, 3]),
+                          causal=causal, bottom_right=True, window=window,
+                          cap=rng.choice([0.0, 0.0, 30.0]),
+                          dtype=rng.choice([torch.bfloat16, torch.float16]), via=via))
+    return drawn
+
+
 def record(c, results, ok, err, pt, lse_err, poisoned):
     row = {key: (str(value) if key == "dtype" else value) for key, value in c.items()}
     row.update(ok=ok, err=err, pytorch_err=pt, ratio=err / max(pt, 1e-12), lse_err=lse_err,
                poisoned=poisoned)
     results.append(row)
-    shape = f"lens={c['lens']}" if "lens" in c else f"b{c['b']} {c['nq']}x{c['nk']}"
+    shape = (f"b{c['b']} nq{c['nq']} cache {c['capacity']} page {c['page']} lens={c['lens']} "
+             f"new {c['new']} splits {c['splits']}" if "capacity" in c
+             else f"lens={c['lens']}" if "lens" in c else f"b{c['b']} {c['nq']}x{c['nk']}")
     print(f"{'ok  ' if ok else 'FAIL'} {c['via']} d{c['d']}v{c['dv']} {shape} "
           f"h{c['h']}/{c['hkv']} {str(c['dtype'])[6:]} causal={c['causal']} "
           f"br={c['bottom_right']} win={c['window']} cap={c['cap']}: err {err:.2e}, "
@@ -278,6 +382,38 @@ def bench(rows, pairs):
                       flush=True)
 
 
+def bench_decode(rows):
+    """Decoding 192/128 (B 64, Nq 1, 8k keys, H 32 / Hkv 8, bf16) through
+    attention_with_kvcache, contiguous and paged (64-row pages), against the
+    same call with V padded to 192: time and the bandwidth of the cache bytes
+    each reads (K and V, D and Dv wide)."""
+    b, n, h, hkv, d, dv = 64, 8192, 32, 8, 192, 128
+    q = torch.randn(b, 1, h, d, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(b, n, hkv, d, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(b, n, hkv, dv, device="cuda", dtype=torch.bfloat16)
+    padded = torch.nn.functional.pad(v, (0, d - dv))
+    table = torch.arange(b * n // 64, device="cuda", dtype=torch.int32).view(b, n // 64)
+    lens = torch.full((b,), n, device="cuda", dtype=torch.int32)
+    for paged in (False, True):
+        def call(vv):
+            if paged:
+                return attngen.attention_with_kvcache(
+                    q, k.view(-1, 64, hkv, d), vv.view(-1, 64, hkv, vv.shape[-1]), lens, table)
+            return attngen.attention_with_kvcache(q, k, vv, lens)
+        row = dict(d=d, dv=dv, n=n, paged=paged, part="decode")
+        for name, vv in (("attngen", v), ("padded", padded)):
+            ms, why = harness.try_time(lambda: call(vv), 5, 30)
+            row[name + "_ms"], row[name + "_error"] = ms, why
+            cache_bytes = b * n * hkv * (d + vv.shape[-1]) * 2
+            row[name + "_tbs"] = cache_bytes / (ms * 1e-3) / 1e12 if ms else None
+        rows.append(row)
+        print(f"decode 192/128 {'paged' if paged else 'contiguous'}: "
+              f"{harness.fmt(row['attngen_ms'], '.3f')} ms "
+              f"({harness.fmt(row['attngen_tbs'], '.2f')} TB/s) against V padded to 192 "
+              f"{harness.fmt(row['padded_ms'], '.3f')} ms "
+              f"({harness.fmt(row['padded_tbs'], '.2f')} TB/s)", flush=True)
+
+
 def ratio(a, b):
     return a / b if a and b else None
 
@@ -296,6 +432,10 @@ def main():
                         help="also time the backward pair at 192/128 against cuDNN's")
     parser.add_argument("--dense-only", action="store_true",
                         help="skip the varlen cases (racecheck stops on varlen kernels)")
+    parser.add_argument("--decode-bench", action="store_true",
+                        help="also time 192/128 decoding against V padded to 192")
+    parser.add_argument("--kv-cases", type=int, default=40,
+                        help="decoding cases (KV cache, flash_attn_with_kvcache, attention())")
     args = parser.parse_args()
     import attngen as module
     attngen = module
@@ -305,8 +445,13 @@ def main():
         if args.dense_only and c["via"] == "varlen":
             continue
         failed += not (run_varlen(c, results) if c["via"] == "varlen" else run_dense(c, results))
+    for c in kv_cases(args.kv_cases):
+        failed += not run_kvcache(c, results)
     failed += not run_autograd()
-    backward_rows = []
+    backward_rows, decode_rows = [], []
+    if args.decode_bench:
+        harness.warm_up_gpu()
+        bench_decode(decode_rows)
     if args.backward_bench:
         harness.warm_up_gpu()
         bench_backward(backward_rows, [(192, 128)])
@@ -335,7 +480,8 @@ def main():
     if args.json:
         harness.write_json(args.json, dict(environment=harness.environment(),
                                            cases=results, bench=bench_rows,
-                                           backward_bench=backward_rows))
+                                           backward_bench=backward_rows,
+                                           decode_bench=decode_rows))
     return 1 if failed else 0
 
 

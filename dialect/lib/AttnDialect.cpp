@@ -195,8 +195,8 @@ LogicalResult AttnDialect::verifyOperationAttribute(Operation *op,
     Type element = memref.getElementType();
     // FP8 attention writes a bf16 o.
     bool dtypeAgrees = p.dtype == DType::f16 ? element.isF16() : element.isBF16();
-    // A KV cache kernel's o is the problem's head dim wide, as its v.
-    int64_t cols = p.kvCache || p.combine ? p.headDim : p.valueHeadDim();
+    // A combine kernel has one head dim (the split kernel's value head dim).
+    int64_t cols = p.combine ? p.headDim : p.valueHeadDim();
     if (memref.getDimSize(memref.getRank() - 1) != cols || !dtypeAgrees)
       return op->emitError()
              << "attn.problem says " << (cols == p.headDim ? "head_dim" : "head_dim_v")

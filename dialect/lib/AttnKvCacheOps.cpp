@@ -104,6 +104,10 @@ int64_t AttentionKvCacheOp::getHeadDim() {
   return cast<MemRefType>(getQ().getType()).getDimSize(3);
 }
 
+int64_t AttentionKvCacheOp::getHeadDimV() {
+  return cast<MemRefType>(getVCache().getType()).getDimSize(3);
+}
+
 Type AttentionKvCacheOp::getElementType() {
   return cast<MemRefType>(getQ().getType()).getElementType();
 }
@@ -114,6 +118,8 @@ AttentionProblem AttentionKvCacheOp::problem() {
   AttentionProblem problem;
   problem.dtype = getElementType().isBF16() ? DType::bf16 : DType::f16;
   problem.headDim = getHeadDim();
+  if (getHeadDimV() != getHeadDim())
+    problem.headDimV = getHeadDimV();
   // ALiBi measures from the same diagonal.
   if (hasDiagonal() || getAlibiSlopes())
     problem.causalAlign = CausalAlign::bottom_right;
@@ -154,8 +160,13 @@ LogicalResult AttentionKvCacheOp::verify() {
   for (auto [value, name] : tensors)
     if (failed(verifyBNHDMemRef(*this, value.getType(), name)))
       return failure();
-  int64_t headDim = getHeadDim();
-  if (failed(verifyDataOperands(*this, tensors, getElementType(), headDim)))
+  // Q and the key cache share the head dim; the value cache and O have the
+  // value head dim (the same unless V has its own).
+  int64_t headDim = getHeadDim(), headDimV = getHeadDimV();
+  if (failed(verifyDataOperands(*this, ArrayRef(tensors).take_front(2),
+                                getElementType(), headDim)) ||
+      failed(verifyDataOperands(*this, ArrayRef(tensors).drop_front(2),
+                                getElementType(), headDimV, "v_cache")))
     return failure();
   MLIRContext *ctx = getContext();
   Type i32 = IntegerType::get(ctx, 32);
@@ -164,9 +175,9 @@ LogicalResult AttentionKvCacheOp::verify() {
     return failure();
   auto kType = cast<MemRefType>(getKCache().getType());
   auto vType = cast<MemRefType>(getVCache().getType());
-  if (kType.getShape() != vType.getShape())
+  if (kType.getShape().drop_back() != vType.getShape().drop_back())
     return emitOpError() << "k_cache " << kType << " and v_cache " << vType
-                         << " must have the same shape";
+                         << " must have the same shape but for the head dim";
   if (Value table = getBlockTable()) {
     if (failed(verifyRankAndElement(*this, table, "block_table", 2, i32,
                                     "[B, max_blocks]")))
@@ -190,7 +201,7 @@ LogicalResult AttentionKvCacheOp::verify() {
     return emitOpError("needs both partial outputs (o_partial and "
                        "lse_partial) or neither");
   if (Value partial = getOPartial()) {
-    if (failed(verifyPartialOutput(*this, partial, headDim)) ||
+    if (failed(verifyPartialOutput(*this, partial, headDimV)) ||
         failed(verifyRowsOperand(*this, getLsePartial(), "lse_partial",
                                  "[S * B, H, Nq]")))
       return failure();

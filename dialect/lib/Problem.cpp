@@ -139,8 +139,9 @@ llvm::Error mlir::attn::verifyProblem(const AttentionProblem &problem) {
                         "kernels always read V row-major): use it with "
                         "dtype e4m3, or drop it");
 
-  // A value head dim of its own: the dense and varlen forward kernels and
-  // the deterministic backward pair.
+  // A value head dim of its own: the dense, varlen and KV-cache forward
+  // kernels and the deterministic backward pair (a split KV-cache kernel's
+  // combine kernel has the value head dim as its only one).
   if (problem.headDimV != 0 && problem.headDimV != problem.headDim) {
     bool pair = problem.backward == BackwardPart::none ||
                 problem.backward == BackwardPart::dq ||
@@ -151,22 +152,12 @@ llvm::Error mlir::attn::verifyProblem(const AttentionProblem &problem) {
           "one-kernel backward (pre, fused, post); use the deterministic "
           "pair, backward dq and dkdv",
           problem.headDimV, problem.headDim));
-    const char *kind = problem.kvCache ? "KV-cache"
-                       : problem.combine ? "combine"
-                                         : nullptr;
-    if (kind)
+    if (problem.combine)
       return problemError(fmt::format(
-          "head_dim_v = {} (Q and K have {}) is "
-          "supported by the forward kernels (dense and varlen) and the "
-          "backward pair, not yet by the {} kernels; {}",
-          problem.headDimV, problem.headDim, kind,
-          problem.headDimV < problem.headDim
-              ? fmt::format("pad V with zero columns to {} and drop O's "
-                            "extra columns",
-                            problem.headDim)
-              : fmt::format("pad Q and K with zero columns to {} and keep "
-                            "the scale 1/sqrt({})",
-                            problem.headDimV, problem.headDim)));
+          "head_dim_v = {} with combine: the combine kernel merges outputs "
+          "of one head dim; give it the split kernel's value head dim as "
+          "head_dim ({}) and no head_dim_v",
+          problem.headDimV, problem.headDimV));
   }
   return llvm::Error::success();
 }

@@ -450,7 +450,8 @@ struct AttnTilePass : public mlir::attn::impl::AttnTileBase<AttnTilePass> {
       }
       auto kv = cast<AttentionKvCacheOp>(op);
       if (llvm::Error error =
-              checkKvCacheTileConfig(*config, *target, kv.getHeadDim(),
+              checkKvCacheTileConfig(*config, *target,
+                                     std::max(kv.getHeadDim(), kv.getHeadDimV()),
                                      kv.getPageSize(), kv.headPack())) {
         kv.emitOpError() << "invalid tile configuration: "
                          << llvm::toString(std::move(error));

@@ -39,7 +39,8 @@ class KvCacheProgramBuilder : TileBuilder {
 public:
   KvCacheProgramBuilder(AttentionKvCacheOp op, const TileConfig &config,
                         TargetKind target)
-      : TileBuilder(op, config, target, op.getHeadDim(), op.getElementType()),
+      : TileBuilder(op, config, target, op.getHeadDim(), op.getElementType(),
+                    op.getHeadDimV()),
         op(op) {}
 
   void build();
@@ -61,9 +62,9 @@ private:
 
 void KvCacheProgramBuilder::build() {
   MLIRContext *ctx = b.getContext();
-  // O's accumulator: the head dim, or on sm_90a the padded tile width (the
-  // stores write the first D columns).
-  const int64_t outCols = outputAccumulatorCols(target, op.getHeadDim());
+  // O's accumulator: V's head dim, or on sm_90a the padded tile width (the
+  // stores write the first Dv columns).
+  const int64_t outCols = outputAccumulatorCols(target, op.getHeadDimV());
   const int64_t pack = op.headPack();
   // Rows of one packed head: positions per tile.
   const int64_t positions = config.blockM / pack;
@@ -201,7 +202,8 @@ void KvCacheProgramBuilder::build() {
 
   Value qTileBuf = AllocSmemOp::create(b, loc, smemType(config.blockM));
   Value kTile = AllocSmemOp::create(b, loc, smemType(config.blockN));
-  Value vTile = AllocSmemOp::create(b, loc, smemType(config.blockN));
+  Value vTile = AllocSmemOp::create(
+      b, loc, smemType(config.blockN, /*cols=*/op.getHeadDimV()));
 
   CopyAsyncOp::create(b, loc, op.getQ(), batch, row, head, qTileBuf, c0,
                       Value(), packAttr(), UnitAttr());

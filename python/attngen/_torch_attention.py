@@ -136,9 +136,7 @@ def _forward(q, k, v, causal, scale, return_lse, causal_align, softcap, window_l
     """Runs the kernel: the op's CUDA implementation and the eager path."""
     alibi = alibi_slopes is not None
     head_dim_v = head_dim_v_of(q, v)
-    # The decoding kernels have one head dim (no head_dim_v yet).
-    if not head_dim_v and _decodes(q, k, causal, causal_align, window_left, window_right,
-                                   alibi):
+    if _decodes(q, k, causal, causal_align, window_left, window_right, alibi):
         return _kvcache_forward(q, k, v, None, None, causal, scale, softcap, return_lse, 0,
                                 window_left, window_right, alibi_slopes=alibi_slopes)
     out, lse = outputs_like(q, return_lse, v)

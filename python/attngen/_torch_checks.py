@@ -96,7 +96,7 @@ def check_head_dim(head_dim):
 def check_qkv(layout, q, k, v, value_head_dim=False):
     """What the kernels assume of q, k and v whatever the front end: one
     float16/bfloat16 dtype, k and v alike (v may have a head dim of its own
-    with `value_head_dim`, the dense and varlen kernels' head_dim_v), a
+    with `value_head_dim`: head_dim_v, DeepSeek's 192/128), a
     supported head dim shared by q and k, whole groups of query heads per
     key/value head, and strides a 16-byte aligned row can use."""
     named = list(zip(layout.names, (q, k, v)))

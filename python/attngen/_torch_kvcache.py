@@ -13,8 +13,9 @@ from ._errors import check_status, invalid_argument
 from ._torch_checks import (TensorLayout, call_options, check_devices, check_int32,
                             check_is_tensor, check_qkv, check_rank, check_tensors,
                             require_torch, torch)
-from ._torch_launch import (check_alibi_slopes, current_stream, forward_args, kernel_for, launch,
-                            outputs_like, refuse_backward, set_alibi_args, use_custom_op)
+from ._torch_launch import (check_alibi_slopes, current_stream, forward_args, head_dim_v_of,
+                            kernel_for, launch, outputs_like, refuse_backward, set_alibi_args,
+                            use_custom_op)
 
 _LAYOUT = TensorLayout(function="attention_with_kvcache", names=("q", "k_cache", "v_cache"),
                        rank=4, dims="", rank_hint="", row_dims="its first three dimensions",
@@ -33,22 +34,23 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
                            alibi_slopes=None):
     """Attention of q over a KV cache, as flash_attn_with_kvcache (without
     appending new keys): sequence b attends to the first cache_seqlens[b] keys
-    of its cache. Returns out (batch, seqlen_q, heads, head_dim), or (out,
+    of its cache. Returns out (batch, seqlen_q, heads, head_dim_v), or (out,
     lse) with lse (batch, heads, seqlen_q) float32.
 
     k_cache / v_cache are (batch, seqlen_cache, kv_heads, head_dim), or with
     block_table (batch, max_blocks) int32 a paged cache (num_blocks,
     page_size, kv_heads, head_dim), key n of sequence b in page
-    block_table[b, n // page_size] (page_size a multiple of 16).
+    block_table[b, n // page_size] (page_size a multiple of 16). v_cache
+    (and out) may have a head dim of their own, head_dim_v (DeepSeek's
+    192/128).
     cache_seqlens is an int, a (batch,) int32 CUDA tensor or None (the whole
     cache). causal is bottom-right to each sequence's keys (query i sees keys
     j <= i + cache_seqlens[b] - seqlen_q); a query that sees no key gets out
     0 and lse -inf (flash_attn reports +inf). num_splits: 0 lets attngen
     split each sequence's keys over CTAs when that fills the GPU better
-    (flash-decoding), 1 never splits, n > 1 forces n. window_size is
-    (-1, -1) or a causal mask's spelling ((-1, 0), or any right side with
-    causal=True, which forces it to 0 as flash_attn does); sliding windows
-    are not supported here yet. alibi_slopes, a float32 tensor (heads,) or
+    (flash-decoding), 1 never splits, n > 1 forces n. window_size (L, R)
+    is a sliding window around each sequence's bottom-right diagonal, as
+    flash_attn's (causal=True forces R to 0, and (-1, 0) is causal). alibi_slopes, a float32 tensor (heads,) or
     (batch, heads), adds ALiBi's bias -slope * |i + cache_seqlens[b] - seqlen_q
     - j| (from each sequence's bottom-right diagonal, as flash_attn's). The
     kernels never
@@ -116,7 +118,7 @@ def _check_arguments(q, k_cache, v_cache, cache_seqlens, block_table, causal, wi
     diagonal = causal or left >= 0 or right >= 0 or alibi_slopes is not None
     options = options._replace(causal=causal, window_right=right,
                                causal_align="bottom-right" if diagonal else "top-left")
-    check_qkv(_LAYOUT, q, k_cache, v_cache)
+    check_qkv(_LAYOUT, q, k_cache, v_cache, value_head_dim=True)
     if block_table is not None:
         capacity = _check_pages(q, k_cache, block_table)
     else:
@@ -206,7 +208,7 @@ def _forward(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, sof
     """The op's CUDA implementation and the eager path: the plan (splits and
     their workspace), the optional value check, then the launch."""
     batch, _, heads, _ = q.shape
-    out, lse = outputs_like(q, return_lse)
+    out, lse = outputs_like(q, return_lse, v_cache)
     paged = block_table is not None
     page_size = k_cache.shape[1] if paged else 0
     # A kernel that can split serves num_splits 0 and n > 1; 1 never splits.
@@ -216,7 +218,8 @@ def _forward(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, sof
                         causal_align="bottom-right" if diagonal else "top-left",
                         softcap=softcap, window_size=(window_left, window_right),
                         kv_cache=True, page_size=page_size, split_kv=num_splits != 1,
-                        head_pack=head_pack_for(heads // k_cache.shape[2]))
+                        head_pack=head_pack_for(heads // k_cache.shape[2]),
+                        head_dim_v=head_dim_v_of(q, v_cache))
     keys = block_table.shape[1] * page_size if paged else k_cache.shape[1]
     args = forward_args(q, k_cache, v_cache, out, lse if return_lse else None, batch, keys)
     args.cache_seqlens = cache_seqlens.data_ptr() if cache_seqlens is not None else None
@@ -266,7 +269,7 @@ if torch is not None:
     def _kvcache_fake(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, softcap,
                       return_lse, num_splits, window_left, window_right, alibi_slopes=None):
         """The outputs' shapes, for tracing with fake or meta tensors."""
-        return outputs_like(q, return_lse)
+        return outputs_like(q, return_lse, v_cache)
 
     refuse_backward(
         _kvcache_op,

@@ -154,7 +154,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     """flash_attn.flash_attn_with_kvcache: q (batch, seqlen_q, nheads, headdim);
     k_cache / v_cache (batch_cache, seqlen_cache, nheads_k, headdim), or with
     block_table (batch, max_blocks) int32 a paged cache (num_blocks,
-    page_block_size, nheads_k, headdim).
+    page_block_size, nheads_k, headdim). v_cache (and v, and out) may have a
+    headdim of their own (FlashAttention-3's headdim_v, DeepSeek's 192/128).
 
     k / v (batch, seqlen_new, nheads_k, headdim), when given, are written into
     the cache in place at rows cache_seqlens[b] ... + seqlen_new - 1, and the
@@ -205,10 +206,11 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         if cache_seqlens is None:
             raise invalid_argument(f"{function}: appending k and v needs cache_seqlens (where "
                                    "each sequence's new keys go)")
-        if k.dim() != 4 or tuple(k.shape) != tuple(v.shape) or k.shape[0] != batch:
+        if (k.dim() != 4 or v.dim() != 4 or tuple(k.shape[:3]) != tuple(v.shape[:3])
+                or k.shape[0] != batch):
             raise invalid_argument(f"{function}: k and v must both be (batch, seqlen_new, "
-                                   f"nheads_k, headdim) with batch {batch}; got k "
-                                   f"{tuple(k.shape)} and v {tuple(v.shape)}")
+                                   f"nheads_k, headdim) with batch {batch} (v's headdim that "
+                                   f"of v_cache); got k {tuple(k.shape)} and v {tuple(v.shape)}")
         seqlen_new = k.shape[1]
     elif rotary_cos is not None:
         raise invalid_argument(f"{function}: rotary_cos and rotary_sin rotate the new keys: "
@@ -244,14 +246,17 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         table = None
         lengths = (lengths - leftpad).to(torch.int32)
     (q,), (head_dim,) = _ready(function, ("q",), (q,))
+    head_dim_v = v_read.shape[-1]
     if head_dim % 8:
-        (k_read, v_read), _ = _ready(function, ("k_cache", "v_cache"), (k_read, v_read))
+        (k_read,), _ = _ready(function, ("k_cache",), (k_read,))
+    if head_dim_v % 8:
+        (v_read,), _ = _ready(function, ("v_cache",), (v_read,))
     result = attention_with_kvcache(q, k_read, v_read, lengths, table, causal=bool(causal),
                                     window_size=window, softcap=softcap,
                                     scale=_scale(softmax_scale, head_dim),
                                     return_lse=bool(return_softmax_lse), num_splits=num_splits,
                                     alibi_slopes=alibi_slopes)
-    return _outputs(result, bool(return_softmax_lse), head_dim, probs=False)
+    return _outputs(result, bool(return_softmax_lse), head_dim_v, probs=False)
 
 
 # -- flash_attn's conventions -------------------------------------------------

@@ -269,15 +269,17 @@ class TensorCheckTest(unittest.TestCase):
                 self.expect(error, needle, self.dense, **kwargs)
 
     def test_value_head_dim(self):
-        # v may have a head dim of its own in the dense and varlen forward
-        # and backward (their checks pass; only the CPU device is refused);
-        # the KV cache takes one head dim.
+        # v may have a head dim of its own in the dense, varlen and KV-cache
+        # forward and the backward (their checks pass; only the CPU device is
+        # refused); the rest of v's shape is k's.
         bad = attngen.InvalidInputError
         z = self.zeros
-        for call, v in ((self.dense, z(2, 77, 2, 128)), (self.varlen, z(500, 2, 128))):
+        for call, v in ((self.dense, z(2, 77, 2, 128)), (self.varlen, z(500, 2, 128)),
+                        (self.kvcache, z(2, 64, 2, 128))):
             with self.subTest(call=call.__name__):
                 self.expect(bad, "q is on cpu; attngen runs on CUDA devices", call, v=v)
-        self.expect(bad, "must have the same shape", self.kvcache, v=z(2, 64, 2, 128))
+        self.expect(bad, "k_cache and v_cache must have the same shape but for the head dim",
+                    self.kvcache, v=z(2, 63, 2, 128))
         q, k, v = z(2, 100, 8, 192), z(2, 77, 2, 192), z(2, 77, 2, 128)
         lse = torch.zeros(2, 8, 100)
         self.expect(bad, "q is on cpu; attngen runs on CUDA devices", attngen.attention_backward,
@@ -311,10 +313,11 @@ class TensorCheckTest(unittest.TestCase):
                     self.kvcache, q=z(2, 1, 8, 68)[..., :64])
         self.expect(bad, "q has 3 heads and k/v have 2", self.varlen, q=z(300, 3, 64))
         self.expect(bad, "q has 8 heads and the caches 3", self.kvcache, k=z(2, 64, 3, 64))
-        self.expect(bad, "q has head_dim 64 but k_cache and v_cache have head_dim 128",
+        self.expect(bad, "q has head_dim 64 but k_cache has head_dim 128",
                     self.kvcache, k=z(2, 64, 2, 128))
-        self.expect(bad, "k_cache and v_cache must have the same shape; got k_cache "
-                    "(2, 64, 2, 64) and v_cache (2, 63, 2, 64)", self.kvcache, v=z(2, 63, 2, 64))
+        self.expect(bad, "k_cache and v_cache must have the same shape but for the head dim; got "
+                    "k_cache (2, 64, 2, 64) and v_cache (2, 63, 2, 64)", self.kvcache,
+                    v=z(2, 63, 2, 64))
 
     def test_every_front_end_runs_the_shared_checks(self):
         bad = attngen.InvalidInputError

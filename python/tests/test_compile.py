@@ -284,8 +284,8 @@ class CompileTest(unittest.TestCase):
 
     def test_head_dim_v(self):
         # V and O with a head dim of their own (DeepSeek's 192/128) on both
-        # targets; V as wide as Q is the plain kernel; the KV cache and the
-        # backward have one head dim and say how to pad.
+        # targets, dense, varlen and KV cache; V as wide as Q is the plain
+        # kernel; the one-kernel backward has one head dim and says so.
         for arch in ("sm_80", "sm_90a"):
             with self.subTest(arch=arch):
                 k = attngen.compile(arch=arch, head_dim=192, head_dim_v=128, causal=True)
@@ -293,6 +293,11 @@ class CompileTest(unittest.TestCase):
                 self.assertIn("_d192v128_causal", k.kernel_name)
                 k = attngen.compile(arch=arch, head_dim=64, head_dim_v=128, varlen=True)
                 self.assertIn("_d64v128_varlen", k.kernel_name)
+                k = attngen.compile(arch=arch, head_dim=192, head_dim_v=128, kv_cache=True,
+                                    page_size=64, split_kv=True)
+                self.assertEqual(k.kernel_name, f"attn_kvcache_{arch.replace('_', '')}_bf16_"
+                                                "d192v128_page64_split")
+                self.assertEqual(k.metadata["head_dim_v"], 128)
         # The deterministic backward pair takes it too.
         for part in ("dq", "dkdv"):
             k = attngen.compile(head_dim=192, head_dim_v=128, backward=part)
@@ -303,8 +308,6 @@ class CompileTest(unittest.TestCase):
         self.assertEqual(same.metadata["head_dim_v"], 0)
         for fields, needle in (
                 (dict(head_dim_v=100), "value head dimension 100 is not supported"),
-                (dict(head_dim=192, head_dim_v=128, kv_cache=True),
-                 "not yet by the KV-cache kernels; pad V with zero columns to 192"),
                 (dict(head_dim=128, head_dim_v=64, backward="fused"),
                  "not supported by the one-kernel backward (pre, fused, post); use the "
                  "deterministic pair")):

@@ -91,7 +91,7 @@ class KvCacheArgumentTest(unittest.TestCase):
     def test_shapes(self):
         self.assertFails("q has 8 heads and the caches 3",
                          k=torch.zeros(B, 64, 3, D, dtype=torch.bfloat16))
-        self.assertFails("q has head_dim 64 but k_cache and v_cache have head_dim 128",
+        self.assertFails("q has head_dim 64 but k_cache has head_dim 128",
                          k=torch.zeros(B, 64, HKV, 128, dtype=torch.bfloat16))
         self.assertFails("k_cache has batch 1 but q has 2", k=self.kc[:1])
 

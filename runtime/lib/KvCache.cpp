@@ -140,7 +140,7 @@ attnrt_status checkSplitArgs(const attnrt_kernel_info &info, const attnrt_forwar
   if (a.num_splits == 1 && !combine)
     return ATTNRT_OK;
   WorkspaceLayout layout;
-  if (attnrt_status s = workspaceLayout(a, a.num_splits, layout))
+  if (attnrt_status s = workspaceLayout(a, a.num_splits, valueHeadDimOf(info, a), layout))
     return s;
   if (!a.workspace)
     return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
@@ -193,15 +193,17 @@ attnrt_status resolveSplits(const attnrt_kernel_info &info, const attnrt_forward
   return ATTNRT_OK;
 }
 
-attnrt_status workspaceLayout(const attnrt_forward_args &a, int64_t splits, WorkspaceLayout &layout) {
+attnrt_status workspaceLayout(const attnrt_forward_args &a, int64_t splits, int64_t valueHeadDim,
+                              WorkspaceLayout &layout) {
   layout = WorkspaceLayout();
   if (splits <= 1 || isEmptyForward(a))
     return ATTNRT_OK;
-  // [S * B, Nq, H, D] f32 outputs, then [S * B, H, Nq] f32 log-sum-exps.
+  // [S * B, Nq, H, Dv] f32 outputs, then [S * B, H, Nq] f32 log-sum-exps.
   int64_t rows, outputs, lses;
   if (__builtin_mul_overflow(splits, a.batch, &rows) ||
       __builtin_mul_overflow(rows, a.nq, &rows) || __builtin_mul_overflow(rows, a.num_heads, &rows) ||
-      __builtin_mul_overflow(rows, a.head_dim * 4, &outputs) || __builtin_mul_overflow(rows, 4, &lses))
+      __builtin_mul_overflow(rows, valueHeadDim * 4, &outputs) ||
+      __builtin_mul_overflow(rows, 4, &lses))
     return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
                 "the split-KV workspace of %lld splits overflows 64 bits with these sizes: use "
                 "fewer splits",
@@ -261,7 +263,8 @@ attnrt_status attnrt_kvcache_plan(const attnrt_kernel_info *info, const attnrt_f
     if (attnrt_status s = attnrt::resolveSplits(*info, *args, resolved))
       return s;
     attnrt::WorkspaceLayout layout;
-    if (attnrt_status s = attnrt::workspaceLayout(resolved, resolved.num_splits, layout))
+    if (attnrt_status s = attnrt::workspaceLayout(resolved, resolved.num_splits,
+                                                  attnrt::valueHeadDimOf(*info, resolved), layout))
       return s;
     if (num_splits)
       *num_splits = resolved.num_splits;
@@ -291,12 +294,14 @@ attnrt_status attnrt_forward_kvcache(attnrt_module *kernel, attnrt_module *combi
                             "the call splits the keys %lld ways, which needs the combine kernel "
                             "(attngen --split-kv --combine) as `combine`; or pass num_splits = 1",
                             static_cast<long long>(resolved.num_splits));
+      // The combine kernel merges O's: its one head dim is V's.
       if (combine->info.head_pack != kernel->info.head_pack ||
-          combine->info.head_dim != kernel->info.head_dim ||
+          combine->info.head_dim != attnrt::valueHeadDimOf(kernel->info, resolved) ||
           combine->info.dtype != kernel->info.dtype || combine->info.lse != kernel->info.lse)
         return attnrt::fail(ATTNRT_ERROR_INVALID_ARGUMENT,
                             "combine kernel '%s' does not match split kernel '%s' (head dim, dtype, "
-                            "LSE and head pack must agree): compile both from one spec",
+                            "LSE and head pack must agree; the combine kernel's head dim is the "
+                            "split kernel's value head dim): compile both from one spec",
                             combine->info.kernel, kernel->info.kernel);
     }
     // Both kernels are checked before either runs. The combine kernel
@@ -304,6 +309,7 @@ attnrt_status attnrt_forward_kvcache(attnrt_module *kernel, attnrt_module *combi
     attnrt_forward_args merged = resolved;
     merged.alibi_slopes = nullptr;
     merged.alibi_slopes_stride = 0;
+    merged.head_dim = attnrt::valueHeadDimOf(kernel->info, resolved);
     if (attnrt_status s = attnrt::checkForwardArgs(kernel->info, resolved))
       return s;
     if (resolved.num_splits > 1)

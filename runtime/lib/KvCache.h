@@ -34,10 +34,16 @@ bool usesKvCacheArgs(const attnrt_kernel_info &info);
 attnrt_status resolveSplits(const attnrt_kernel_info &info, const attnrt_forward_args &args,
                             attnrt_forward_args &resolved);
 
-/// The workspace layout of `splits` splits for the call's sizes; fails
-/// when it would not fit size_t.
+/// The workspace layout of `splits` splits for the call's sizes, the
+/// partial outputs `valueHeadDim` wide (O's head dim); fails when it would
+/// not fit size_t.
 attnrt_status workspaceLayout(const attnrt_forward_args &args, int64_t splits,
-                              WorkspaceLayout &layout);
+                              int64_t valueHeadDim, WorkspaceLayout &layout);
+
+/// O's (and V's) head dim for `info`: its head_dim_v, or the call's head dim.
+inline int64_t valueHeadDimOf(const attnrt_kernel_info &info, const attnrt_forward_args &args) {
+  return info.head_dim_v ? info.head_dim_v : args.head_dim;
+}
 
 /// Checks the KV-cache fields of resolved args against a KV-cache or
 /// combine kernel: page size, block table and its sizes, cache_seqlens,

@@ -280,13 +280,13 @@ attnrt_status forward(attnrt_module *m, const attnrt_forward_args *given, void *
   // (docs/ABI.md "KV cache and split-KV"), addressed as contiguous
   // [S * B, Nq, H, D] and [S * B, H, Nq] f32 tensors.
   WorkspaceLayout workspace;
-  if (attnrt_status s = workspaceLayout(*a, a->num_splits, workspace))
+  const int64_t dv = valueHeadDimOf(m->info, *a);
+  if (attnrt_status s = workspaceLayout(*a, a->num_splits, dv, workspace))
     return s;
   void *oPartial = workspace.bytes ? a->workspace : nullptr;
   void *lsePartial =
       workspace.bytes ? static_cast<char *>(a->workspace) + workspace.lseOffset : nullptr;
-  const int64_t oPartialStrides[4] = {a->nq * a->num_heads * a->head_dim, a->num_heads * a->head_dim,
-                                      a->head_dim, 1};
+  const int64_t oPartialStrides[4] = {a->nq * a->num_heads * dv, a->num_heads * dv, dv, 1};
   const int64_t blockTableStrides[4] = {a->block_table_stride, 0, 0, 0};
   const int64_t alibiStrides[4] = {a->alibi_slopes_stride, 0, 0, 0};
   // FP8's descales, [B, Hkv]: a batch and a head stride (dims b and h).

@@ -668,14 +668,14 @@ attnrt_status readProblem(const JsonValue &root, attnrt_kernel_info &info) {
                 "kernel metadata key \"head_dim_v\" = %d is not a multiple of 8: attngen kernels "
                 "copy 16-byte chunks of a row; %s",
                 info.head_dim_v, kRegenerate);
-  // The forward kernels and the deterministic backward pair take a value
-  // head dim of its own; the KV-cache kernels and the one-kernel backward
-  // have one head dim.
+  // The forward kernels (dense, varlen, KV cache) and the deterministic
+  // backward pair take a value head dim of its own; the combine kernel and
+  // the one-kernel backward have one head dim.
   bool pair = info.backward == ATTNRT_BACKWARD_NONE || info.backward == ATTNRT_BACKWARD_DQ ||
               info.backward == ATTNRT_BACKWARD_DKDV;
-  if (info.head_dim_v != 0 && (info.kv_cache || !pair))
+  if (info.head_dim_v != 0 && (info.kind == ATTNRT_KERNEL_COMBINE || !pair))
     return fail(ATTNRT_ERROR_INVALID_METADATA,
-                "kernel metadata gives \"head_dim_v\" = %d to a KV-cache or one-kernel backward "
+                "kernel metadata gives \"head_dim_v\" = %d to a combine or one-kernel backward "
                 "kernel, which have one head dim; %s",
                 info.head_dim_v, kRegenerate);
   if (info.causal && info.window_right > 0)

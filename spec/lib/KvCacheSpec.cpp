@@ -22,10 +22,16 @@ static llvm::Error fail(const std::string &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
+/// Tiles are chosen and checked for the wider of the two head dims (a value
+/// head dim of its own).
+static int64_t widestHeadDim(const AttentionSpec &spec) {
+  return std::max(spec.headDim, spec.valueHeadDim());
+}
+
 TileConfig mlir::attn::kvCacheTileConfig(const AttentionSpec &spec) {
   if (spec.combine)
     return combineTileConfig(spec.blockM > 0 ? spec.blockM : 64);
-  return resolveKvCacheTileConfig(spec.target, spec.headDim, spec.pageSize,
+  return resolveKvCacheTileConfig(spec.target, widestHeadDim(spec), spec.pageSize,
                                   spec.blockM, spec.blockN, spec.numWarps,
                                   spec.stages);
 }
@@ -79,7 +85,7 @@ llvm::Error mlir::attn::validateKvCacheSpec(const AttentionSpec &spec) {
           config.blockM, spec.headPack));
     return llvm::Error::success();
   }
-  return checkKvCacheTileConfig(config, spec.target, spec.headDim,
+  return checkKvCacheTileConfig(config, spec.target, widestHeadDim(spec),
                                 spec.pageSize, spec.headPack);
 }
 
@@ -89,22 +95,26 @@ OwningOpRef<ModuleOp> mlir::attn::buildKvCacheSpecModule(MLIRContext &ctx,
   Type element = elementTypeOf(ctx, spec);
   Type f32 = Float32Type::get(&ctx);
   int64_t dyn = ShapedType::kDynamic;
+  // Q and K have the head dim; V, O and the partial outputs the value one.
+  const int64_t dv = spec.valueHeadDim();
   auto tensorType = MemRefType::get({dyn, dyn, dyn, spec.headDim}, element);
+  auto outType = MemRefType::get({dyn, dyn, dyn, dv}, element);
   auto rowsType = MemRefType::get({dyn, dyn, dyn}, f32);
-  auto partialType = MemRefType::get({dyn, dyn, dyn, spec.headDim}, f32);
+  auto partialType = MemRefType::get({dyn, dyn, dyn, dv}, f32);
   SmallVector<Type> args;
   if (spec.combine) {
-    args = {partialType, rowsType, tensorType};
+    args = {partialType, rowsType, outType};
     if (spec.withLse)
       args.push_back(rowsType);
   } else {
     // A paged cache [num_blocks, page_size, Hkv, D] has a static page size.
-    auto cacheType =
-        spec.pageSize > 0
-            ? MemRefType::get({dyn, spec.pageSize, dyn, spec.headDim}, element)
-            : tensorType;
+    auto cacheType = [&](int64_t cols) -> Type {
+      return MemRefType::get({dyn, spec.pageSize > 0 ? spec.pageSize : dyn,
+                              dyn, cols},
+                             element);
+    };
     Type i32 = IntegerType::get(&ctx, 32);
-    args = {tensorType, cacheType, cacheType, tensorType,
+    args = {tensorType, cacheType(spec.headDim), cacheType(dv), outType,
             MemRefType::get({dyn}, i32)};
     if (spec.pageSize > 0)
       args.push_back(MemRefType::get({dyn, dyn}, i32));
@@ -142,7 +152,8 @@ OwningOpRef<ModuleOp> mlir::attn::buildKvCacheSpecModule(MLIRContext &ctx,
 AttentionSpec mlir::attn::combineSpecOf(const AttentionSpec &split) {
   AttentionSpec spec;
   spec.target = split.target;
-  spec.headDim = split.headDim;
+  // The combine kernel merges outputs: the value head dim is its only one.
+  spec.headDim = split.valueHeadDim();
   spec.dtype = split.dtype;
   spec.withLse = split.withLse;
   spec.llvmOptLevel = split.llvmOptLevel;

@@ -27,7 +27,8 @@ def Attn_AttentionKvCacheOp : Attn_Op<"attention_kvcache",
     `O = softmax(scale * Q K^T + mask) V` where sequence `b` attends to the
     first `cache_seqlens[b]` keys of its cache, as flash_attn's
     `flash_attn_with_kvcache` (without appending new keys). Q and O are
-    [B, Nq, H, D]; `cache_seqlens` is [B] i32.
+    [B, Nq, H, D]; `cache_seqlens` is [B] i32. V and O may have a head dim
+    of their own, Dv (DeepSeek's 192/128), as `attn.attention`'s.
 
     * Contiguous cache: `k_cache` and `v_cache` are [B, Nk, Hkv, D], Nk the
       capacity of a sequence.
@@ -110,6 +111,8 @@ def Attn_AttentionKvCacheOp : Attn_Op<"attention_kvcache",
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     int64_t getHeadDim();
+    /// V's and O's head dim (the head dim unless V has its own).
+    int64_t getHeadDimV();
     Type getElementType();
     /// Query heads per tile (1: no packing).
     int64_t headPack() { return getHeadPack().value_or(1); }
