@@ -586,7 +586,13 @@ void lowerDescaleProduct(Lowering &l, DescaleOp op) {
     if (Value block = op.getBlock()) {
       Value entry = arith::AddIOp::create(
           b, l.loc, first, l.toI64(l.toI32(l.scalar(block))));
-      l.tiles[op] = SmallVector<Value>(valueCount(l, type), loadAt(t, entry));
+      // A key block of zeros may carry the descale 0 (amax / 448): any
+      // descale dequantizes it, and 1 keeps the factors invertible.
+      Value factor = loadAt(t, entry);
+      Value zero = arith::CmpFOp::create(b, l.loc, arith::CmpFPredicate::OEQ,
+                                         factor, l.f32(0.0f));
+      factor = arith::SelectOp::create(b, l.loc, zero, l.f32(1.0f), factor);
+      l.tiles[op] = SmallVector<Value>(valueCount(l, type), factor);
       return;
     }
     // Entry r: the block of row row + r, rows past Nq reading the last.

@@ -742,6 +742,18 @@ LogicalResult OnlineSoftmaxOp::verify() {
     return emitOpError("a run-time 'factor' and 'fixed_max' do not combine: "
                        "a fixed max is an offset in units of the constant "
                        "scale");
+  if (bool(getBlockFactor()) != bool(getInverseBlockFactor()))
+    return emitOpError("takes 'block_factor' with its 'inverse_block_factor' "
+                       "or neither");
+  if (Value factor = getBlockFactor()) {
+    if (getFixedMax())
+      return emitOpError("a 'block_factor' and 'fixed_max' do not combine: "
+                         "a fixed max bounds the scores themselves");
+    for (Value row : {factor, Value(getInverseBlockFactor())})
+      if (row.getType() != getMax().getType())
+        return emitOpError("'block_factor' and 'inverse_block_factor' must "
+                           "have the type of 'max'");
+  }
   for (Value row : {getNewMax(), getNewSum(), getAlpha()})
     if (row.getType() != getMax().getType())
       return emitOpError("row results must have the type of 'max'");

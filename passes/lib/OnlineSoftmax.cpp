@@ -70,9 +70,24 @@ struct ExpandOnlineSoftmax : public OpRewritePattern<OnlineSoftmaxOp> {
               : RowReduceOp::create(rewriter, loc, rowType, ReduceKind::max,
                                     op.getScores(), op.getMax())
                     .getResult();
+    // Scores s * k (k > 0, per row): the max over the raw scores of m / k,
+    // times k, is the new max; the raw max is P's offset for the raw s, and
+    // k joins the scale's factor: exp2((s - m1 / k) * c * f * k).
+    Value probsMax = newMax, probsFactor = factor;
+    if (Value k = op.getBlockFactor()) {
+      auto rescale = [&](Value row, Value by) -> Value {
+        return RescaleOp::create(rewriter, loc, rowType, row, by);
+      };
+      probsMax = RowReduceOp::create(rewriter, loc, rowType, ReduceKind::max,
+                                     op.getScores(),
+                                     rescale(op.getMax(),
+                                             op.getInverseBlockFactor()));
+      newMax = rescale(probsMax, k);
+      probsFactor = factor ? rescale(factor, k) : k;
+    }
     Value probs = Exp2DiffOp::create(
-        rewriter, loc, op.getScores().getType(), op.getScores(), newMax, factor,
-        c,
+        rewriter, loc, op.getScores().getType(), op.getScores(), probsMax,
+        probsFactor, c,
         emulatedEighths > 0 ? rewriter.getI64IntegerAttr(emulatedEighths)
                             : IntegerAttr(),
         offset);

@@ -197,7 +197,7 @@ void TileProgramBuilder::build() {
         // K_j landed (and everyone is done with V_{j-1}): start V_j.
         // Block scales: block j's descales first, so that their loads run
         // under the waits and the GEMM instead of stalling the softmax.
-        Value kBlockScale, vScale, vInverse;
+        Value kBlockScale, kInverse, vScale, vInverse;
         if (blockScales) {
           auto blockDescale = [&](Value factors, bool reciprocal) {
             auto d = DescaleOp::create(b, l, rowType(), ValueRange{factors},
@@ -206,6 +206,10 @@ void TileProgramBuilder::build() {
             return d.getResult();
           };
           kBlockScale = blockDescale(op.getKDescale(), false);
+          // The softmax takes k's factor with its inverse (no multiply per
+          // score) unless the scores need their true values first.
+          if (!descaleScores)
+            kInverse = blockDescale(op.getKDescale(), true);
           vScale = blockDescale(op.getVDescale(), false);
           vInverse = blockDescale(op.getVDescale(), true);
         }
@@ -219,7 +223,7 @@ void TileProgramBuilder::build() {
         // S = Q K_j^T, masked, then one online-softmax step.
         Value scores = MmaOp::create(b, l, accType(config.blockN), qTile,
                                      kTile, Value(), /*transpose_b=*/true);
-        if (blockScales)
+        if (blockScales && descaleScores)
           scores =
               RescaleOp::create(b, l, scores.getType(), scores, kBlockScale);
         if (rowDescale)
@@ -241,7 +245,8 @@ void TileProgramBuilder::build() {
         Type rowTy = rowType();
         auto softmax = OnlineSoftmaxOp::create(
             b, l, scores.getType(), rowTy, rowTy, rowTy, mask.getResult(), max,
-            sum, scoreFactor, scale, /*fixed_max=*/UnitAttr(), probsLog2Scale);
+            sum, scoreFactor, kInverse ? kBlockScale : Value(), kInverse, scale,
+            /*fixed_max=*/UnitAttr(), probsLog2Scale);
         Value alpha = softmax.getAlpha();
         if (blockScales) {
           Value moved = RescaleOp::create(b, l, rowTy, alpha, iter[3]);

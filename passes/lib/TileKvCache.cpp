@@ -257,7 +257,10 @@ void KvCacheProgramBuilder::build() {
         auto softmax = OnlineSoftmaxOp::create(b, l, scores.getType(), rowTy,
                                                rowTy, rowTy,
                                                branch.getResult(0), max, sum,
-                                               /*factor=*/Value(), scale,
+                                               /*factor=*/Value(),
+                                               /*block_factor=*/Value(),
+                                               /*inverse_block_factor=*/Value(),
+                                               scale,
                                                /*fixed_max=*/UnitAttr(),
                                                /*probs_log2_scale=*/IntegerAttr());
         Value rescaled =

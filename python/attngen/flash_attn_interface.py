@@ -169,7 +169,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     cache row of each sequence (a contiguous cache). cache_leftpad (batch,)
     int32: sequence b's keys start at cache row cache_leftpad[b].
 
-    Returns out (batch, seqlen_q, nheads, headdim), or with
+    Returns out (batch, seqlen_q, nheads, headdim of v_cache), or with
     return_softmax_lse (out, softmax_lse (batch, nheads, seqlen_q) float32).
 
     A sequence whose cache_seqlens (plus seqlen_new) exceeds what its cache
@@ -207,10 +207,13 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
             raise invalid_argument(f"{function}: appending k and v needs cache_seqlens (where "
                                    "each sequence's new keys go)")
         if (k.dim() != 4 or v.dim() != 4 or tuple(k.shape[:3]) != tuple(v.shape[:3])
-                or k.shape[0] != batch):
+                or k.shape[0] != batch or k.shape[2:] != k_cache.shape[2:]
+                or v.shape[2:] != v_cache.shape[2:]):
             raise invalid_argument(f"{function}: k and v must both be (batch, seqlen_new, "
-                                   f"nheads_k, headdim) with batch {batch} (v's headdim that "
-                                   f"of v_cache); got k {tuple(k.shape)} and v {tuple(v.shape)}")
+                                   f"nheads_k, headdim) with batch {batch}, nheads_k and "
+                                   "headdim those of k_cache (v's those of v_cache); got k "
+                                   f"{tuple(k.shape)} and v {tuple(v.shape)} for caches "
+                                   f"{tuple(k_cache.shape)} and {tuple(v_cache.shape)}")
         seqlen_new = k.shape[1]
     elif rotary_cos is not None:
         raise invalid_argument(f"{function}: rotary_cos and rotary_sin rotate the new keys: "

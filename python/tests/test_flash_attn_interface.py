@@ -157,6 +157,14 @@ class KvCacheTest(unittest.TestCase):
             q, kc, kc, k=new, cache_seqlens=lengths))
         self.assertFails("appending k and v needs cache_seqlens",
                          lambda: fa.flash_attn_with_kvcache(q, kc, kc, new, new))
+        # The new keys and values must match their caches, v's head dim v_cache's
+        # (which may be its own), before anything is written.
+        vc = bf16(2, 32, 2, 128)
+        before = kc.clone()
+        self.assertFails("headdim those of k_cache (v's those of v_cache)",
+                         lambda: fa.flash_attn_with_kvcache(q, kc, vc, new, new,
+                                                            cache_seqlens=lengths))
+        self.assertTrue(torch.equal(kc, before))
         self.assertFails("cache_batch_idx is not supported with a paged KV cache",
                          lambda: fa.flash_attn_with_kvcache(
                              q, bf16(4, 16, 2, 64), bf16(4, 16, 2, 64), cache_seqlens=lengths,

@@ -42,7 +42,8 @@ enum class TensorRole {
   // The one-kernel backward's dQ accumulator: f32, shaped as dq, contiguous.
   DqAccum = 17,
   // FP8 (e4m3) kernels: the f32 descales of q, k and v, one per (batch,
-  // key/value head), as FlashAttention-3's q_descale, k_descale, v_descale.
+  // key/value head), as FlashAttention-3's q_descale, k_descale, v_descale
+  // (block-scale kernels: one per 128-row block of each head).
   QDescale = 18,
   KDescale = 19,
   VDescale = 20,

@@ -153,11 +153,11 @@ attnrt_status checkSplitArgs(const attnrt_kernel_info &info, const attnrt_forwar
   if (a.workspace_bytes < layout.bytes)
     return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
                 "args.workspace_bytes = %zu is too small: %lld splits of batch %lld, nq %lld, "
-                "%lld heads and head_dim %lld need %zu bytes (attnrt_kvcache_plan)",
+                "%lld heads and value head dim %lld need %zu bytes (attnrt_kvcache_plan)",
                 a.workspace_bytes, static_cast<long long>(a.num_splits),
                 static_cast<long long>(a.batch), static_cast<long long>(a.nq),
-                static_cast<long long>(a.num_heads), static_cast<long long>(a.head_dim),
-                layout.bytes);
+                static_cast<long long>(a.num_heads),
+                static_cast<long long>(valueHeadDimOf(info, a)), layout.bytes);
   return ATTNRT_OK;
 }
 

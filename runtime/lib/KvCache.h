@@ -40,9 +40,10 @@ attnrt_status resolveSplits(const attnrt_kernel_info &info, const attnrt_forward
 attnrt_status workspaceLayout(const attnrt_forward_args &args, int64_t splits,
                               int64_t valueHeadDim, WorkspaceLayout &layout);
 
-/// O's (and V's) head dim for `info`: its head_dim_v, or the call's head dim.
-inline int64_t valueHeadDimOf(const attnrt_kernel_info &info, const attnrt_forward_args &args) {
-  return info.head_dim_v ? info.head_dim_v : args.head_dim;
+/// O's (and V's) head dim of kernel `info`: its head_dim_v, or its head dim
+/// (a combine kernel's one head dim is the value head dim it merges).
+inline int64_t valueHeadDimOf(const attnrt_kernel_info &info, const attnrt_forward_args &) {
+  return info.head_dim_v ? info.head_dim_v : info.head_dim;
 }
 
 /// Checks the KV-cache fields of resolved args against a KV-cache or

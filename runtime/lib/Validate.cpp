@@ -356,8 +356,8 @@ static attnrt_status checkDescaleArgs(const attnrt_kernel_info &info,
     if (!d.pointer || reinterpret_cast<uintptr_t>(d.pointer) % alignof(float) != 0)
       return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
                   "args.%s = %p: an FP8 kernel reads a 4-byte aligned float32 descale per (batch, "
-                  "key/value head) from device memory (strides {0, 0} for one per tensor; a "
-                  "tensor of ones for none)",
+                  "key/value head), or per 128-row block with block scales, from device memory "
+                  "(strides {0, 0} for one per tensor; a tensor of ones for none)",
                   d.name, static_cast<const void *>(d.pointer));
     if (d.strides[0] < 0 || d.strides[1] < 0)
       return fail(ATTNRT_ERROR_INVALID_ARGUMENT,

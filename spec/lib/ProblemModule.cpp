@@ -81,7 +81,7 @@ static OwningOpRef<ModuleOp> buildProblemOpModule(MLIRContext &ctx,
   }
   // FP8: V K-major (its keys contiguous: the FP8 MMA reads it so) unless
   // it is row-major (transposed in the kernel), O bf16, and the three f32
-  // descales ([B, Hkv], or q's and k's per block) after everything else.
+  // descales ([B, Hkv], or per 128-row block) after everything else.
   bool fp8 = spec.dtype == DType::e4m3;
   Type outType = valueType;
   if (fp8)

@@ -193,3 +193,16 @@ func.func @fp8_block_v(%q: !q8, %k: !q8, %v: !v8, %o: !o, %qd: !b, %kd: !b, %vd:
     : !q8, !q8, !v8, !o
   return
 }
+
+// -----
+
+// A key block's factor scales the running max; a fixed max bounds the scores
+// themselves, so the two do not combine.
+func.func @block_factor_fixed_max(%s: !attn.regs<64x64xf32, acc>, %m: !attn.regs<64xf32, row>,
+                                  %k: !attn.regs<64xf32, row>) {
+  // expected-error @+1 {{'attn.online_softmax' op a 'block_factor' and 'fixed_max' do not combine: a fixed max bounds the scores themselves}}
+  %p, %m1, %l1, %a = attn.online_softmax %s, %m, %m {fixed_max, scale = 0.125 : f32}
+    : !attn.regs<64x64xf32, acc>, !attn.regs<64xf32, row>
+      block_factor %k, %k : !attn.regs<64xf32, row>, !attn.regs<64xf32, row>
+  return
+}

@@ -30,23 +30,24 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 
 // -----
 // Block quantization (--block-scales): q's descale per query row's 128-row
-// block, k's per key block multiplying that block's scores in the loop, and
-// v's per key block: the accumulator is kept in units of the last V block's
-// descale (alpha times s_{j-1} / s_j, s_j carried), which the finalize
-// multiplies in.
+// block; k's per key block, which the online softmax takes as its
+// block_factor (with its inverse: no multiply per score); v's per key
+// block: the accumulator is kept in units of the last V block's descale
+// (alpha times s_{j-1} / s_j, s_j carried), which the finalize multiplies in.
 
 // CHECK-LABEL: func.func @fp8_blocks
 // CHECK: %[[Q:.*]] = attn.descale %arg5[%{{.*}}, %{{.*}}] rows %{{.*}} : memref<?x?x?xf32, strided<[?, ?, 1]>> -> !attn.regs<128xf32, row>
 // CHECK: %[[ONE:.*]] = attn.splat 1.0{{.*}} -> !attn.regs<128xf32, row>
 // CHECK: %[[LOOP:.*]]:4 = scf.for %[[J:[a-z0-9]+]] = {{.*}} iter_args(%[[ACC:.*]] = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %[[PREV:.*]] = %[[ONE]])
 // CHECK: %[[K:.*]] = attn.descale %arg6[%{{.*}}, %{{.*}}] block %[[J]] : memref<?x?x?xf32, strided<[?, ?, 1]>> -> !attn.regs<128xf32, row>
+// CHECK: %[[KI:.*]] = attn.descale %arg6[%{{.*}}, %{{.*}}] block %[[J]] {reciprocal} : memref<?x?x?xf32, strided<[?, ?, 1]>> -> !attn.regs<128xf32, row>
 // CHECK: %[[VS:.*]] = attn.descale %arg7[%{{.*}}, %{{.*}}] block %[[J]] : memref<?x?x?xf32, strided<[?, ?, 1]>> -> !attn.regs<128xf32, row>
 // CHECK: %[[VI:.*]] = attn.descale %arg7[%{{.*}}, %{{.*}}] block %[[J]] {reciprocal} : memref<?x?x?xf32, strided<[?, ?, 1]>> -> !attn.regs<128xf32, row>
 // CHECK: attn.wait
 // CHECK: %[[S:.*]] = attn.mma
-// CHECK: %[[SK:.*]] = attn.rescale %[[S]], %[[K]] : !attn.regs<128x128xf32, acc>, !attn.regs<128xf32, row>
-// CHECK: attn.mask %[[SK]]
-// CHECK: %{{.*}}, %{{.*}}, %{{.*}}, %[[ALPHA:.*]] = attn.online_softmax {{.*}} factor %[[Q]] : !attn.regs<128xf32, row>
+// CHECK-NOT: attn.rescale %[[S]]
+// CHECK: %[[SM:.*]] = attn.mask %[[S]]
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}}, %[[ALPHA:.*]] = attn.online_softmax %[[SM]], {{.*}} factor %[[Q]] : !attn.regs<128xf32, row> block_factor %[[K]], %[[KI]] : !attn.regs<128xf32, row>, !attn.regs<128xf32, row>
 // CHECK: %[[A1:.*]] = attn.rescale %[[ALPHA]], %[[PREV]] : !attn.regs<128xf32, row>, !attn.regs<128xf32, row>
 // CHECK: %[[A2:.*]] = attn.rescale %[[A1]], %[[VI]] : !attn.regs<128xf32, row>, !attn.regs<128xf32, row>
 // CHECK: attn.rescale %[[ACC]], %[[A2]] : !attn.regs<128x128xf32, acc>, !attn.regs<128xf32, row>

@@ -394,7 +394,7 @@ ATTNRT_API attnrt_status attnrt_forward(attnrt_module *module,
  * most ATTNRT_MAX_SPLITS, at most one per key block). Needs a loaded
  * module's info for that (num_sms); a given num_splits is checked and
  * returned. *workspace_bytes is 0 for one split; else the bytes of the
- * partial outputs [S * B, Nq, H, D] f32 and log-sum-exps [S * B, H, Nq]
+ * partial outputs [S * B, Nq, H, Dv] f32 (Dv: O's head dim) and log-sum-exps [S * B, H, Nq]
  * f32 (16-byte aligned, in that order). Deterministic: the same info and
  * args give the same plan, which attnrt_forward uses. Either output may be
  * NULL.
@@ -435,7 +435,9 @@ ATTNRT_API attnrt_status attnrt_backward_fused(attnrt_module *pre, attnrt_module
 /**
  * A whole split-KV call on `stream`: the KV-cache kernel, then (when the
  * plan has more than one split) the combine kernel, both reading the same
- * args (args->workspace must then hold attnrt_kvcache_plan's bytes; the
+ * args but for head_dim, which the combine kernel takes as O's (the split
+ * kernel's head_dim_v when it has one) (args->workspace must then hold
+ * attnrt_kvcache_plan's bytes; the
  * runtime never allocates, so the call can be captured in a CUDA graph).
  * `combine` may be NULL for a kernel that does not split.
  */

@@ -638,9 +638,10 @@ def Attn_DescaleOp : Attn_Op<"descale", [Attn_ConsumersOnly,
     contiguous) of 128-row blocks: `rows %row` gives entry `r` the block
     of row `row + r` (q's per query block; rows past the last read the last
     block), `block %j` gives every entry block `j` (k's and v's per key
-    block). With `reciprocal` every entry is 1 / the product instead: the
-    online softmax moves its accumulator from one v block's scale to the
-    next one's.
+    block; a key block of zeros may carry the descale 0, which reads as 1).
+    With `reciprocal` every entry is 1 / the product instead: the online
+    softmax moves its accumulator from one v block's scale to the next
+    one's.
 
     ```mlir
     %qk = attn.descale %qd, %kd [%b, %h] : memref<?x?xf32>, memref<?x?xf32>
@@ -663,7 +664,7 @@ def Attn_DescaleOp : Attn_Op<"descale", [Attn_ConsumersOnly,
 }
 
 def Attn_OnlineSoftmaxOp : Attn_Op<"online_softmax", [Pure,
-    AllTypesMatch<["scores", "probs"]>,
+    AttrSizedOperandSegments, AllTypesMatch<["scores", "probs"]>,
     AllTypesMatch<["max", "sum", "new_max", "new_sum", "alpha"]>]> {
   let summary = "One step of the online softmax over a block of scores";
   let description = [{
@@ -685,6 +686,13 @@ def Attn_OnlineSoftmaxOp : Attn_Op<"online_softmax", [Pure,
     that the e4m3 P that P V reads uses e4m3's range; the normalisation by
     `l` cancels it and attn.softmax_finalize takes it out of the LSE.
 
+    `block_factor %k` (a row vector of positive values: FP8 block
+    quantization's key-block descale) makes the step's scores `s * k`
+    without a multiply per score: `m_new = max(m, k * rowmax(s))` is
+    computed as `k * max(m / k, rowmax(s))`, whose inner max is the
+    exponent's offset for `s` itself, and `k` joins the scale's factor
+    (`inverse_block_factor %ki` is `1 / k`).
+
     ```mlir
     %p, %m1, %l1, %alpha = attn.online_softmax %s, %m, %l {scale = 0.125 : f32}
       : !attn.regs<128x64xf32, acc>, !attn.regs<128xf32, row>
@@ -696,6 +704,8 @@ def Attn_OnlineSoftmaxOp : Attn_Op<"online_softmax", [Pure,
   }];
   let arguments = (ins Attn_AnyRegTile:$scores, Attn_AnyRegTile:$max,
                        Attn_AnyRegTile:$sum, Optional<Attn_AnyRegTile>:$factor,
+                       Optional<Attn_AnyRegTile>:$block_factor,
+                       Optional<Attn_AnyRegTile>:$inverse_block_factor,
                        F32Attr:$scale, UnitAttr:$fixed_max,
                        OptionalAttr<I64Attr>:$probs_log2_scale);
   let results = (outs Attn_AnyRegTile:$probs, Attn_AnyRegTile:$new_max,
@@ -704,6 +714,8 @@ def Attn_OnlineSoftmaxOp : Attn_Op<"online_softmax", [Pure,
     $scores `,` $max `,` $sum attr-dict `:` qualified(type($scores)) `,`
     qualified(type($max))
     (`factor` $factor^ `:` qualified(type($factor)))?
+    (`block_factor` $block_factor^ `,` $inverse_block_factor `:`
+     qualified(type($block_factor)) `,` qualified(type($inverse_block_factor)))?
   }];
   let hasVerifier = 1;
 }
