@@ -92,8 +92,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
     FP8 (FlashAttention-3's): Q, K and V hold `f8E4M3FN` and O bf16, with
     `descale(%q_descale, %k_descale, %v_descale)`, three f32 [B, Hkv]
     memrefs (strides of 0 for one per tensor; with block quantization q's
-    is [B, H, ceil(Nq / 128)] and k's [B, Hkv, ceil(Nk / 128)], one per
-    128-row block, the block contiguous): the scores are
+    is [B, H, ceil(Nq / 128)], k's and v's [B, Hkv, ceil(Nk / 128)], one
+    per 128-row block, the block contiguous): the scores are
     `scale * (q_descale q) (k_descale k)^T` and V is read as `v_descale v`,
     with the descales of each query head's key/value head. The FP8 MMA
     reads both operands K-major, so V must be too: its keys contiguous
