@@ -2,8 +2,9 @@
 # A value head dim of its own (head_dim_v) on the GPU machine, one call:
 # compute-sanitizer on small ragged cases, then gpu/head_dim_v_check.py
 # (correctness over random ragged cases through attention, attention_varlen
-# and flash_attn_func; speed beside V padded to Q's head dim and cuDNN) on
-# sm_90a, and its correctness on the sm_80 kernels.
+# and flash_attn_func, and decoding cases through the KV-cache kernels;
+# speed beside V padded to Q's head dim and cuDNN) on sm_90a, and its
+# correctness on the sm_80 kernels.
 #
 # Here:  bash scripts/build-self-contained.sh
 #        cmake --install build-self-contained --prefix .gpu-jit/prefix --strip
@@ -28,8 +29,8 @@ echo "== sanitizers on small ragged cases (memcheck, racecheck, synccheck)"
 # racecheck stops on varlen kernels with an internal sanitizer error
 # (gpu/backward.sh says more): it runs the dense cases only.
 for tool in memcheck racecheck synccheck; do
-  only=""; [ $tool = racecheck ] && only=--dense-only
-  timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 --kernel-name kns=attn_fwd \
+  only="--kv-cases 4"; [ $tool = racecheck ] && only="--dense-only --kv-cases 0"
+  timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 --kernel-name kns=attn_ \
     python3 gpu/head_dim_v_check.py --no-bench --cases 6 $only > "$OUT/hdv-sanitize-$tool.log" 2>&1
   rc=$?
   { [ $rc = 9 ] || [ $rc = 124 ]; } && fail "compute-sanitizer $tool (rc $rc)"
