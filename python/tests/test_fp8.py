@@ -174,14 +174,18 @@ def dequantized_reference(q, k, v, descales, causal, scale, softcap=0.0, slopes=
     group = h // hkv
 
     def deq(x, s, heads_per_descale):
-        """x times its descale: one value, or one per (batch, kv head), which
-        covers `heads_per_descale` heads of x (q's group)."""
+        """x times its descale: one value, one per (batch, kv head), which
+        covers `heads_per_descale` heads of x (q's group), or one per 128 rows
+        of each head (block scales: [B, heads, blocks])."""
         x = x.double()
         if s is None:
             return x
         s = s.double()
         if s.numel() == 1:
             return x * s.reshape(1, 1, 1, 1)
+        if s.dim() == 3:
+            rows = s.repeat_interleave(128, dim=2)[:, :, :x.shape[1]]  # [B, heads, N]
+            return x * rows.transpose(1, 2)[..., None]
         return x * s.repeat_interleave(heads_per_descale, dim=1)[:, None, :, None]
     qd, kd, vd = (deq(x, s, g) for x, s, g in zip((q, k, v), descales, (group, 1, 1)))
     kd, vd = kd.repeat_interleave(group, 2), vd.repeat_interleave(group, 2)
@@ -231,13 +235,23 @@ class Fp8GpuTest(unittest.TestCase):
         descales = (torch.full((1,), 0.5, device="cuda"), torch.rand(b, hkv, device="cuda") + 0.5,
                     torch.full((1,), 0.9, device="cuda"))
         slopes = torch.rand(h, device="cuda") * 0.1
-        for softcap, alibi, causal in ((30.0, None, True), (0.0, slopes, False),
-                                       (20.0, slopes, True)):
-            with self.subTest(softcap=softcap, alibi=alibi is not None, causal=causal):
+        # Block scales (q per 128 rows, k and v per 128 keys): with a soft cap
+        # or ALiBi the scores take k's factor one by one, and the accumulator
+        # moves from one v block's scale to the next.
+        blocks = (torch.rand(b, h, 2, device="cuda") + 0.5, torch.rand(b, hkv, 3, device="cuda")
+                  + 0.5, torch.rand(b, hkv, 3, device="cuda") + 0.5)
+        for softcap, alibi, causal, scales in ((30.0, None, True, descales),
+                                               (0.0, slopes, False, descales),
+                                               (20.0, slopes, True, descales),
+                                               (30.0, None, True, blocks),
+                                               (20.0, slopes, False, blocks),
+                                               (0.0, None, True, blocks)):
+            with self.subTest(softcap=softcap, alibi=alibi is not None, causal=causal,
+                              blocks=scales is blocks):
                 out = attngen.attention(q, k, v, causal=causal, softcap=softcap,
-                                        alibi_slopes=alibi, q_descale=descales[0],
-                                        k_descale=descales[1], v_descale=descales[2])
-                ref, _ = dequantized_reference(q, k, v, descales, causal, d ** -0.5,
+                                        alibi_slopes=alibi, q_descale=scales[0],
+                                        k_descale=scales[1], v_descale=scales[2])
+                ref, _ = dequantized_reference(q, k, v, scales, causal, d ** -0.5,
                                                softcap, alibi)
                 scale = ref.abs().max().item()
                 self.assertLess((out.double() - ref).abs().max().item(), 0.08 * scale)
