@@ -90,6 +90,10 @@ std::optional<SizeKind> mlir::attn::tensorDimSize(Tensor tensor, unsigned dim,
     return dim == 1   ? std::optional(SizeKind::num_heads)
            : dim == 2 ? std::optional(SizeKind::nq)
                       : std::nullopt;
+  case Tensor::QDescale:
+  case Tensor::KDescale:
+  case Tensor::VDescale:
+    return std::nullopt; // [B, Hkv] or per block: the strides say which
   }
   return std::nullopt;
 }

@@ -382,6 +382,8 @@ Value permuteBytes(Lowering &l, Value a, Value b, int64_t selector) {
 /// 2q and 2q + 1 of four 8x8 16-bit matrices whose columns are head-dim
 /// bytes. stmatrix.trans writes each matrix's column c as one 16-byte row:
 /// keys 0..15 of head-dim byte 16 (m / 2) + 2 (m % 2) + 4 (c / 2) + c % 2.
+/// With `zero_from`, register m of lane (k, q) is zeroed when its key,
+/// 2 pair(k) + m % 2 of the block, is at or past the count.
 LogicalResult lowerPipeTranspose(Lowering &l, PipeTransposeOp op) {
   OpBuilder &b = l.b;
   MLIRContext *ctx = b.getContext();
@@ -427,6 +429,17 @@ LogicalResult lowerPipeTranspose(Lowering &l, PipeTransposeOp op) {
   Value dimOfLane = add(add(mul(shr(matrix, 1), 16), mul(andI(matrix, 1), 2)),
                         add(mul(shr(row, 1), 4), andI(row, 1)));
   Value transposerWarp = arith::SubIOp::create(b, l.loc, l.warp, l.i32(1));
+  // The even key of this lane's registers within a block (the odd one
+  // follows it), and the count of keys kept.
+  Value zeroFrom, evenKeyOfLane;
+  if (op.getZeroFrom()) {
+    zeroFrom = l.toI32(l.scalar(op.getZeroFrom()));
+    Value quad = shr(l.lane, 2);
+    Value pair = op.getInterleaveKeys()
+                     ? add(shr(quad, 1), mul(andI(quad, 1), 4))
+                     : quad;
+    evenKeyOfLane = mul(pair, 2);
+  }
   Type i32 = b.getI32Type();
   auto shape = NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8);
   scf::ForOp::create(
@@ -447,6 +460,17 @@ LogicalResult lowerPipeTranspose(Lowering &l, PipeTransposeOp op) {
         Value r[4];
         for (int64_t i = 0; i < 4; ++i)
           r[i] = LLVM::ExtractValueOp::create(b, l.loc, loaded, i);
+        if (zeroFrom) {
+          Value even = add(mul(keyBlock, 16), evenKeyOfLane);
+          Value keep[2] = {
+              arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt, even,
+                                    zeroFrom),
+              arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt,
+                                    add(even, l.i32(1)), zeroFrom)};
+          for (int64_t i = 0; i < 4; ++i)
+            r[i] = arith::SelectOp::create(b, l.loc, keep[i % 2], r[i],
+                                           l.i32(0));
+        }
         SmallVector<Value> pairs = {
             permuteBytes(l, r[0], r[1], 0x5140), permuteBytes(l, r[0], r[1], 0x7362),
             permuteBytes(l, r[2], r[3], 0x5140), permuteBytes(l, r[2], r[3], 0x7362)};

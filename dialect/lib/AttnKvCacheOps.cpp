@@ -116,10 +116,15 @@ Type AttentionKvCacheOp::getElementType() {
 /// sequence.
 AttentionProblem AttentionKvCacheOp::problem() {
   AttentionProblem problem;
-  problem.dtype = getElementType().isBF16() ? DType::bf16 : DType::f16;
+  problem.dtype = isa<Float8E4M3FNType>(getElementType()) ? DType::e4m3
+                  : getElementType().isBF16()              ? DType::bf16
+                                                           : DType::f16;
   problem.headDim = getHeadDim();
   if (getHeadDimV() != getHeadDim())
     problem.headDimV = getHeadDimV();
+  // An FP8 value cache is row-major, as the key cache (the kernel
+  // transposes its tiles).
+  problem.vRowMajor = problem.dtype == DType::e4m3;
   // ALiBi measures from the same diagonal.
   if (hasDiagonal() || getAlibiSlopes())
     problem.causalAlign = CausalAlign::bottom_right;
@@ -150,6 +155,35 @@ int64_t AttentionKvCacheOp::getPageSize() {
   return cast<MemRefType>(getKCache().getType()).getDimSize(1);
 }
 
+/// FP8 decoding's output and descales: O bf16 with V's head dim, and the
+/// three f32 [B, Hkv] descales.
+static LogicalResult verifyFp8KvCacheOperands(AttentionKvCacheOp op) {
+  auto o = cast<MemRefType>(op.getO().getType());
+  if (!o.getElementType().isBF16())
+    return op.emitOpError() << "operand 'o' of FP8 attention must hold bf16, "
+                               "got "
+                            << o.getElementType();
+  if (o.getDimSize(3) != op.getHeadDimV())
+    return op.emitOpError() << "operand 'o' has head dimension "
+                            << o.getDimSize(3) << " but 'v_cache' has "
+                            << op.getHeadDimV();
+  if (failed(verifyUnitLastStride(op, o, "o")))
+    return failure();
+  Value descales[] = {op.getQDescale(), op.getKDescale(), op.getVDescale()};
+  StringRef names[] = {"q_descale", "k_descale", "v_descale"};
+  for (auto [value, name] : llvm::zip(descales, names)) {
+    if (!value)
+      return op.emitOpError() << "has f8E4M3FN inputs but no '" << name
+                              << "': FP8 decoding takes descale(q_descale, "
+                                 "k_descale, v_descale), f32 [B, Hkv]";
+    if (failed(verifyRankAndElement(op, value, name, 2,
+                                    Float32Type::get(op.getContext()),
+                                    "[B, Hkv]")))
+      return failure();
+  }
+  return success();
+}
+
 LogicalResult AttentionKvCacheOp::verify() {
   if (failed(verifyNoUnknownAttributes(*this)))
     return failure();
@@ -157,17 +191,26 @@ LogicalResult AttentionKvCacheOp::verify() {
                                            {getKCache(), "k_cache"},
                                            {getVCache(), "v_cache"},
                                            {getO(), "o"}};
+  // FP8 q and caches (o is bf16) come with their descales.
+  const bool fp8 = isa<Float8E4M3FNType>(getElementType());
   for (auto [value, name] : tensors)
-    if (failed(verifyBNHDMemRef(*this, value.getType(), name)))
+    if (failed(verifyDataMemRef(*this, value.getType(), name,
+                                /*packed=*/false, fp8 && name != "o")))
       return failure();
   // Q and the key cache share the head dim; the value cache and O have the
   // value head dim (the same unless V has its own).
   int64_t headDim = getHeadDim(), headDimV = getHeadDimV();
   if (failed(verifyDataOperands(*this, ArrayRef(tensors).take_front(2),
                                 getElementType(), headDim)) ||
-      failed(verifyDataOperands(*this, ArrayRef(tensors).drop_front(2),
+      failed(verifyDataOperands(*this, ArrayRef(tensors).slice(2, fp8 ? 1 : 2),
                                 getElementType(), headDimV, "v_cache")))
     return failure();
+  if (fp8 && failed(verifyFp8KvCacheOperands(*this)))
+    return failure();
+  if (!fp8 && (getQDescale() || getKDescale() || getVDescale()))
+    return emitOpError("has descales but its q and caches are not FP8: "
+                       "descales come with f8E4M3FN q, k_cache and v_cache; "
+                       "drop them");
   MLIRContext *ctx = getContext();
   Type i32 = IntegerType::get(ctx, 32);
   if (failed(verifyRankAndElement(*this, getCacheSeqlens(), "cache_seqlens",

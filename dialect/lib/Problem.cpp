@@ -66,15 +66,20 @@ llvm::Error spec::checkWindowSideField(const FieldInfo &field, int64_t value) {
 /// FP8 (e4m3) forward kernels: what this first version covers. Each
 /// refusal says what to use instead.
 static llvm::Error checkFp8Problem(const AttentionProblem &problem) {
-  const char *what = problem.kvCache                          ? "KV-cache"
-                     : problem.combine                        ? "combine"
-                     : problem.backward != BackwardPart::none ? "backward"
-                                                              : nullptr;
-  if (what)
-    return problemError(fmt::format(
-        "dtype e4m3 (FP8) has dense and varlen forward kernels only, not {} "
-        "kernels yet; use bf16 or f16 for them",
-        what));
+  if (problem.combine)
+    return problemError("dtype e4m3 (FP8) has no combine kernel: an FP8 "
+                        "split-KV kernel's partial outputs are f32 and its "
+                        "output bf16, which the bf16 combine kernel merges; "
+                        "use dtype bf16 with combine");
+  if (problem.backward != BackwardPart::none)
+    return problemError("dtype e4m3 (FP8) has forward kernels only, not "
+                        "backward ones; train in bf16 or f16");
+  // A KV cache's descales are per (batch, kv head) or per tensor: a cache
+  // grows a few keys at a time, which block scales do not suit.
+  if (problem.kvCache && problem.blockScales)
+    return problemError("dtype e4m3 (FP8) with a KV cache takes descales "
+                        "per tensor or per (batch, kv head), not per block: "
+                        "drop block_scales");
   // A packed batch's V is read as its K and Q are, one TMA box per
   // sequence's block, and transposed in the kernel; its descales are per
   // (sequence, kv head) or per tensor.
@@ -181,6 +186,8 @@ mlir::attn::kernelTensorRoles(const AttentionProblem &problem) {
       roles.append({"o_partial", "lse_partial"});
     if (problem.alibi)
       roles.push_back("alibi_slopes");
+    if (problem.dtype == DType::e4m3)
+      roles.append({"q_descale", "k_descale", "v_descale"});
     return roles;
   }
   if (problem.backward != BackwardPart::none)

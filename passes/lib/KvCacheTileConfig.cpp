@@ -15,6 +15,8 @@ static constexpr int64_t kKvCacheBlockM = 64;
 static constexpr int64_t kKvCacheWarps = 4;
 /// Key rows per MMA k step: key blocks and pages are multiples of it.
 static constexpr int64_t kKeyRowStep = 16;
+/// Keys per FP8 block: the transposed V tile is whole 128-byte panels.
+static constexpr int64_t kFp8KeyBlock = 128;
 /// Warps of the combine kernel.
 static constexpr int64_t kCombineWarps = 4;
 
@@ -35,13 +37,22 @@ static int64_t fitToPages(int64_t blockN, int64_t pageSize) {
 
 TileConfig mlir::attn::chooseKvCacheTileConfig(TargetKind target,
                                                int64_t headDim,
-                                               int64_t pageSize) {
+                                               int64_t pageSize,
+                                               int64_t elementBytes) {
   TileConfig config;
   config.blockM = kKvCacheBlockM;
   config.numWarps = kKvCacheWarps;
   // The mask runs under a branch on the ragged and diagonal blocks only
   // (attn-tile builds the KV-cache loop that way), so nothing is peeled.
   config.peelMaskedBlocks = false;
+  if (elementBytes == 1) {
+    // FP8 (sm_90a): 128-key blocks, the transposed V tile's whole panels.
+    // Each stage holds K, V and V's row-major staging copy: three stages
+    // up to d128, two at d256 (Q 16 KB + 2 x 96 KB).
+    config.blockN = kFp8KeyBlock;
+    config.stages = headDim <= 128 ? 3 : 2;
+    return config;
+  }
   if (target == TargetKind::sm_90a) {
     // The producer warpgroup keeps `stages - 1` key/value blocks in flight
     // while the consumers work on one: 128-row blocks, three stages at d64
@@ -61,17 +72,20 @@ TileConfig mlir::attn::chooseKvCacheTileConfig(TargetKind target,
 
 TileConfig mlir::attn::resolveKvCacheTileConfig(
     TargetKind target, int64_t headDim, int64_t pageSize, int64_t blockM,
-    int64_t blockN, int64_t numWarps, int64_t stages) {
-  return withOverrides(chooseKvCacheTileConfig(target, headDim, pageSize),
-                       blockM, blockN, numWarps, stages);
+    int64_t blockN, int64_t numWarps, int64_t stages, int64_t elementBytes) {
+  return withOverrides(
+      chooseKvCacheTileConfig(target, headDim, pageSize, elementBytes), blockM,
+      blockN, numWarps, stages);
 }
 
 llvm::Error mlir::attn::checkKvCacheTileConfig(const TileConfig &config,
                                                TargetKind target,
                                                int64_t headDim,
                                                int64_t pageSize,
-                                               int64_t headPack) {
-  if (llvm::Error error = checkTileConfig(config, target, headDim))
+                                               int64_t headPack,
+                                               int64_t elementBytes) {
+  if (llvm::Error error = checkTileConfig(config, target, headDim,
+                                          /*smemLimit=*/0, elementBytes))
     return error;
   auto fail = [](const llvm::Twine &message) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -89,12 +103,19 @@ llvm::Error mlir::attn::checkKvCacheTileConfig(const TileConfig &config,
                             8 * headPack)
                   .str()
             : std::string()));
-  if (!fitsPages(config.blockN, pageSize))
+  if (!fitsPages(config.blockN, pageSize)) {
+    if (elementBytes == 1)
+      return fail(llvm::formatv(
+          "pages of {0} rows do not fit FP8's {1}-key blocks: a block must "
+          "lie in one page or cover whole pages; use pages of 16, 32, 64, "
+          "128 or a multiple of 128 rows",
+          pageSize, config.blockN));
     return fail(llvm::formatv(
         "block-n = {0} does not fit pages of {1} rows: a key block must lie "
         "in one page or cover whole pages; use a divisor or a multiple of "
         "{1}",
         config.blockN, pageSize));
+  }
   return llvm::Error::success();
 }
 

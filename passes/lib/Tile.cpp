@@ -30,11 +30,6 @@ using namespace mlir::attn;
 
 namespace {
 
-/// FP8's P is scaled by 2^8 before its cast to e4m3 (FlashAttention-3's
-/// max offset): P's largest values then sit near e4m3's largest normal
-/// numbers instead of far below its smallest.
-constexpr int64_t kFp8ProbsLog2Scale = 8;
-
 /// Builds the tile program of one attn.attention in place of it.
 class TileProgramBuilder : TileBuilder {
 public:
@@ -457,7 +452,8 @@ struct AttnTilePass : public mlir::attn::impl::AttnTileBase<AttnTilePass> {
       if (llvm::Error error =
               checkKvCacheTileConfig(*config, *target,
                                      std::max(kv.getHeadDim(), kv.getHeadDimV()),
-                                     kv.getPageSize(), kv.headPack())) {
+                                     kv.getPageSize(), kv.headPack(),
+                                     elementBytesOf(kv.problem().dtype))) {
         kv.emitOpError() << "invalid tile configuration: "
                          << llvm::toString(std::move(error));
         return failure();

@@ -15,6 +15,11 @@
 
 namespace mlir::attn {
 
+/// FP8's P is scaled by 2^8 before its cast to e4m3 (FlashAttention-3's
+/// max offset): P's largest values then sit near e4m3's largest normal
+/// numbers instead of far below its smallest.
+inline constexpr int64_t kFp8ProbsLog2Scale = 8;
+
 /// Builds tile-program IR in front of a problem op (which it then replaces).
 class TileBuilder {
 protected:

@@ -15,6 +15,12 @@
 //     acc = P V_i + acc * alpha
 //   S == 1: store O, LSE;  S > 1: store O_s, LSE_s to the partials
 //
+// FP8 (e4m3) caches follow attn.attention's FP8 program: the descales of
+// (batch, kv head) ride on the softmax's scale and the final normalisation,
+// P is scaled by 2^8 into e4m3's range, and each V tile is copied
+// transposed (attn-transpose-v's staging tile and transposing warps), its
+// keys past kv_len zeroed by the transpose.
+//
 // Fills count from 0 per CTA (the pipes' barrier phases follow them) and
 // rows are `fill * block_n + lo * block_n`, the form attn-multibuffer moves.
 // A range with no key keeps one fully masked block, so the prologue's K
@@ -51,10 +57,10 @@ private:
                              : IntegerAttr();
   }
   /// A copy of one key or value block: rows `row` of sequence `batch`.
-  void copyKv(Value src, Value batch, Value row, Value kvHead, Value tile,
-              Value fill) {
-    CopyAsyncOp::create(b, loc, src, batch, row, kvHead, tile, fill,
-                        op.getBlockTable(), IntegerAttr(), UnitAttr());
+  CopyAsyncOp copyKv(Value src, Value batch, Value row, Value kvHead,
+                     Value tile, Value fill) {
+    return CopyAsyncOp::create(b, loc, src, batch, row, kvHead, tile, fill,
+                               op.getBlockTable(), IntegerAttr(), UnitAttr());
   }
 
   AttentionKvCacheOp op;
@@ -200,10 +206,30 @@ void KvCacheProgramBuilder::build() {
       op.hasDiagonal() ? CausalAlignAttr::get(ctx, CausalAlign::bottom_right)
                        : CausalAlignAttr();
 
+  // FP8: q's and k's descales scale the scores through the softmax's scale
+  // (or, under a soft cap or ALiBi, the scores themselves), v's the output.
+  const bool fp8 = isa<Float8E4M3FNType>(op.getElementType());
+  Value scoreFactor, outFactor;
+  IntegerAttr probsLog2Scale;
+  if (fp8) {
+    scoreFactor = DescaleOp::create(
+        b, loc, rowType(), ValueRange{op.getQDescale(), op.getKDescale()},
+        batch, kvHead, /*row=*/Value(), /*block=*/Value());
+    outFactor = DescaleOp::create(b, loc, rowType(),
+                                  ValueRange{op.getVDescale()}, batch, kvHead,
+                                  /*row=*/Value(), /*block=*/Value());
+    probsLog2Scale = b.getI64IntegerAttr(kFp8ProbsLog2Scale);
+  }
+  Value rowDescale;
+  if (fp8 && (capScale || op.getAlibiSlopes()))
+    std::swap(rowDescale, scoreFactor);
+
   Value qTileBuf = AllocSmemOp::create(b, loc, smemType(config.blockM));
   Value kTile = AllocSmemOp::create(b, loc, smemType(config.blockN));
   Value vTile = AllocSmemOp::create(
-      b, loc, smemType(config.blockN, /*cols=*/op.getHeadDimV()));
+      b, loc,
+      fp8 ? fp8TileType(op.getHeadDimV(), config.blockN)
+          : smemType(config.blockN, /*cols=*/op.getHeadDimV()));
 
   CopyAsyncOp::create(b, loc, op.getQ(), batch, row, head, qTileBuf, c0,
                       Value(), packAttr(), UnitAttr());
@@ -222,10 +248,21 @@ void KvCacheProgramBuilder::build() {
         Value acc = iter[0], max = iter[1], sum = iter[2];
         Value col = arith::AddIOp::create(
             b, l, arith::MulIOp::create(b, l, j, blockN), base);
+        // The value rows past the sequence's keys are zeroed (they hold what
+        // the cache held, and 0 * NaN would poison P V): on the wait, or in
+        // FP8's transpose, which attn-transpose-v gives this count.
+        Value valueRows = arith::SubIOp::create(b, l, kvLen, col);
         WaitOp::create(b, l, kTile, j);
-        copyKv(op.getVCache(), batch, col, kvHead, vTile, j);
+        CopyAsyncOp vCopy =
+            copyKv(op.getVCache(), batch, col, kvHead, vTile, j);
+        // FP8's V lands transposed: attn-transpose-v gives the copy its
+        // staging tile and transposing warps.
+        if (fp8)
+          vCopy.setTranspose(true);
         Value scores = MmaOp::create(b, l, accType(config.blockN), qTileBuf,
                                      kTile, Value(), /*transpose_b=*/true);
+        if (rowDescale)
+          scores = RescaleOp::create(b, l, scores.getType(), scores, rowDescale);
         if (capScale)
           scores = SoftcapOp::create(b, l, scores.getType(), scores, capScale);
         // ALiBi on every block, from each sequence's bottom-right diagonal
@@ -254,24 +291,18 @@ void KvCacheProgramBuilder::build() {
           scf::YieldOp::create(b, l, scores);
         }
         Type rowTy = rowType();
-        auto softmax = OnlineSoftmaxOp::create(b, l, scores.getType(), rowTy,
-                                               rowTy, rowTy,
-                                               branch.getResult(0), max, sum,
-                                               /*factor=*/Value(),
-                                               /*block_factor=*/Value(),
-                                               /*inverse_block_factor=*/Value(),
-                                               scale,
-                                               /*fixed_max=*/UnitAttr(),
-                                               /*probs_log2_scale=*/IntegerAttr());
+        auto softmax = OnlineSoftmaxOp::create(
+            b, l, scores.getType(), rowTy, rowTy, rowTy, branch.getResult(0),
+            max, sum, scoreFactor, /*block_factor=*/Value(),
+            /*inverse_block_factor=*/Value(), scale,
+            /*fixed_max=*/UnitAttr(), probsLog2Scale);
         Value rescaled =
             RescaleOp::create(b, l, acc.getType(), acc, softmax.getAlpha());
         auto operandType =
             RegTileType::get(ctx, {config.blockM, config.blockN},
                              op.getElementType(), FragmentKind::operand_a);
         Value probs = ConvertOp::create(b, l, operandType, softmax.getProbs());
-        // Value rows past the sequence's keys are zeroed: they hold what the
-        // cache held, and 0 * NaN would poison P V.
-        WaitOp::create(b, l, vTile, j, arith::SubIOp::create(b, l, kvLen, col));
+        WaitOp::create(b, l, vTile, j, valueRows);
         Value next = arith::AddIOp::create(b, l, j, c1);
         Value hasNext = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
                                               next, numBlocks);
@@ -284,7 +315,7 @@ void KvCacheProgramBuilder::build() {
           scf::YieldOp::create(b, il);
         });
         Value newAcc = MmaOp::create(b, l, accType(outCols), probs, vTile,
-                                     rescaled, /*transpose_b=*/false);
+                                     rescaled, /*transpose_b=*/fp8);
         scf::YieldOp::create(b, l,
                              SmallVector<Value>{newAcc, softmax.getNewMax(),
                                                 softmax.getNewSum()});
@@ -292,9 +323,8 @@ void KvCacheProgramBuilder::build() {
 
   auto finalize = SoftmaxFinalizeOp::create(
       b, loc, accType(outCols), rowType(), loop.getResult(0),
-      loop.getResult(1), loop.getResult(2), /*lse_sum=*/Value(),
-      /*factor=*/Value(), /*out_factor=*/Value(), scale,
-      /*probs_log2_scale=*/IntegerAttr());
+      loop.getResult(1), loop.getResult(2), /*lse_sum=*/Value(), scoreFactor,
+      outFactor, scale, probsLog2Scale);
   auto storeTo = [&](OpBuilder &sb, Value o, Value lse, Value outBatch) {
     StoreOp::create(sb, loc, finalize.getOut(), o, outBatch, row, head,
                     packAttr());

@@ -10,7 +10,9 @@
 // the kernel, the TMA lands each row-major V tile in a staging pipe and the
 // producer warpgroup's idle warps write it transposed into the pipe the
 // consumers read (FlashAttention-3's in-kernel transpose). The consumers'
-// program does not change: only who fills %vp does.
+// program does not change: only who fills %vp does, and a KV cache's
+// `zero_from` on the consumers' wait of V (the keys past a sequence's end)
+// moves to the transpose, which zeroes those keys in registers.
 //
 //===----------------------------------------------------------------------===//
 #include "attn/Passes/Passes.h"
@@ -18,6 +20,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Dominance.h"
 
 #define DEBUG_TYPE "attn-transpose-v"
 
@@ -65,6 +68,15 @@ SmallVector<ConvertOp> convertsReading(CreatePipeOp vt) {
   return converts;
 }
 
+/// The consumers' wait of fill `fill` of `vt` that zeroes rows, or null.
+PipeWaitOp zeroingWaitOf(CreatePipeOp vt, Value fill) {
+  for (Operation *user : vt->getUsers())
+    if (auto wait = dyn_cast<PipeWaitOp>(user);
+        wait && wait.getFill() == fill && wait.getZeroFrom())
+      return wait;
+  return nullptr;
+}
+
 /// FlashAttention-3's layout trick: V's keys stored in the order the FP8
 /// accumulator holds P's columns, so P needs no shuffles into the A operand.
 void interleaveKeysOf(CreatePipeOp vt) {
@@ -107,6 +119,7 @@ LogicalResult transposePipe(func::FuncOp func, CreatePipeOp vt,
   staging.setReleaseArrivalsAttr(b.getI64IntegerAttr(kTransposerWarps));
   vt.setFillArrivalsAttr(b.getI64IntegerAttr(kTransposerWarps));
 
+  DominanceInfo dominance(func);
   for (PipeLoadOp load : loads) {
     PipeAcquireOp acquire = acquireBefore(load);
     if (!acquire)
@@ -119,7 +132,20 @@ LogicalResult transposePipe(func::FuncOp func, CreatePipeOp vt,
                        load.getRow(), load.getHead(), staging, load.getFill(),
                        load.getValid(), load.getPages(), load.getHeadPackAttr(),
                        /*transpose=*/UnitAttr());
-    PipeTransposeOp::create(b, load.getLoc(), staging, vt, load.getFill());
+    // The keys the consumers would zero after the wait are zeroed by the
+    // transpose: the wait's count must be known where the fill is issued.
+    Value zeroFrom;
+    if (PipeWaitOp wait = zeroingWaitOf(vt, load.getFill())) {
+      zeroFrom = wait.getZeroFrom();
+      if (!dominance.properlyDominates(zeroFrom, load))
+        return wait.emitOpError(
+            "zeroes rows from a count computed after the fill it waits for "
+            "is issued; attn-transpose-v moves the zeroing to that fill's "
+            "transpose: compute the count before the fill");
+      wait.getZeroFromMutable().clear();
+    }
+    PipeTransposeOp::create(b, load.getLoc(), staging, vt, load.getFill(),
+                            zeroFrom);
     load.erase();
   }
   if (interleaveKeys)

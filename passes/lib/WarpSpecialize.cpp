@@ -197,10 +197,13 @@ LogicalResult specialize(func::FuncOp func, int64_t producerRegs,
     producerRegs = warpgroups == 3 ? kProducerRegs3
                    : transposes    ? kTransposerRegs
                                    : kProducerRegs;
+  // The transposer's 40 registers cost the consumers theirs only when two
+  // consumer warpgroups share the register file with it (one, as in
+  // decoding, keeps the 240).
   if (consumerRegs == 0)
-    consumerRegs = warpgroups == 3 ? kConsumerRegs3
-                   : transposes    ? kConsumerRegsBesideTransposer
-                                   : kConsumerRegs;
+    consumerRegs = warpgroups == 3                    ? kConsumerRegs3
+                   : transposes && warpgroups == 2    ? kConsumerRegsBesideTransposer
+                                                      : kConsumerRegs;
 
   Block &body = func.getBody().front();
   DenseSet<Value> shared(body.getArguments().begin(),

@@ -123,7 +123,7 @@ def check_qkv(layout, q, k, v, value_head_dim=False):
         raise invalid_argument(
             f"q has {heads} heads and {layout.kv_heads} {kv_heads}: the number of q heads must "
             "be a multiple of the number of k/v heads (grouped-query attention)")
-    _check_strides(layout, named)
+    check_strides(layout, named)
 
 
 def _check_dtypes(named):
@@ -131,8 +131,9 @@ def _check_dtypes(named):
     q_dtype = named[0][1].dtype
     for name, t in named:
         if t.dtype == getattr(torch, "float8_e4m3fn", None):
-            raise invalid_argument(f"{name} has dtype {t.dtype}: FP8 has the dense forward of "
-                                   "attngen.attention only (with q_descale, k_descale, "
+            raise invalid_argument(f"{name} has dtype {t.dtype}: FP8 has the forward of "
+                                   "attngen.attention, attention_varlen and "
+                                   "attention_with_kvcache only (with q_descale, k_descale, "
                                    "v_descale), not this function yet; use bfloat16 here")
         if t.dtype not in (torch.float16, torch.bfloat16):
             raise invalid_argument(f"{name} has dtype {t.dtype}; attngen supports "
@@ -143,18 +144,20 @@ def _check_dtypes(named):
                                    "dtype")
 
 
-def _check_strides(layout, named):
-    """Rows are contiguous and start on 16 bytes: the kernels load them whole."""
+def check_strides(layout, named):
+    """Rows are contiguous and start on 16 bytes: the kernels load them whole
+    (8 elements of 16-bit dtypes, 16 of FP8's)."""
     for name, t in named:
         strides = t.stride()
         if strides[-1] != 1:
             raise invalid_argument(f"{name} has strides {tuple(strides)}: the last dimension "
                                    "(head_dim) must be contiguous (stride 1); call .contiguous()")
+        row = max(1, 16 // t.element_size())
         for dim in range(t.dim() - 1):
-            if t.shape[dim] > 1 and strides[dim] % 8 != 0:
+            if t.shape[dim] > 1 and strides[dim] % row != 0:
                 raise invalid_argument(
                     f"{name} has strides {tuple(strides)}: the strides of {layout.row_dims} "
-                    "must be multiples of 8 elements (16 bytes); call .contiguous()")
+                    f"must be multiples of {row} elements (16 bytes); call .contiguous()")
 
 
 def check_devices(named):

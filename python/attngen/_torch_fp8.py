@@ -34,13 +34,7 @@ def check_fp8_arguments(q, k, v, options, alibi_slopes, descales):
     """What the FP8 kernels take: e4m3 q, k and v of one head dim in
     FP8_HEAD_DIMS, whole groups of query heads, no soft cap or ALiBi yet, and
     float32 descales of one element or (batch, kv_heads) on q's device."""
-    e4m3 = fp8_dtype()
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if t.dtype != e4m3:
-            raise invalid_argument(
-                f"{name} has dtype {t.dtype}: FP8 attention takes torch.float8_e4m3fn q, k "
-                "and v (with q_descale, k_descale, v_descale); quantize all three, or pass "
-                "bfloat16 tensors without descales")
+    check_fp8_dtypes("attention", ("q", "k", "v"), (q, k, v))
     batch, seqlen_q, heads, head_dim = q.shape
     kv_batch, seqlen_k, kv_heads, _ = k.shape
     if tuple(k.shape) != tuple(v.shape):
@@ -48,11 +42,7 @@ def check_fp8_arguments(q, k, v, options, alibi_slopes, descales):
                                f"{tuple(k.shape)} and v {tuple(v.shape)}")
     if k.shape[-1] != head_dim:
         raise invalid_argument(f"q has head_dim {head_dim} but k and v have {k.shape[-1]}")
-    if head_dim not in FP8_HEAD_DIMS:
-        raise invalid_argument(
-            f"FP8 attention supports head dims {', '.join(map(str, FP8_HEAD_DIMS))}, not "
-            f"{head_dim}; pad q, k and v with zero columns to the next one and keep "
-            f"scale={head_dim ** -0.5:.6g}")
+    check_fp8_head_dim(head_dim)
     if kv_batch != batch:
         raise invalid_argument(f"q has batch {batch} but k and v have batch {kv_batch}")
     if kv_heads == 0 or heads % kv_heads != 0:
@@ -67,19 +57,41 @@ def check_fp8_arguments(q, k, v, options, alibi_slopes, descales):
         _check_block_descales(descales, batch, heads, kv_heads, seqlen_q, seqlen_k)
     else:
         for name, d in zip(("q_descale", "k_descale", "v_descale"), descales):
-            _check_descale(name, d, batch, kv_heads)
+            check_descale(name, d, batch, kv_heads)
     check_devices([("q", q), ("k", k), ("v", v)] +
                   ([("alibi_slopes", alibi_slopes)] if alibi_slopes is not None else []) +
                   [(n, d) for n, d in zip(("q_descale", "k_descale", "v_descale"), descales)
                    if d is not None])
 
 
-def _check_descale(name, d, batch, kv_heads):
+def check_fp8_dtypes(function, names, tensors):
+    """Every one of `tensors` (q, k, v or the caches) is e4m3: FP8 takes all
+    three quantized (and descales only with them)."""
+    e4m3 = fp8_dtype()
+    listed = f"{', '.join(names[:-1])} and {names[-1]}"
+    for name, t in zip(names, tensors):
+        if t.dtype != e4m3:
+            raise invalid_argument(
+                f"{name} has dtype {t.dtype}: FP8 {function} takes torch.float8_e4m3fn "
+                f"{listed} (with q_descale, k_descale, v_descale); quantize all three, or "
+                "pass bfloat16 tensors without descales")
+
+
+def check_fp8_head_dim(head_dim):
+    """One of FP8_HEAD_DIMS, with how to pad to one."""
+    if head_dim not in FP8_HEAD_DIMS:
+        raise invalid_argument(
+            f"FP8 attention supports head dims {', '.join(map(str, FP8_HEAD_DIMS))}, not "
+            f"{head_dim}; pad q, k and v with zero columns to the next one and keep "
+            f"scale={head_dim ** -0.5:.6g}")
+
+
+def check_descale(name, d, batch, kv_heads, function="attention"):
     """None (1.0), one float32 element (per tensor) or (batch, kv_heads)."""
     if d is None:
         return
     if not isinstance(d, torch.Tensor):
-        raise TypeError(f"attngen.attention: {name} must be a torch.Tensor or None, got "
+        raise TypeError(f"attngen.{function}: {name} must be a torch.Tensor or None, got "
                         f"{type(d).__name__}")
     if d.dtype != torch.float32:
         raise invalid_argument(f"{name} must be float32 (a descale: x = x8 * descale), got "
@@ -116,7 +128,7 @@ def _check_block_descales(descales, batch, heads, kv_heads, seqlen_q, seqlen_k):
                 f"{got}; q_descale and k_descale are per block together (attngen.quantize_fp8"
                 "(..., granularity=\"block\") makes them, and v_descale per key block)")
     if len(expected) == 2:
-        _check_descale("v_descale", v_descale, batch, kv_heads)
+        check_descale("v_descale", v_descale, batch, kv_heads)
 
 
 def _is_key_major(v):
@@ -198,6 +210,23 @@ def descale_args(d, batch, kv_heads):
     return d, tuple(d.stride()[:2])
 
 
+def set_descale_args(args, descales, batch, kv_heads, device):
+    """Binds (q_descale, k_descale, v_descale) to attnrt_forward_args `args`:
+    each tensor (ones when None) and its (batch, head) strides. Returns the
+    tensors the kernel reads, which the caller keeps until the launch."""
+    keep, one = [], None
+    for prefix, d in zip(("q", "k", "v"), descales):
+        tensor, strides = descale_args(d, batch, kv_heads)
+        if tensor is None:
+            if one is None:
+                one = torch.ones(1, dtype=torch.float32, device=device)
+            tensor = one
+        keep.append(tensor)
+        setattr(args, f"{prefix}_descale", tensor.data_ptr())
+        getattr(args, f"{prefix}_descale_strides")[:] = strides
+    return keep
+
+
 def fp8_forward(q, k, v, causal, scale, return_lse, causal_align, window_left, window_right,
                 q_descale=None, k_descale=None, v_descale=None, softcap=0.0, alibi_slopes=None):
     """Runs the FP8 kernel: the op's CUDA implementation and the eager path."""
@@ -217,19 +246,11 @@ def fp8_forward(q, k, v, causal, scale, return_lse, causal_align, window_left, w
     args = forward_args(q, k, vk, out, lse if return_lse else None, batch, k.shape[1])
     if _block_scales((q_descale, k_descale)):
         v_descale = v_block_descale(v_descale, batch, kv_heads, k.shape[1], q.device)
-    one = None
-    keep = []  # the descales (or their contiguous copies) until the launch
-    for prefix, d in (("q", q_descale), ("k", k_descale), ("v", v_descale)):
-        tensor, strides = descale_args(d, batch, kv_heads)
-        if tensor is None:
-            if one is None:
-                one = torch.ones(1, dtype=torch.float32, device=q.device)
-            tensor = one
-        keep.append(tensor)
-        setattr(args, f"{prefix}_descale", tensor.data_ptr())
-        getattr(args, f"{prefix}_descale_strides")[:] = strides
+    keep = set_descale_args(args, (q_descale, k_descale, v_descale), batch, kv_heads,
+                            q.device)
     set_alibi_args(args, alibi_slopes)
     launch(kernel, args, q.device)
+    del keep  # the launch is queued: the allocator reuses them in stream order
     return out, lse
 
 

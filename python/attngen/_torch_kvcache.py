@@ -11,8 +11,10 @@ from . import _capi
 from ._capi import lib
 from ._errors import check_status, invalid_argument
 from ._torch_checks import (TensorLayout, call_options, check_devices, check_int32,
-                            check_is_tensor, check_qkv, check_rank, check_tensors,
-                            require_torch, torch)
+                            check_is_tensor, check_qkv, check_rank, check_strides,
+                            check_tensors, require_torch, torch)
+from ._torch_fp8 import (check_descale, check_fp8_dtypes, check_fp8_head_dim, fp8_dtype,
+                         is_fp8_call, set_descale_args)
 from ._torch_launch import (check_alibi_slopes, current_stream, forward_args, head_dim_v_of,
                             kernel_for, launch, outputs_like, refuse_backward, set_alibi_args,
                             use_custom_op)
@@ -26,12 +28,16 @@ _BLOCK_M = 64
 _MAX_PACK = _BLOCK_M // 8
 #: Pages are whole 16-row MMA k steps.
 _PAGE_ROW_MULTIPLE = 16
+#: Keys per block of the FP8 kernels: an FP8 cache's pages lie in one block
+#: (divide it) or cover whole blocks (a multiple of it).
+_FP8_KEY_BLOCK = 128
+_DESCALE_NAMES = ("q_descale", "k_descale", "v_descale")
 
 
 def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=None, *,
                            causal=False, window_size=(-1, -1), softcap=0.0, scale=None,
                            return_lse=False, num_splits=0, check_cache_values=False,
-                           alibi_slopes=None):
+                           alibi_slopes=None, q_descale=None, k_descale=None, v_descale=None):
     """Attention of q over a KV cache, as flash_attn_with_kvcache (without
     appending new keys): sequence b attends to the first cache_seqlens[b] keys
     of its cache. Returns out (batch, seqlen_q, heads, head_dim_v), or (out,
@@ -58,16 +64,28 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
     check_cache_values=True also checks their values on the host (a device
     sync; not under CUDA graph capture) and raises for bad ones.
     Registered as torch.ops.attngen.attention_with_kvcache (torch.compile,
-    CUDA graphs)."""
+    CUDA graphs).
+
+    FP8 (sm_90a, FlashAttention-3's): q, k_cache and v_cache all
+    torch.float8_e4m3fn with float32 descales q_descale, k_descale, v_descale
+    (None: 1.0; one element: per tensor; (batch, kv_heads): per sequence and
+    key/value head, as FA3's; no block scales) attend as the dequantized
+    q_descale q, k_descale k_cache, v_descale v_cache, into a bfloat16 out.
+    Head dims 64, 128 and 256 with v_cache's the same; v_cache is row-major
+    as k_cache (the kernel transposes its tiles); pages of 16, 32, 64, 128 or
+    a multiple of 128 rows. Masks, windows, soft caps, ALiBi, GQA and splits
+    as above."""
     require_torch("attention_with_kvcache")
+    descales = (q_descale, k_descale, v_descale)
     options, cache_seqlens = _check_arguments(q, k_cache, v_cache, cache_seqlens, block_table,
                                               causal, window_size, softcap, scale, return_lse,
-                                              num_splits, check_cache_values, alibi_slopes)
+                                              num_splits, check_cache_values, alibi_slopes,
+                                              descales)
     # A contiguous cache with more rows than sequences: the first ones.
     if block_table is None and k_cache.shape[0] != q.shape[0]:
         k_cache, v_cache = k_cache[:q.shape[0]], v_cache[:q.shape[0]]
-    tensors = [q, k_cache, v_cache] + [t for t in (cache_seqlens, block_table, alibi_slopes)
-                                       if t is not None]
+    tensors = [q, k_cache, v_cache] + [t for t in (cache_seqlens, block_table, alibi_slopes,
+                                                   *descales) if t is not None]
     if use_custom_op(*tensors):
         if check_cache_values:
             raise invalid_argument(
@@ -76,7 +94,7 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
         out, lse = torch.ops.attngen.attention_with_kvcache(
             q, k_cache, v_cache, cache_seqlens, block_table, options.causal, options.scale,
             options.softcap, return_lse, num_splits, options.window_left,
-            options.window_right, alibi_slopes)
+            options.window_right, alibi_slopes, q_descale, k_descale, v_descale)
     else:
         if check_cache_values and torch.cuda.is_current_stream_capturing():
             raise invalid_argument(
@@ -85,7 +103,7 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
         out, lse = _forward(q, k_cache, v_cache, cache_seqlens, block_table, options.causal,
                             options.scale, options.softcap, return_lse, num_splits,
                             options.window_left, options.window_right, check_cache_values,
-                            alibi_slopes)
+                            alibi_slopes, q_descale, k_descale, v_descale)
     return (out, lse) if return_lse else out
 
 
@@ -100,10 +118,12 @@ def head_pack_for(group):
 
 def _check_arguments(q, k_cache, v_cache, cache_seqlens, block_table, causal, window_size,
                      softcap, scale, return_lse, num_splits, check_cache_values,
-                     alibi_slopes=None):
+                     alibi_slopes=None, descales=(None, None, None)):
     """Everything the kernels assume, the devices last; returns the options
     and cache_seqlens as a tensor (or None)."""
     check_tensors(_LAYOUT, q, k_cache, v_cache)
+    # FP8: e4m3 q or caches, or any descale (then all three must be e4m3).
+    fp8 = is_fp8_call(q, descales) or fp8_dtype() in (k_cache.dtype, v_cache.dtype)
     options = call_options("attention_with_kvcache", causal, scale,
                            "bottom-right" if causal else "top-left", softcap, window_size,
                            return_lse=return_lse, check_cache_values=check_cache_values)
@@ -118,20 +138,55 @@ def _check_arguments(q, k_cache, v_cache, cache_seqlens, block_table, causal, wi
     diagonal = causal or left >= 0 or right >= 0 or alibi_slopes is not None
     options = options._replace(causal=causal, window_right=right,
                                causal_align="bottom-right" if diagonal else "top-left")
-    check_qkv(_LAYOUT, q, k_cache, v_cache, value_head_dim=True)
+    if fp8:
+        _check_fp8(q, k_cache, v_cache, descales)
+    else:
+        check_qkv(_LAYOUT, q, k_cache, v_cache, value_head_dim=True)
     if block_table is not None:
-        capacity = _check_pages(q, k_cache, block_table)
+        capacity = _check_pages(q, k_cache, block_table, fp8)
     else:
         capacity = _check_contiguous_cache(q, k_cache)
     cache_seqlens = _cache_seqlens_tensor(q, cache_seqlens, capacity)
     _check_num_splits(num_splits)
     check_alibi_slopes("attention_with_kvcache", alibi_slopes, q, q.shape[0], q.shape[2])
     check_devices([("q", q), ("k_cache", k_cache), ("v_cache", v_cache),
-                   ("cache_seqlens", cache_seqlens), ("block_table", block_table)])
+                   ("cache_seqlens", cache_seqlens), ("block_table", block_table)] +
+                  list(zip(_DESCALE_NAMES, descales)))
     return options, cache_seqlens
 
 
-def _check_pages(q, k_cache, block_table):
+def _check_fp8(q, k_cache, v_cache, descales):
+    """What the FP8 KV-cache kernels take: e4m3 q and caches of one shape (v's
+    head dim q's) and head dim in FP8_HEAD_DIMS, whole groups of query heads,
+    16-byte rows, and descales of one element or (batch, kv_heads)."""
+    check_fp8_dtypes("attention_with_kvcache", _LAYOUT.names, (q, k_cache, v_cache))
+    heads, head_dim = q.shape[-2:]
+    if tuple(k_cache.shape) != tuple(v_cache.shape):
+        raise invalid_argument(
+            f"k_cache and v_cache must have the same shape for FP8 (v_cache's head dim q's: "
+            f"no head_dim_v of its own); got k_cache {tuple(k_cache.shape)} and v_cache "
+            f"{tuple(v_cache.shape)}")
+    if k_cache.shape[-1] != head_dim:
+        raise invalid_argument(f"q has head_dim {head_dim} but k_cache and v_cache have "
+                               f"head_dim {k_cache.shape[-1]}")
+    check_fp8_head_dim(head_dim)
+    kv_heads = k_cache.shape[2]
+    if kv_heads == 0 or heads % kv_heads != 0:
+        raise invalid_argument(
+            f"q has {heads} heads and the caches {kv_heads}: the number of q heads must be a "
+            "multiple of the number of k/v heads (grouped-query attention)")
+    check_strides(_LAYOUT, list(zip(_LAYOUT.names, (q, k_cache, v_cache))))
+    for name, d in zip(_DESCALE_NAMES, descales):
+        if isinstance(d, torch.Tensor) and d.dim() == 3:
+            raise invalid_argument(
+                f"{name} has shape {tuple(d.shape)}: block scales (one per 128 rows) are not "
+                "supported with a KV cache; attention_with_kvcache takes descales per tensor "
+                f"(one element) or per (batch, kv_heads) = ({q.shape[0]}, {kv_heads}), as "
+                "FlashAttention-3's flash_attn_with_kvcache")
+        check_descale(name, d, q.shape[0], kv_heads, "attention_with_kvcache")
+
+
+def _check_pages(q, k_cache, block_table, fp8=False):
     """A paged cache's pages and block table; returns the keys a sequence can
     hold (its pages' rows)."""
     check_is_tensor("attention_with_kvcache", "block_table", block_table)
@@ -151,6 +206,11 @@ def _check_pages(q, k_cache, block_table):
     if page_size < _PAGE_ROW_MULTIPLE or page_size % _PAGE_ROW_MULTIPLE != 0:
         raise invalid_argument(f"the paged caches have pages of {page_size} rows (dim 1 of "
                                "k_cache); attngen needs a multiple of 16")
+    if fp8 and _FP8_KEY_BLOCK % page_size != 0 and page_size % _FP8_KEY_BLOCK != 0:
+        raise invalid_argument(
+            f"the paged FP8 caches have pages of {page_size} rows (dim 1 of k_cache); FP8 "
+            f"reads keys in blocks of {_FP8_KEY_BLOCK}, which must lie in one page or cover "
+            f"whole pages: use pages of 16, 32, 64, 128 or a multiple of {_FP8_KEY_BLOCK} rows")
     if k_cache.shape[0] < 1:
         raise invalid_argument("the paged caches hold no page (dim 0 of k_cache is 0)")
     return block_table.shape[1] * page_size
@@ -204,10 +264,13 @@ def _check_num_splits(num_splits):
 
 def _forward(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, softcap,
              return_lse, num_splits, window_left=-1, window_right=-1,
-             check_cache_values=False, alibi_slopes=None):
+             check_cache_values=False, alibi_slopes=None, q_descale=None, k_descale=None,
+             v_descale=None):
     """The op's CUDA implementation and the eager path: the plan (splits and
-    their workspace), the optional value check, then the launch."""
+    their workspace), the optional value check, then the launch. An FP8 q
+    (and caches) writes a bfloat16 out."""
     batch, _, heads, _ = q.shape
+    fp8 = q.dtype == fp8_dtype()
     out, lse = outputs_like(q, return_lse, v_cache)
     paged = block_table is not None
     page_size = k_cache.shape[1] if paged else 0
@@ -219,7 +282,7 @@ def _forward(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, sof
                         softcap=softcap, window_size=(window_left, window_right),
                         kv_cache=True, page_size=page_size, split_kv=num_splits != 1,
                         head_pack=head_pack_for(heads // k_cache.shape[2]),
-                        head_dim_v=head_dim_v_of(q, v_cache))
+                        head_dim_v=head_dim_v_of(q, v_cache), v_row_major=fp8)
     keys = block_table.shape[1] * page_size if paged else k_cache.shape[1]
     args = forward_args(q, k_cache, v_cache, out, lse if return_lse else None, batch, keys)
     args.cache_seqlens = cache_seqlens.data_ptr() if cache_seqlens is not None else None
@@ -230,6 +293,9 @@ def _forward(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, sof
         args.num_blocks = k_cache.shape[0]
         args.page_size = page_size
     set_alibi_args(args, alibi_slopes)
+    # FP8's descales (ones for None), kept until the launch is queued.
+    keep = (set_descale_args(args, (q_descale, k_descale, v_descale), batch,
+                             k_cache.shape[2], q.device) if fp8 else ())
     args.num_splits = num_splits
     # The plan fixes the splits; its workspace comes from torch's allocator,
     # which CUDA graph capture serves from the graph's pool.
@@ -247,7 +313,7 @@ def _forward(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, sof
                                                              current_stream(q.device)),
                      "checking cache_seqlens and block_table")
     launch(kernel, args, q.device)
-    del workspace  # the launch is queued: the allocator reuses it in stream order
+    del workspace, keep  # the launch is queued: the allocator reuses them in stream order
     return out, lse
 
 
@@ -258,17 +324,23 @@ if torch is not None:
                     cache_seqlens: Optional[torch.Tensor], block_table: Optional[torch.Tensor],
                     causal: bool, scale: float, softcap: float, return_lse: bool,
                     num_splits: int, window_left: int, window_right: int,
-                    alibi_slopes: Optional[torch.Tensor] = None
+                    alibi_slopes: Optional[torch.Tensor] = None,
+                    q_descale: Optional[torch.Tensor] = None,
+                    k_descale: Optional[torch.Tensor] = None,
+                    v_descale: Optional[torch.Tensor] = None
                     ) -> tuple[torch.Tensor, torch.Tensor]:
         """What traced calls (torch.compile, CUDA graphs, autograd) run."""
         return _forward(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale,
                         softcap, return_lse, num_splits, window_left, window_right,
-                        alibi_slopes=alibi_slopes)
+                        alibi_slopes=alibi_slopes, q_descale=q_descale, k_descale=k_descale,
+                        v_descale=v_descale)
 
     @_kvcache_op.register_fake
     def _kvcache_fake(q, k_cache, v_cache, cache_seqlens, block_table, causal, scale, softcap,
-                      return_lse, num_splits, window_left, window_right, alibi_slopes=None):
-        """The outputs' shapes, for tracing with fake or meta tensors."""
+                      return_lse, num_splits, window_left, window_right, alibi_slopes=None,
+                      q_descale=None, k_descale=None, v_descale=None):
+        """The outputs' shapes (out bfloat16 for FP8 q), for tracing with fake or
+        meta tensors."""
         return outputs_like(q, return_lse, v_cache)
 
     refuse_backward(

@@ -22,14 +22,15 @@ def kernel_for(q, scale, **spec_fields):
 
 
 def outputs_like(q, return_lse, v=None):
-    """Empty O shaped as q (with v's head dim when `v` is given) and LSE
-    [..., heads, seqlen_q] float32 (or an empty one), for a padded
-    (B, Nq, H, D) or packed (total_q, H, D) q: what a launch fills and what an
-    op's fake (meta) implementation returns."""
+    """Empty O shaped as q (with v's head dim when `v` is given; bfloat16 for
+    an FP8 q, else q's dtype) and LSE [..., heads, seqlen_q] float32 (or an
+    empty one), for a padded (B, Nq, H, D) or packed (total_q, H, D) q: what a
+    launch fills and what an op's fake (meta) implementation returns."""
     *batch, seqlen_q, heads, _ = q.shape
     lse = q.new_empty((*batch, heads, seqlen_q) if return_lse else (0,), dtype=torch.float32)
     head_dim_v = q.shape[-1] if v is None else v.shape[-1]
-    return q.new_empty((*q.shape[:-1], head_dim_v)), lse
+    dtype = torch.bfloat16 if q.dtype == getattr(torch, "float8_e4m3fn", None) else q.dtype
+    return q.new_empty((*q.shape[:-1], head_dim_v), dtype=dtype), lse
 
 
 def head_dim_v_of(q, v):

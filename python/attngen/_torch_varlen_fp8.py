@@ -8,7 +8,8 @@ from typing import Optional
 
 from ._errors import invalid_argument
 from ._torch_checks import torch
-from ._torch_fp8 import FP8_HEAD_DIMS, descale_args, fp8_dtype, is_row_major
+from ._torch_fp8 import (check_fp8_dtypes, check_fp8_head_dim, fp8_dtype, is_row_major,
+                         set_descale_args)
 from ._varlen_seqlens import check_seqlen_values
 from ._torch_launch import (check_alibi_slopes, forward_args, kernel_for, launch,
                             refuse_backward, set_alibi_args, use_custom_op)
@@ -19,13 +20,7 @@ def check_fp8_varlen(q, k, v, cu_q, alibi_slopes, descales):
     FP8_HEAD_DIMS, whole groups of query heads, and descales of one element
     or (batch, kv_heads), batch the sequences (their devices: the caller's
     check_devices)."""
-    e4m3 = fp8_dtype()
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if t.dtype != e4m3:
-            raise invalid_argument(
-                f"{name} has dtype {t.dtype}: FP8 attention_varlen takes torch.float8_e4m3fn "
-                "q, k and v (with q_descale, k_descale, v_descale); quantize all three, or "
-                "pass bfloat16 tensors without descales")
+    check_fp8_dtypes("attention_varlen", ("q", "k", "v"), (q, k, v))
     heads, head_dim = q.shape[1], q.shape[2]
     kv_heads = k.shape[1]
     if tuple(k.shape) != tuple(v.shape):
@@ -33,11 +28,7 @@ def check_fp8_varlen(q, k, v, cu_q, alibi_slopes, descales):
                                f"{tuple(k.shape)} and v {tuple(v.shape)}")
     if k.shape[-1] != head_dim:
         raise invalid_argument(f"q has head_dim {head_dim} but k and v have {k.shape[-1]}")
-    if head_dim not in FP8_HEAD_DIMS:
-        raise invalid_argument(
-            f"FP8 attention supports head dims {', '.join(map(str, FP8_HEAD_DIMS))}, not "
-            f"{head_dim}; pad q, k and v with zero columns to the next one and keep "
-            f"scale={head_dim ** -0.5:.6g}")
+    check_fp8_head_dim(head_dim)
     if kv_heads == 0 or heads % kv_heads != 0:
         raise invalid_argument(f"q has {heads} heads and k/v have {kv_heads}: the number of q "
                                "heads must be a multiple of the number of k/v heads")
@@ -87,19 +78,11 @@ def fp8_varlen_forward(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_
     args = forward_args(q, k, v, out, lse if return_lse else None, batch, total_k)
     args.cu_seqlens_q, args.cu_seqlens_k = cu_q.data_ptr(), cu_k.data_ptr()
     args.max_seqlen_q, args.max_seqlen_k = max_q, max_k
-    keep = []  # the descales (or their copies) until the launch
-    one = None
-    for prefix, d in (("q", q_descale), ("k", k_descale), ("v", v_descale)):
-        tensor, strides = descale_args(d, batch, kv_heads)
-        if tensor is None:
-            if one is None:
-                one = torch.ones(1, dtype=torch.float32, device=q.device)
-            tensor = one
-        keep.append(tensor)
-        setattr(args, f"{prefix}_descale", tensor.data_ptr())
-        getattr(args, f"{prefix}_descale_strides")[:] = strides
+    keep = set_descale_args(args, (q_descale, k_descale, v_descale), batch, kv_heads,
+                            q.device)
     set_alibi_args(args, alibi_slopes)
     launch(kernel, args, q.device)
+    del keep  # the launch is queued: the allocator reuses them in stream order
     return out, lse
 
 

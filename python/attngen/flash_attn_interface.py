@@ -10,7 +10,8 @@ defaults, and return what it returns:
 * flash_attn_varlen_func (block_table: a paged KV cache), and its
   qkvpacked / kvpacked forms;
 * flash_attn_with_kvcache, with k / v appended in place at cache_seqlens,
-  rotary embeddings, cache_batch_idx and cache_leftpad.
+  rotary embeddings, cache_batch_idx and cache_leftpad; FP8 (float8_e4m3fn)
+  caches with FlashAttention-3's q_descale, k_descale, v_descale keywords.
 
 Semantics are flash_attn's: causal is bottom-right aligned; causal forces the
 window's right side to 0; a window side of seqlen_k or more is unbounded; the
@@ -49,6 +50,8 @@ __all__ = ["flash_attn_func", "flash_attn_qkvpacked_func", "flash_attn_kvpacked_
 
 #: flash_attn takes head dims up to 256 and pads them to a multiple of 8.
 _MAX_HEAD_DIM = 256
+#: torch.float8_e4m3fn (None on a torch without it): FP8 tensors are not padded.
+_E4M3 = getattr(torch, "float8_e4m3fn", None) if torch is not None else None
 
 
 def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
@@ -150,7 +153,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                             cache_leftpad=None, block_table=None, softmax_scale=None,
                             causal=False, window_size=(-1, -1), softcap=0.0,
                             rotary_interleaved=True, alibi_slopes=None, num_splits=0,
-                            return_softmax_lse=False):
+                            return_softmax_lse=False, *, q_descale=None, k_descale=None,
+                            v_descale=None):
     """flash_attn.flash_attn_with_kvcache: q (batch, seqlen_q, nheads, headdim);
     k_cache / v_cache (batch_cache, seqlen_cache, nheads_k, headdim), or with
     block_table (batch, max_blocks) int32 a paged cache (num_blocks,
@@ -178,7 +182,14 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     synchronization) and is skipped under CUDA graph capture and
     torch.compile, where indices are clamped to the cache instead.
     cache_leftpad, and cache_batch_idx on a cache whose sequence rows are not
-    whole pages of 16, copy the cache rows they read."""
+    whole pages of 16, copy the cache rows they read.
+
+    FP8 (FlashAttention-3's keywords): q, k_cache and v_cache of dtype
+    torch.float8_e4m3fn with float32 q_descale, k_descale, v_descale (one
+    element, or (batch, nheads_k)) give a bfloat16 out (attngen's
+    attention_with_kvcache says what it takes). New k / v appended to FP8
+    caches must be e4m3 already (quantized with the caches' descales): they
+    are copied as they are. No rotary embeddings with FP8."""
     function = "flash_attn_with_kvcache"
     _refuse_missing_features(function, 0.0, False)
     require_torch(function)
@@ -215,9 +226,14 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                                    f"{tuple(k.shape)} and v {tuple(v.shape)} for caches "
                                    f"{tuple(k_cache.shape)} and {tuple(v_cache.shape)}")
         seqlen_new = k.shape[1]
+        _check_fp8_append(function, k_cache, v_cache, k, v)
     elif rotary_cos is not None:
         raise invalid_argument(f"{function}: rotary_cos and rotary_sin rotate the new keys: "
                                "pass k and v with them")
+    if rotary_cos is not None and _E4M3 is not None and _E4M3 in (q.dtype, k_cache.dtype):
+        raise invalid_argument(f"{function}: rotary embeddings are not supported on FP8 "
+                               "(float8_e4m3fn) q and caches: rotate q and the new keys "
+                               "before quantizing them")
     cache_seqlens = _lengths_tensor(function, cache_seqlens, batch, q.device)
     for name, t in (("cache_batch_idx", cache_batch_idx), ("cache_leftpad", cache_leftpad)):
         if t is not None:
@@ -258,7 +274,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
                                     window_size=window, softcap=softcap,
                                     scale=_scale(softmax_scale, head_dim),
                                     return_lse=bool(return_softmax_lse), num_splits=num_splits,
-                                    alibi_slopes=alibi_slopes)
+                                    alibi_slopes=alibi_slopes, q_descale=q_descale,
+                                    k_descale=k_descale, v_descale=v_descale)
     return _outputs(result, bool(return_softmax_lse), head_dim_v, probs=False)
 
 
@@ -330,11 +347,14 @@ def _ready(function, names, tensors):
         return list(tensors), dims  # attngen's checks word the error
     ready = []
     for t in tensors:
-        pad = -t.shape[-1] % 8
+        # FP8 head dims (64, 128, 256) need no padding; attngen words the error
+        # for others. Rows start on 16 bytes: 8 elements, 16 of FP8.
+        pad = -t.shape[-1] % 8 if t.dtype != _E4M3 else 0
+        row = 16 if t.dtype == _E4M3 else 8
         if pad:
             t = torch.nn.functional.pad(t, (0, pad))
         elif t.dim() > 1 and (t.stride(-1) != 1 or any(
-                t.stride(i) % 8 for i in range(t.dim() - 1) if t.shape[i] > 1)):
+                t.stride(i) % row for i in range(t.dim() - 1) if t.shape[i] > 1)):
             t = t.contiguous()
         ready.append(t)
     return ready, dims
@@ -450,11 +470,34 @@ def _apply_rotary(x, cos, sin, positions, interleaved):
     return torch.cat((rotated.to(x.dtype), x[..., rotary_dim:]), dim=-1)
 
 
+def _check_fp8_append(function, k_cache, v_cache, k, v):
+    """New keys and values go into an FP8 cache as they are (a copy of
+    bytes): e4m3 into e4m3 caches only, and nothing else into them."""
+    for name, new, cache_name, cache in (("k", k, "k_cache", k_cache),
+                                         ("v", v, "v_cache", v_cache)):
+        if _E4M3 is None or (cache.dtype == _E4M3) == (new.dtype == _E4M3):
+            continue
+        if cache.dtype == _E4M3:
+            raise invalid_argument(
+                f"{function}: {cache_name} is float8_e4m3fn but the new {name} has dtype "
+                f"{new.dtype}: new keys and values are copied into an FP8 cache as they are; "
+                f"quantize them with the cache's descale first ({name}8 = ({name} / "
+                f"{name}_descale).to(torch.float8_e4m3fn))")
+        raise invalid_argument(
+            f"{function}: the new {name} is float8_e4m3fn but {cache_name} has dtype "
+            f"{cache.dtype}: append keys and values of the cache's dtype")
+
+
 def _append_to_cache(k_cache, v_cache, k, v, cache_seqlens, block_table=None,
                     cache_batch_idx=None):
     """Writes k / v (batch, seqlen_new, ...) into the caches in place at rows
     cache_seqlens[b] + i of sequence b (its page through block_table, or
-    its cache row cache_batch_idx[b]); indices clamped to the cache."""
+    its cache row cache_batch_idx[b]); indices clamped to the cache. FP8
+    into FP8 is a copy of bytes (through uint8 views)."""
+    if _E4M3 is not None and k_cache.dtype == _E4M3 and k.dtype == _E4M3:
+        k_cache, k = k_cache.view(torch.uint8), k.view(torch.uint8)
+    if _E4M3 is not None and v_cache.dtype == _E4M3 and v.dtype == _E4M3:
+        v_cache, v = v_cache.view(torch.uint8), v.view(torch.uint8)
     batch, seqlen_new = k.shape[:2]
     positions = _positions(cache_seqlens, seqlen_new, True)
     if block_table is not None:

@@ -42,7 +42,9 @@ SIGNATURES = {
         ("cache_batch_idx", None), ("cache_leftpad", None), ("block_table", None),
         ("softmax_scale", None), ("causal", False), ("window_size", (-1, -1)),
         ("softcap", 0.0), ("rotary_interleaved", True), ("alibi_slopes", None),
-        ("num_splits", 0), ("return_softmax_lse", False)],
+        ("num_splits", 0), ("return_softmax_lse", False),
+        # FlashAttention-3's FP8 descales, keyword-only.
+        ("q_descale", None), ("k_descale", None), ("v_descale", None)],
 }
 
 
@@ -251,6 +253,53 @@ class KvCacheTest(unittest.TestCase):
         k, _ = fa._shift_left(kc, kc, None, leftpad, 10)
         torch.testing.assert_close(k[0, :7], kc[0, 3:])
         torch.testing.assert_close(k[1], kc[1])
+
+    @unittest.skipUnless(hasattr(torch, "float8_e4m3fn") if torch else False,
+                         "needs torch with float8_e4m3fn")
+    def test_fp8_caches(self):
+        """FP8 caches: e4m3 k / v appended as they are (a copy of bytes), other
+        dtypes refused before anything is written, no rotary, and the
+        descales passed on to attention_with_kvcache."""
+        e4m3 = torch.float8_e4m3fn
+
+        def fp8(*shape, seed=0):
+            return bf16(*shape, seed=seed).float().to(e4m3)
+        q, kc, vc = fp8(2, 1, 4, 64), fp8(2, 32, 2, 64, seed=1), fp8(2, 32, 2, 64, seed=2)
+        new_k, new_v = fp8(2, 1, 2, 64, seed=3), fp8(2, 1, 2, 64, seed=4)
+        lengths = torch.tensor([3, 9], dtype=torch.int32)
+        before = kc.view(torch.uint8).clone()
+        self.assertFails("k_cache is float8_e4m3fn but the new k has dtype torch.bfloat16: new "
+                         "keys and values are copied into an FP8 cache as they are",
+                         lambda: fa.flash_attn_with_kvcache(q, kc, vc, new_k.to(torch.bfloat16),
+                                                            new_v, cache_seqlens=lengths))
+        self.assertFails("the new v is float8_e4m3fn but v_cache has dtype torch.bfloat16",
+                         lambda: fa.flash_attn_with_kvcache(
+                             q, kc, vc.to(torch.bfloat16), new_k, new_v, cache_seqlens=lengths))
+        self.assertTrue(torch.equal(kc.view(torch.uint8), before))
+        cos = torch.ones(32, 16)
+        self.assertFails("rotary embeddings are not supported on FP8",
+                         lambda: fa.flash_attn_with_kvcache(q, kc, vc, new_k, new_v, cos, cos,
+                                                            cache_seqlens=lengths))
+        self.assertTrue(torch.equal(kc.view(torch.uint8), before))
+        # The descales reach attention_with_kvcache's checks ...
+        self.assertFails("k_descale has shape (4,)", lambda: fa.flash_attn_with_kvcache(
+            q, kc, vc, cache_seqlens=lengths, k_descale=torch.ones(4)))
+        self.assertFails("block scales (one per 128 rows) are not supported with a KV cache",
+                         lambda: fa.flash_attn_with_kvcache(q, kc, vc, cache_seqlens=lengths,
+                                                            q_descale=torch.ones(2, 4, 1)))
+        # ... and a right call appends, then fails only on the device.
+        self.assertFails("q is on cpu", lambda: fa.flash_attn_with_kvcache(
+            q, kc, vc, new_k, new_v, cache_seqlens=lengths, causal=True,
+            q_descale=torch.ones(1), k_descale=torch.ones(2, 2), v_descale=torch.ones(1)))
+        self.assertTrue(torch.equal(kc[0, 3].view(torch.uint8), new_k[0, 0].view(torch.uint8)))
+        self.assertTrue(torch.equal(vc[1, 9].view(torch.uint8), new_v[1, 0].view(torch.uint8)))
+        # Paged: into page block_table[b, position // page_size].
+        kp, vp = fp8(4, 16, 2, 64), fp8(4, 16, 2, 64)
+        table = torch.tensor([[3, 1], [0, 2]], dtype=torch.int32)
+        fa._append_to_cache(kp, vp, new_k, new_v, torch.tensor([17, 5], dtype=torch.int32),
+                            block_table=table)
+        self.assertTrue(torch.equal(kp[1, 1].view(torch.uint8), new_k[0, 0].view(torch.uint8)))
+        self.assertTrue(torch.equal(vp[0, 5].view(torch.uint8), new_v[1, 0].view(torch.uint8)))
 
     def test_paged_varlen_gather(self):
         pages = torch.randn(5, 16, 2, 8)

@@ -274,6 +274,11 @@ attnrt_status attnrt_kvcache_plan(const attnrt_kernel_info *info, const attnrt_f
   });
 }
 
+/// The dtype of a kernel's output: bf16 for FP8 inputs.
+static int outputDtypeOf(const attnrt_kernel_info &info) {
+  return info.dtype == ATTNRT_DTYPE_E4M3 ? ATTNRT_DTYPE_BF16 : info.dtype;
+}
+
 attnrt_status attnrt_forward_kvcache(attnrt_module *kernel, attnrt_module *combine,
                                      const attnrt_forward_args *args, void *stream) {
   return attnrt::guardApi("attnrt_forward_kvcache", [&] {
@@ -294,10 +299,12 @@ attnrt_status attnrt_forward_kvcache(attnrt_module *kernel, attnrt_module *combi
                             "the call splits the keys %lld ways, which needs the combine kernel "
                             "(attngen --split-kv --combine) as `combine`; or pass num_splits = 1",
                             static_cast<long long>(resolved.num_splits));
-      // The combine kernel merges O's: its one head dim is V's.
+      // The combine kernel merges O's: its one head dim is V's, its dtype
+      // O's (bf16 for an FP8 kernel).
       if (combine->info.head_pack != kernel->info.head_pack ||
           combine->info.head_dim != attnrt::valueHeadDimOf(kernel->info, resolved) ||
-          combine->info.dtype != kernel->info.dtype || combine->info.lse != kernel->info.lse)
+          combine->info.dtype != outputDtypeOf(kernel->info) ||
+          combine->info.lse != kernel->info.lse)
         return attnrt::fail(ATTNRT_ERROR_INVALID_ARGUMENT,
                             "combine kernel '%s' does not match split kernel '%s' (head dim, dtype, "
                             "LSE and head pack must agree; the combine kernel's head dim is the "
@@ -305,10 +312,12 @@ attnrt_status attnrt_forward_kvcache(attnrt_module *kernel, attnrt_module *combi
                             combine->info.kernel, kernel->info.kernel);
     }
     // Both kernels are checked before either runs. The combine kernel
-    // merges the splits' outputs: it reads no ALiBi slopes.
+    // merges the splits' outputs: it reads no ALiBi slopes or descales.
     attnrt_forward_args merged = resolved;
     merged.alibi_slopes = nullptr;
     merged.alibi_slopes_stride = 0;
+    merged.q_descale = merged.k_descale = merged.v_descale = nullptr;
+    merged.dtype = outputDtypeOf(kernel->info);
     merged.head_dim = attnrt::valueHeadDimOf(kernel->info, resolved);
     if (attnrt_status s = attnrt::checkForwardArgs(kernel->info, resolved))
       return s;

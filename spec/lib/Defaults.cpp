@@ -69,6 +69,11 @@ AttentionSpec mlir::attn::canonicalSpec(const AttentionSpec &spec) {
     canonical.windowRight = -1;
   if (!placesDiagonal(canonical))
     canonical.causalAlign = CausalAlign::top_left;
+  // An FP8 KV cache's values are row-major like its keys (the kernel
+  // transposes each tile).
+  if (canonical.kvCache && !canonical.combine &&
+      canonical.dtype == DType::e4m3)
+    canonical.vRowMajor = true;
   // V as wide as Q is the plain kernel.
   if (canonical.headDimV == canonical.headDim)
     canonical.headDimV = 0;

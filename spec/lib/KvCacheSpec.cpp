@@ -33,7 +33,7 @@ TileConfig mlir::attn::kvCacheTileConfig(const AttentionSpec &spec) {
     return combineTileConfig(spec.blockM > 0 ? spec.blockM : 64);
   return resolveKvCacheTileConfig(spec.target, widestHeadDim(spec), spec.pageSize,
                                   spec.blockM, spec.blockN, spec.numWarps,
-                                  spec.stages);
+                                  spec.stages, elementBytesOf(spec.dtype));
 }
 
 llvm::Error mlir::attn::validateKvCacheSpec(const AttentionSpec &spec) {
@@ -86,7 +86,8 @@ llvm::Error mlir::attn::validateKvCacheSpec(const AttentionSpec &spec) {
     return llvm::Error::success();
   }
   return checkKvCacheTileConfig(config, spec.target, widestHeadDim(spec),
-                                spec.pageSize, spec.headPack);
+                                spec.pageSize, spec.headPack,
+                                elementBytesOf(spec.dtype));
 }
 
 OwningOpRef<ModuleOp> mlir::attn::buildKvCacheSpecModule(MLIRContext &ctx,
@@ -98,7 +99,10 @@ OwningOpRef<ModuleOp> mlir::attn::buildKvCacheSpecModule(MLIRContext &ctx,
   // Q and K have the head dim; V, O and the partial outputs the value one.
   const int64_t dv = spec.valueHeadDim();
   auto tensorType = MemRefType::get({dyn, dyn, dyn, spec.headDim}, element);
-  auto outType = MemRefType::get({dyn, dyn, dyn, dv}, element);
+  // FP8 (e4m3) q and caches write a bf16 output.
+  const bool fp8 = spec.dtype == DType::e4m3;
+  auto outType = MemRefType::get(
+      {dyn, dyn, dyn, dv}, fp8 ? Type(BFloat16Type::get(&ctx)) : element);
   auto rowsType = MemRefType::get({dyn, dyn, dyn}, f32);
   auto partialType = MemRefType::get({dyn, dyn, dyn, dv}, f32);
   SmallVector<Type> args;
@@ -125,6 +129,9 @@ OwningOpRef<ModuleOp> mlir::attn::buildKvCacheSpecModule(MLIRContext &ctx,
     // ALiBi's slopes, f32 [B, H] (the batch stride may be 0), last.
     if (spec.alibi)
       args.push_back(MemRefType::get({dyn, dyn}, Float32Type::get(&ctx)));
+    // FP8's descales of q, k and v, f32 [B, Hkv], after everything else.
+    if (fp8)
+      args.append(3, MemRefType::get({dyn, dyn}, f32));
   }
   return buildProblemModule(
       ctx, spec, name, args, [&](OpBuilder &b, Location loc, Block &body) {
@@ -140,11 +147,14 @@ OwningOpRef<ModuleOp> mlir::attn::buildKvCacheSpecModule(MLIRContext &ctx,
         Value lse = spec.withLse ? arg(next++) : Value();
         Value oPartial = spec.splitKv ? arg(next) : Value();
         Value lsePartial = spec.splitKv ? arg(next + 1) : Value();
-        Value slopes = spec.alibi ? body.getArguments().back() : Value();
+        unsigned descales = body.getNumArguments() - (fp8 ? 3 : 0);
+        Value slopes = spec.alibi ? arg(descales - 1) : Value();
         createProblemOp<AttentionKvCacheOp>(
             b, loc,
             {arg(0), arg(1), arg(2), arg(3), arg(4), table, lse, oPartial,
-             lsePartial, slopes},
+             lsePartial, slopes, fp8 ? arg(descales) : Value(),
+             fp8 ? arg(descales + 1) : Value(),
+             fp8 ? arg(descales + 2) : Value()},
             spec);
       });
 }
@@ -154,7 +164,8 @@ AttentionSpec mlir::attn::combineSpecOf(const AttentionSpec &split) {
   spec.target = split.target;
   // The combine kernel merges outputs: the value head dim is its only one.
   spec.headDim = split.valueHeadDim();
-  spec.dtype = split.dtype;
+  // An FP8 kernel's output, and so its combine kernel's, is bf16.
+  spec.dtype = split.dtype == DType::e4m3 ? DType::bf16 : split.dtype;
   spec.withLse = split.withLse;
   spec.llvmOptLevel = split.llvmOptLevel;
   spec.kvCache = true;

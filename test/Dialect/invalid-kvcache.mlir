@@ -200,3 +200,59 @@ func.func @head_dim_not_multiple_of_8(%q: memref<?x?x?x36xbf16>, %kc: memref<?x?
   return
 }
 }
+
+// -----
+
+// FP8 caches come with their three descales.
+module attributes {attn.target = #attn.target<sm_90a>} {
+func.func @fp8_no_descales(%q: memref<?x?x?x128xf8E4M3FN>, %kc: memref<?x?x?x128xf8E4M3FN>, %o: memref<?x?x?x128xbf16>, %s: memref<?xi32>) {
+  // expected-error @+1 {{'attn.attention_kvcache' op has f8E4M3FN inputs but no 'q_descale': FP8 decoding takes descale(q_descale, k_descale, v_descale), f32 [B, Hkv]}}
+  attn.attention_kvcache %q, %kc, %kc, %o, %s {scale = 0.125 : f32}
+    : memref<?x?x?x128xf8E4M3FN>, memref<?x?x?x128xf8E4M3FN>, memref<?x?x?x128xf8E4M3FN>, memref<?x?x?x128xbf16>, memref<?xi32>
+  return
+}
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_90a>} {
+func.func @fp8_output_not_bf16(%q: memref<?x?x?x128xf8E4M3FN>, %kc: memref<?x?x?x128xf8E4M3FN>, %o: memref<?x?x?x128xf16>, %s: memref<?xi32>, %d: memref<?x?xf32>) {
+  // expected-error @+1 {{'attn.attention_kvcache' op operand 'o' of FP8 attention must hold bf16, got 'f16'}}
+  attn.attention_kvcache %q, %kc, %kc, %o, %s descale(%d, %d, %d) {scale = 0.125 : f32}
+    : memref<?x?x?x128xf8E4M3FN>, memref<?x?x?x128xf8E4M3FN>, memref<?x?x?x128xf8E4M3FN>, memref<?x?x?x128xf16>, memref<?xi32>, memref<?x?xf32>, memref<?x?xf32>, memref<?x?xf32>
+  return
+}
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_90a>} {
+func.func @fp8_block_descales(%q: memref<?x?x?x128xf8E4M3FN>, %kc: memref<?x?x?x128xf8E4M3FN>, %o: memref<?x?x?x128xbf16>, %s: memref<?xi32>, %d: memref<?x?x?xf32>) {
+  // expected-error @+1 {{'attn.attention_kvcache' op operand 'q_descale' must be a rank-2 'f32' memref [B, Hkv], got 'memref<?x?x?xf32>'}}
+  attn.attention_kvcache %q, %kc, %kc, %o, %s descale(%d, %d, %d) {scale = 0.125 : f32}
+    : memref<?x?x?x128xf8E4M3FN>, memref<?x?x?x128xf8E4M3FN>, memref<?x?x?x128xf8E4M3FN>, memref<?x?x?x128xbf16>, memref<?xi32>, memref<?x?x?xf32>, memref<?x?x?xf32>, memref<?x?x?xf32>
+  return
+}
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_90a>} {
+func.func @fp8_mixed_cache(%q: memref<?x?x?x128xf8E4M3FN>, %kc: memref<?x?x?x128xf8E4M3FN>, %vc: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>, %s: memref<?xi32>, %d: memref<?x?xf32>) {
+  // expected-error @+1 {{'attn.attention_kvcache' op operand 'v_cache' must hold f8E4M3FN as 'q' does, got 'bf16'}}
+  attn.attention_kvcache %q, %kc, %vc, %o, %s descale(%d, %d, %d) {scale = 0.125 : f32}
+    : memref<?x?x?x128xf8E4M3FN>, memref<?x?x?x128xf8E4M3FN>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?xi32>, memref<?x?xf32>, memref<?x?xf32>, memref<?x?xf32>
+  return
+}
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_90a>} {
+func.func @descales_without_fp8(%q: memref<?x?x?x128xbf16>, %kc: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>, %s: memref<?xi32>, %d: memref<?x?xf32>) {
+  // expected-error @+1 {{'attn.attention_kvcache' op has descales but its q and caches are not FP8: descales come with f8E4M3FN q, k_cache and v_cache; drop them}}
+  attn.attention_kvcache %q, %kc, %kc, %o, %s descale(%d, %d, %d) {scale = 0.125 : f32}
+    : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?xi32>, memref<?x?xf32>, memref<?x?xf32>, memref<?x?xf32>
+  return
+}
+}

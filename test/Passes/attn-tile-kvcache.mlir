@@ -26,11 +26,11 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 // CHECK:      attn.copy_async %arg1[%{{.*}}, %[[BASE]], %{{.*}}] -> %{{.*}} fill %{{.*}} :
 // CHECK:      scf.for %[[J:.*]] = %{{.*}} to %[[N]] step
 // CHECK:        %[[COL:.*]] = arith.addi %{{.*}}, %[[BASE]] : index
+// CHECK-NEXT:   %[[ZF:.*]] = arith.subi %[[KVLEN]], %[[COL]] : index
 // CHECK:        attn.copy_async %arg2[%{{.*}}, %[[COL]], %{{.*}}] -> %{{.*}} fill %[[J]]
 // CHECK:        scf.if %{{.*}} -> (!attn.regs<64x128xf32, acc>) {
 // CHECK-NEXT:     attn.mask %{{.*}}, %{{.*}}, %[[COL]], %[[KVLEN]] q_len %{{.*}} {causal, causal_align = #attn.causal_align<bottom_right>, head_pack = 4 : i64}
-// CHECK:        %[[ZF:.*]] = arith.subi %[[KVLEN]], %[[COL]] : index
-// CHECK-NEXT:   attn.wait %{{.*}}, %[[J]] zero_from %[[ZF]]
+// CHECK:        attn.wait %{{.*}}, %[[J]] zero_from %[[ZF]]
 // CHECK:      %[[ONE:.*]] = arith.cmpi eq, %[[NS]], %{{.*}} : index
 // CHECK:      scf.if %[[ONE]] {
 // CHECK-NEXT:   attn.store %{{.*}} -> %arg3[{{.*}}] {head_pack = 4 : i64} : !attn.regs<64x128xf32, acc>, memref<?x?x?x128xbf16>

@@ -53,6 +53,13 @@ def Attn_AttentionKvCacheOp : Attn_Op<"attention_kvcache",
     key blocks its rows see. `softcap` and `scale` are those of
     `attn.attention`; `lse` is [B, H, Nq] f32.
 
+    FP8 (e4m3) q and caches, as FlashAttention-3's FP8 decoding, come with
+    `descale(%q_descale, %k_descale, %v_descale)`, three f32 [B, Hkv]
+    (strides 0 for one per tensor), and a bf16 O: as `attn.attention`'s
+    FP8, `softmax(scale * (q_descale q)(k_descale k)^T)(v_descale v)`. The
+    value cache is row-major like the key cache, and the kernel transposes
+    each V tile in shared memory (attn-transpose-v).
+
     `head_pack = G` packs G query heads that share a key/value head into
     one tile's rows (row `r`: head `r / (block_m / G)`, position
     `r % (block_m / G)`), so with Nq = 1 a tile is not all padding and each
@@ -97,6 +104,11 @@ def Attn_AttentionKvCacheOp : Attn_Op<"attention_kvcache",
                        Arg<Optional<AnyMemRef>, "", [MemWrite]>:$lse_partial,
                        // ALiBi: f32 slopes [B, H] (batch stride 0: per head).
                        Arg<Optional<AnyMemRef>, "", [MemRead]>:$alibi_slopes,
+                       // FP8 caches: f32 descales [B, Hkv] of q and the
+                       // two caches.
+                       Arg<Optional<AnyMemRef>, "", [MemRead]>:$q_descale,
+                       Arg<Optional<AnyMemRef>, "", [MemRead]>:$k_descale,
+                       Arg<Optional<AnyMemRef>, "", [MemRead]>:$v_descale,
                        UnitAttr:$causal, F32Attr:$scale,
                        OptionalAttr<F32Attr>:$softcap,
                        OptionalAttr<I64Attr>:$window_left,
@@ -106,7 +118,9 @@ def Attn_AttentionKvCacheOp : Attn_Op<"attention_kvcache",
     $q `,` $k_cache `,` $v_cache `,` $o `,` $cache_seqlens
     (`block_table` $block_table^)? (`lse` $lse^)?
     (`partials` $o_partial^ `,` $lse_partial)?
-    (`alibi` `(` $alibi_slopes^ `)`)? attr-dict `:` type(operands)
+    (`alibi` `(` $alibi_slopes^ `)`)?
+    (`descale` `(` $q_descale^ `,` $k_descale `,` $v_descale `)`)?
+    attr-dict `:` type(operands)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{

@@ -178,6 +178,11 @@ def Attn_PipeTransposeOp : Attn_Op<"pipe_transpose", [Attn_TransposerOnly]> {
     the P V product's A operand needs no shuffles (`attn.convert
     {interleaved_keys}`, FlashAttention-3's layout trick).
 
+    With `zero_from %n` the keys at or past `%n` are written as zeros (the
+    values a KV cache holds past a sequence's end may be NaN, and 0 x NaN
+    would poison P V): the consumers' `zero_from` on the wait, moved here
+    by attn-transpose-v, at no cost but a select per register.
+
     ```mlir
     attn.pipe_transpose %vs -> %vt[%j]
       : !attn.pipe<2, !attn.smem<128x128xf8E4M3FN, swizzle = 128>>,
@@ -186,9 +191,10 @@ def Attn_PipeTransposeOp : Attn_Op<"pipe_transpose", [Attn_TransposerOnly]> {
   }];
   let arguments = (ins Arg<Attn_Pipe, "", [MemRead]>:$src,
                        Arg<Attn_Pipe, "", [MemWrite]>:$dst, Index:$fill,
+                       Optional<Index>:$zero_from,
                        UnitAttr:$interleave_keys);
   let assemblyFormat = [{
-    $src `->` $dst `[` $fill `]` attr-dict `:`
+    $src `->` $dst `[` $fill `]` (`zero_from` $zero_from^)? attr-dict `:`
     qualified(type($src)) `,` qualified(type($dst))
   }];
   let hasVerifier = 1;

@@ -414,6 +414,12 @@ def AttnTransposeV : Pass<"attn-transpose-v", "ModuleOp"> {
     into the A operand without the quad shuffles a K-major V from memory
     needs (FlashAttention-3's layout trick).
 
+    A KV cache's consumers zero V's rows past the sequence's end (`zero_from`
+    on their wait of V; a cache may hold NaN there). With the transpose,
+    that zeroing moves onto the `attn.pipe_transpose` of the same fill,
+    which zeroes those keys in registers: the count must be computed before
+    the fill is issued (attn-tile's KV-cache program does so).
+
     Before:
     ```mlir
     attn.pipe_acquire %vp[%j] : ...

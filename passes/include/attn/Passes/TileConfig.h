@@ -172,22 +172,23 @@ int64_t maxSharedMemoryBytes(TargetKind target);
 /// decoding step's few rows are not mostly padding, and key blocks as long
 /// as the shared memory allows for a deep K/V pipe (the kernel streams the
 /// cache from memory). A paged cache's `pageSize` (0: contiguous) narrows
-/// the key block to one that lies in a page or covers whole pages.
+/// the key block to one that lies in a page or covers whole pages. FP8
+/// caches (`elementBytes` 1) take 128-key blocks.
 TileConfig chooseKvCacheTileConfig(TargetKind target, int64_t headDim,
-                                   int64_t pageSize);
+                                   int64_t pageSize, int64_t elementBytes = 2);
 
 /// chooseKvCacheTileConfig with every positive override applied; a key block
 /// override must still fit the pages.
 TileConfig resolveKvCacheTileConfig(TargetKind target, int64_t headDim,
                                     int64_t pageSize, int64_t blockM,
                                     int64_t blockN, int64_t numWarps,
-                                    int64_t stages);
+                                    int64_t stages, int64_t elementBytes = 2);
 
 /// checkTileConfig plus what a KV-cache kernel needs: `headPack` heads of
 /// whole 8-row groups in block_m, and key blocks that fit `pageSize`.
 llvm::Error checkKvCacheTileConfig(const TileConfig &config, TargetKind target,
                                    int64_t headDim, int64_t pageSize,
-                                   int64_t headPack);
+                                   int64_t headPack, int64_t elementBytes = 2);
 
 /// The tile of a split-KV combine kernel: the split kernel's rows (so its
 /// head packing tiles them the same way) over 4 warps.
