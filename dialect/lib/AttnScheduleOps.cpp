@@ -87,15 +87,29 @@ LogicalResult WarpSpecializeOp::verify() {
   // thread starts with the register file over the threads, rounded down to
   // setmaxnreg's step (168 for 384 threads), and an increase waits until
   // decreases have freed enough. More than that total would never start.
+  // A kernel of several CTAs per SM (its tiling's min_ctas_per_sm) starts
+  // with its share of the file.
   int64_t threads = 32 * getProducerWarps() + 128 * getConsumerWarpgroups();
-  int64_t atLaunch = kRegisterFile / threads / kSetMaxNRegStep * kSetMaxNRegStep;
+  int64_t ctas = 1;
+  for (Operation *parent = (*this)->getParentOp(); parent;
+       parent = parent->getParentOp())
+    if (auto tiling = parent->getAttrOfType<TilingAttr>(kTilingAttrName)) {
+      ctas = std::max<int64_t>(1, tiling.getMinCtasPerSm());
+      break;
+    }
+  int64_t atLaunch =
+      kRegisterFile / ctas / threads / kSetMaxNRegStep * kSetMaxNRegStep;
   int64_t total = getProducerWarps() * 32 * getProducerRegs() +
                   getConsumerWarpgroups() * 128 * getConsumerRegs();
   if (total > atLaunch * threads)
     return emitOpError() << "register budgets need " << total
                          << " registers, more than the " << atLaunch * threads
                          << " the CTA's " << threads << " threads start with ("
-                         << atLaunch << " each; setmaxnreg.inc would wait "
+                         << atLaunch << " each"
+                         << (ctas > 1 ? " at " + std::to_string(ctas) +
+                                            " CTAs per SM"
+                                      : std::string())
+                         << "; setmaxnreg.inc would wait "
                          << "forever); lower producer_regs or consumer_regs";
   return success();
 }

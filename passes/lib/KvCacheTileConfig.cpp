@@ -47,10 +47,14 @@ TileConfig mlir::attn::chooseKvCacheTileConfig(TargetKind target,
   config.peelMaskedBlocks = false;
   if (elementBytes == 1) {
     // FP8 (sm_90a): 128-key blocks, the transposed V tile's whole panels.
-    // Each stage holds K, V and V's row-major staging copy: three stages
-    // up to d128, two at d256 (Q 16 KB + 2 x 96 KB).
+    // Each stage holds K, V and V's row-major staging copy. Half the bytes
+    // of bf16 leave one CTA's walk over its key blocks latency-bound, so up
+    // to d128 two CTAs share an SM (each under half the shared memory and
+    // registers): three stages at d64 (76 KB), two at d128 (104 KB); d256
+    // keeps one CTA, two stages (Q 16 KB + 2 x 96 KB).
     config.blockN = kFp8KeyBlock;
-    config.stages = headDim <= 128 ? 3 : 2;
+    config.stages = headDim <= 64 ? 3 : 2;
+    config.minCtasPerSm = headDim <= 128 ? 2 : 1;
     return config;
   }
   if (target == TargetKind::sm_90a) {

@@ -43,6 +43,8 @@ constexpr int64_t kProducerRegs3 = 32, kConsumerRegs3 = 160;
 /// consumer warpgroups (the 168 registers each of 384 threads start with,
 /// moved: 128 x 40 + 256 x 232 = 384 x 168), 32/160 with three.
 constexpr int64_t kTransposerRegs = 40, kConsumerRegsBesideTransposer = 232;
+/// The SM's register file, and setmaxnreg's step.
+constexpr int64_t kRegisterFile = 64 * 1024, kRegStep = 8;
 
 bool isProducerOp(Operation *op) {
   return isa<PipeAcquireOp, PipeLoadOp>(op);
@@ -204,6 +206,16 @@ LogicalResult specialize(func::FuncOp func, int64_t producerRegs,
     consumerRegs = warpgroups == 3                    ? kConsumerRegs3
                    : transposes && warpgroups == 2    ? kConsumerRegsBesideTransposer
                                                       : kConsumerRegs;
+  // Several CTAs per SM share the register file: the consumers get what
+  // the CTA's share leaves beside the producer (216 of 128 x 2 for FP8
+  // decoding's 256 threads at two CTAs per SM).
+  if (int64_t ctas = tiling.getMinCtasPerSm(); ctas > 1) {
+    int64_t threads = kProducerWarps * 32 + 128 * warpgroups;
+    int64_t share = kRegisterFile / ctas / threads / kRegStep * kRegStep;
+    int64_t left = (share * threads - kProducerWarps * 32 * producerRegs) /
+                   (128 * warpgroups) / kRegStep * kRegStep;
+    consumerRegs = std::min(consumerRegs, left);
+  }
 
   Block &body = func.getBody().front();
   DenseSet<Value> shared(body.getArguments().begin(),

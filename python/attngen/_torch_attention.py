@@ -6,11 +6,12 @@ _torch_launch.use_custom_op)."""
 from typing import Optional
 
 from ._errors import invalid_argument
-from ._torch_kvcache import _forward as _kvcache_forward
+from ._torch_kvcache import _forward as _kvcache_forward, decodes
 from ._torch_checks import (TensorLayout, call_options, check_devices, check_qkv,
                             check_tensors, require_torch, torch)
 from ._torch_backward import register_attention_autograd
-from ._torch_fp8 import attention_fp8, check_fp8_arguments, is_fp8_call
+from ._fp8_args import is_fp8_call
+from ._torch_fp8 import attention_fp8, check_fp8_arguments
 from ._torch_launch import (check_alibi_slopes, forward_args, head_dim_v_of, kernel_for, launch,
                             outputs_like, set_alibi_args, use_custom_op)
 
@@ -61,7 +62,9 @@ def attention(q, k, v, causal=False, scale=None, return_lse=False, *,
     vt.permute(0, 3, 1, 2) of a [B, Hkv, D, Nk_pad] vt, Nk_pad a multiple of
     16), by the kernel that reads it so; a row-major v (head dim contiguous)
     by the kernel whose producer warpgroup transposes each tile in shared
-    memory. Any other v is made contiguous first."""
+    memory (at most 16 query rows over a row-major v: the FP8 decoding
+    kernels, as attention_with_kvcache's, without block scales). Any other v
+    is made contiguous first."""
     require_torch("attention")
     if not isinstance(deterministic, bool):
         raise TypeError("attngen.attention: deterministic must be a bool")
@@ -114,29 +117,12 @@ def _check_arguments(q, k, v, causal, scale, return_lse, causal_align, softcap, 
     return options
 
 
-#: Query rows up to which a call takes the decoding (KV-cache) kernels: their
-#: tiles pack the query heads of a key/value head and split the keys over
-#: CTAs, where the dense kernel's 128-row tiles would be mostly padding.
-DECODE_MAX_SEQLEN_Q = 16
-
-
-def _decodes(q, k, causal, causal_align, window_left, window_right, alibi=False):
-    """Whether the decoding kernels compute this call: few query rows, and a
-    mask (and ALiBi's distances) they align the same way (bottom-right, or no
-    diagonal, or Nq = Nk)."""
-    batch, seqlen_q = q.shape[:2]
-    if not 0 < seqlen_q <= DECODE_MAX_SEQLEN_Q or batch == 0:
-        return False
-    diagonal = causal or window_left >= 0 or window_right >= 0 or alibi
-    return not diagonal or causal_align == "bottom-right" or seqlen_q == k.shape[1]
-
-
 def _forward(q, k, v, causal, scale, return_lse, causal_align, softcap, window_left,
              window_right, alibi_slopes=None):
     """Runs the kernel: the op's CUDA implementation and the eager path."""
     alibi = alibi_slopes is not None
     head_dim_v = head_dim_v_of(q, v)
-    if _decodes(q, k, causal, causal_align, window_left, window_right, alibi):
+    if decodes(q, k, causal, causal_align, window_left, window_right, alibi):
         return _kvcache_forward(q, k, v, None, None, causal, scale, softcap, return_lse, 0,
                                 window_left, window_right, alibi_slopes=alibi_slopes)
     out, lse = outputs_like(q, return_lse, v)

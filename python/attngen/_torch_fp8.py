@@ -9,25 +9,16 @@ from typing import Optional
 
 from ._errors import invalid_argument
 from ._torch_checks import check_devices, torch
+from ._fp8_args import (check_descale, check_fp8_dtypes, check_fp8_head_dim, fp8_dtype,
+                        set_descale_args)
+from ._torch_kvcache import _forward as kvcache_forward, decodes
 from ._torch_launch import (check_alibi_slopes, forward_args, kernel_for, launch,
                             refuse_backward, set_alibi_args, use_custom_op)
 
-#: The head dims the FP8 kernels support.
-FP8_HEAD_DIMS = (64, 128, 256)
 #: Rows per block scale of block quantization.
 BLOCK_ROWS = 128
 #: TMA rows start on 16 bytes: v's head-dim stride (keys) is padded to it.
 _ROW_ALIGN = 16
-
-
-def fp8_dtype():
-    """torch.float8_e4m3fn, or None on a torch without it."""
-    return getattr(torch, "float8_e4m3fn", None) if torch is not None else None
-
-
-def is_fp8_call(q, descales):
-    """Whether attention() was called the FP8 way: e4m3 q or any descale."""
-    return q.dtype == fp8_dtype() or any(d is not None for d in descales)
 
 
 def check_fp8_arguments(q, k, v, options, alibi_slopes, descales):
@@ -52,7 +43,7 @@ def check_fp8_arguments(q, k, v, options, alibi_slopes, descales):
         raise invalid_argument("k and v have sequence length 0: attention needs at least one "
                                "key")
     check_alibi_slopes("attention", alibi_slopes, q, batch, heads)
-    blocks = _block_scales(descales)
+    blocks = block_scales(descales)
     if blocks:
         _check_block_descales(descales, batch, heads, kv_heads, seqlen_q, seqlen_k)
     else:
@@ -64,46 +55,7 @@ def check_fp8_arguments(q, k, v, options, alibi_slopes, descales):
                    if d is not None])
 
 
-def check_fp8_dtypes(function, names, tensors):
-    """Every one of `tensors` (q, k, v or the caches) is e4m3: FP8 takes all
-    three quantized (and descales only with them)."""
-    e4m3 = fp8_dtype()
-    listed = f"{', '.join(names[:-1])} and {names[-1]}"
-    for name, t in zip(names, tensors):
-        if t.dtype != e4m3:
-            raise invalid_argument(
-                f"{name} has dtype {t.dtype}: FP8 {function} takes torch.float8_e4m3fn "
-                f"{listed} (with q_descale, k_descale, v_descale); quantize all three, or "
-                "pass bfloat16 tensors without descales")
-
-
-def check_fp8_head_dim(head_dim):
-    """One of FP8_HEAD_DIMS, with how to pad to one."""
-    if head_dim not in FP8_HEAD_DIMS:
-        raise invalid_argument(
-            f"FP8 attention supports head dims {', '.join(map(str, FP8_HEAD_DIMS))}, not "
-            f"{head_dim}; pad q, k and v with zero columns to the next one and keep "
-            f"scale={head_dim ** -0.5:.6g}")
-
-
-def check_descale(name, d, batch, kv_heads, function="attention"):
-    """None (1.0), one float32 element (per tensor) or (batch, kv_heads)."""
-    if d is None:
-        return
-    if not isinstance(d, torch.Tensor):
-        raise TypeError(f"attngen.{function}: {name} must be a torch.Tensor or None, got "
-                        f"{type(d).__name__}")
-    if d.dtype != torch.float32:
-        raise invalid_argument(f"{name} must be float32 (a descale: x = x8 * descale), got "
-                               f"{d.dtype}; call .float()")
-    if d.numel() != 1 and tuple(d.shape) != (batch, kv_heads):
-        raise invalid_argument(
-            f"{name} has shape {tuple(d.shape)}; it must hold one element (per tensor) or be "
-            f"(batch, kv_heads) = ({batch}, {kv_heads}) (per batch and key/value head, as "
-            "FlashAttention-3's)")
-
-
-def _block_scales(descales):
+def block_scales(descales):
     """Whether the descales are block quantization's: q's (or k's) 3-dim."""
     return any(isinstance(d, torch.Tensor) and d.dim() == 3 for d in descales[:2])
 
@@ -197,36 +149,6 @@ def v_block_descale(d, batch, kv_heads, seqlen_k, device):
     return d.reshape(*d.shape, 1).expand(batch, kv_heads, blocks).contiguous()
 
 
-def descale_args(d, batch, kv_heads):
-    """A descale as the kernel reads it: its tensor (ones when None) and its
-    (batch, head) strides, 0 where one value serves; block scales with their
-    blocks contiguous."""
-    if d is None:
-        return None, (0, 0)
-    if d.numel() == 1:
-        return d, (0, 0)
-    if d.dim() == 3 and d.stride(2) != 1:
-        d = d.contiguous()
-    return d, tuple(d.stride()[:2])
-
-
-def set_descale_args(args, descales, batch, kv_heads, device):
-    """Binds (q_descale, k_descale, v_descale) to attnrt_forward_args `args`:
-    each tensor (ones when None) and its (batch, head) strides. Returns the
-    tensors the kernel reads, which the caller keeps until the launch."""
-    keep, one = [], None
-    for prefix, d in zip(("q", "k", "v"), descales):
-        tensor, strides = descale_args(d, batch, kv_heads)
-        if tensor is None:
-            if one is None:
-                one = torch.ones(1, dtype=torch.float32, device=device)
-            tensor = one
-        keep.append(tensor)
-        setattr(args, f"{prefix}_descale", tensor.data_ptr())
-        getattr(args, f"{prefix}_descale_strides")[:] = strides
-    return keep
-
-
 def fp8_forward(q, k, v, causal, scale, return_lse, causal_align, window_left, window_right,
                 q_descale=None, k_descale=None, v_descale=None, softcap=0.0, alibi_slopes=None):
     """Runs the FP8 kernel: the op's CUDA implementation and the eager path."""
@@ -237,14 +159,24 @@ def fp8_forward(q, k, v, causal, scale, return_lse, causal_align, window_left, w
                       device=q.device)
     if out.numel() == 0:
         return out, lse
+    # A few query rows over a row-major v take the FP8 decoding kernels, as
+    # bf16's do (their tiles pack the query heads of a key/value head and
+    # split the keys over CTAs); a K-major v stays with the dense kernel,
+    # which reads it in place.
+    if (not block_scales((q_descale, k_descale)) and is_row_major(k) and is_row_major(v)
+            and decodes(q, k, causal, causal_align, window_left, window_right,
+                        alibi_slopes is not None)):
+        return kvcache_forward(q, k, v, None, None, causal, scale, softcap, return_lse, 0,
+                               window_left, window_right, alibi_slopes=alibi_slopes,
+                               q_descale=q_descale, k_descale=k_descale, v_descale=v_descale)
     vk, row_major = v_layout(v)
     kernel = kernel_for(q, scale, causal=causal, causal_align=causal_align,
                         window_size=(window_left, window_right), softcap=softcap,
                         alibi=alibi_slopes is not None,
-                        block_scales=_block_scales((q_descale, k_descale)),
+                        block_scales=block_scales((q_descale, k_descale)),
                         v_row_major=row_major)
     args = forward_args(q, k, vk, out, lse if return_lse else None, batch, k.shape[1])
-    if _block_scales((q_descale, k_descale)):
+    if block_scales((q_descale, k_descale)):
         v_descale = v_block_descale(v_descale, batch, kv_heads, k.shape[1], q.device)
     keep = set_descale_args(args, (q_descale, k_descale, v_descale), batch, kv_heads,
                             q.device)

@@ -13,8 +13,8 @@ from ._errors import check_status, invalid_argument
 from ._torch_checks import (TensorLayout, call_options, check_devices, check_int32,
                             check_is_tensor, check_qkv, check_rank, check_strides,
                             check_tensors, require_torch, torch)
-from ._torch_fp8 import (check_descale, check_fp8_dtypes, check_fp8_head_dim, fp8_dtype,
-                         is_fp8_call, set_descale_args)
+from ._fp8_args import (check_descale, check_fp8_dtypes, check_fp8_head_dim, fp8_dtype,
+                        is_fp8_call, set_descale_args)
 from ._torch_launch import (check_alibi_slopes, current_stream, forward_args, head_dim_v_of,
                             kernel_for, launch, outputs_like, refuse_backward, set_alibi_args,
                             use_custom_op)
@@ -105,6 +105,23 @@ def attention_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, block_table=
                             options.window_left, options.window_right, check_cache_values,
                             alibi_slopes, q_descale, k_descale, v_descale)
     return (out, lse) if return_lse else out
+
+
+#: Query rows up to which a call takes the decoding (KV-cache) kernels: their
+#: tiles pack the query heads of a key/value head and split the keys over
+#: CTAs, where the dense kernel's 128-row tiles would be mostly padding.
+DECODE_MAX_SEQLEN_Q = 16
+
+
+def decodes(q, k, causal, causal_align, window_left, window_right, alibi=False):
+    """Whether the decoding kernels compute an attention() call: few query
+    rows, and a mask (and ALiBi's distances) they align the same way
+    (bottom-right, or no diagonal, or Nq = Nk)."""
+    batch, seqlen_q = q.shape[:2]
+    if not 0 < seqlen_q <= DECODE_MAX_SEQLEN_Q or batch == 0:
+        return False
+    diagonal = causal or window_left >= 0 or window_right >= 0 or alibi
+    return not diagonal or causal_align == "bottom-right" or seqlen_q == k.shape[1]
 
 
 def head_pack_for(group):

@@ -14,7 +14,7 @@ from ._capi import lib
 from ._errors import check_status, invalid_argument
 from ._jit import jit
 from ._torch_checks import check_devices, torch
-from ._torch_fp8 import FP8_HEAD_DIMS, fp8_dtype
+from ._fp8_args import FP8_HEAD_DIMS, fp8_dtype
 from ._torch_launch import current_stream, use_custom_op
 
 #: The scale granularities: one per tensor, per (batch, kv head), per 128 rows.

@@ -19,7 +19,7 @@ from ._torch_launch import (_strides_4d, check_alibi_slopes, current_stream, for
                             head_dim_v_of, kernel_for, launch, outputs_like, set_alibi_args,
                             use_custom_op)
 from ._errors import check_status
-from ._torch_fp8 import is_fp8_call
+from ._fp8_args import is_fp8_call
 from ._varlen_seqlens import check_seqlen_values
 from ._torch_varlen_fp8 import attention_varlen_fp8, check_fp8_varlen
 

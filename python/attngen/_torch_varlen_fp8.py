@@ -8,8 +8,8 @@ from typing import Optional
 
 from ._errors import invalid_argument
 from ._torch_checks import torch
-from ._torch_fp8 import (check_fp8_dtypes, check_fp8_head_dim, fp8_dtype, is_row_major,
-                         set_descale_args)
+from ._fp8_args import check_fp8_dtypes, check_fp8_head_dim, fp8_dtype, set_descale_args
+from ._torch_fp8 import is_row_major
 from ._varlen_seqlens import check_seqlen_values
 from ._torch_launch import (check_alibi_slopes, forward_args, kernel_for, launch,
                             refuse_backward, set_alibi_args, use_custom_op)

@@ -315,6 +315,23 @@ class Fp8KvCacheGpuTest(unittest.TestCase):
         # flash_attn reports +inf for rows without keys; every row sees one here.
         self.check(out, lse, q8, keys, values, descales, causal=True)
 
+    def test_attention_decodes_with_the_kvcache_kernels(self):
+        """attngen.attention on a few FP8 query rows over a row-major v takes
+        the decoding kernels: the same bits as attention_with_kvcache on the
+        same tensors, and the reference's values."""
+        import attngen
+        torch.manual_seed(7)
+        for nq, causal in ((1, False), (5, True)):
+            q8, k8, v8 = fp8(B, nq, H, 128), fp8(B, 300, HKV, 128), fp8(B, 300, HKV, 128)
+            descales = make_descales("head")
+            kw = dict(causal=causal, return_lse=True, q_descale=descales[0],
+                      k_descale=descales[1], v_descale=descales[2])
+            out, lse = attngen.attention(q8, k8, v8, **kw)
+            cache_out, cache_lse = attngen.attention_with_kvcache(q8, k8, v8, None, None, **kw)
+            self.assertTrue(torch.equal(out, cache_out))
+            self.assertTrue(torch.equal(lse, cache_lse))
+            self.check(out, lse, q8, list(k8), list(v8), descales, causal=causal)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -84,6 +84,22 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 
 // -----
 
+// Two CTAs per SM (the tiling's min_ctas_per_sm) halve what each CTA's
+// threads start with: 128 each of 256, so 40/240 no longer fits.
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @register_share() attributes {attn.tiling = #attn.tiling<block_m = 64, block_n = 128, num_warps = 4, stages = 2, peel_masked_blocks = false, min_ctas_per_sm = 2>} {
+    // expected-error @+1 {{'attn.warp_specialize' op register budgets need 35840 registers, more than the 32768 the CTA's 256 threads start with (128 each at 2 CTAs per SM; setmaxnreg.inc would wait forever); lower producer_regs or consumer_regs}}
+    attn.warp_specialize producer {
+      %p = arith.constant 0 : index
+    } consumers {
+      %c = arith.constant 0 : index
+    } {consumer_regs = 240, consumer_warpgroups = 1, producer_regs = 40, producer_warps = 4}
+    return
+  }
+}
+
+// -----
+
 module attributes {attn.target = #attn.target<sm_90a>} {
   func.func @setmaxnreg_step() {
     // expected-error @+1 {{'attn.warp_specialize' op consumer_regs = 236 must be a multiple of 8 between 24 and 256 (setmaxnreg)}}
