@@ -435,8 +435,9 @@ LogicalResult KernelLowering::run() {
   auto kernel = LLVM::LLVMFuncOp::create(b, func.getLoc(), func.getName(),
                                          fnType);
   // A warp-specialized kernel adds its producer warps to the consumer warps
-  // the tiling counts; setmaxnreg needs maxntid and minctasm = 1 (the
-  // tiling's min_ctas_per_sm, which attn-configure chooses).
+  // the tiling counts; setmaxnreg needs maxntid and minctasm (the tiling's
+  // min_ctas_per_sm, which attn-configure chooses: 1, or 2 for FP8
+  // decoding up to d128, whose CTAs then start with half the registers).
   int64_t producerWarps = 0;
   func.walk([&](WarpSpecializeOp ws) { producerWarps = ws.getProducerWarps(); });
   int64_t threads = 32 * (tiling.getNumWarps() + producerWarps);

@@ -77,9 +77,16 @@ TileConfig mlir::attn::chooseKvCacheTileConfig(TargetKind target,
 TileConfig mlir::attn::resolveKvCacheTileConfig(
     TargetKind target, int64_t headDim, int64_t pageSize, int64_t blockM,
     int64_t blockN, int64_t numWarps, int64_t stages, int64_t elementBytes) {
-  return withOverrides(
-      chooseKvCacheTileConfig(target, headDim, pageSize, elementBytes), blockM,
-      blockN, numWarps, stages);
+  TileConfig chosen =
+      chooseKvCacheTileConfig(target, headDim, pageSize, elementBytes);
+  TileConfig config =
+      withOverrides(chosen, blockM, blockN, numWarps, stages);
+  // Two CTAs per SM were chosen for the default tiles' shared memory and
+  // registers; other tiles run one.
+  if (config.blockM != chosen.blockM || config.blockN != chosen.blockN ||
+      config.numWarps != chosen.numWarps || config.stages != chosen.stages)
+    config.minCtasPerSm = 1;
+  return config;
 }
 
 llvm::Error mlir::attn::checkKvCacheTileConfig(const TileConfig &config,

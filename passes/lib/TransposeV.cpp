@@ -148,6 +148,14 @@ LogicalResult transposePipe(func::FuncOp func, CreatePipeOp vt,
                             zeroFrom);
     load.erase();
   }
+  // A zeroing wait left on the transposed pipe would zero head-dim rows of
+  // its D x keys tile: every one must have moved onto a transpose.
+  for (Operation *user : vt->getUsers())
+    if (auto wait = dyn_cast<PipeWaitOp>(user); wait && wait.getZeroFrom())
+      return wait.emitOpError(
+          "zeroes rows of a pipe attn-transpose-v transposes, but no fill of "
+          "that pipe has the same fill index in its block: the zeroing of "
+          "value rows moves onto the transpose of the same fill");
   if (interleaveKeys)
     interleaveKeysOf(vt);
   return success();

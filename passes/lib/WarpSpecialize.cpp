@@ -200,8 +200,8 @@ LogicalResult specialize(func::FuncOp func, int64_t producerRegs,
                    : transposes    ? kTransposerRegs
                                    : kProducerRegs;
   // The transposer's 40 registers cost the consumers theirs only when two
-  // consumer warpgroups share the register file with it (one, as in
-  // decoding, keeps the 240).
+  // consumer warpgroups share the register file with it (one, as in FP8
+  // decoding, keeps the 240 at one CTA per SM).
   if (consumerRegs == 0)
     consumerRegs = warpgroups == 3                    ? kConsumerRegs3
                    : transposes && warpgroups == 2    ? kConsumerRegsBesideTransposer

@@ -528,7 +528,8 @@ def _select_cache_rows(k_cache, v_cache, cache_batch_idx):
     whole_pages = rows % 16 == 0 and rows > 0 and all(
         t.stride(0) == rows * t.stride(1) for t in (k_cache, v_cache))
     if not whole_pages:
-        return k_cache[cache_batch_idx.long()], v_cache[cache_batch_idx.long()], None
+        index = cache_batch_idx.long()
+        return _rows_of(k_cache, index), _rows_of(v_cache, index), None
     page = next(p for p in (256, 128, 64, 32, 16) if rows % p == 0)
     per_sequence = rows // page
     table = (cache_batch_idx.to(torch.int32)[:, None] * per_sequence +
@@ -545,13 +546,21 @@ def _shift_left(k_cache, v_cache, block_table, leftpad, capacity):
     moved to row 0 (attngen's kernels read a sequence's keys from row 0)."""
     if block_table is not None:  # cache_batch_idx's page view: read the rows back
         pages = block_table.to(torch.int64)
-        k_cache = k_cache[pages].flatten(1, 2)
-        v_cache = v_cache[pages].flatten(1, 2)
+        k_cache = _rows_of(k_cache, pages).flatten(1, 2)
+        v_cache = _rows_of(v_cache, pages).flatten(1, 2)
     batch = leftpad.shape[0]
     rows = (torch.arange(capacity, device=leftpad.device, dtype=torch.int64)[None] +
             leftpad.to(torch.int64)[:, None]).clamp(max=capacity - 1)
     sequences = torch.arange(batch, device=leftpad.device, dtype=torch.int64)[:, None]
-    return k_cache[sequences, rows], v_cache[sequences, rows]
+    return _rows_of(k_cache, sequences, rows), _rows_of(v_cache, sequences, rows)
+
+
+def _rows_of(t, *index):
+    """t[index], FP8 through a uint8 view (a copy of bytes: float8 has few
+    torch kernels)."""
+    if _E4M3 is not None and t.dtype == _E4M3:
+        return t.view(torch.uint8)[index].view(_E4M3)
+    return t[index]
 
 
 def _gather_pages(function, k_cache, v_cache, block_table, cu_seqlens_k):

@@ -256,6 +256,25 @@ class KvCacheTest(unittest.TestCase):
 
     @unittest.skipUnless(hasattr(torch, "float8_e4m3fn") if torch else False,
                          "needs torch with float8_e4m3fn")
+    def test_fp8_batch_idx_and_leftpad_rows(self):
+        """cache_batch_idx's row copies and cache_leftpad's shift move an FP8
+        cache's bytes as they are (through uint8 views)."""
+        e4m3 = torch.float8_e4m3fn
+        odd = torch.randn(3, 40, 2, 16).to(e4m3)
+        index = torch.tensor([2, 0], dtype=torch.int32)
+        k_rows, _, none = fa._select_cache_rows(odd, odd, index)
+        self.assertIsNone(none)
+        self.assertEqual(k_rows.dtype, e4m3)
+        self.assertTrue(torch.equal(k_rows.view(torch.uint8), odd.view(torch.uint8)[[2, 0]]))
+        kc = torch.randn(2, 10, 1, 16).to(e4m3)
+        leftpad = torch.tensor([3, 0], dtype=torch.int32)
+        k, _ = fa._shift_left(kc, kc, None, leftpad, 10)
+        self.assertEqual(k.dtype, e4m3)
+        self.assertTrue(torch.equal(k[0, :7].view(torch.uint8), kc[0, 3:].view(torch.uint8)))
+        self.assertTrue(torch.equal(k[1].view(torch.uint8), kc[1].view(torch.uint8)))
+
+    @unittest.skipUnless(hasattr(torch, "float8_e4m3fn") if torch else False,
+                         "needs torch with float8_e4m3fn")
     def test_fp8_caches(self):
         """FP8 caches: e4m3 k / v appended as they are (a copy of bytes), other
         dtypes refused before anything is written, no rotary, and the

@@ -1,6 +1,6 @@
 // RUN: attngen-opt %s -attn-configure -attn-tile | FileCheck %s --check-prefix=TILE
 // RUN: attngen-opt %s -attn-configure -attn-tile -attn-online-softmax -canonicalize -cse -attn-multibuffer -attn-transpose-v | FileCheck %s --check-prefix=MOVED
-// RUN: attngen-opt %s -attn-configure -attn-tile -attn-online-softmax -canonicalize -cse -attn-multibuffer -attn-transpose-v -attn-warp-specialize | FileCheck %s --check-prefix=ROLES
+// RUN: attngen-opt %s -attn-configure -attn-tile -attn-online-softmax -canonicalize -cse -attn-multibuffer -attn-transpose-v -attn-warp-specialize -attn-expand-zero-rows | FileCheck %s --check-prefix=ROLES
 
 // FP8 decoding over a paged cache: the program is the bf16 one with
 // attn.attention's FP8 pieces. The descales of (batch, kv head) are the

@@ -47,3 +47,37 @@ module attributes {attn.target = #attn.target<sm_90a>} {
     return
   }
 }
+
+// -----
+
+// A KV cache's zeroing of value rows moves from the consumers' wait onto the
+// transpose of the same fill, which is issued first: the count must be
+// computed before the fill.
+!vp = !attn.pipe<2, !attn.smem<128x128xf8E4M3FN, swizzle = 128>>
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @count_after_fill(%V: memref<?x?x?x128xf8E4M3FN>, %i: index, %n: index) {
+    %vp = attn.create_pipe : !vp
+    attn.pipe_acquire %vp[%i] : !vp
+    attn.pipe_load %V[%i, %i, %i] -> %vp[%i] {transpose} : memref<?x?x?x128xf8E4M3FN>, !vp
+    %rows = arith.subi %n, %i : index
+    // expected-error @+1 {{'attn.pipe_wait' op zeroes rows from a count computed after the fill it waits for is issued; attn-transpose-v moves the zeroing to that fill's transpose: compute the count before the fill}}
+    %v = attn.pipe_wait %vp[%i] zero_from %rows : !vp -> !attn.smem<128x128xf8E4M3FN, swizzle = 128>
+    return
+  }
+}
+
+// -----
+
+// A zeroing wait whose fill no transposed load names is refused: left on
+// the D x keys tile, it would zero head-dim rows.
+!vp = !attn.pipe<2, !attn.smem<128x128xf8E4M3FN, swizzle = 128>>
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @unmatched_fill(%V: memref<?x?x?x128xf8E4M3FN>, %i: index, %j: index, %n: index) {
+    %vp = attn.create_pipe : !vp
+    attn.pipe_acquire %vp[%i] : !vp
+    attn.pipe_load %V[%i, %i, %i] -> %vp[%i] {transpose} : memref<?x?x?x128xf8E4M3FN>, !vp
+    // expected-error @+1 {{'attn.pipe_wait' op zeroes rows of a pipe attn-transpose-v transposes, but no fill of that pipe has the same fill index in its block: the zeroing of value rows moves onto the transpose of the same fill}}
+    %v = attn.pipe_wait %vp[%j] zero_from %n : !vp -> !attn.smem<128x128xf8E4M3FN, swizzle = 128>
+    return
+  }
+}

@@ -58,7 +58,8 @@ def Attn_AttentionKvCacheOp : Attn_Op<"attention_kvcache",
     (strides 0 for one per tensor), and a bf16 O: as `attn.attention`'s
     FP8, `softmax(scale * (q_descale q)(k_descale k)^T)(v_descale v)`. The
     value cache is row-major like the key cache, and the kernel transposes
-    each V tile in shared memory (attn-transpose-v).
+    each V tile in shared memory (attn-transpose-v). FP8 takes no value
+    head dim of its own (the problem's checks refuse it).
 
     `head_pack = G` packs G query heads that share a key/value head into
     one tile's rows (row `r`: head `r / (block_m / G)`, position

@@ -454,7 +454,10 @@ def AttnWarpSpecialize : Pass<"attn-warp-specialize", "ModuleOp"> {
     Data flows only through the pipes, so the producer runs ahead by the
     pipes' depth while the consumers compute. Registers move from the
     producer to the consumers with `setmaxnreg` (24/240 with one or two
-    consumer warpgroups, 32/160 with three, as FlashAttention-3 does).
+    consumer warpgroups, 32/160 with three, as FlashAttention-3 does; 40
+    for a producer warpgroup that transposes FP8's V, beside 232 for two
+    consumer warpgroups; with the tiling's min_ctas_per_sm > 1 the
+    consumers get what the CTA's share of the register file leaves).
     Needs every copied tile to be a pipe (run `attn-multibuffer` first).
 
     After (abridged):
