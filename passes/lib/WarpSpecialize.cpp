@@ -202,14 +202,17 @@ LogicalResult specialize(func::FuncOp func, int64_t producerRegs,
   // The transposer's 40 registers cost the consumers theirs only when two
   // consumer warpgroups share the register file with it (one, as in FP8
   // decoding, keeps the 240 at one CTA per SM).
-  if (consumerRegs == 0)
+  // An asked-for budget is kept as asked (the warp_specialize verifier
+  // refuses one the CTA cannot start with).
+  const bool chosen = consumerRegs == 0;
+  if (chosen)
     consumerRegs = warpgroups == 3                    ? kConsumerRegs3
                    : transposes && warpgroups == 2    ? kConsumerRegsBesideTransposer
                                                       : kConsumerRegs;
   // Several CTAs per SM share the register file: the consumers get what
   // the CTA's share leaves beside the producer (216 of 128 x 2 for FP8
   // decoding's 256 threads at two CTAs per SM).
-  if (int64_t ctas = tiling.getMinCtasPerSm(); ctas > 1) {
+  if (int64_t ctas = tiling.getMinCtasPerSm(); chosen && ctas > 1) {
     int64_t threads = kProducerWarps * 32 + 128 * warpgroups;
     int64_t share = kRegisterFile / ctas / threads / kRegStep * kRegStep;
     int64_t left = (share * threads - kProducerWarps * 32 * producerRegs) /

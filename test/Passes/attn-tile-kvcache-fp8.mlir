@@ -1,6 +1,7 @@
 // RUN: attngen-opt %s -attn-configure -attn-tile | FileCheck %s --check-prefix=TILE
 // RUN: attngen-opt %s -attn-configure -attn-tile -attn-online-softmax -canonicalize -cse -attn-multibuffer -attn-transpose-v | FileCheck %s --check-prefix=MOVED
 // RUN: attngen-opt %s -attn-configure -attn-tile -attn-online-softmax -canonicalize -cse -attn-multibuffer -attn-transpose-v -attn-warp-specialize -attn-expand-zero-rows | FileCheck %s --check-prefix=ROLES
+// RUN: not attngen-opt %s -attn-configure -attn-tile -attn-online-softmax -canonicalize -cse -attn-multibuffer -attn-transpose-v -attn-warp-specialize=consumer-regs=240 2>&1 | FileCheck %s --check-prefix=ASKED
 
 // FP8 decoding over a paged cache: the program is the bf16 one with
 // attn.attention's FP8 pieces. The descales of (batch, kv head) are the
@@ -51,6 +52,10 @@
 // ROLES-NOT: zero_from
 // ROLES-NOT: attn.zero_rows
 // ROLES: } {consumer_regs = 216 : i64, consumer_warpgroups = 1 : i64, producer_regs = 40 : i64
+
+// A budget asked for is kept as asked, and refused when the CTA's share
+// of the register file cannot hold it.
+// ASKED: 'attn.warp_specialize' op register budgets need 35840 registers, more than the 32768 the CTA's 256 threads start with (128 each at 2 CTAs per SM; setmaxnreg.inc would wait forever); lower producer_regs or consumer_regs
 
 !q8 = memref<?x?x?x128xf8E4M3FN>
 !c8 = memref<?x64x?x128xf8E4M3FN>
