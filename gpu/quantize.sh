@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # attngen.quantize_fp8 on sm_90a on the GPU machine, one call:
-# compute-sanitizer (memcheck, synccheck) on four tiny ragged cases, then
+# compute-sanitizer (memcheck, synccheck) on five small ragged cases, then
 # gpu/quantize_check.py: its outputs (descales, every element, v K-major and
 # zero-padded) against a float64 reference over random ragged cases, FP8
 # attention on them, the refusal under ATTNGEN_ARCH=sm_80, FA3's accuracy

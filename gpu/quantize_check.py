@@ -48,7 +48,7 @@ block quantization and incoherent processing, and the kernel's bandwidth.
   4.8 TB/s and a torch copy of the same bytes. The bar: the rotated block
   kernel at >= 70% of HBM.
 
---sanitize runs four tiny fixed cases only (compute-sanitizer's run,
+--sanitize runs five fixed cases only (compute-sanitizer's run,
 gpu/quantize.sh). Exit status 0 when every check passed (the two bars are
 reported, not judged).
 """
@@ -176,12 +176,6 @@ def rotated(x, hadamard, seed):
     """x [B, N, H, D] in float64, rotated along the head dim when asked."""
     y = x.double()
     return y @ rotation(x.shape[-1], seed, x.device) if hadamard else y
-
-
-def v_granularity(name, granularity):
-    """The granularity of tensor `name`'s descale: v's stays per head with block
-    scales (the kernel sums P V over the key blocks at one scale)."""
-    return "head" if name == "v" and granularity == "block" else granularity
 
 
 def descale_shape(granularity, b, n, h, groups):
@@ -314,7 +308,7 @@ def check_quantized(x, q, k, v, granularity, hadamard, seed):
             ("q", x.q, x.q_descale, q, groups, hadamard, False),
             ("k", x.k, x.k_descale, k, 1, hadamard, False),
             ("v", x.v, x.v_descale, v, 1, False, True)):
-        p, fig = check_tensor(name, x8, d, t, v_granularity(name, granularity), g, rot, seed,
+        p, fig = check_tensor(name, x8, d, t, granularity, g, rot, seed,
                               km)
         problems += p
         figures.update({f"{name}_{key}": val for key, val in fig.items()})
@@ -443,8 +437,13 @@ def cases(count, seed):
         zeros = rng.choice(ZEROS)
         if index in (3, 10):  # one of each kind early, whatever the draw
             zeros = "all" if index == 3 else "head"
+        b = rng.randint(1, 3)
+        if index % 10 == 9:
+            # A large batch: thousands of 128-row blocks, several waves.
+            b, hkv, groups = 4, 4, 4
+            nq, nk = rng.randint(2000, 4200), rng.randint(2000, 4200)
         drawn.append(dict(
-            index=index, d=rng.choice((64, 128, 256)), b=rng.randint(1, 3), h=hkv * groups,
+            index=index, d=rng.choice((64, 128, 256)), b=b, h=hkv * groups,
             hkv=hkv, nq=nq, nk=nk, dtype=rng.choice(tuple(DTYPES)), granularity=granularity,
             hadamard=hadamard, seed=rng.choice(SEEDS) if hadamard else DEFAULT_SEED,
             layouts=tuple(rng.choice(LAYOUTS) for _ in "qkv"), zeros=zeros,
@@ -454,8 +453,9 @@ def cases(count, seed):
 
 
 def sanitize_cases():
-    """Four tiny ragged cases for compute-sanitizer: tails of 128 and 16 rows,
-    GQA, every layout and granularity, the rotation at d128 and d256."""
+    """Four tiny ragged cases for compute-sanitizer (tails of 128 and 16 rows,
+    GQA, every layout and granularity, the rotation at d128 and d256) and one
+    with more blocks than the GPU holds CTAs at once."""
     base = dict(b=2, outliers=1e-2, zeros="none", causal=False, torch_seed=1, seed=DEFAULT_SEED)
     return [dict(base, index=0, d=128, h=8, hkv=2, nq=77, nk=45, dtype="bf16",
                  granularity="block", hadamard=True, layouts=("nslice", "padded", "bhnd")),
@@ -465,7 +465,10 @@ def sanitize_cases():
                  granularity="tensor", hadamard=True, layouts=("padded", "contiguous", "nslice"),
                  zeros="head"),
             dict(base, index=3, b=1, d=128, h=4, hkv=2, nq=1, nk=1, dtype="f16",
-                 granularity="block", hadamard=False, layouts=("contiguous",) * 3)]
+                 granularity="block", hadamard=False, layouts=("contiguous",) * 3),
+            # More blocks than the GPU holds CTAs at once (two waves at d256).
+            dict(base, index=4, d=256, h=4, hkv=2, nq=4000, nk=2999, dtype="bf16",
+                 granularity="block", hadamard=True, layouts=("contiguous", "padded", "bhnd"))]
 
 
 def describe(c):
@@ -488,7 +491,7 @@ def reference_quantized(q, k, v, granularity, hadamard, seed):
     """q, k, v as quantize_fp8 should make them (emulate_quantize), dequantized:
     float32, q and k rotated when asked."""
     groups = q.shape[2] // k.shape[2]
-    return tuple(fp8_check.dequantize(*emulate_quantize(t, v_granularity(n, granularity), g, rot,
+    return tuple(fp8_check.dequantize(*emulate_quantize(t, granularity, g, rot,
                                                         seed, False))
                  for n, t, g, rot in (("q", q, groups, hadamard), ("k", k, 1, hadamard),
                                       ("v", v, 1, False)))
@@ -827,7 +830,7 @@ def main():
     parser.add_argument("--seed", type=int, default=11, help="seed of the case draw")
     parser.add_argument("--no-bench", action="store_true", help="skip the bandwidth section")
     parser.add_argument("--sanitize", action="store_true",
-                        help="four tiny fixed cases only (for compute-sanitizer)")
+                        help="five small fixed cases only (for compute-sanitizer)")
     parser.add_argument("--self-test", action="store_true",
                         help="check the reference and the verdicts on the CPU, then exit")
     args = parser.parse_args()
@@ -911,7 +914,7 @@ def self_test():
         out = []
         for n, t, g, rot, km in (("q", q, groups, hadamard, False),
                                  ("k", k, 1, hadamard, False), ("v", v, 1, False, True)):
-            out += emulate_quantize(t, v_granularity(n, granularity), g, rot, q_seed, km)
+            out += emulate_quantize(t, granularity, g, rot, q_seed, km)
         x8 = dict(q=out[0], k=out[2], v=out[4], q_descale=out[1], k_descale=out[3],
                   v_descale=out[5])
         if tamper:
