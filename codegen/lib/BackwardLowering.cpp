@@ -33,11 +33,17 @@ int64_t vectorIndexOf(Lowering &l, RegTileType tile, RegTileType vector,
   return n * 2 + i % 2;
 }
 
-/// attn.load_cols: each thread loads the columns of its fragments (2 per
-/// 8-column block); columns at or past N read 0, from the tensor's base.
+/// attn.load_cols: a warp's lanes share their columns (lane l's fragments
+/// hold columns 8n + 2(l%4) + e, the same in every row group), so lane l
+/// loads columns 2l and 2l + 1 of every 64 and hands each lane its own with
+/// shuffles: N/32 loads and N/4 shuffles a thread where loading each
+/// fragment column took N/4 loads and their address arithmetic (the bulk
+/// of the dkdv step's non-GEMM instructions). Columns at or past N read 0,
+/// from the tensor's base.
 void lowerLoadCols(Lowering &l, LoadColsOp op) {
   OpBuilder &b = l.b;
   auto type = cast<RegTileType>(op.getType());
+  const int64_t width = type.getShape()[0];
   Tensor tensor = l.tensors.lookup(op.getSrc());
   // The columns are query rows of the [B, H, Nq] tensor.
   TileRows cols = l.tileRows(Tensor::Q, op.getBatch(), op.getCol());
@@ -55,12 +61,19 @@ void lowerLoadCols(Lowering &l, LoadColsOp op) {
         head);
   Value rowBase =
       arith::MulIOp::create(b, l.loc, batchHead, l.toI64(l.params.nq));
-  SmallVector<Value> values;
-  for (int64_t n = 0; n < type.getShape()[0] / 8; ++n)
+  Value pair = arith::ShLIOp::create(b, l.loc, l.lane, l.i32(1));
+  // loaded[j * 2 + e]: column 64j + 2l + e.
+  SmallVector<Value> loaded;
+  for (int64_t j = 0; j < (width + 63) / 64; ++j)
     for (int64_t e = 0; e < 2; ++e) {
-      Value col = arith::AddIOp::create(b, l.loc, cols.row, l.fragmentCol(n, e));
-      Value inside = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt,
-                                           col, cols.end);
+      Value inTile = arith::AddIOp::create(b, l.loc, pair, l.i32(64 * j + e));
+      Value col = arith::AddIOp::create(b, l.loc, cols.row, inTile);
+      Value inside = arith::AndIOp::create(
+          b, l.loc,
+          arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt, inTile,
+                                l.i32(width)),
+          arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt, col,
+                                cols.end));
       Value offset = arith::AddIOp::create(b, l.loc, rowBase, l.toI64(col));
       Value addr = arith::SelectOp::create(
           b, l.loc, inside,
@@ -70,9 +83,19 @@ void lowerLoadCols(Lowering &l, LoadColsOp op) {
       auto load = LLVM::LoadOp::create(b, l.loc, b.getF32Type(), addr,
                                        /*alignment=*/4);
       load.setInvariant(true);
-      values.push_back(
+      loaded.push_back(
           arith::SelectOp::create(b, l.loc, inside, load, l.f32(0.0f)));
     }
+  // Column 8n + 2(l%4) + e is value e of lane 4(n%8) + l%4, chunk n/8.
+  Value quad = arith::AndIOp::create(b, l.loc, l.lane, l.i32(3));
+  SmallVector<Value> values;
+  for (int64_t n = 0; n < width / 8; ++n) {
+    Value source = arith::AddIOp::create(b, l.loc, quad, l.i32(4 * (n % 8)));
+    for (int64_t e = 0; e < 2; ++e)
+      values.push_back(NVVM::ShflOp::create(
+          b, l.loc, b.getF32Type(), l.i32(-1), loaded[n / 8 * 2 + e], source,
+          l.i32(0x1f), NVVM::ShflKind::idx, UnitAttr()));
+  }
   l.tiles[op] = values;
 }
 
