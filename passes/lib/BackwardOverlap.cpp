@@ -145,10 +145,15 @@ void waitLazily(Block *body) {
   for (Operation &op : *body)
     ops.push_back(&op);
   for (Operation *op : ops) {
+    // Its operands, and those of the ops in its regions (a mask under a
+    // branch reads S there).
     SmallVector<MmaOp> needs;
-    for (Value operand : op->getOperands())
-      if (auto mma = operand.getDefiningOp<MmaOp>())
-        needs.push_back(mma);
+    op->walk([&](Operation *reader) {
+      for (Value operand : reader->getOperands())
+        if (auto mma = operand.getDefiningOp<MmaOp>())
+          if (mma->getBlock() == body && !llvm::is_contained(needs, mma))
+            needs.push_back(mma);
+    });
     if (auto release = dyn_cast<PipeReleaseOp>(op))
       llvm::append_range(needs, readersOf(release));
     int64_t last = -1;

@@ -416,6 +416,40 @@ void BackwardProgramBuilder::buildDkdv(bool fused) {
   if (left)
     maskRight = b.getI64IntegerAttr(*left);
   bool masked = left || right;
+  // Whether the step's tile (key rows [r, r + bm), query columns
+  // [c, c + bn)) holds a masked score: it crosses Nq, or some key row
+  // sees fewer than all its columns. Key row k sees the queries
+  // [k - off - R, k - off + L] (off = Nk - Nq bottom-right, else 0).
+  auto stepNeedsMask = [&](Location l, Value r, Value c) -> Value {
+    auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) -> Value {
+      return arith::CmpIOp::create(b, l, p, x, y);
+    };
+    Value last = arith::AddIOp::create(b, l, c, index(bn));
+    Value needs = cmp(arith::CmpIPredicate::sgt, last, nq);
+    if (!masked)
+      return needs;
+    Value diag = r;
+    if (op.isBottomRight())
+      diag = arith::SubIOp::create(b, l, r,
+                                   arith::SubIOp::create(b, l, nk, nq));
+    if (right) {
+      // The last key row's first visible query is past c.
+      Value first = arith::SubIOp::create(
+          b, l, arith::AddIOp::create(b, l, diag, index(bm - 1)),
+          index(*right));
+      needs = arith::OrIOp::create(
+          b, l, needs, cmp(arith::CmpIPredicate::sgt, first, c));
+    }
+    if (left) {
+      // The first key row's last visible query is before c + bn - 1.
+      Value lastSeen = arith::AddIOp::create(b, l, diag, index(*left));
+      needs = arith::OrIOp::create(
+          b, l, needs,
+          cmp(arith::CmpIPredicate::slt, lastSeen,
+              arith::SubIOp::create(b, l, last, index(1))));
+    }
+    return needs;
+  };
 
   // One pass of the loop over the (query head, query block) steps,
   // accumulating dK and dV, or one of them. Its Q and dO fills are
@@ -456,11 +490,23 @@ void BackwardProgramBuilder::buildDkdv(bool fused) {
           Value pt = probs(l, st, lse, tanh, [&](Value scores) {
             // Key rows [row, row + bm), query columns [col, col + bn): the
             // query tail is masked by the length test (kv_len = Nq here).
-            return MaskOp::create(
+            // Only steps that cross the tail or the band's edges mask: the
+            // mask is a compare and a select per score, a quarter of the
+            // step's instructions where nothing is masked.
+            auto branch = scf::IfOp::create(b, l, scores.getType(),
+                                            stepNeedsMask(l, row, col),
+                                            /*withElseRegion=*/true);
+            OpBuilder::InsertionGuard inner(b);
+            b.setInsertionPointToEnd(branch.thenBlock());
+            Value m = MaskOp::create(
                 b, l, scores.getType(), scores, row, col, nq,
                 op.isBottomRight() ? nk : Value(), UnitAttr(),
                 masked ? op.getCausalAlignAttr() : CausalAlignAttr(),
                 maskLeft, maskRight, /*head_pack=*/IntegerAttr());
+            scf::YieldOp::create(b, l, m);
+            b.setInsertionPointToEnd(branch.elseBlock());
+            scf::YieldOp::create(b, l, scores);
+            return branch.getResult(0);
           }, [&](Value scores) {
             return alibi(l, scores, gridBatch, head, row, col, offset);
           });

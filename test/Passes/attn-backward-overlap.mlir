@@ -1,7 +1,8 @@
 // RUN: attngen-opt %s -attn-configure -attn-tile -canonicalize -cse -attn-multibuffer -attn-warp-specialize -attn-backward-overlap -canonicalize -cse -split-input-file | FileCheck %s
 // RUN: attngen-opt %s -attn-configure -attn-tile -canonicalize -cse -attn-multibuffer -attn-warp-specialize -attn-backward-overlap=hoist-accumulators=true -canonicalize -cse -split-input-file | FileCheck %s --check-prefix=HOIST
 
-// Causal dkdv: S and dP issue together and P is recomputed while dP runs;
+// Causal dkdv: S and dP issue together and P is recomputed while dP runs
+// (masked only on the steps that cross the diagonal or Nq);
 // dK and dV issue in their order, and the buffer releases wait for the
 // GEMMs that read them, Q's (S, dK) before dO's (dP, dV); no GEMM stays in
 // flight past the step.
@@ -18,7 +19,12 @@ module attributes {attn.target = #attn.target<sm_90a>} {
   // CHECK-NEXT: %[[DO:.*]] = attn.pipe_wait %[[DOP:.*]][%[[J]]]
   // CHECK-NEXT: %[[DP:.*]] = attn.mma %{{.*}}, %[[DO]] {async, transpose_b}
   // CHECK: %[[SW:.*]] = attn.mma_wait %[[S]] {pending = 1 : i64}
-  // CHECK-NEXT: %[[M:.*]] = attn.mask %[[SW]]
+  // CHECK-NEXT: %[[M:.*]] = scf.if %{{.*}} -> (!attn.regs<128x64xf32, acc>) {
+  // CHECK-NEXT: %[[MASKED:.*]] = attn.mask %[[SW]]
+  // CHECK-NEXT: scf.yield %[[MASKED]]
+  // CHECK-NEXT: } else {
+  // CHECK-NEXT: scf.yield %[[SW]]
+  // CHECK-NEXT: }
   // CHECK-NEXT: %[[P:.*]] = attn.recompute_probs %[[M]]
   // CHECK-NEXT: %[[DPW:.*]] = attn.mma_wait %[[DP]] {pending = 0 : i64}
   // CHECK-NEXT: %[[DS:.*]] = attn.softmax_grad %[[P]], %[[DPW]]
