@@ -83,8 +83,22 @@ void lowerLoadCols(Lowering &l, LoadColsOp op) {
       auto load = LLVM::LoadOp::create(b, l.loc, b.getF32Type(), addr,
                                        /*alignment=*/4);
       load.setInvariant(true);
-      loaded.push_back(
-          arith::SelectOp::create(b, l.loc, inside, load, l.f32(0.0f)));
+      Value value =
+          arith::SelectOp::create(b, l.loc, inside, load, l.f32(0.0f));
+      if (op.getExp2Bias()) {
+        // -x log2(e), and -inf for an infinite x (P = 0).
+        Value magnitude = LLVM::FAbsOp::create(b, l.loc, value);
+        Value infinite = arith::CmpFOp::create(
+            b, l.loc, arith::CmpFPredicate::OEQ, magnitude,
+            l.f32(std::numeric_limits<float>::infinity()));
+        value = arith::SelectOp::create(
+            b, l.loc, infinite,
+            l.f32(-std::numeric_limits<float>::infinity()),
+            arith::MulFOp::create(
+                b, l.loc, value,
+                l.f32(-static_cast<float>(llvm::numbers::log2e))));
+      }
+      loaded.push_back(value);
     }
   // Column 8n + 2(l%4) + e is value e of lane 4(n%8) + l%4, chunk n/8.
   Value quad = arith::AndIOp::create(b, l.loc, l.lane, l.i32(3));
@@ -112,6 +126,10 @@ void lowerRecomputeProbs(Lowering &l, RecomputeProbsOp op) {
   Value negInf = l.f32(-std::numeric_limits<float>::infinity());
   SmallVector<Value> negLse;
   for (Value lse : l.tiles[op.getLse()]) {
+    if (op.getBiased()) {
+      negLse.push_back(lse);
+      continue;
+    }
     Value empty =
         arith::CmpFOp::create(b, l.loc, arith::CmpFPredicate::OEQ, lse, negInf);
     Value safe = arith::SelectOp::create(b, l.loc, empty, inf, lse);
@@ -128,7 +146,7 @@ void lowerRecomputeProbs(Lowering &l, RecomputeProbsOp op) {
   l.tiles[op] = result;
 }
 
-/// scale * p * (dp - delta), times 1 - t^2 under a soft cap.
+/// p * scale (dp - delta), times 1 - t^2 under a soft cap.
 void lowerSoftmaxGrad(Lowering &l, SoftmaxGradOp op) {
   OpBuilder &b = l.b;
   auto tile = cast<RegTileType>(op.getProbs().getType());
@@ -139,19 +157,26 @@ void lowerSoftmaxGrad(Lowering &l, SoftmaxGradOp op) {
   const SmallVector<Value> *tanh =
       op.getTanh() ? &l.tiles[op.getTanh()] : nullptr;
   Value scale = l.f32(op.getScale().convertToFloat());
+  // scale (dp - delta) = fma(dp, scale, -scale delta): the product once
+  // per vector entry, then one FMA and one multiply per element.
+  SmallVector<Value> negScaledDelta;
+  for (Value d : delta)
+    negScaledDelta.push_back(arith::MulFOp::create(
+        b, l.loc, d, l.f32(-op.getScale().convertToFloat())));
   SmallVector<Value> result;
   for (size_t index = 0; index < p.size(); ++index) {
-    Value d = arith::SubFOp::create(
-        b, l.loc, dp[index], delta[vectorIndexOf(l, tile, vector, index)]);
-    Value scaled = arith::MulFOp::create(b, l.loc, p[index], scale);
+    Value d = LLVM::FMAOp::create(
+        b, l.loc, dp[index], scale,
+        negScaledDelta[vectorIndexOf(l, tile, vector, index)]);
+    Value grad = p[index];
     if (tanh) {
       Value t = (*tanh)[index];
       // 1 - t^2 = fma(-t, t, 1)
       Value slope = LLVM::FMAOp::create(
           b, l.loc, arith::NegFOp::create(b, l.loc, t), t, l.f32(1.0f));
-      scaled = arith::MulFOp::create(b, l.loc, scaled, slope);
+      grad = arith::MulFOp::create(b, l.loc, grad, slope);
     }
-    result.push_back(arith::MulFOp::create(b, l.loc, scaled, d));
+    result.push_back(arith::MulFOp::create(b, l.loc, grad, d));
   }
   l.tiles[op] = result;
 }

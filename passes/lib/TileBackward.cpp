@@ -158,9 +158,12 @@ private:
     if (op.getAlibiSlopes())
       s = alibi(s);
     s = mask(s);
+    auto loaded = lse.getDefiningOp<LoadColsOp>();
     return RecomputeProbsOp::create(
         b, l, s.getType(), s, lse,
-        b.getF32FloatAttr(logitScale * M_LOG2E));
+        b.getF32FloatAttr(logitScale * M_LOG2E),
+        /*biased=*/loaded && loaded.getExp2Bias() ? b.getUnitAttr()
+                                                    : UnitAttr());
   }
 
   AttentionBackwardOp op;
@@ -479,7 +482,8 @@ void BackwardProgramBuilder::buildDkdv(bool fused) {
           CopyAsyncOp::create(b, l, op.getDout(), qBatch, col, head, doTile,
                               fill);
           Value lse = LoadColsOp::create(b, l, vector(bn, FragmentKind::col),
-                                         op.getLse(), qBatch, head, col);
+                                         op.getLse(), qBatch, head, col,
+                                         /*exp2_bias=*/b.getUnitAttr());
           Value delta;
           if (wantK)
             delta = LoadColsOp::create(b, l, vector(bn, FragmentKind::col),

@@ -17,6 +17,8 @@ func.func @backward(%q: !t, %l: !r) {
 // CHECK: attn.recompute_probs %{{.*}}, %{{.*}} {scale_log2e = 1.000000e+00 : f32} : !attn.regs<64x32xf32, acc>, !attn.regs<32xf32, col>
 // CHECK: attn.softmax_grad %{{.*}}, %{{.*}}, %{{.*}} tanh %{{.*}} {scale = 5.000000e-01 : f32} : !attn.regs<64x32xf32, acc>, !attn.regs<32xf32, col>, !attn.regs<64x32xf32, acc>
 // CHECK: attn.row_dot %{{.*}}, %{{.*}} : !attn.regs<64x32xf32, acc> -> !attn.regs<64xf32, row>
+// CHECK: attn.load_cols %{{.*}} {exp2_bias} : memref<?x?x?xf32> -> !attn.regs<32xf32, col>
+// CHECK: attn.recompute_probs %{{.*}}, %{{.*}} {biased, scale_log2e = 1.000000e+00 : f32}
 func.func @tile_ops(%src: memref<?x?x?xf32>, %i: index, %s: !attn.regs<64x32xf32, acc>) {
   %l = attn.load_cols %src[%i, %i, %i] : memref<?x?x?xf32> -> !attn.regs<32xf32, col>
   %p = attn.recompute_probs %s, %l {scale_log2e = 1.0 : f32}
@@ -24,5 +26,8 @@ func.func @tile_ops(%src: memref<?x?x?xf32>, %i: index, %s: !attn.regs<64x32xf32
   %ds = attn.softmax_grad %p, %s, %l tanh %s {scale = 0.5 : f32}
     : !attn.regs<64x32xf32, acc>, !attn.regs<32xf32, col>, !attn.regs<64x32xf32, acc>
   %d = attn.row_dot %ds, %p : !attn.regs<64x32xf32, acc> -> !attn.regs<64xf32, row>
+  %bias = attn.load_cols %src[%i, %i, %i] {exp2_bias} : memref<?x?x?xf32> -> !attn.regs<32xf32, col>
+  %pb = attn.recompute_probs %s, %bias {biased, scale_log2e = 1.0 : f32}
+    : !attn.regs<64x32xf32, acc>, !attn.regs<32xf32, col>
   return
 }

@@ -139,17 +139,24 @@ def Attn_LoadColsOp : Attn_Op<"load_cols"> {
   let summary = "Load a per-column vector from a [B, H, N] f32 tensor";
   let description = [{
     `result[c] = src[batch, head, col + c]` (packed: `src[head, start + c]`),
-    held by the threads that own column `c` of an `acc` tile: each thread
-    loads the columns of its fragments. Columns at or past N read as 0. The
-    backward's key-owning kernel reads the LSE and delta of its query block
-    this way, since there its tiles' columns are queries.
+    held by the threads that own column `c` of an `acc` tile. Columns at or
+    past N read as 0. The backward's key-owning kernel reads the LSE and
+    delta of its query block this way, since there its tiles' columns are
+    queries.
+
+    With `exp2_bias`, each value is loaded as the exponent bias
+    `attn.recompute_probs {biased}` adds: `-src * log2(e)`, and `-inf` where
+    `src` is infinite (a query row that saw no key: P = 0). A warp's lanes
+    share their columns, so the lowering loads two per lane and transforms
+    them before it shuffles them out, not once per fragment column.
 
     ```mlir
-    %l = attn.load_cols %lse[%b, %h, %col] : memref<?x?x?xf32> -> !attn.regs<64xf32, col>
+    %l = attn.load_cols %lse[%b, %h, %col] {exp2_bias} : memref<?x?x?xf32> -> !attn.regs<64xf32, col>
     ```
   }];
   let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$src,
-                       Attn_BatchIndex:$batch, Index:$head, Index:$col);
+                       Attn_BatchIndex:$batch, Index:$head, Index:$col,
+                       UnitAttr:$exp2_bias);
   let results = (outs Attn_AnyRegTile:$result);
   let assemblyFormat = [{
     $src `[` $batch `,` $head `,` $col `]` attr-dict `:`
@@ -167,7 +174,10 @@ def Attn_RecomputeProbsOp : Attn_Op<"recompute_probs",
     `ex2.approx.f32` per element: `exp2(s * scale_log2e - lse * log2(e))`.
     `lse` is a `row` vector (a tile whose rows are queries) or a `col` vector
     (a transposed tile, S^T, whose columns are queries). An infinite LSE (a
-    row that saw no key) gives P = 0.
+    row that saw no key) gives P = 0. With `biased`, `lse` holds the bias
+    itself, `-lse * log2(e)` (`-inf` for an infinite LSE), as
+    `attn.load_cols {exp2_bias}` loads it: one FMA and one `ex2` per element
+    and nothing per column.
 
     ```mlir
     %p = attn.recompute_probs %s, %lse {scale_log2e = 0.18033688 : f32}
@@ -175,7 +185,7 @@ def Attn_RecomputeProbsOp : Attn_Op<"recompute_probs",
     ```
   }];
   let arguments = (ins Attn_AnyRegTile:$input, Attn_AnyRegTile:$lse,
-                       F32Attr:$scale_log2e);
+                       F32Attr:$scale_log2e, UnitAttr:$biased);
   let results = (outs Attn_AnyRegTile:$result);
   let assemblyFormat = [{
     $input `,` $lse attr-dict `:` qualified(type($input)) `,` qualified(type($lse))
