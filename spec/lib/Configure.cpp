@@ -34,7 +34,8 @@ KernelConfig mlir::attn::configure(const AttentionSpec &spec) {
     // two-stage pipes (--no-warp-specialize: one role for all warps and
     // single-stage copies, as on sm_80). dq's loop is the forward's shape,
     // which attn-causal-blocks bounds and peels; dkdv bounds its flat
-    // (head, query block) loop itself and masks every block.
+    // (head, query block) loop itself and masks, under a branch, the
+    // blocks that cross Nq or the band's edges.
     config.tiling = backwardTileConfig(spec);
     s.skipMaskedBlocks =
         spec.skipMaskedBlocks && spec.backward == BackwardPart::dq;
