@@ -333,6 +333,9 @@ FailureOr<KernelAbi> mlir::attn::deriveKernelAbi(func::FuncOp kernel,
   // vectors (LSE, [B, H, N] or [H, total], the partial LSEs), cu_seqlens and
   // cache_seqlens are contiguous.
   bool packed = llvm::is_contained(abi.tensors, Tensor::CuSeqlensQ);
+  // A packed batch over a paged K/V: K and V keep their [num_blocks,
+  // page_size, Hkv, D] layout and its page (b) stride.
+  bool pagedKv = llvm::is_contained(abi.tensors, Tensor::BlockTable);
   for (auto [tensor, arg] : llvm::zip(abi.tensors, kernel.getArguments())) {
     if (tensor == Tensor::Lse || tensor == Tensor::CuSeqlensQ ||
         tensor == Tensor::CuSeqlensK || tensor == Tensor::CacheSeqlens ||
@@ -355,13 +358,17 @@ FailureOr<KernelAbi> mlir::attn::deriveKernelAbi(func::FuncOp kernel,
     // A [B, H] matrix with a row (batch) stride: the block table, ALiBi's
     // slopes (stride 0 for one slope per head).
     bool matrix = tensor == Tensor::BlockTable || tensor == Tensor::AlibiSlopes;
-    if (!matrix && rank != (packed ? 3 : 4))
+    bool pages = pagedKv && (tensor == Tensor::K || tensor == Tensor::V);
+    bool packedTensor = packed && !pages;
+    if (!matrix && rank != (packedTensor ? 3 : 4))
       return kernel.emitOpError()
              << "argument '" << tensorName(tensor) << "' has rank " << rank
              << "; a " << (packed ? "variable-length" : "dense")
-             << " kernel's tensors are "
-             << (packed ? "[total, H, D]" : "[B, N, H, D]");
-    int firstDim = packed && !matrix ? 1 : 0;
+             << " kernel's " << (pages ? "paged k and v are " : "tensors are ")
+             << (pages          ? "[num_blocks, page_size, Hkv, D]"
+                 : packedTensor ? "[total, H, D]"
+                                : "[B, N, H, D]");
+    int firstDim = packedTensor && !matrix ? 1 : 0;
     int endDim = matrix ? 1 : 3;
     for (int dim = firstDim; dim < endDim; ++dim) {
       AbiParam stride;

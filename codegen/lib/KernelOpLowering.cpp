@@ -225,9 +225,9 @@ void mlir::attn::populateKernelOpLowerings(LoweringTable &table) {
   table.add<LoadIndexOp>(lowerLoadIndex)
       .checkedBy([](Operation *op, const KernelFacts &facts) {
         return facts.expect(op, cast<LoadIndexOp>(op).getSrc(),
-                            {Tensor::CacheSeqlens},
-                            "must read the kernel's \"cache_seqlens\" "
-                            "argument");
+                            {Tensor::CacheSeqlens, Tensor::CuSeqlensK},
+                            "must read the kernel's \"cache_seqlens\" or "
+                            "\"cu_seqlens_k\" argument");
       });
   table.add<SequenceOp>(lowerSequence)
       .checkedBy([](Operation *op, const KernelFacts &facts) {

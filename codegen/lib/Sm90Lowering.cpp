@@ -141,6 +141,9 @@ std::optional<Tensor> tmaRoleOf(Lowering &l, Value tensor) {
 /// sm_90a kernels target): the `.shared::cluster` form needs a generic
 /// round trip (two cvta, 64-bit registers) per panel, which spilled 8-20
 /// bytes in the persistent kernels with three or more panels.
+/// Block-table entries a TMA thread loads ahead of the boxes they address.
+constexpr int64_t kPagesInFlight = 4;
+
 LogicalResult emitTmaLoad(Lowering &l, Operation *op, Value src,
                           const SmemBuffer &buffer, Value bar, Value batchIdx,
                           Value rowIdx, Value headIdx, Value pages,
@@ -172,23 +175,37 @@ LogicalResult emitTmaLoad(Lowering &l, Operation *op, Value src,
   TileRows tileRows = l.tileRows(*role, batchIdx, rowIdx);
   Value row = tileRows.row;
   onOneThread(l, [&] {
+    // A box is one page (boxRows = pageSize) or lies in one: box k reads
+    // rows from row % pageSize on of the table's slot row / pageSize + k.
+    // The pages of a group of boxes are loaded before the group's first TMA
+    // is issued, so their block-table loads overlap instead of each waiting
+    // behind the previous box's copy (the copies are ordered); a group of
+    // kPagesInFlight keeps the 24-register TMA thread from spilling.
+    Value rowInPage = row, slot;
+    SmallVector<Value> pageOfBox(boxes, tileRows.batch);
+    const bool paged = pages && headPack == 1;
+    if (paged) {
+      rowInPage = arith::RemUIOp::create(b, l.loc, row, l.i32(l.pageSize));
+      slot = arith::DivUIOp::create(b, l.loc, row, l.i32(l.pageSize));
+    }
+    auto loadPages = [&](int64_t first) {
+      for (int64_t box = first;
+           paged && box < std::min(boxes, first + kPagesInFlight); ++box)
+        pageOfBox[box] = l.loadPage(
+            tileRows.batch, arith::AddIOp::create(b, l.loc, slot, l.i32(box)));
+    };
+    loadPages(0);
     NVVM::MBarrierArriveExpectTxOp::create(b, l.loc, Type(), bar, l.i32(bytes),
                                            NVVM::MemScopeKind::CTA,
                                            /*relaxed=*/false, Value());
     for (int64_t box = 0; box < boxes; ++box) {
+      if (box > 0 && box % kPagesInFlight == 0)
+        loadPages(box);
       // Coordinates {row, head[, batch]} of this box (a packed varlen
       // tensor has no batch coordinate).
-      Value boxRow = row, boxHead = head, boxBatch = tileRows.batch;
-      if (headPack > 1) {
+      Value boxRow = rowInPage, boxHead = head, boxBatch = pageOfBox[box];
+      if (headPack > 1)
         boxHead = arith::AddIOp::create(b, l.loc, head, l.i32(box));
-      } else if (pages) {
-        Value logical = arith::AddIOp::create(b, l.loc, row,
-                                              l.i32(box * boxRows));
-        Value slot =
-            arith::DivUIOp::create(b, l.loc, logical, l.i32(l.pageSize));
-        boxRow = arith::RemUIOp::create(b, l.loc, logical, l.i32(l.pageSize));
-        boxBatch = l.loadPage(tileRows.batch, slot);
-      }
       for (int64_t p = 0; p < panels; ++p) {
         Value dst = l.smemPtr(l.bufferOffset(
             buffer, p * g.panelBytes + box * boxRows * g.rowBytes));

@@ -8,16 +8,12 @@
 using namespace mlir;
 using namespace mlir::attn;
 
-/// A page holds a whole number of 16-row MMA k steps.
-static constexpr int64_t kPageRowMultiple = 16;
 /// Rows of one 128-byte swizzle atom: a packed head's rows start on one.
 static constexpr int64_t kSwizzleAtomRows = 8;
 
-/// Checks that `value`'s type is a memref of `rank` dimensions holding
-/// `element`; `what` describes it in the message ("[B] i32").
-static LogicalResult verifyRankAndElement(Operation *op, Value value,
-                                          StringRef name, int64_t rank,
-                                          Type element, StringRef what) {
+LogicalResult mlir::attn::verifyRankAndElement(Operation *op, Value value,
+                                               StringRef name, int64_t rank,
+                                               Type element, StringRef what) {
   auto type = dyn_cast<MemRefType>(value.getType());
   if (!type || type.getRank() != rank || type.getElementType() != element)
     return op->emitOpError() << "operand '" << name << "' must be a rank-"

@@ -191,6 +191,7 @@ AttentionProblem AttentionOp::problem() {
     problem.headDimV = getHeadDimV();
   problem.withLse = getLse() != nullptr;
   problem.varlen = isVarlen();
+  problem.pageSize = getPageSize();
   problem.alibi = getAlibiSlopes() != nullptr;
   problem.blockScales =
       getQDescale() && cast<MemRefType>(getQDescale().getType()).getRank() == 3;
@@ -428,6 +429,28 @@ static LogicalResult verifyFp8ValueOperands(AttentionOp op) {
   return success();
 }
 
+/// A varlen batch's paged K/V: `block_table` i32 [B, max_blocks], and K
+/// with a static page size, a positive multiple of 16 (whole MMA k steps).
+static LogicalResult verifyPagedKeysAndValues(AttentionOp op, bool packed) {
+  if (!packed)
+    return op.emitOpError("reads pages (a block table) without varlen: a "
+                          "paged K/V is read by a packed batch of queries "
+                          "here, or by attn.attention_kvcache");
+  if (failed(verifyRankAndElement(op, op.getBlockTable(), "block_table", 2,
+                                  IntegerType::get(op->getContext(), 32),
+                                  "[B, max_blocks] (the block table)")))
+    return failure();
+  auto k = dyn_cast<MemRefType>(op.getK().getType());
+  int64_t pageSize = k && k.getRank() == 4 ? k.getDimSize(1) : 0;
+  if (ShapedType::isDynamic(pageSize) || pageSize < kPageRowMultiple ||
+      pageSize % kPageRowMultiple != 0)
+    return op.emitOpError()
+           << "reads pages: k must be [num_blocks, page_size, Hkv, D] with a "
+              "static page size that is a positive multiple of 16, got "
+           << op.getK().getType();
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   if (failed(verifyNoUnknownAttributes(*this)))
     return failure();
@@ -439,10 +462,17 @@ LogicalResult AttentionOp::verify() {
   if (packed && failed(verifyCuSeqlens(*this, getCuSeqlensQ(), getCuSeqlensK())))
     return failure();
   unsigned shift = packed ? 1 : 0;
+  // A paged K/V (varlen only) keeps its rank-4 [num_blocks, page_size, Hkv,
+  // D] layout: K's and V's dimensions are not shifted.
+  bool paged = isPaged();
+  if (paged && failed(verifyPagedKeysAndValues(*this, packed)))
+    return failure();
+  unsigned kvShift = paged ? 0 : shift;
   // FP8 q, k and v (o is bf16) come with their descales.
   bool fp8 = isa<Float8E4M3FNType>(getElementType());
   for (auto [value, name] : tensors)
-    if (failed(verifyDataMemRef(*this, value.getType(), name, packed,
+    if (failed(verifyDataMemRef(*this, value.getType(), name,
+                                packed && !(paged && (name == "k" || name == "v")),
                                 fp8 && name != "o")))
       return failure();
   // Q and K share the head dim; V and O have the value head dim (DeepSeek's
@@ -483,6 +513,12 @@ LogicalResult AttentionOp::verify() {
   // (packed: Q, O [total_q, H, D]; K, V [total_k, Hkv, D]; LSE [H, total_q]).
   SmallVector<DimRef> batch = {
       {getQ(), "q", 0}, {getK(), "k", 0}, {getV(), "v", 0}, {getO(), "o", 0}};
+  // K's and V's pages: the same count and size in both.
+  if (paged && (failed(verifySameSize(*this, "number of pages",
+                                      {{getK(), "k", 0}, {getV(), "v", 0}})) ||
+                failed(verifySameSize(*this, "page size",
+                                      {{getK(), "k", 1}, {getV(), "v", 1}}))))
+    return failure();
   SmallVector<DimRef> queries = {{getQ(), "q", 1 - shift},
                                  {getO(), "o", 1 - shift}};
   SmallVector<DimRef> heads = {{getQ(), "q", 2 - shift},
@@ -495,16 +531,17 @@ LogicalResult AttentionOp::verify() {
   if ((!packed && failed(verifySameSize(*this, "batch size", batch))) ||
       failed(verifySameSize(*this, packed ? "total query rows" : "query length",
                             queries)) ||
-      failed(verifySameSize(*this, packed ? "total key rows" : "key length",
-                            {{getK(), "k", 1 - shift},
-                             {getV(), "v", 1 - shift}})))
+      (!paged &&
+       failed(verifySameSize(*this, packed ? "total key rows" : "key length",
+                             {{getK(), "k", 1 - shift},
+                              {getV(), "v", 1 - shift}}))))
     return failure();
   FailureOr<int64_t> numHeads = verifySameSize(*this, "number of heads", heads);
   if (failed(numHeads))
     return failure();
   FailureOr<int64_t> numKvHeads =
       verifySameSize(*this, "number of key/value heads",
-                     {{getK(), "k", 2 - shift}, {getV(), "v", 2 - shift}});
+                     {{getK(), "k", 2 - kvShift}, {getV(), "v", 2 - kvShift}});
   if (failed(numKvHeads))
     return failure();
   if (failed(verifyHeadGroups(*this, *numHeads, *numKvHeads)) ||

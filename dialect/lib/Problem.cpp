@@ -136,6 +136,24 @@ llvm::Error mlir::attn::verifyProblem(const AttentionProblem &problem) {
   if (problem.dtype == DType::e4m3)
     if (llvm::Error error = checkFp8Problem(problem))
       return error;
+  // A paged K/V outside a KV-cache kernel: the bf16/f16 varlen forward
+  // (flash_attn_varlen_func with a block_table).
+  if (problem.pageSize != 0 && !problem.kvCache) {
+    if (!problem.varlen)
+      return problemError("page_size reads keys and values from a paged "
+                          "cache, which KV-cache and varlen forward kernels "
+                          "do: set kv_cache (--kv-cache) or varlen "
+                          "(--varlen), or drop page_size");
+    if (problem.backward != BackwardPart::none)
+      return problemError("page_size with varlen is for the forward pass "
+                          "(a paged KV cache at inference); the varlen "
+                          "backward reads packed k and v: drop page_size "
+                          "(--paged-kv)");
+    if (problem.dtype == DType::e4m3)
+      return problemError("page_size with varlen is for bf16 and f16: an "
+                          "FP8 varlen kernel reads packed k and v; use "
+                          "attention_with_kvcache for an FP8 paged cache");
+  }
   if (problem.blockScales && problem.dtype != DType::e4m3)
     return problemError("block_scales are the descales of FP8 block "
                         "quantization: use them with dtype e4m3");
@@ -199,6 +217,8 @@ mlir::attn::kernelTensorRoles(const AttentionProblem &problem) {
   }
   if (problem.varlen)
     roles.append({"cu_seqlens_q", "cu_seqlens_k"});
+  if (problem.varlen && problem.pageSize > 0)
+    roles.push_back("block_table");
   if (problem.alibi)
     roles.push_back("alibi_slopes");
   if (problem.dtype == DType::e4m3)

@@ -91,6 +91,14 @@ LogicalResult verifyKvCacheCopy(Operation *op, Type srcType, SmemTileType dst,
 /// the op's attributes and suggests the nearest.
 LogicalResult verifyNoUnknownAttributes(Operation *op);
 
+/// A page of a paged K/V holds a whole number of 16-row MMA k steps.
+inline constexpr int64_t kPageRowMultiple = 16;
+
+/// Checks that `value`'s type is a memref of `rank` dimensions holding
+/// `element`; `what` describes it in the message ("[B] i32").
+LogicalResult verifyRankAndElement(Operation *op, Value value, StringRef name,
+                                   int64_t rank, Type element, StringRef what);
+
 /// Checks that `headPack` heads divide the `rows` of a register tile.
 LogicalResult verifyHeadPackRows(Operation *op, int64_t headPack,
                                  int64_t rows);

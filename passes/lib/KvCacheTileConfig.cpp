@@ -20,15 +20,11 @@ static constexpr int64_t kFp8KeyBlock = 128;
 /// Warps of the combine kernel.
 static constexpr int64_t kCombineWarps = 4;
 
-/// Whether a key block of `blockN` rows fits pages of `pageSize` rows: it
-/// lies in one page or covers whole pages.
-static bool fitsPages(int64_t blockN, int64_t pageSize) {
+bool mlir::attn::fitsPages(int64_t blockN, int64_t pageSize) {
   return pageSize == 0 || pageSize % blockN == 0 || blockN % pageSize == 0;
 }
 
-/// The longest key block up to `blockN` that fits the pages (16 always
-/// does: pages are multiples of 16).
-static int64_t fitToPages(int64_t blockN, int64_t pageSize) {
+int64_t mlir::attn::fitToPages(int64_t blockN, int64_t pageSize) {
   for (int64_t n = blockN; n > kKeyRowStep; n -= kKeyRowStep)
     if (fitsPages(n, pageSize))
       return n;

@@ -42,8 +42,36 @@ public:
   void build();
 
 private:
+  /// A copy of one key or value block, through the block table when K and
+  /// V are paged.
+  CopyAsyncOp copyKv(Value src, Value batch, Value row, Value kvHead,
+                     Value tile, Value fill) {
+    return CopyAsyncOp::create(b, loc, src, batch, row, kvHead, tile, fill,
+                               op.getBlockTable(), IntegerAttr(), UnitAttr());
+  }
+  /// Sequence `batch`'s keys in a paged K/V: cu_seqlens_k[b + 1] -
+  /// cu_seqlens_k[b] (flash_attn_varlen_func's rule with a block_table),
+  /// clamped to [0, the keys its row of the block table addresses], so no
+  /// copy reads a page the table does not name.
+  Value pagedKeyLength(Value batch);
+
   AttentionOp op;
 };
+
+Value TileProgramBuilder::pagedKeyLength(Value batch) {
+  Value c0 = index(0);
+  Value capacity = arith::MulIOp::create(
+      b, loc, memref::DimOp::create(b, loc, op.getBlockTable(), 1),
+      index(op.getPageSize()));
+  Value start = LoadIndexOp::create(b, loc, b.getIndexType(),
+                                    op.getCuSeqlensK(), batch, c0);
+  Value end = LoadIndexOp::create(
+      b, loc, b.getIndexType(), op.getCuSeqlensK(),
+      arith::AddIOp::create(b, loc, batch, index(1)), c0);
+  Value length = arith::SubIOp::create(b, loc, end, start);
+  return arith::MinSIOp::create(
+      b, loc, arith::MaxSIOp::create(b, loc, length, c0), capacity);
+}
 
 void TileProgramBuilder::build() {
   MLIRContext *ctx = b.getContext();
@@ -69,12 +97,16 @@ void TileProgramBuilder::build() {
   Value batch = ProgramIdOp::create(b, loc, b.getIndexType(), 2);
   // A packed (varlen) batch has no batch dimension: [total, H, D].
   bool packed = op.isVarlen();
+  // A packed batch over a paged K/V: K and V keep [num_blocks, page_size,
+  // Hkv, D], read through the block table by (sequence, key row).
+  bool paged = op.isPaged();
   int64_t rowsDim = packed ? 0 : 1, headsDim = packed ? 1 : 2;
   Value nq, nk;
   if (!packed)
     nk = memref::DimOp::create(b, loc, op.getK(), rowsDim);
   Value numHeads = memref::DimOp::create(b, loc, op.getQ(), headsDim);
-  Value numKvHeads = memref::DimOp::create(b, loc, op.getK(), headsDim);
+  Value numKvHeads =
+      memref::DimOp::create(b, loc, op.getK(), paged ? 2 : headsDim);
   Value group = arith::DivUIOp::create(b, loc, numHeads, numKvHeads);
   Value kvHead = arith::DivUIOp::create(b, loc, head, group);
   Value row = arith::MulIOp::create(b, loc, qBlock, blockM);
@@ -85,13 +117,17 @@ void TileProgramBuilder::build() {
     auto qSeq = SequenceOp::create(
         b, loc, op.getCuSeqlensQ(), batch,
         memref::DimOp::create(b, loc, op.getQ(), rowsDim));
-    auto kSeq = SequenceOp::create(
-        b, loc, op.getCuSeqlensK(), batch,
-        memref::DimOp::create(b, loc, op.getK(), rowsDim));
     qBatch = qSeq.getSeq();
-    kBatch = kSeq.getSeq();
     nq = qSeq.getLength();
-    nk = kSeq.getLength();
+    if (paged) {
+      nk = pagedKeyLength(batch);
+    } else {
+      auto kSeq = SequenceOp::create(
+          b, loc, op.getCuSeqlensK(), batch,
+          memref::DimOp::create(b, loc, op.getK(), rowsDim));
+      kBatch = kSeq.getSeq();
+      nk = kSeq.getLength();
+    }
   } else if (op.isBottomRight() || op.isAlibiBottomRight()) {
     // A bottom-right mask (or ALiBi) places its diagonal with the query
     // length.
@@ -170,7 +206,7 @@ void TileProgramBuilder::build() {
   // attn-causal-blocks renumbers them when the loop no longer starts at
   // block 0.
   CopyAsyncOp::create(b, loc, op.getQ(), qBatch, row, head, qTile, c0);
-  CopyAsyncOp::create(b, loc, op.getK(), kBatch, c0, kvHead, kTile, c0);
+  copyKv(op.getK(), kBatch, c0, kvHead, kTile, c0);
   WaitOp::create(b, loc, qTile, c0);
 
   Value acc0 = splat(accType(outCols), 0.0f);
@@ -209,8 +245,7 @@ void TileProgramBuilder::build() {
           vInverse = blockDescale(op.getVDescale(), true);
         }
         WaitOp::create(b, l, kTile, j);
-        auto vCopy =
-            CopyAsyncOp::create(b, l, op.getV(), kBatch, col, kvHead, vTile, j);
+        auto vCopy = copyKv(op.getV(), kBatch, col, kvHead, vTile, j);
         // A row-major FP8 V lands transposed all the same: attn-transpose-v
         // gives the copy its staging tile and transposing warps.
         if (fp8 && op.problem().vRowMajor)
@@ -254,15 +289,20 @@ void TileProgramBuilder::build() {
                              op.getElementType(), FragmentKind::operand_a);
         Value probs =
             ConvertOp::create(b, l, operandType, softmax.getProbs());
-        // V_j landed (and everyone is done with K_j): start K_{j+1}.
-        WaitOp::create(b, l, vTile, j);
+        // V_j landed (and everyone is done with K_j): start K_{j+1}. A
+        // page's value rows past the sequence hold whatever the cache held
+        // (0 * NaN would poison P V): the wait zeroes them.
+        Value valueRows =
+            paged ? arith::SubIOp::create(b, l, nk, col).getResult() : Value();
+        WaitOp::create(b, l, vTile, j, valueRows);
         Value next = arith::AddIOp::create(b, l, j, c1);
         Value hasNext = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
                                               next, numBlocks);
         scf::IfOp::create(b, l, hasNext, [&](OpBuilder &ib, Location il) {
           Value nextCol = arith::MulIOp::create(ib, il, next, blockN);
-          CopyAsyncOp::create(ib, il, op.getK(), kBatch, nextCol, kvHead,
-                              kTile, next);
+          OpBuilder::InsertionGuard nextGuard(b);
+          b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
+          copyKv(op.getK(), kBatch, nextCol, kvHead, kTile, next);
           scf::YieldOp::create(ib, il);
         });
         // O += P V_j.

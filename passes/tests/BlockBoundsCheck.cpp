@@ -443,7 +443,8 @@ OwningOpRef<ModuleOp> buildModule(MLIRContext &ctx, const MaskCase &m,
   AttentionOp::create(
       b, loc, body->getArgument(0), body->getArgument(1), body->getArgument(2),
       body->getArgument(3), /*lse=*/Value(), /*cu_seqlens_q=*/Value(),
-      /*cu_seqlens_k=*/Value(), /*alibi_slopes=*/Value(),
+      /*cu_seqlens_k=*/Value(), /*block_table=*/Value(),
+      /*alibi_slopes=*/Value(),
       /*q_descale=*/Value(), /*k_descale=*/Value(), /*v_descale=*/Value(),
       m.causal ? b.getUnitAttr() : UnitAttr(),
       diagonal && m.bottomRight

@@ -13,7 +13,7 @@ import numbers
 from ._capi import lib
 from ._errors import invalid_argument
 from ._torch_checks import (TensorLayout, call_options, check_devices, check_int32,
-                            check_is_tensor, check_qkv, check_tensors,
+                            check_is_tensor, check_qkv, check_rank, check_tensors,
                             require_torch, torch)
 from ._torch_launch import (_strides_4d, check_alibi_slopes, current_stream, forward_args,
                             head_dim_v_of, kernel_for, launch, outputs_like, set_alibi_args,
@@ -34,7 +34,8 @@ _LAYOUT = TensorLayout(
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                      causal=False, window_size=(-1, -1), softcap=0.0, scale=None,
                      return_lse=False, *, causal_align="bottom-right", check_seqlens=True,
-                     alibi_slopes=None, q_descale=None, k_descale=None, v_descale=None):
+                     alibi_slopes=None, q_descale=None, k_descale=None, v_descale=None,
+                     block_table=None):
     """Attention over a packed batch of variable-length sequences, as
     flash_attn_varlen_func: q (total_q, heads, head_dim), k and v (total_k,
     kv_heads, head_dim), cu_seqlens_q and cu_seqlens_k int32 (batch + 1,) on
@@ -67,6 +68,15 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     attention_varlen_backward's kernels (head dims up to 256;
     deterministic).
 
+    block_table (batch, max_blocks) int32: k and v are a paged KV cache
+    (num_blocks, page_size, kv_heads, head_dim), page_size a multiple of 16,
+    as flash_attn_varlen_func takes one (chunked prefill): sequence b has
+    cu_seqlens_k[b + 1] - cu_seqlens_k[b] keys, key n in row n % page_size
+    of page block_table[b, n // page_size]. The kernel reads the pages in
+    place (no copy); a sequence's keys are clamped to what its row of the
+    table addresses (max_blocks * page_size), which check_seqlens checks.
+    Forward only (no gradients through a cache), bf16 and f16.
+
     FP8 (sm_90a), as attention(): torch.float8_e4m3fn q, k and v with
     float32 q_descale, k_descale, v_descale (None: 1.0; one element: per
     tensor; (batch, kv_heads): per sequence and key/value head) give a
@@ -76,6 +86,10 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     cu_q, cu_k, max_q, max_k = cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k
     descales = (q_descale, k_descale, v_descale)
     if isinstance(q, torch.Tensor) and is_fp8_call(q, descales):
+        if block_table is not None:
+            raise invalid_argument("attention_varlen with a block_table (a paged K/V) is "
+                                   "for bfloat16 and float16; an FP8 paged cache is read by "
+                                   "attention_with_kvcache")
         check_tensors(_LAYOUT, q, k, v)
         options = call_options("attention_varlen", causal, scale, causal_align, softcap,
                                window_size, return_lse=return_lse, check_seqlens=check_seqlens)
@@ -93,37 +107,55 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
             options = options._replace(causal_align=causal_align)
         return attention_varlen_fp8(q, k, v, cu_q, cu_k, max_q, max_k, options, return_lse,
                                     check_seqlens, descales, alibi_slopes)
+    # Under autograd the op keeps the LSE, which its backward reads.
+    records = torch.is_grad_enabled() and any(
+        isinstance(t, torch.Tensor) and t.requires_grad for t in (q, k, v))
+    if records and block_table is not None:
+        raise NotImplementedError(
+            "attngen.attention_varlen: no gradients through a paged K/V (block_table); a "
+            "paged cache is for inference: call it under torch.no_grad(), or pass packed k "
+            "and v for training")
     options = _check_arguments(q, k, v, cu_q, cu_k, max_q, max_k, causal, window_size, softcap,
                                scale, return_lse, causal_align, check_seqlens,
-                               alibi_slopes=alibi_slopes)
+                               alibi_slopes=alibi_slopes, block_table=block_table)
     if use_custom_op(q, k, v, cu_q, cu_k):
-        # Under autograd the op keeps the LSE, which its backward reads.
-        records = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
         out, lse = torch.ops.attngen.attention_varlen(
             q, k, v, cu_q, cu_k, max_q, max_k, options.causal, options.scale,
             return_lse or records, options.causal_align, options.softcap,
-            options.window_left, options.window_right, check_seqlens, alibi_slopes)
+            options.window_left, options.window_right, check_seqlens, alibi_slopes,
+            block_table)
     else:
         out, lse = _forward(q, k, v, cu_q, cu_k, max_q, max_k, options.causal, options.scale,
                             return_lse, options.causal_align, options.softcap,
                             options.window_left, options.window_right, check_seqlens,
-                            alibi_slopes)
+                            alibi_slopes, block_table)
     return (out, lse) if return_lse else out
 
 
 def _check_arguments(q, k, v, cu_q, cu_k, max_q, max_k, causal, window_size, softcap, scale,
                      return_lse, causal_align, check_seqlens, gradients=None,
-                     alibi_slopes=None):
+                     alibi_slopes=None, block_table=None):
     """Everything but the values of cu_seqlens (and the backward's `gradients`
     dout, out, lse), the devices last; returns the options."""
-    check_tensors(_LAYOUT, q, k, v)
+    if block_table is None:
+        check_tensors(_LAYOUT, q, k, v)
+    else:
+        _check_paged_tensors(q, k, v)
     options = call_options("attention_varlen", causal, scale, causal_align, softcap,
                            window_size, return_lse=return_lse, check_seqlens=check_seqlens)
-    check_qkv(_LAYOUT, q, k, v, value_head_dim=True)
+    if block_table is None:
+        check_qkv(_LAYOUT, q, k, v, value_head_dim=True)
+    else:
+        # One page of k and v is a (page_size, kv_heads, head_dim) tensor as
+        # packed k and v are: the same dtype, head dim, head and row checks.
+        check_qkv(_LAYOUT, q, k[0], v[0], value_head_dim=True)
     _check_cu_seqlens(cu_q, cu_k)
     for name, value in (("max_seqlen_q", max_q), ("max_seqlen_k", max_k)):
         _check_max_seqlen(name, value)
     named = list(zip(_LAYOUT.names + ("cu_seqlens_q", "cu_seqlens_k"), (q, k, v, cu_q, cu_k)))
+    if block_table is not None:
+        _check_block_table(k, v, block_table, cu_q.numel() - 1)
+        named.append(("block_table", block_table))
     if gradients is not None:
         _check_gradient_inputs(*gradients, q, v)
         named += list(zip(("dout", "out", "lse"), gradients))
@@ -133,6 +165,54 @@ def _check_arguments(q, k, v, cu_q, cu_k, max_q, max_k, causal, window_size, sof
         options = options._replace(causal_align=causal_align)
     check_devices(named)
     return options
+
+
+# A page holds whole 16-row MMA k steps (the compiler's rule), up to 2^16.
+_PAGE_ROW_MULTIPLE, _MAX_PAGE_SIZE = 16, 1 << 16
+
+
+def _check_paged_tensors(q, k, v):
+    """q packed (total_q, heads, head_dim); k and v a paged cache (num_blocks,
+    page_size, kv_heads, head_dim) with at least one page."""
+    for name, t in zip(_LAYOUT.names, (q, k, v)):
+        check_is_tensor("attention_varlen", name, t)
+    check_rank("q", q, 3, _LAYOUT.dims, _LAYOUT.rank_hint)
+    for name, t in (("k", k), ("v", v)):
+        check_rank(name, t, 4, " (num_blocks, page_size, kv_heads, head_dim): a paged "
+                   "KV cache, as block_table addresses it")
+    if tuple(k.shape[:2]) != tuple(v.shape[:2]):
+        raise invalid_argument(f"k and v must have the same pages (num_blocks, page_size); "
+                               f"got k {tuple(k.shape)} and v {tuple(v.shape)}")
+    page_size = k.shape[1]
+    if (page_size < _PAGE_ROW_MULTIPLE or page_size % _PAGE_ROW_MULTIPLE
+            or page_size > _MAX_PAGE_SIZE):
+        raise invalid_argument(f"k and v have pages of {page_size} rows (dim 1); attngen "
+                               f"needs a multiple of 16 up to {_MAX_PAGE_SIZE}")
+    if k.shape[0] < 1:
+        raise invalid_argument("the paged k and v hold no page (dim 0 is 0)")
+
+
+def _check_block_table(k, v, block_table, batch):
+    """A (batch, max_blocks) int32 table with contiguous rows, and pages whose
+    stride a 16-byte aligned row can use."""
+    check_is_tensor("attention_varlen", "block_table", block_table)
+    check_rank("block_table", block_table, 2)
+    check_int32("block_table", block_table)
+    if block_table.shape[0] != batch:
+        raise invalid_argument(f"block_table has {block_table.shape[0]} rows but cu_seqlens "
+                               f"describe {batch} sequences: one row of page indices per "
+                               "sequence")
+    if block_table.shape[1] < 1:
+        raise invalid_argument("block_table has no columns: a sequence needs at least one page")
+    if block_table.shape[1] > 1 and block_table.stride(1) != 1:
+        raise invalid_argument(f"block_table has strides {tuple(block_table.stride())}: its "
+                               "rows must be contiguous (stride 1 along max_blocks); call "
+                               ".contiguous()")
+    for name, t in (("k", k), ("v", v)):
+        if t.shape[0] > 1 and t.stride(0) % 8:
+            raise invalid_argument(f"{name} has strides {tuple(t.stride())}: its page stride "
+                                   "must be a multiple of 8 elements (16 bytes); call "
+                                   ".contiguous()")
 
 
 def _check_cu_seqlens(cu_q, cu_k):
@@ -163,24 +243,30 @@ def _check_max_seqlen(name, value):
 
 
 def _forward(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_lse, causal_align,
-             softcap, window_left, window_right, check_seqlens, alibi_slopes=None):
+             softcap, window_left, window_right, check_seqlens, alibi_slopes=None,
+             block_table=None):
     """The op's CUDA implementation and the eager path: the value check where
     the host can read, then the launch."""
     out, lse = outputs_like(q, return_lse, v)
     if check_seqlens and not torch.cuda.is_current_stream_capturing():
-        check_seqlen_values(q, k, cu_q, cu_k, max_q, max_k)
+        check_seqlen_values(q, k, cu_q, cu_k, max_q, max_k, block_table)
     _launch(q, k, v, cu_q, cu_k, max_q, max_k, out, lse if return_lse else None, causal,
-            scale, causal_align, softcap, window_left, window_right, alibi_slopes)
+            scale, causal_align, softcap, window_left, window_right, alibi_slopes,
+            block_table)
     return out, lse
 
 
 def _launch(q, k, v, cu_q, cu_k, max_q, max_k, out, lse, causal, scale, causal_align,
-            softcap, window_left=-1, window_right=-1, alibi_slopes=None):
+            softcap, window_left=-1, window_right=-1, alibi_slopes=None, block_table=None):
     """Runs the varlen kernel into `out` (total_q, H, D) and, unless None, `lse`
     (H, total_q) float32, both contiguous in their last dimension; the inputs
     as _check_arguments accepts them. (gpu/varlen_check.py passes outputs of
-    its own, poisoned and guarded.)"""
-    total_q, total_k, batch = q.shape[0], k.shape[0], cu_q.numel() - 1
+    its own, poisoned and guarded.) With a block_table, k and v are pages and
+    the kernel's nk is what a row of the table addresses."""
+    paged = block_table is not None
+    page_size = k.shape[1] if paged else 0
+    total_q, batch = q.shape[0], cu_q.numel() - 1
+    total_k = block_table.shape[1] * page_size if paged else k.shape[0]
     if batch == 0 or total_q == 0:
         return
     if total_k == 0:
@@ -191,10 +277,16 @@ def _launch(q, k, v, cu_q, cu_k, max_q, max_k, out, lse, causal, scale, causal_a
         return
     kernel = kernel_for(q, scale, causal=causal, causal_align=causal_align, softcap=softcap,
                         window_size=(window_left, window_right), varlen=True,
-                        alibi=alibi_slopes is not None, head_dim_v=head_dim_v_of(q, v))
+                        alibi=alibi_slopes is not None, head_dim_v=head_dim_v_of(q, v),
+                        page_size=page_size)
     args = forward_args(q, k, v, out, lse, batch, total_k)
     args.cu_seqlens_q, args.cu_seqlens_k = cu_q.data_ptr(), cu_k.data_ptr()
     args.max_seqlen_q, args.max_seqlen_k = max_q, max_k
+    if paged:
+        args.block_table = block_table.data_ptr()
+        args.block_table_stride = block_table.stride(0)
+        args.max_blocks, args.num_blocks = block_table.shape[1], k.shape[0]
+        args.page_size = page_size
     set_alibi_args(args, alibi_slopes)
     launch(kernel, args, q.device)
 
@@ -207,17 +299,19 @@ if torch is not None:
                              return_lse: bool, causal_align: str, softcap: float,
                              window_left: int, window_right: int,
                              check_seqlens: bool,
-                             alibi_slopes: Optional[torch.Tensor] = None
+                             alibi_slopes: Optional[torch.Tensor] = None,
+                             block_table: Optional[torch.Tensor] = None
                              ) -> tuple[torch.Tensor, torch.Tensor]:
         """What traced calls (torch.compile, CUDA graphs, autograd) run."""
         return _forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                         causal, scale, return_lse, causal_align, softcap, window_left,
-                        window_right, check_seqlens, alibi_slopes)
+                        window_right, check_seqlens, alibi_slopes, block_table)
 
     @_attention_varlen_op.register_fake
     def _attention_varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                                max_seqlen_k, causal, scale, return_lse, causal_align, softcap,
-                               window_left, window_right, check_seqlens, alibi_slopes=None):
+                               window_left, window_right, check_seqlens, alibi_slopes=None,
+                               block_table=None):
         """The outputs' shapes, for tracing with fake or meta tensors."""
         return outputs_like(q, return_lse, v)
 
@@ -323,12 +417,16 @@ if torch is not None:
         (q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, _, causal_align, softcap,
          window_left, window_right, _) = inputs[:15]
         ctx.alibi_slopes = inputs[15] if len(inputs) > 15 else None
+        ctx.paged = len(inputs) > 16 and inputs[16] is not None
         out, lse = output
         ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k)
         ctx.options = (max_q, max_k, causal, scale, causal_align, softcap, window_left,
                        window_right)
 
     def _autograd_backward(ctx, grad_out, grad_lse):
+        if ctx.paged:
+            raise NotImplementedError("attngen::attention_varlen: no gradients through a "
+                                      "paged K/V (block_table); call it under torch.no_grad()")
         q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
         if lse.numel() == 0 and q.numel() > 0:
             raise RuntimeError("attngen.attention_varlen's autograd needs the forward's lse: "
@@ -336,6 +434,6 @@ if torch is not None:
         dq, dk, dv = torch.ops.attngen.attention_varlen_backward(
             grad_out.contiguous(), q, k, v, out, lse, cu_q, cu_k, *ctx.options,
             ctx.alibi_slopes)
-        return (dq, dk, dv) + (None,) * 13
+        return (dq, dk, dv) + (None,) * 14
 
     _attention_varlen_op.register_autograd(_autograd_backward, setup_context=_setup_context)

@@ -13,11 +13,16 @@ _RUNTIME_NAMES = (("args.nq", "q.shape[0]"), ("args.nk", "k.shape[0]"),
                   ("args.max_seqlen_k", "max_seqlen_k"))
 
 
-def check_seqlen_values(q, k, cu_q, cu_k, max_q, max_k):
+def check_seqlen_values(q, k, cu_q, cu_k, max_q, max_k, block_table=None):
     """attnrt_check_cu_seqlens on host copies of cu_seqlens (a
-    synchronization)."""
+    synchronization). With a block_table, k is a paged cache and each
+    sequence's keys must fit its row of the table."""
     args = _capi.ForwardArgs()
     args.batch, args.nq, args.nk = cu_q.numel() - 1, q.shape[0], k.shape[0]
+    if block_table is not None:
+        args.block_table = block_table.data_ptr()
+        args.page_size, args.max_blocks = k.shape[1], block_table.shape[1]
+        args.nk = block_table.shape[1] * k.shape[1]
     args.max_seqlen_q, args.max_seqlen_k = max_q, max_k
     host_q, host_k = cu_q.cpu(), cu_k.cpu()
     pointer = ctypes.POINTER(ctypes.c_int32)

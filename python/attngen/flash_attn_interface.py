@@ -103,23 +103,21 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     (out, softmax_lse (nheads, total_q) float32, None).
 
     With block_table (batch, max_blocks) int32, k and v are a paged cache
-    (num_blocks, page_block_size, nheads_k, headdim) and sequence b's keys
-    are its first cu_seqlens_k[b + 1] - cu_seqlens_k[b] rows, addressed
-    through its row of block_table. attngen's varlen kernels do not read
-    pages yet: the keys are gathered into packed k and v first (a copy of the
-    used pages, and a synchronization to size it), and a sequence longer than
-    its block table addresses raises RuntimeError, as flash_attn does."""
+    (num_blocks, page_block_size, nheads_k, headdim), page_block_size a
+    multiple of 16, and sequence b's keys are its first cu_seqlens_k[b + 1]
+    - cu_seqlens_k[b] rows, addressed through its row of block_table. The
+    kernel reads the pages in place; the values check (a synchronization,
+    as for every varlen call here) refuses a sequence longer than its row of
+    the table addresses."""
     function = "flash_attn_varlen_func"
     _refuse_missing_features(function, dropout_p, deterministic)
-    if block_table is not None:
-        k, v = _gather_pages(function, k, v, block_table, cu_seqlens_k)
     (q, k, v), (head_dim, _, head_dim_v) = _ready(function, ("q", "k", "v"), (q, k, v))
     window = _window(window_size, causal, max_seqlen_k)
     result = attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                               causal=bool(causal), window_size=window, softcap=softcap,
                               scale=_scale(softmax_scale, head_dim),
                               return_lse=bool(return_attn_probs), causal_align="bottom-right",
-                              alibi_slopes=alibi_slopes)
+                              alibi_slopes=alibi_slopes, block_table=block_table)
     return _outputs(result, bool(return_attn_probs), head_dim_v, probs=True)
 
 
@@ -561,39 +559,3 @@ def _rows_of(t, *index):
     if _E4M3 is not None and t.dtype == _E4M3:
         return t.view(torch.uint8)[index].view(_E4M3)
     return t[index]
-
-
-def _gather_pages(function, k_cache, v_cache, block_table, cu_seqlens_k):
-    """flash_attn_varlen_func's paged keys as packed (total_k, ...) k and v."""
-    for name, t in (("k", k_cache), ("v", v_cache), ("block_table", block_table),
-                    ("cu_seqlens_k", cu_seqlens_k)):
-        check_is_tensor(function, name, t)
-    if k_cache.dim() != 4 or block_table.dim() != 2:
-        raise invalid_argument(f"{function}: with block_table, k and v are a paged cache "
-                               "(num_blocks, page_block_size, nheads_k, headdim) and "
-                               "block_table is (batch, max_blocks)")
-    if block_table.dtype != torch.int32 or cu_seqlens_k.dtype != torch.int32:
-        raise invalid_argument(f"{function}: block_table and cu_seqlens_k must be int32")
-    if cu_seqlens_k.dim() != 1 or cu_seqlens_k.numel() < 1:
-        raise invalid_argument(f"{function}: cu_seqlens_k must be 1-D with batch + 1 entries")
-    batch = cu_seqlens_k.numel() - 1
-    if block_table.shape[0] != batch:
-        raise invalid_argument(f"{function}: block_table has {block_table.shape[0]} rows but "
-                               f"cu_seqlens_k describes {batch} sequences")
-    page_size, capacity = k_cache.shape[1], block_table.shape[1] * k_cache.shape[1]
-    starts = cu_seqlens_k.to(torch.int64)
-    lengths = starts[1:] - starts[:-1]
-    total = int(starts[-1])
-    if batch > 0 and int(lengths.max()) > capacity:
-        raise invalid_argument(f"{function}: a sequence has {int(lengths.max())} keys but the "
-                               f"block_table addresses {capacity} (max_blocks * "
-                               "page_block_size): give it more pages")
-    tokens = torch.arange(total, device=k_cache.device, dtype=torch.int64)
-    sequence = torch.searchsorted(starts, tokens, right=True) - 1
-    position = tokens - starts[sequence]
-    pages = block_table.to(torch.int64)[sequence, position // page_size]
-    if total and (int(pages.min()) < 0 or int(pages.max()) >= k_cache.shape[0]):
-        raise invalid_argument(f"{function}: block_table holds a page index outside [0, "
-                               f"{k_cache.shape[0]}), the pages of k and v")
-    rows = position % page_size
-    return k_cache[pages, rows], v_cache[pages, rows]

@@ -85,7 +85,8 @@ class CompileTest(unittest.TestCase):
         errors = [
             (dict(kv_cache=True, page_size=24), "page size 24 is not supported"),
             (dict(kv_cache=True, head_pack=16), "head-pack = 16 does not fit block-m = 64"),
-            (dict(page_size=32), "belong to KV-cache kernels"),
+            (dict(page_size=32), "which KV-cache and varlen forward kernels do"),
+            (dict(varlen=True, page_size=48, block_n=128), "block-n = 128 does not fit pages of 48"),
             (dict(kv_cache=True, causal=True, causal_align="top-left"),
              "aligns its causal diagonal and window bottom-right"),
             (dict(kv_cache=True, window_size=(128, 0), causal_align="top-left"),
@@ -154,7 +155,7 @@ class CompileTest(unittest.TestCase):
             (dict(scale="0.1"), "scale must be a number or None, got '0.1'"),
             # The compiler's hints in Python's spelling, not the CLI's.
             (dict(block_m=64), "use num-warps = 4 (num_warps=4)"),
-            (dict(page_size=32), "set kv_cache (kv_cache=True)"),
+            (dict(page_size=32), "set kv_cache (kv_cache=True) or varlen (varlen=True)"),
             (dict(arch="sm_90a", block_m=48), "sm_90a"),
             (dict(causal=True, causal_align="bottom_right"),
              "causal_align 'bottom_right' is not supported; use 'top-left'"),

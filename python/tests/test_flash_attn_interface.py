@@ -320,21 +320,6 @@ class KvCacheTest(unittest.TestCase):
         self.assertTrue(torch.equal(kp[1, 1].view(torch.uint8), new_k[0, 0].view(torch.uint8)))
         self.assertTrue(torch.equal(vp[0, 5].view(torch.uint8), new_v[1, 0].view(torch.uint8)))
 
-    def test_paged_varlen_gather(self):
-        pages = torch.randn(5, 16, 2, 8)
-        table = torch.tensor([[4, 1], [2, 0]], dtype=torch.int32)
-        cu = torch.tensor([0, 20, 23], dtype=torch.int32)
-        k, v = fa._gather_pages("f", pages, pages, table, cu)
-        want0 = torch.cat((pages[4], pages[1]))[:20]
-        torch.testing.assert_close(k[:20], want0)
-        torch.testing.assert_close(v[20:], pages[2, :3])
-        self.assertFails("a sequence has 33 keys but the block_table addresses 32",
-                         lambda: fa._gather_pages("f", pages, pages, table,
-                                                  torch.tensor([0, 33, 34],
-                                                               dtype=torch.int32)))
-        self.assertFails("page index outside [0, 5)",
-                         lambda: fa._gather_pages("f", pages, pages, table + 4, cu))
-
 
 if __name__ == "__main__":
     unittest.main()

@@ -61,6 +61,34 @@ class VarlenCompileTest(unittest.TestCase):
         self.assertEqual(attngen.compile(arch="sm_80", varlen=True)
                          .metadata["grid"]["ctas_per_sm"], 0)
 
+    def test_compile_paged(self):
+        # A varlen kernel over a paged K/V (flash_attn_varlen_func with a
+        # block_table): k and v keep their page stride, the block table and
+        # its extents are parameters, and no cache_seqlens.
+        for arch in ("sm_80", "sm_90a"):
+            for page in (16, 256):
+                k = attngen.compile(arch=arch, head_dim=128, dtype="bf16", causal=True,
+                                    causal_align="bottom-right", varlen=True, page_size=page)
+                self.assertTrue(k.kernel_name.endswith(f"_varlen_causal_page{page}"),
+                                k.kernel_name)
+                self.assertIs(k.metadata["varlen"], True)
+                self.assertIs(k.metadata["kv_cache"], False)
+                self.assertEqual(k.metadata["page_size"], page)
+                names = [p["name"] for p in k.metadata["params"]]
+                for name in ("block_table", "k_stride_b", "max_blocks", "num_blocks",
+                             "cu_seqlens_k"):
+                    self.assertIn(name, names)
+                self.assertNotIn("q_stride_b", names)
+                self.assertNotIn("cache_seqlens", names)
+        with self.assertRaises(attngen.InvalidInputError) as caught:
+            attngen.compile(arch="sm_90a", varlen=True, page_size=24)
+        self.assertIn("page size 24 is not supported", str(caught.exception))
+        with self.assertRaises(attngen.InvalidInputError) as caught:
+            attngen.compile(arch="sm_90a", page_size=64)
+        self.assertIn("page_size reads keys and values from a paged cache, which KV-cache and "
+                      "varlen forward kernels do",
+                      str(caught.exception))
+
 
 @unittest.skipUnless(torch is not None, "needs torch (a CPU build is enough)")
 class VarlenArgumentTest(unittest.TestCase):
@@ -130,6 +158,68 @@ class VarlenArgumentTest(unittest.TestCase):
         self.expect(bad, "causal_align 'bottom_right' is not supported",
                     kwargs={"causal": True, "causal_align": "bottom_right"})
         self.expect(TypeError, "softcap must be a number", kwargs={"softcap": "30"})
+
+    def test_paged_argument_checks(self):
+        bad = attngen.InvalidInputError
+        pages = torch.zeros(10, 64, 2, 64, dtype=torch.float16)
+        table = torch.arange(12, dtype=torch.int32).remainder(10).view(3, 4)
+        paged = dict(k=pages, v=pages, kwargs={"block_table": table})
+
+        def expect(fragment, error=bad, kwargs=None, **changes):
+            merged = dict(paged)
+            merged.update(changes)
+            merged["kwargs"] = dict(merged["kwargs"], **(kwargs or {}))
+            self.expect(error, fragment, **merged)
+
+        expect("k must be 4-D (num_blocks, page_size, kv_heads, head_dim)",
+               k=torch.zeros(500, 2, 64, dtype=torch.float16))
+        expect("k and v must have the same pages",
+               v=torch.zeros(10, 32, 2, 64, dtype=torch.float16))
+        expect("pages of 24 rows (dim 1); attngen needs a multiple of 16",
+               k=torch.zeros(10, 24, 2, 64, dtype=torch.float16),
+               v=torch.zeros(10, 24, 2, 64, dtype=torch.float16))
+        expect("the paged k and v hold no page",
+               k=torch.zeros(0, 64, 2, 64, dtype=torch.float16),
+               v=torch.zeros(0, 64, 2, 64, dtype=torch.float16))
+        expect("block_table has dtype torch.int64", kwargs={"block_table": table.long()})
+        expect("block_table has 2 rows but cu_seqlens describe 3 sequences",
+               kwargs={"block_table": table[:2]})
+        expect("block_table has no columns", kwargs={"block_table": table[:, :0]})
+        expect("its rows must be contiguous",
+               kwargs={"block_table": table.t().contiguous().t()})
+        expect("k has dtype torch.bfloat16 but q has torch.float16",
+               k=pages.bfloat16(), v=pages.bfloat16())
+        expect("FP8 paged cache is read by attention_with_kvcache",
+               q=torch.zeros(300, 8, 64).to(torch.float8_e4m3fn))
+        # Everything else is right: the device is what is wrong.
+        expect("q is on cpu; attngen runs on CUDA devices")
+        with torch.enable_grad():
+            expect("no gradients through a paged K/V", NotImplementedError,
+                   q=torch.zeros(300, 8, 64, dtype=torch.float16, requires_grad=True))
+
+    def test_paged_seqlen_values(self):
+        # A paged K/V has no packed total: each sequence's keys must fit its
+        # row of the block table (max_blocks * page_size = 4 * 64 = 256).
+        from attngen import _varlen_seqlens
+        q = torch.zeros(300, 8, 64, dtype=torch.float16)
+        pages = torch.zeros(10, 64, 2, 64, dtype=torch.float16)
+        table = torch.zeros(3, 4, dtype=torch.int32)
+        cu_q = torch.tensor([0, 100, 100, 300], dtype=torch.int32)
+
+        def values(cu_k, max_k=300):
+            _varlen_seqlens.check_seqlen_values(q, pages, cu_q,
+                                               torch.tensor(cu_k, dtype=torch.int32),
+                                               200, max_k, table)
+
+        values([0, 256, 256, 300])  # the total is free; each sequence fits
+        with self.assertRaises(attngen.InvalidInputError) as caught:
+            values([0, 100, 357, 400])
+        self.assertIn("sequence 1 has 257 keys but its row of block_table addresses 256 "
+                      "(max_blocks = 4 pages of 64 rows): give the block_table more pages",
+                      str(caught.exception))
+        with self.assertRaises(attngen.InvalidInputError) as caught:
+            values([0, 250, 250, 500], max_k=200)
+        self.assertIn("more than max_seqlen_k = 200", str(caught.exception))
 
     def test_seqlen_values(self):
         # The runtime's attnrt_check_cu_seqlens on host copies, named as the

@@ -249,6 +249,20 @@ attnrt_status checkKvCacheArgs(const attnrt_kernel_info &info, const attnrt_forw
   return checkSplitArgs(info, a);
 }
 
+attnrt_status checkPagedVarlenArgs(const attnrt_kernel_info &info, const attnrt_forward_args &a) {
+  if (a.page_size != info.page_size)
+    return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                "args.page_size = %lld but varlen kernel '%s' reads pages of %d rows: pass its "
+                "page size or compile a kernel for yours (attngen --varlen --paged-kv=N)",
+                static_cast<long long>(a.page_size), info.kernel, info.page_size);
+  if (a.cache_seqlens)
+    return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                "args.cache_seqlens is not NULL but varlen kernel '%s' takes each sequence's key "
+                "count from cu_seqlens_k and would ignore it: pass NULL",
+                info.kernel);
+  return checkPagedArgs(info, a);
+}
+
 } // namespace attnrt
 
 extern "C" {

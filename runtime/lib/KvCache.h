@@ -51,6 +51,12 @@ inline int64_t valueHeadDimOf(const attnrt_kernel_info &info, const attnrt_forwa
 /// head packing, splits and workspace.
 attnrt_status checkKvCacheArgs(const attnrt_kernel_info &info, const attnrt_forward_args &args);
 
+/// The paged K/V of a varlen kernel (info.varlen with a page_size): the
+/// page size, block table and extents as a paged KV-cache kernel takes
+/// them (nk = max_blocks * page_size), and no cache_seqlens (the key
+/// lengths come from cu_seqlens_k).
+attnrt_status checkPagedVarlenArgs(const attnrt_kernel_info &info, const attnrt_forward_args &args);
+
 } // namespace attnrt
 
 #endif // ATTNRT_LIB_KVCACHE_H

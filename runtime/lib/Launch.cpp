@@ -97,14 +97,14 @@ attnrt_status checkDevicePointer(const attnrt_module &m, const char *name, const
 ///   h: 0..H-1  (stride_h)                   1
 ///   b: 0..B-1  (stride_b)                   1
 ///
-/// A packed (varlen) tensor drops the batch: rank 3, {D, total, H}.
+/// A packed (varlen) tensor drops the batch: rank 3, {D, total, H} (a
+/// varlen kernel's paged K and V keep it: {D, page_size, Hkv, num_blocks}).
 attnrt_status encodeTensorMap(const attnrt_module &m, const char *name, CUtensorMap &map,
                               const void *pointer, int64_t cols, int64_t rows, int64_t heads,
                               int64_t batch, const int64_t strides[4], int boxCols, int boxRows,
-                              CUtensorMapDataType dataType, int elementBytes) {
-  const attnrt_kernel_info &info = m.info;
-  const unsigned rank = info.varlen ? kPackedTmaRank : kTmaRank;
-  const int64_t dims[kTmaRank] = {cols, rows, heads, info.varlen ? 1 : batch};
+                              CUtensorMapDataType dataType, int elementBytes, bool packedRows) {
+  const unsigned rank = packedRows ? kPackedTmaRank : kTmaRank;
+  const int64_t dims[kTmaRank] = {cols, rows, heads, packedRows ? 1 : batch};
   cuuint64_t globalDim[kTmaRank];
   for (unsigned i = 0; i < kTmaRank; ++i)
     globalDim[i] = static_cast<cuuint64_t>(dims[i]);
@@ -363,11 +363,12 @@ attnrt_status forward(attnrt_module *m, const attnrt_forward_args *given, void *
         params[i] = &maps[i];
         continue;
       }
+      bool packed = m->info.varlen && (query || !paged);
       if (attnrt_status s = encodeTensorMap(
               *m, names[t], maps[i], pointers[t], cols, rows,
               query ? a->num_heads : a->num_kv_heads,
               batch, strides[t], p.boxCols, p.boxRows, type,
-              tmaElementBytes(p.tensor, m->info.dtype)))
+              tmaElementBytes(p.tensor, m->info.dtype), packed))
         return s;
       params[i] = &maps[i];
       continue;

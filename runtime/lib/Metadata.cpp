@@ -355,7 +355,11 @@ attnrt_status checkVarlenParams(const attnrt_kernel_info &info, const KernelAbi 
     // ALiBi's slopes and FP8's descales are [B, H] in a packed batch too (B
     // its sequences).
     bool perSequence = p.tensor == TensorRole::AlibiSlopes || p.tensor == TensorRole::QDescale ||
-                       p.tensor == TensorRole::KDescale || p.tensor == TensorRole::VDescale;
+                       p.tensor == TensorRole::KDescale || p.tensor == TensorRole::VDescale ||
+                       p.tensor == TensorRole::BlockTable;
+    // A paged K/V keeps its page (b) stride.
+    perSequence = perSequence || (info.page_size > 0 && (p.tensor == TensorRole::K ||
+                                                         p.tensor == TensorRole::V));
     if (info.varlen && p.kind == ParamKind::Stride && p.dim == 0 && !perSequence)
       return fail(ATTNRT_ERROR_INVALID_METADATA,
                   "kernel metadata parameter \"%s\" is a batch stride, but a varlen kernel's "
@@ -481,8 +485,11 @@ attnrt_status readParams(const JsonValue &root, attnrt_kernel_info &info, Kernel
     if (!need.present)
       return fail(ATTNRT_ERROR_INVALID_METADATA, "kernel metadata \"params\" has no %s: %s; %s",
                   need.what, need.why, kRegenerate);
+  // A varlen kernel may read a paged K/V through a block table.
+  bool pagedVarlen = info.varlen && paged;
   if (!info.kv_cache && !combine &&
-      (pointer[role(TensorRole::CacheSeqlens)] || pointer[role(TensorRole::BlockTable)] ||
+      (pointer[role(TensorRole::CacheSeqlens)] ||
+       (pointer[role(TensorRole::BlockTable)] && !pagedVarlen) ||
        pointer[role(TensorRole::OPartial)] || pointer[role(TensorRole::LsePartial)]))
     return fail(ATTNRT_ERROR_INVALID_METADATA,
                 "kernel metadata \"params\" binds a KV-cache or split-KV tensor but the kernel is "
@@ -703,10 +710,11 @@ attnrt_status readProblem(const JsonValue &root, attnrt_kernel_info &info) {
                 "kernel metadata key \"page_size\" = %d is not a multiple of 16; %s",
                 info.page_size, kRegenerate);
   bool combine = info.kind == ATTNRT_KERNEL_COMBINE;
-  if (!info.kv_cache && !combine && (info.page_size || info.split_kv || info.head_pack != 1))
+  if (!info.kv_cache && !combine &&
+      ((info.page_size && !info.varlen) || info.split_kv || info.head_pack != 1))
     return fail(ATTNRT_ERROR_INVALID_METADATA,
                 "kernel metadata has \"page_size\", \"split_kv\" or \"head_pack\" of a KV-cache "
-                "kernel but \"kv_cache\": false; %s",
+                "kernel but \"kv_cache\": false (only a varlen kernel may read pages); %s",
                 kRegenerate);
   if (combine && (info.kv_cache || info.page_size))
     return fail(ATTNRT_ERROR_INVALID_METADATA,

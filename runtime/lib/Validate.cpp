@@ -444,9 +444,13 @@ attnrt_status checkForwardArgs(const attnrt_kernel_info &info, const attnrt_forw
     }
 
   // KV cache and split-KV: the page size, block table, splits, workspace.
-  if (usesKvCacheArgs(info))
+  if (usesKvCacheArgs(info)) {
     if (attnrt_status s = checkKvCacheArgs(info, a))
       return s;
+  } else if (info.varlen && info.page_size > 0) {
+    if (attnrt_status s = checkPagedVarlenArgs(info, a))
+      return s;
+  }
 
   // Nothing to launch: the tensors may be empty (NULL data pointers).
   if (isEmptyForward(a))
@@ -571,6 +575,21 @@ attnrt_status checkCuSeqlens(const attnrt_forward_args &a, const int32_t *cuQ, c
                     "%s length (rows past it would not be computed)",
                     static_cast<long long>(b), static_cast<long long>(length), v.what,
                     v.longestName, static_cast<long long>(v.longest), v.what);
+    }
+    // A paged K/V has no packed key tensor: each sequence's keys must fit
+    // what its row of the block table addresses (nk = max_blocks *
+    // page_size), and the total is not a tensor's.
+    bool pagedKeys = cuK == v.values && a.block_table && a.page_size > 0;
+    if (pagedKeys) {
+      for (int64_t b = 0; b < a.batch; ++b)
+        if (int64_t length = int64_t(v.values[b + 1]) - v.values[b]; length > a.nk)
+          return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                      "sequence %lld has %lld keys but its row of block_table addresses %lld "
+                      "(max_blocks = %lld pages of %lld rows): give the block_table more pages",
+                      static_cast<long long>(b), static_cast<long long>(length),
+                      static_cast<long long>(a.nk), static_cast<long long>(a.max_blocks),
+                      static_cast<long long>(a.page_size));
+      continue;
     }
     if (v.values[a.batch] != v.total)
       return fail(ATTNRT_ERROR_INVALID_ARGUMENT,

@@ -36,19 +36,27 @@ TileConfig mlir::attn::kvCacheTileConfig(const AttentionSpec &spec) {
                                   spec.stages, elementBytesOf(spec.dtype));
 }
 
-llvm::Error mlir::attn::validateKvCacheSpec(const AttentionSpec &spec) {
-  if (!spec.kvCache) {
-    if (spec.pageSize != 0 || spec.splitKv || spec.headPack != 1 ||
-        spec.combine)
-      return fail("paged K/V, split-KV, head packing and the combine kernel "
-                  "belong to KV-cache kernels: set kv_cache (--kv-cache)");
-    return llvm::Error::success();
-  }
+llvm::Error mlir::attn::checkPageSize(const AttentionSpec &spec) {
   if (spec.pageSize < 0 || spec.pageSize > kMaxPageSize ||
       spec.pageSize % kPageRowMultiple != 0)
     return fail(fmt::format("page size {} is not supported; use 0 (a "
                             "contiguous cache) or a multiple of 16 up to {}",
                             spec.pageSize, kMaxPageSize));
+  return llvm::Error::success();
+}
+
+llvm::Error mlir::attn::validateKvCacheSpec(const AttentionSpec &spec) {
+  if (!spec.kvCache) {
+    // A varlen forward kernel may read a paged K/V too (Validate.cpp).
+    if ((spec.pageSize != 0 && !spec.varlen) || spec.splitKv ||
+        spec.headPack != 1 || spec.combine)
+      return fail("paged K/V, split-KV, head packing and the combine kernel "
+                  "belong to KV-cache kernels: set kv_cache (--kv-cache); "
+                  "a varlen kernel (--varlen) reads a paged K/V too");
+    return checkPageSize(spec);
+  }
+  if (llvm::Error error = checkPageSize(spec))
+    return error;
   if (spec.headPack < 1 || spec.headPack > kMaxHeadPack)
     return fail(fmt::format("head-pack = {} is out of range; use 1 to {} (the "
                             "query heads sharing a key/value head that one "

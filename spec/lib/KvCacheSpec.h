@@ -21,6 +21,9 @@ namespace mlir::attn {
 /// of a split-KV spec, and the KV-cache tile configuration.
 llvm::Error validateKvCacheSpec(const AttentionSpec &spec);
 
+/// A page size of 0 (no pages) or a positive multiple of 16 up to 2^16.
+llvm::Error checkPageSize(const AttentionSpec &spec);
+
 /// The tile configuration a KV-cache spec's kernel gets.
 TileConfig kvCacheTileConfig(const AttentionSpec &spec);
 

@@ -91,11 +91,22 @@ static OwningOpRef<ModuleOp> buildProblemOpModule(MLIRContext &ctx,
         valueType.getShape(), element,
         StridedLayoutAttr::get(&ctx, /*offset=*/0, {dyn, 1, dyn, dyn}));
   }
-  SmallVector<Type> args = {tensorType, tensorType, valueType, outType};
+  // A varlen batch over a paged K/V: K and V [num_blocks, page_size, Hkv,
+  // D] and the block table [B, max_blocks] after cu_seqlens.
+  const bool paged = spec.varlen && spec.pageSize > 0;
+  Type keyType = tensorType;
+  if (paged) {
+    keyType = MemRefType::get({dyn, spec.pageSize, dyn, spec.headDim}, element);
+    valueType = MemRefType::get({dyn, spec.pageSize, dyn, spec.valueHeadDim()},
+                                element);
+  }
+  SmallVector<Type> args = {tensorType, keyType, valueType, outType};
   if (spec.withLse)
     args.push_back(lseType);
   if (spec.varlen)
     args.append(2, MemRefType::get({dyn}, IntegerType::get(&ctx, 32)));
+  if (paged)
+    args.push_back(MemRefType::get({dyn, dyn}, IntegerType::get(&ctx, 32)));
   // ALiBi's slopes, f32 [B, H] (the batch stride may be 0), last.
   if (spec.alibi)
     args.push_back(MemRefType::get({dyn, dyn}, f32));
@@ -124,6 +135,7 @@ static OwningOpRef<ModuleOp> buildProblemOpModule(MLIRContext &ctx,
              spec.withLse ? body.getArgument(4) : Value(),
              spec.varlen ? body.getArgument(cuSeqlens) : Value(),
              spec.varlen ? body.getArgument(cuSeqlens + 1) : Value(),
+             paged ? body.getArgument(cuSeqlens + 2) : Value(),
              spec.alibi ? body.getArgument(alibi) : Value(),
              fp8 ? body.getArgument(descales) : Value(),
              fp8 ? body.getArgument(descales + 1) : Value(),

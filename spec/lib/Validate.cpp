@@ -124,7 +124,9 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
   if (usesFa3Schedule(spec) && spec.intraWgOverlap && spec.stages == 1)
     return specError("intra-warpgroup overlap needs 2 or more stages; use "
                      "--stages=2 or --no-intra-wg-overlap");
-  bool decoding = spec.kvCache || spec.pageSize != 0 || spec.splitKv ||
+  // A varlen kernel's paged K/V is not a decoding kernel.
+  bool decoding = spec.kvCache || (spec.pageSize != 0 && !spec.varlen) ||
+                  spec.splitKv ||
                   spec.headPack != 1 || spec.combine;
   bool tmaStoreAsked = spec.tmaStore.value_or(false);
   if (tmaStoreAsked && decoding)
@@ -188,11 +190,19 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
   // Decoding kernels have tiles of their own (KvCacheSpec.cpp).
   if (decoding)
     return validateKvCacheSpec(spec);
+  if (llvm::Error error = validateKvCacheSpec(spec))
+    return error;
   TileConfig config = tileConfigOf(spec);
   if (llvm::Error error =
           checkTileConfig(config, spec.target, spec.tileHeadDim(),
                           spec.maxSmem, elementBytesOf(spec.dtype)))
     return error;
+  if (!fitsPages(config.blockN, spec.pageSize))
+    return specError(fmt::format(
+        "block-n = {} does not fit pages of {} rows: a key block must lie "
+        "in one page or cover whole pages; use a divisor or a multiple of "
+        "{}, or leave block-n to the default",
+        config.blockN, spec.pageSize, spec.pageSize));
   if (tmaStoreAsked)
     return checkTmaStoreFits(config, spec.tileHeadDim(),
                              elementBytesOf(spec.dtype));

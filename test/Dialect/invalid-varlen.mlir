@@ -38,7 +38,7 @@ func.func @cu_seqlens_strided(%q: memref<?x?x64xf16>, %cu: memref<?xi32, strided
 
 func.func @cu_seqlens_q_only(%q: memref<?x?x64xf16>, %cu: memref<?xi32>) {
   // expected-error @+1 {{'attn.attention' op a variable-length batch needs both cu_seqlens_q and cu_seqlens_k}}
-  "attn.attention"(%q, %q, %q, %q, %cu) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0>, scale = 0.125 : f32}>
+  "attn.attention"(%q, %q, %q, %q, %cu) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0>, scale = 0.125 : f32}>
     : (memref<?x?x64xf16>, memref<?x?x64xf16>, memref<?x?x64xf16>, memref<?x?x64xf16>, memref<?xi32>) -> ()
   return
 }
@@ -127,5 +127,59 @@ func.func @store_rows_dense_by_sequence(%x: !attn.regs<64xf32, row>, %t: memref<
   %s, %n = attn.sequence %cu[%i] rows %i : memref<?xi32>
   // expected-error @+1 {{'attn.store_rows' op 'dst' must be a rank-2 f32 memref [H, total] (a packed batch's rows), got 'memref<?x?x?xf32>'}}
   "attn.store_rows"(%x, %t, %s, %i, %i) : (!attn.regs<64xf32, row>, memref<?x?x?xf32>, !attn.seq, index, index) -> ()
+  return
+}
+
+// -----
+
+func.func @pages_without_varlen(%q: memref<?x?x?x64xf16>, %k: memref<?x64x?x64xf16>, %t: memref<?x?xi32>) {
+  // expected-error @+1 {{'attn.attention' op reads pages (a block table) without varlen: a paged K/V is read by a packed batch of queries here, or by attn.attention_kvcache}}
+  attn.attention %q, %k, %k, %q pages(%t : memref<?x?xi32>) {scale = 0.125 : f32}
+    : memref<?x?x?x64xf16>, memref<?x64x?x64xf16>, memref<?x64x?x64xf16>, memref<?x?x?x64xf16>
+  return
+}
+
+// -----
+
+func.func @pages_dynamic_size(%q: memref<?x?x64xf16>, %k: memref<?x?x?x64xf16>, %cu: memref<?xi32>, %t: memref<?x?xi32>) {
+  // expected-error @+1 {{'attn.attention' op reads pages: k must be [num_blocks, page_size, Hkv, D] with a static page size that is a positive multiple of 16, got 'memref<?x?x?x64xf16>'}}
+  attn.attention %q, %k, %k, %q varlen(%cu, %cu : memref<?xi32>, memref<?xi32>) pages(%t : memref<?x?xi32>) {scale = 0.125 : f32}
+    : memref<?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x?x64xf16>, memref<?x?x64xf16>
+  return
+}
+
+// -----
+
+func.func @pages_of_24(%q: memref<?x?x64xf16>, %k: memref<?x24x?x64xf16>, %cu: memref<?xi32>, %t: memref<?x?xi32>) {
+  // expected-error @+1 {{'attn.attention' op reads pages: k must be [num_blocks, page_size, Hkv, D] with a static page size that is a positive multiple of 16, got 'memref<?x24x?x64xf16>'}}
+  attn.attention %q, %k, %k, %q varlen(%cu, %cu : memref<?xi32>, memref<?xi32>) pages(%t : memref<?x?xi32>) {scale = 0.125 : f32}
+    : memref<?x?x64xf16>, memref<?x24x?x64xf16>, memref<?x24x?x64xf16>, memref<?x?x64xf16>
+  return
+}
+
+// -----
+
+func.func @pages_table_i64(%q: memref<?x?x64xf16>, %k: memref<?x64x?x64xf16>, %cu: memref<?xi32>, %t: memref<?x?xi64>) {
+  // expected-error @+1 {{'attn.attention' op operand 'block_table' must be a rank-2 'i32' memref [B, max_blocks] (the block table), got 'memref<?x?xi64>'}}
+  attn.attention %q, %k, %k, %q varlen(%cu, %cu : memref<?xi32>, memref<?xi32>) pages(%t : memref<?x?xi64>) {scale = 0.125 : f32}
+    : memref<?x?x64xf16>, memref<?x64x?x64xf16>, memref<?x64x?x64xf16>, memref<?x?x64xf16>
+  return
+}
+
+// -----
+
+func.func @pages_v_other_size(%q: memref<?x?x64xf16>, %k: memref<?x64x?x64xf16>, %v: memref<?x32x?x64xf16>, %cu: memref<?xi32>, %t: memref<?x?xi32>) {
+  // expected-error @+1 {{page size}}
+  attn.attention %q, %k, %v, %q varlen(%cu, %cu : memref<?xi32>, memref<?xi32>) pages(%t : memref<?x?xi32>) {scale = 0.125 : f32}
+    : memref<?x?x64xf16>, memref<?x64x?x64xf16>, memref<?x32x?x64xf16>, memref<?x?x64xf16>
+  return
+}
+
+// -----
+
+func.func @pages_packed_k(%q: memref<?x?x64xf16>, %k: memref<?x?x64xf16>, %cu: memref<?xi32>, %t: memref<?x?xi32>) {
+  // expected-error @+1 {{'attn.attention' op reads pages: k must be [num_blocks, page_size, Hkv, D]}}
+  attn.attention %q, %k, %k, %q varlen(%cu, %cu : memref<?xi32>, memref<?xi32>) pages(%t : memref<?x?xi32>) {scale = 0.125 : f32}
+    : memref<?x?x64xf16>, memref<?x?x64xf16>, memref<?x?x64xf16>, memref<?x?x64xf16>
   return
 }

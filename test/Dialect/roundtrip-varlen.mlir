@@ -53,3 +53,19 @@ module attributes {attn.target = #attn.target<sm_90a>} {
     return
   }
 }
+
+// A packed batch of queries over a paged K/V (flash_attn_varlen_func with a
+// block_table): k and v [num_blocks, page_size, Hkv, D] and the table.
+// CHECK-LABEL: func.func @attention_varlen_paged
+// CHECK: attn.attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} varlen(%{{.*}}, %{{.*}} : memref<?xi32>, memref<?xi32>) pages(%{{.*}} : memref<?x?xi32>) {causal, causal_align = #attn.causal_align<bottom_right>, scale = 1.250000e-01 : f32} : memref<?x?x64xbf16>, memref<?x64x?x64xbf16>, memref<?x64x?x64xbf16>, memref<?x?x64xbf16>
+func.func @attention_varlen_paged(%q: memref<?x?x64xbf16>, %k: memref<?x64x?x64xbf16>,
+                                  %v: memref<?x64x?x64xbf16>, %o: memref<?x?x64xbf16>,
+                                  %cq: memref<?xi32>, %ck: memref<?xi32>,
+                                  %table: memref<?x?xi32>) {
+  attn.attention %q, %k, %v, %o varlen(%cq, %ck : memref<?xi32>, memref<?xi32>)
+      pages(%table : memref<?x?xi32>)
+      {causal, causal_align = #attn.causal_align<bottom_right>, scale = 0.125 : f32}
+    : memref<?x?x64xbf16>, memref<?x64x?x64xbf16>, memref<?x64x?x64xbf16>,
+      memref<?x?x64xbf16>
+  return
+}

@@ -589,8 +589,10 @@ int main(int argc, char **argv) {
   if (hadamard || hadamardSeed.getNumOccurrences())
     return fail("--hadamard and --hadamard-seed go with --quantize-fp8 (the "
                 "quantize kernel rotates q and k; attention needs no flag)");
-  // A paged, split or combine kernel is a KV-cache kernel.
-  spec.kvCache = spec.kvCache || spec.pageSize != 0 || spec.splitKv ||
+  // A paged, split or combine kernel is a KV-cache kernel (a paged varlen
+  // one is a varlen kernel over a paged K/V).
+  spec.kvCache = spec.kvCache || (spec.pageSize != 0 && !spec.varlen) ||
+                 spec.splitKv ||
                  spec.combine;
   // A flag that changes nothing is refused, not dropped.
   if (inputFile.empty() && options.causalAlign.given() &&

@@ -86,6 +86,15 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
     that both vectors are given, i32 and contiguous, and the same static
     sizes as above.
 
+    A varlen batch may read its keys and values from a paged KV cache
+    (`pages(%block_table)`, as `flash_attn_varlen_func` with `block_table`,
+    which chunked-prefill servers use): K and V are then
+    [num_blocks, page_size, Hkv, D] with a static page size (a multiple of
+    16), `block_table` is i32 [B, max_blocks], and key `n` of sequence `b`
+    is row `n % page_size` of page `block_table[b, n / page_size]`.
+    Sequence `b` has `cu_seqlens_k[b+1] - cu_seqlens_k[b]` keys, clamped to
+    the `max_blocks * page_size` its row of the table addresses.
+
     V and O may have a head dimension of their own (DeepSeek's 192/128): the
     problem's `head_dim_v`, which the kernel's name spells `_d192v128`.
 
@@ -123,6 +132,11 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
         {causal, causal_align = #attn.causal_align<bottom_right>, scale = 0.125 : f32}
       : memref<?x?x128xbf16>, memref<?x?x128xbf16>, memref<?x?x128xbf16>,
         memref<?x?x128xbf16>, memref<?x?xf32>
+    attn.attention %q, %kc, %vc, %o
+        varlen(%cu_q, %cu_k : memref<?xi32>, memref<?xi32>)
+        pages(%table : memref<?x?xi32>) {scale = 0.125 : f32}
+      : memref<?x?x128xbf16>, memref<?x256x?x128xbf16>,
+        memref<?x256x?x128xbf16>, memref<?x?x128xbf16>
     attn.attention %q, %k, %v, %o
         descale(%qd, %kd, %vd : memref<?x?xf32>, memref<?x?xf32>, memref<?x?xf32>)
         {causal, scale = 0.0883883 : f32}
@@ -138,6 +152,8 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
                        // Variable-length batches: both or neither.
                        Arg<Optional<AnyMemRef>, "", [MemRead]>:$cu_seqlens_q,
                        Arg<Optional<AnyMemRef>, "", [MemRead]>:$cu_seqlens_k,
+                       // A varlen batch's paged K/V: i32 [B, max_blocks].
+                       Arg<Optional<AnyMemRef>, "", [MemRead]>:$block_table,
                        // ALiBi: f32 slopes [B, H] (batch stride 0: per head).
                        Arg<Optional<AnyMemRef>, "", [MemRead]>:$alibi_slopes,
                        // FP8: f32 descales [B, Hkv] of q, k and v.
@@ -153,6 +169,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
     $q `,` $k `,` $v `,` $o (`lse` $lse^)?
     (`varlen` `(` $cu_seqlens_q^ `,` $cu_seqlens_k `:` type($cu_seqlens_q) `,`
      type($cu_seqlens_k) `)`)?
+    (`pages` `(` $block_table^ `:` type($block_table) `)`)?
     (`alibi` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
     (`descale` `(` $q_descale^ `,` $k_descale `,` $v_descale `:`
      type($q_descale) `,` type($k_descale) `,` type($v_descale) `)`)?
@@ -197,6 +214,12 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
     }
     /// Whether the batch is packed (variable-length sequences).
     bool isVarlen() { return getCuSeqlensQ() != nullptr; }
+    /// Whether K and V are a paged cache read through `block_table`.
+    bool isPaged() { return getBlockTable() != nullptr; }
+    /// Rows per page of a paged K/V (0: not paged).
+    int64_t getPageSize() {
+      return isPaged() ? cast<MemRefType>(getK().getType()).getDimSize(1) : 0;
+    }
   }];
 }
 

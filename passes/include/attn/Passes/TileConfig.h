@@ -190,6 +190,14 @@ llvm::Error checkKvCacheTileConfig(const TileConfig &config, TargetKind target,
                                    int64_t headDim, int64_t pageSize,
                                    int64_t headPack, int64_t elementBytes = 2);
 
+/// Whether a key block of `blockN` rows fits pages of `pageSize` rows (0:
+/// no pages): it lies in one page or covers whole pages.
+bool fitsPages(int64_t blockN, int64_t pageSize);
+
+/// The longest key block of whole 16-row steps up to `blockN` that fits the
+/// pages (16 always does: pages are multiples of 16).
+int64_t fitToPages(int64_t blockN, int64_t pageSize);
+
 /// The tile of a split-KV combine kernel: the split kernel's rows (so its
 /// head packing tiles them the same way) over 4 warps.
 TileConfig combineTileConfig(int64_t blockM);

@@ -118,10 +118,16 @@ inline TileConfig tileConfigOf(const AttentionSpec &spec, bool window = false) {
       boundedSoftmaxApplies(spec));
   // A GPU with less shared memory than the target's: the tiles the spec
   // leaves to the default give back until they fit.
-  return fitSharedMemory(config, spec.tileHeadDim(), spec.maxSmem,
-                         /*keepStages=*/spec.stages > 0,
-                         /*keepBlockM=*/spec.blockM > 0 || spec.numWarps > 0,
-                         /*keepBlockN=*/spec.blockN > 0);
+  config = fitSharedMemory(config, spec.tileHeadDim(), spec.maxSmem,
+                           /*keepStages=*/spec.stages > 0,
+                           /*keepBlockM=*/spec.blockM > 0 || spec.numWarps > 0,
+                           /*keepBlockN=*/spec.blockN > 0);
+  // A varlen kernel over a paged K/V: a key block lies in one page or
+  // covers whole pages (one TMA box or cp.async walk per page); an
+  // override that does not fit is refused by validateSpec.
+  if (spec.blockN == 0)
+    config.blockN = fitToPages(config.blockN, spec.pageSize);
+  return config;
 }
 /// Whether a dense spec's tile overrides (block-m, block-n, warps) give
 /// tiles other than its default's: such a kernel's name says its tiles, and
