@@ -13,7 +13,7 @@ from ._torch_backward import register_attention_autograd
 from ._fp8_args import is_fp8_call
 from ._torch_fp8 import attention_fp8, check_fp8_arguments
 from ._torch_launch import (check_alibi_slopes, forward_args, head_dim_v_of, kernel_for, launch,
-                            outputs_like, set_alibi_args, use_custom_op)
+                            outputs_like, set_alibi_args, short_sequence_tiles, use_custom_op)
 
 _LAYOUT = TensorLayout(function="attention", names=("q", "k", "v"), rank=4,
                        dims=" (batch, seqlen, heads, head_dim)", rank_hint="",
@@ -126,9 +126,11 @@ def _forward(q, k, v, causal, scale, return_lse, causal_align, softcap, window_l
         return _kvcache_forward(q, k, v, None, None, causal, scale, softcap, return_lse, 0,
                                 window_left, window_right, alibi_slopes=alibi_slopes)
     out, lse = outputs_like(q, return_lse, v)
+    tiles = short_sequence_tiles(q, max(q.shape[1], k.shape[1]), causal, softcap,
+                                 (window_left, window_right), alibi)
     kernel = kernel_for(q, scale, causal=causal, causal_align=causal_align, softcap=softcap,
                         window_size=(window_left, window_right), alibi=alibi,
-                        head_dim_v=head_dim_v)
+                        head_dim_v=head_dim_v, **tiles)
     args = forward_args(q, k, v, out, lse if return_lse else None, q.shape[0], k.shape[1])
     set_alibi_args(args, alibi_slopes)
     launch(kernel, args, q.device)

@@ -8,7 +8,7 @@ import ctypes
 from . import _capi
 from ._capi import lib
 from ._errors import check_status, invalid_argument
-from ._jit import loaded_kernel
+from ._jit import device_arch, loaded_kernel
 from ._spec import KernelSpec
 from ._torch_checks import torch
 
@@ -19,6 +19,32 @@ def kernel_for(q, scale, **spec_fields):
     spec = KernelSpec(head_dim=q.shape[-1], dtype=str(q.dtype), scale=scale or None,
                       **spec_fields)
     return loaded_kernel(spec, q.device.index, lambda: torch.cuda.device(q.device))
+
+
+#: Tiles for plain causal calls whose sequences are all short, on sm_90a:
+#: head_dim -> (longest sequence, block_m, num_warps). The default tiles are
+#: tuned at 8k; d64's 192-row query blocks ran 16-20% slower than 128-row
+#: ones at 512 and 1k, level at 2k, 3-9% faster at 4k and 8k (docs/PERF.md,
+#: 2026-12-04). The kernel itself has no sequence length, so the call picks.
+_SHORT_CAUSAL_TILES = {64: (2048, 128, 8)}
+_ARCH_OF_DEVICE = {}
+
+
+def short_sequence_tiles(q, longest, causal, softcap=0.0, window=(-1, -1), alibi=False):
+    """block_m / num_warps overrides for a plain causal call (no soft cap,
+    window or ALiBi) whose longest query or key sequence is `longest`: {} to
+    keep the default tiles."""
+    choice = _SHORT_CAUSAL_TILES.get(q.shape[-1])
+    if (not causal or choice is None or longest > choice[0] or softcap or alibi
+            or window != (-1, -1) or q.dtype not in (torch.float16, torch.bfloat16)):
+        return {}
+    index = q.device.index
+    if index not in _ARCH_OF_DEVICE:
+        with torch.cuda.device(q.device):
+            _ARCH_OF_DEVICE[index] = device_arch()
+    if _ARCH_OF_DEVICE[index] != "sm_90a":
+        return {}
+    return dict(block_m=choice[1], num_warps=choice[2])
 
 
 def outputs_like(q, return_lse, v=None):

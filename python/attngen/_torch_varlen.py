@@ -17,7 +17,7 @@ from ._torch_checks import (TensorLayout, call_options, check_devices, check_int
                             require_torch, torch)
 from ._torch_launch import (_strides_4d, check_alibi_slopes, current_stream, forward_args,
                             head_dim_v_of, kernel_for, launch, outputs_like, set_alibi_args,
-                            use_custom_op)
+                            short_sequence_tiles, use_custom_op)
 from ._errors import check_status
 from ._fp8_args import is_fp8_call
 from ._varlen_seqlens import check_seqlen_values
@@ -275,10 +275,12 @@ def _launch(q, k, v, cu_q, cu_k, max_q, max_k, out, lse, causal, scale, causal_a
         if lse is not None:
             lse.fill_(-math.inf)
         return
+    tiles = short_sequence_tiles(q, max(max_q, max_k), causal, softcap,
+                                 (window_left, window_right), alibi_slopes is not None)
     kernel = kernel_for(q, scale, causal=causal, causal_align=causal_align, softcap=softcap,
                         window_size=(window_left, window_right), varlen=True,
                         alibi=alibi_slopes is not None, head_dim_v=head_dim_v_of(q, v),
-                        page_size=page_size)
+                        page_size=page_size, **tiles)
     args = forward_args(q, k, v, out, lse, batch, total_k)
     args.cu_seqlens_q, args.cu_seqlens_k = cu_q.data_ptr(), cu_k.data_ptr()
     args.max_seqlen_q, args.max_seqlen_k = max_q, max_k

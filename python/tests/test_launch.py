@@ -114,6 +114,53 @@ class LaunchPathTest(unittest.TestCase):
                                    "top-left", 0.0, -1, -1, True)
         self.assertEqual(len(self.launches), 1)
 
+    def test_paged_varlen(self):
+        # A varlen batch over a paged K/V: the paged kernel, nk the table's
+        # reach, the table and the pages' extents in the args.
+        q, pages = self.randn(300, 8, 64), self.randn(10, 64, 2, 64)
+        table = torch.arange(12, dtype=torch.int32).remainder(10).reshape(3, 4)
+        cu_q = torch.tensor([0, 100, 100, 300], dtype=torch.int32)
+        cu_k = torch.tensor([0, 250, 250, 500], dtype=torch.int32)
+        out, _ = _torch_varlen._forward(q, pages, pages, cu_q, cu_k, 200, 250, False, 0.0,
+                                        False, "bottom-right", 0.0, -1, -1, True, None, table)
+        self.assertEqual(out.shape, q.shape)
+        [spec], [args] = self.specs, self.launches
+        self.assertEqual((spec["varlen"], spec["kv_cache"], spec["page_size"]), (1, 0, 64))
+        self.assertEqual((args["nk"], args["page_size"], args["max_blocks"], args["num_blocks"],
+                          args["block_table"], args["block_table_stride"],
+                          args["cache_seqlens"]),
+                         (256, 64, 4, 10, table.data_ptr(), 4, None))
+        self.assertEqual(args["k_strides"], pages.stride())
+        # A sequence longer than its row of the table fails on the host.
+        with self.assertRaises(attngen.InvalidInputError):
+            _torch_varlen._forward(q, pages, pages, cu_q, cu_k + torch.tensor(
+                [0, 7, 7, 7], dtype=torch.int32), 200, 257, False, 0.0, False,
+                "bottom-right", 0.0, -1, -1, True, None, table)
+        self.assertEqual(len(self.launches), 1)
+
+    def test_short_causal_tiles(self):
+        # d64 plain causal calls up to 2k take 128-row tiles on sm_90a; longer
+        # ones, other masks and sm_80 keep the defaults.
+        from attngen import _torch_launch
+        q, k = self.randn(2, 1024, 4, 64), self.randn(2, 1024, 4, 64)
+        with mock.patch.dict(_torch_launch._ARCH_OF_DEVICE, {None: "sm_90a"}):
+            _torch_attention._forward(q, k, k, True, 0.0, False, "bottom-right", 0.0, -1, -1)
+            _torch_attention._forward(q, k, k, False, 0.0, False, "bottom-right", 0.0, -1, -1)
+            _torch_attention._forward(q, k, k, True, 0.0, False, "bottom-right", 30.0, -1, -1)
+            long_q = self.randn(1, 4096, 4, 64)
+            _torch_attention._forward(long_q, long_q, long_q, True, 0.0, False,
+                                      "bottom-right", 0.0, -1, -1)
+            cu = torch.tensor([0, 1024, 2048], dtype=torch.int32)
+            _torch_varlen._forward(q[0].repeat(2, 1, 1), k[0].repeat(2, 1, 1),
+                                   k[0].repeat(2, 1, 1), cu, cu, 1024, 1024, True, 0.0,
+                                   False, "bottom-right", 0.0, -1, -1, False)
+        with mock.patch.dict(_torch_launch._ARCH_OF_DEVICE, {None: "sm_80"}):
+            q16 = q.to(torch.float16)
+            _torch_attention._forward(q16, q16, q16, True, 0.0, False, "bottom-right", 0.0,
+                                      -1, -1)
+        tiles = [(spec["block_m"], spec["num_warps"]) for spec in self.specs]
+        self.assertEqual(tiles, [(128, 8), (0, 0), (0, 0), (0, 0), (128, 8), (0, 0)])
+
     def test_kvcache(self):
         q, pages = self.randn(2, 3, 8, 64), self.randn(8, 16, 2, 64)
         table = torch.arange(8, dtype=torch.int32).reshape(2, 4)
