@@ -20,6 +20,8 @@ ragged batches, then speed against the same tokens packed, in one run.
   into NaN-poisoned outputs with guards on both sides; attention_varlen's own
   result must equal it, and the packed kernel's on the same keys must agree
   to within rounding.
+* A paged call captured in a CUDA graph and replayed on new queries, under
+  torch.compile(fullgraph=True), and through the flash_attn drop-in.
 * Speed (bf16, H 32 / Hkv 8, d128; chunked prefill: 16 sequences each with a
   chunk of queries over a cache of keys): the paged kernel against the packed
   varlen kernel on the same keys (the bar: within 5%), the old gather-then-pack
@@ -185,6 +187,53 @@ def check_case(attngen, torch, case, device):
     return passed, what, detail
 
 
+def graphs_and_compile(attngen, torch, device):
+    """One paged call captured in a CUDA graph and replayed on new queries,
+    the same call under torch.compile(fullgraph=True), and the flash_attn
+    drop-in's flash_attn_varlen_func with the block table: each against the
+    float32 reference. Returns the number of failures."""
+    from attngen.flash_attn_interface import flash_attn_varlen_func
+    case = dict(lengths_q=[100, 1, 257], lengths_k=[900, 64, 300], d=128, dv=128, heads=8,
+                kv_heads=2, page=64, mask="causal", dtype="bf16")
+    k_pages, v_pages, table, k, v = build_cache(torch, case, device)
+    cu_q = torch.tensor(harness.cu_seqlens(case["lengths_q"]), dtype=torch.int32, device=device)
+    cu_k = torch.tensor(harness.cu_seqlens(case["lengths_k"]), dtype=torch.int32, device=device)
+
+    def call(x):
+        return attngen.attention_varlen(x, k_pages, v_pages, cu_q, cu_k, 257, 900, causal=True,
+                                        check_seqlens=False, block_table=table)
+
+    failures = 0
+    for label in ("cuda graph", "torch.compile", "flash_attn_varlen_func"):
+        try:
+            x = torch.randn(sum(case["lengths_q"]), 8, 128, dtype=torch.bfloat16, device=device)
+            if label == "cuda graph":
+                static_x = torch.zeros_like(x)
+                call(static_x)  # compile and load outside the capture
+                torch.cuda.synchronize()
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    out = call(static_x)
+                static_x.copy_(x)
+                graph.replay()
+            elif label == "torch.compile":
+                out = torch.compile(call, fullgraph=True)(x)
+            else:
+                out = flash_attn_varlen_func(x, k_pages, v_pages, cu_q, cu_k, 257, 900,
+                                             causal=True, block_table=table)
+            torch.cuda.synchronize()
+            ref, _ = harness.varlen_reference(x, k, v, case["lengths_q"], case["lengths_k"],
+                                              1 / math.sqrt(128), causal=True, bottom_right=True)
+            rel = harness.rel_error(out, ref)
+            ok = rel < harness.REL_TOL["bf16"] and not torch.isnan(out).any().item()
+            detail = f"rel {rel:.2e}"
+        except Exception as e:  # noqa: BLE001 -- a failure to report
+            ok, detail = False, harness.short_error(e)
+        failures += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} {label}: {detail}", flush=True)
+    return failures
+
+
 def bench(attngen, torch, device, rows):
     """Chunked prefill: 16 sequences, each a chunk of `chunk` queries after
     `cached` keys already in the cache (causal bottom-right)."""
@@ -268,6 +317,8 @@ def main():
         results.append(dict(case=case, passed=passed, detail=detail))
         print(f"{'ok  ' if passed else 'FAIL'} {what}: {detail}", flush=True)
     print(f"paged varlen correctness: {cases - failures}/{cases} passed", flush=True)
+    if not args.sanitize:
+        failures += graphs_and_compile(attngen, torch, device)
     rows = []
     if not args.no_bench and not args.sanitize:
         harness.warm_up_gpu()

@@ -276,6 +276,43 @@ void copyChunksMapped(Lowering &l, const SmemBuffer &buffer, Tensor tensor,
     });
     return;
   }
+  if (pages && rows % l.pageSize == 0 && l.pageSize % walk.rowsPerStep == 0) {
+    // The tile covers whole pages and a step's rows lie in one page: the
+    // page of step s is slot row0 / page_size + s * rowsPerStep /
+    // page_size, known when the step is emitted, so each page a thread
+    // touches is looked up once (rows / page_size loads, not one per
+    // chunk: those spilled 56-112 bytes at d128 with 16- and 32-row
+    // pages) and its steps are constant row offsets from one address.
+    Value slot0 = arith::DivUIOp::create(b, l.loc, row0, l.i32(l.pageSize));
+    Value rowStride = l.params.stride[static_cast<int>(tensor)][1];
+    auto globalPtr =
+        LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
+    SmallVector<Value> pageSrc, pageBytes;
+    for (int64_t p = 0; p < rows / l.pageSize; ++p) {
+      Value page = l.loadPage(
+          batch, arith::AddIOp::create(b, l.loc, slot0, l.i32(p)));
+      Value valid = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::ult,
+                                          page, l.params.numBlocks);
+      // A page outside the cache reads 0 bytes from the tensor's base.
+      pageSrc.push_back(arith::SelectOp::create(
+          b, l.loc, valid,
+          l.globalAddress(tensor, page, walk.firstRow, head, walk.col), base));
+      pageBytes.push_back(arith::SelectOp::create(
+          b, l.loc, valid, l.i32(kChunkBytes), l.i32(0)));
+    }
+    walk.forEach(l, [&](int64_t step) {
+      int64_t first = step * walk.rowsPerStep;
+      int64_t p = first / l.pageSize;
+      Value src = LLVM::GEPOp::create(
+          b, l.loc, globalPtr, b.getI16Type(), pageSrc[p],
+          ValueRange{arith::MulIOp::create(b, l.loc, rowStride,
+                                           l.i64(first % l.pageSize))});
+      NVVM::CpAsyncOp::create(b, l.loc, l.smemPtr(walk.dstOffset(l, step)),
+                              src, kChunkBytes, NVVM::LoadCacheModifierKind::CG,
+                              pageBytes[p]);
+    });
+    return;
+  }
   walk.forEach(l, [&](int64_t step) {
     Value rowInTile = walk.row(l, step);
     Value srcBatch = batch, srcRow, srcHead = head, valid;
