@@ -233,7 +233,11 @@ void copyChunks(Lowering &l, const SmemBuffer &buffer, Tensor tensor,
 /// (`pages`): each chunk's source row is computed on its own (a packed
 /// row's head and position; a paged row's page from the block table, whose
 /// pages outside [0, num_blocks) read as zeros), except in a tile that lies
-/// in one page, whose page is looked up once. Rows past N read as zero.
+/// in one page, whose page is looked up once, and one that covers whole
+/// pages, whose pages are looked up once each. Rows past N read as zero.
+/// A paged tile's first row is a multiple of its rows (attn-tile and
+/// attn-causal-blocks place key blocks at multiples of block_n, which the
+/// pages divide or hold whole).
 void copyChunksMapped(Lowering &l, const SmemBuffer &buffer, Tensor tensor,
                       int64_t headDim, Value batchIndex, Value rowIndex,
                       Value headIndex, Value pages, int64_t headPack) {
@@ -245,8 +249,8 @@ void copyChunksMapped(Lowering &l, const SmemBuffer &buffer, Tensor tensor,
   Value row0 = l.toI32(l.scalar(rowIndex));
   Value base = l.params.ptr[static_cast<int>(tensor)];
   if (pages && l.pageSize % rows == 0) {
-    // The tile lies in one page (the verifier: the row is a multiple of
-    // the tile's rows): one block-table lookup and one address per thread,
+    // The tile lies in one page (its first row is a multiple of its
+    // rows): one block-table lookup and one address per thread,
     // each step a constant number of rows further, as in copyChunks. (A
     // lookup per chunk kept 16 page indices live at d256: 52 bytes of
     // spills on sm_80.)

@@ -129,6 +129,9 @@ std::optional<Tensor> tmaRoleOf(Lowering &l, Value tensor) {
   return it->second;
 }
 
+/// Block-table entries a TMA thread loads ahead of the boxes they address.
+constexpr int64_t kPagesInFlight = 4;
+
 /// Arms `bar` with the tile's byte count and issues one TMA per swizzle
 /// panel of `buffer` (run by one thread). A tile packing `headPack` heads
 /// takes one box of rows / headPack rows per head and panel (rows of head g
@@ -141,8 +144,6 @@ std::optional<Tensor> tmaRoleOf(Lowering &l, Value tensor) {
 /// sm_90a kernels target): the `.shared::cluster` form needs a generic
 /// round trip (two cvta, 64-bit registers) per panel, which spilled 8-20
 /// bytes in the persistent kernels with three or more panels.
-/// Block-table entries a TMA thread loads ahead of the boxes they address.
-constexpr int64_t kPagesInFlight = 4;
 
 LogicalResult emitTmaLoad(Lowering &l, Operation *op, Value src,
                           const SmemBuffer &buffer, Value bar, Value batchIdx,

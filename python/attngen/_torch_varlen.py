@@ -118,7 +118,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     options = _check_arguments(q, k, v, cu_q, cu_k, max_q, max_k, causal, window_size, softcap,
                                scale, return_lse, causal_align, check_seqlens,
                                alibi_slopes=alibi_slopes, block_table=block_table)
-    if use_custom_op(q, k, v, cu_q, cu_k):
+    if use_custom_op(q, k, v, cu_q, cu_k, *(() if block_table is None else (block_table,))):
         out, lse = torch.ops.attngen.attention_varlen(
             q, k, v, cu_q, cu_k, max_q, max_k, options.causal, options.scale,
             return_lse or records, options.causal_align, options.softcap,
@@ -207,6 +207,10 @@ def _check_block_table(k, v, block_table, batch):
     if block_table.shape[1] > 1 and block_table.stride(1) != 1:
         raise invalid_argument(f"block_table has strides {tuple(block_table.stride())}: its "
                                "rows must be contiguous (stride 1 along max_blocks); call "
+                               ".contiguous()")
+    if block_table.shape[0] > 1 and block_table.stride(0) < block_table.shape[1]:
+        raise invalid_argument(f"block_table has strides {tuple(block_table.stride())}: its "
+                               "rows must not overlap (row stride >= max_blocks); call "
                                ".contiguous()")
     for name, t in (("k", k), ("v", v)):
         if t.shape[0] > 1 and t.stride(0) % 8:

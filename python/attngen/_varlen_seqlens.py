@@ -35,3 +35,23 @@ def check_seqlen_values(q, k, cu_q, cu_k, max_q, max_k, block_table=None):
             message = message.replace(runtime, python)
         raise invalid_argument(f"attngen.attention_varlen: {message} (check_seqlens=False "
                                "skips this check)")
+    if block_table is not None:
+        _check_pages_used(host_k, block_table, k.shape[1], k.shape[0])
+
+
+def _check_pages_used(host_cu_k, block_table, page_size, num_blocks):
+    """The entries of block_table that each sequence's keys use (its first
+    ceil(keys / page_size)) name pages of the cache: the kernel would read
+    zeros for any other, silently wrong keys."""
+    table = block_table.cpu()
+    lengths = (host_cu_k[1:] - host_cu_k[:-1]).tolist()
+    for b, length in enumerate(lengths):
+        used = table[b, :(length + page_size - 1) // page_size]
+        bad = ((used < 0) | (used >= num_blocks)).nonzero()
+        if bad.numel():
+            j = int(bad[0, 0])
+            raise invalid_argument(
+                f"attngen.attention_varlen: block_table[{b}][{j}] = {int(used[j])} is outside "
+                f"[0, {num_blocks}) (the pages of k and v), but sequence {b} uses its first "
+                f"{used.numel()} pages ({length} keys): fix the table (check_seqlens=False "
+                "skips this check)")

@@ -26,13 +26,16 @@ flash_attn_varlen_func's backward included). return_attn_probs
 returns (out, softmax_lse, None): flash_attn's third output is only
 meaningful with dropout. flash_attn_func, flash_attn_varlen_func and their
 packed forms are differentiable (attngen.attention's and
-attention_varlen's backward, head dims up to 256); flash_attn_with_kvcache
-has no backward pass: .backward() through it raises NotImplementedError.
+attention_varlen's backward, head dims up to 256), except
+flash_attn_varlen_func over a paged cache (block_table), which, as
+flash_attn_with_kvcache, has no backward pass: .backward() through either
+raises NotImplementedError.
 
 Where flash_attn reads memory that attngen's kernels cannot address directly,
-this module copies, and the docstrings say so: a paged cache in
-flash_attn_varlen_func, cache_leftpad, and cache_batch_idx on a cache whose
-rows are not whole pages of 16.
+this module copies, and the docstrings say so: cache_leftpad, and
+cache_batch_idx on a cache whose rows are not whole pages of 16. A paged
+cache in flash_attn_varlen_func is read in place (pages of a multiple of 16
+rows).
 """
 
 import math

@@ -1,7 +1,7 @@
 """attngen.flash_attn_interface on the CPU: flash_attn's signatures (names,
 order, defaults), its conventions (windows, LSE of empty rows, head dim
 padding), the clear errors for what attngen lacks, and the KV-cache helpers
-(rotary, appending, cache_batch_idx pages, leftpad, paged varlen gather)
+(rotary, appending, cache_batch_idx pages, leftpad)
 against plain loops. The kernels themselves run in gpu/flash_attn_check.py.
 
     PYTHONPATH=python python3 -m unittest python/tests/test_flash_attn_interface.py -v

@@ -187,6 +187,7 @@ class VarlenArgumentTest(unittest.TestCase):
         expect("block_table has no columns", kwargs={"block_table": table[:, :0]})
         expect("its rows must be contiguous",
                kwargs={"block_table": table.t().contiguous().t()})
+        expect("its rows must not overlap", kwargs={"block_table": table[:1].expand(3, 4)})
         expect("k has dtype torch.bfloat16 but q has torch.float16",
                k=pages.bfloat16(), v=pages.bfloat16())
         expect("FP8 paged cache is read by attention_with_kvcache",
@@ -220,6 +221,16 @@ class VarlenArgumentTest(unittest.TestCase):
         with self.assertRaises(attngen.InvalidInputError) as caught:
             values([0, 250, 250, 500], max_k=200)
         self.assertIn("more than max_seqlen_k = 200", str(caught.exception))
+        # The pages a sequence uses must be the cache's; unused entries may be
+        # anything (sequence 1 has no keys, sequence 2 uses one page of 4).
+        table[1] = -1
+        table[2, 1:] = 99
+        values([0, 256, 256, 300])
+        table[0, 3] = 10
+        with self.assertRaises(attngen.InvalidInputError) as caught:
+            values([0, 256, 256, 300])
+        self.assertIn("block_table[0][3] = 10 is outside [0, 10) (the pages of k and v), but "
+                      "sequence 0 uses its first 4 pages (256 keys)", str(caught.exception))
 
     def test_seqlen_values(self):
         # The runtime's attnrt_check_cu_seqlens on host copies, named as the

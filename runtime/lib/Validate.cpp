@@ -450,6 +450,12 @@ attnrt_status checkForwardArgs(const attnrt_kernel_info &info, const attnrt_forw
   } else if (info.varlen && info.page_size > 0) {
     if (attnrt_status s = checkPagedVarlenArgs(info, a))
       return s;
+  } else if (a.block_table || a.page_size) {
+    return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
+                "args.block_table = %p and args.page_size = %lld but kernel '%s' reads no pages and "
+                "would ignore them: pass NULL and 0, or use a paged kernel (attngen --varlen "
+                "--paged-kv=N, or --kv-cache --paged-kv=N)",
+                a.block_table, static_cast<long long>(a.page_size), info.kernel);
   }
 
   // Nothing to launch: the tensors may be empty (NULL data pointers).

@@ -1045,6 +1045,12 @@ void testVarlen() {
   d.max_seqlen_k = 7;
   expectStatus("varlen: dense kernel given max_seqlen_k", attnrt_check_forward_args(&dense, &d), kBad,
                {"args.max_seqlen_k is set"});
+  // A kernel that reads no pages refuses a block table (it would ignore it).
+  a = base;
+  a.block_table = reinterpret_cast<const int32_t *>(kCuQ);
+  a.page_size = 64;
+  check("block table on a varlen kernel without pages", a, kBad,
+        {"reads no pages and would ignore them", "attngen --varlen --paged-kv=N"});
 
   // The values of cu_seqlens, on host copies.
   const int32_t goodQ[] = {0, 100, 100, 300}; // sequence 1 is empty
