@@ -201,13 +201,14 @@ class RuntimeKernels:
         self.modules = {}
         self.arch_of = {}
 
-    def module(self, arch, d, dname, mask):
-        """(kernel name, loaded Module) of the varlen kernel of `mask` (MASKS)."""
+    def module(self, arch, d, dname, mask, tiles=None):
+        """(kernel name, loaded Module) of the varlen kernel of `mask` (MASKS), with
+        the tile overrides `tiles` (those attention_varlen picks for the call)."""
         causal, align, window = MASKS[mask]
         diagonal = causal or window != harness.NO_WINDOW
         kernel = self.attngen.compile(arch=arch, head_dim=d, dtype=dname, causal=causal,
                                       causal_align=align if diagonal else "top-left",
-                                      window_size=window, varlen=True)
+                                      window_size=window, varlen=True, **(tiles or {}))
         module = self.modules.get(kernel.kernel_name)
         if module is None:
             base = os.path.join(self.folder, kernel.kernel_name)
@@ -223,8 +224,13 @@ class RuntimeKernels:
     def launch(self, arch, mask, q, k, v, cu_q, cu_k, max_q, max_k, out, lse):
         """The kernel of `mask` for `arch` on a packed batch; returns its name."""
         import torch
+        from attngen._torch_launch import short_sequence_tiles
         dname = "bf16" if q.dtype == torch.bfloat16 else "f16"
-        name, module = self.module(arch, q.shape[2], dname, mask)
+        causal, _, window = MASKS[mask]
+        # The tiles attention_varlen picks for this call's lengths (sm_90a).
+        tiles = (short_sequence_tiles(q, max(max_q, max_k), causal, window=window)
+                 if arch == "sm_90a" else {})
+        name, module = self.module(arch, q.shape[2], dname, mask, tiles)
         module.launch(self.rt.varlen_forward_args(q, k, v, out, lse, cu_q, cu_k, max_q,
                                                    max_k))
         return name
