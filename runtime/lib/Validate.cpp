@@ -427,9 +427,13 @@ attnrt_status checkForwardArgs(const attnrt_kernel_info &info, const attnrt_forw
                 static_cast<long long>(a.nq), static_cast<long long>(kMaxI32));
   if (a.nk > kMaxI32)
     return fail(ATTNRT_ERROR_INVALID_ARGUMENT,
-                "args.nk = %lld exceeds the kernel's 32-bit limit of %lld rows: split the keys into "
-                "chunks and combine the partial results with the LSE",
-                static_cast<long long>(a.nk), static_cast<long long>(kMaxI32));
+                "args.nk = %lld exceeds the kernel's 32-bit limit of %lld rows: %s",
+                static_cast<long long>(a.nk), static_cast<long long>(kMaxI32),
+                info.page_size > 0 ? "a paged kernel's nk is max_blocks * page_size; give the "
+                                     "block table fewer columns (the pages the longest sequence "
+                                     "uses)"
+                                   : "split the keys into chunks and combine the partial results "
+                                     "with the LSE");
   // The grid the kernel's rule gives must fit CUDA's limits.
   if (!isEmptyForward(a) && info.ctas_per_sm == 0)
     for (int d = 0; d < info.grid_dims; ++d) {

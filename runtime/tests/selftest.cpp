@@ -1226,6 +1226,11 @@ void testKvCache() {
   a.block_table = nullptr;
   check("no block table", a, kBad, {"args.block_table is NULL", "paged KV cache"});
   a = base;
+  a.max_blocks = int64_t(1) << 30;
+  a.nk = a.max_blocks * a.page_size;
+  check("a block table past 2^31 keys", a, kBad,
+        {"exceeds the kernel's 32-bit limit", "give the block table fewer columns"});
+  a = base;
   a.block_table = reinterpret_cast<const int32_t *>(kBlockTable + 2);
   check("misaligned block table", a, kBad, {"args.block_table", "4-byte aligned"});
   a = base;
