@@ -89,6 +89,20 @@ class ConventionTest(unittest.TestCase):
         self.assertFails(on_device, lambda: fa.flash_attn_func(q59, k59, k59))
         strided = bf16(2, 5, 64, 4).transpose(-1, -2)
         self.assertFails(on_device, lambda: fa.flash_attn_func(strided, k, v))
+        # flash_attn_varlen_func over a paged cache: the pages go to
+        # attention_varlen as they are (its paged checks, then the device).
+        pages, table = bf16(6, 16, 2, 64), torch.tensor([[5, 0], [3, 1]], dtype=torch.int32)
+        q_packed = bf16(9, 4, 64)
+        cu_q = torch.tensor([0, 4, 9], dtype=torch.int32)
+        cu_k = torch.tensor([0, 20, 27], dtype=torch.int32)
+        self.assertFails(on_device, lambda: fa.flash_attn_varlen_func(
+            q_packed, pages, pages, cu_q, cu_k, 5, 20, causal=True, block_table=table))
+        self.assertFails("block_table has 1 rows but cu_seqlens describe 2 sequences",
+                         lambda: fa.flash_attn_varlen_func(q_packed, pages, pages, cu_q, cu_k,
+                                                           5, 20, block_table=table[:1]))
+        self.assertFails("k must be 4-D (num_blocks, page_size, kv_heads, head_dim)",
+                         lambda: fa.flash_attn_varlen_func(q_packed, pages[0], pages[0], cu_q,
+                                                           cu_k, 5, 20, block_table=table))
 
     def test_missing_features_are_clear_errors(self):
         q, k, v = self.q, self.k, self.v
