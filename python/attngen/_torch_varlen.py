@@ -180,9 +180,10 @@ def _check_paged_tensors(q, k, v):
     for name, t in (("k", k), ("v", v)):
         check_rank(name, t, 4, " (num_blocks, page_size, kv_heads, head_dim): a paged "
                    "KV cache, as block_table addresses it")
-    if tuple(k.shape[:2]) != tuple(v.shape[:2]):
-        raise invalid_argument(f"k and v must have the same pages (num_blocks, page_size); "
-                               f"got k {tuple(k.shape)} and v {tuple(v.shape)}")
+    if tuple(k.shape[:3]) != tuple(v.shape[:3]):
+        raise invalid_argument(f"k and v must have the same pages and kv_heads (num_blocks, "
+                               f"page_size, kv_heads); got k {tuple(k.shape)} and v "
+                               f"{tuple(v.shape)}")
     page_size = k.shape[1]
     if (page_size < _PAGE_ROW_MULTIPLE or page_size % _PAGE_ROW_MULTIPLE
             or page_size > _MAX_PAGE_SIZE):

@@ -173,8 +173,10 @@ class VarlenArgumentTest(unittest.TestCase):
 
         expect("k must be 4-D (num_blocks, page_size, kv_heads, head_dim)",
                k=torch.zeros(500, 2, 64, dtype=torch.float16))
-        expect("k and v must have the same pages",
+        expect("k and v must have the same pages and kv_heads",
                v=torch.zeros(10, 32, 2, 64, dtype=torch.float16))
+        expect("got k (10, 64, 2, 64) and v (10, 64, 1, 64)",
+               v=torch.zeros(10, 64, 1, 64, dtype=torch.float16))
         expect("pages of 24 rows (dim 1); attngen needs a multiple of 16",
                k=torch.zeros(10, 24, 2, 64, dtype=torch.float16),
                v=torch.zeros(10, 24, 2, 64, dtype=torch.float16))
