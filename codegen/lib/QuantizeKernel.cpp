@@ -19,6 +19,11 @@
 // The memory traffic is one read and one write; the shuffles of the
 // rotation stay below the memory time (log2(L) <= 3 per element).
 //
+// A packed (varlen) batch passes cu_seqlens: sequence b's rows start at
+// row cu_seqlens[b] of src and dst and number cu_seqlens[b + 1] -
+// cu_seqlens[b]; the grid covers the longest, and a block past its
+// sequence's end writes the descale 0 (a block of zeros).
+//
 //===----------------------------------------------------------------------===//
 #include "attn/Codegen/Quantize.h"
 #include "attn/Codegen/Codegen.h"
@@ -145,6 +150,9 @@ private:
   }
 
   SmallVector<Value> signMasks();
+  /// firstSrcRow and n of the CTA's sequence: cu_seqlens[batch] and the
+  /// difference to the next entry, or 0 and the parameter n.
+  void readSequence();
   void loadRows();
   void rotate(SmallVector<Value> &row);
   /// The values of pass `p`: its registers, or loads of its stash.
@@ -171,13 +179,40 @@ private:
   Layout layout;
 
   // Parameters and coordinates.
-  Value src, dst, descaleOut, descaleIn;
+  Value src, dst, descaleOut, descaleIn, cuSeqlens;
   Value srcStride[3], dstStride[4], descaleStride[2];
-  Value n, keyMajor;
+  /// n: the rows of this CTA's sequence; firstSrcRow: its first row's index
+  /// in src and dst (0 unless packed).
+  Value n, keyMajor, firstSrcRow;
   Value tid, group, rowInPass, block, head, batch, firstRow, smem;
   /// x[p][e]: column group * E + e of row rowOf(p).
   SmallVector<SmallVector<Value>> x;
 };
+
+void QuantizeBuilder::readSequence() {
+  auto given = scf::IfOp::create(b, loc, TypeRange{b.getI32Type(), b.getI32Type()},
+                                 arith::XOrIOp::create(b, loc, isNull(cuSeqlens),
+                                                       arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)),
+                                 /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&given.getThenRegion().front());
+    auto entry = [&](Value index) {
+      auto load = LLVM::LoadOp::create(b, loc, b.getI32Type(),
+                                       globalPtr(cuSeqlens, mul(wide(index), i64(4))), 4);
+      load.setInvariant(true);
+      return load.getResult();
+    };
+    Value start = entry(batch), end = entry(add(batch, i32(1)));
+    // A decreasing pair (a caller's bad offsets) counts as no rows.
+    Value rows = arith::MaxSIOp::create(b, loc, arith::SubIOp::create(b, loc, end, start), i32(0));
+    scf::YieldOp::create(b, loc, ValueRange{start, rows});
+    b.setInsertionPointToStart(&given.getElseRegion().front());
+    scf::YieldOp::create(b, loc, ValueRange{i32(0), n});
+  }
+  firstSrcRow = given.getResult(0);
+  n = given.getResult(1);
+}
 
 void QuantizeBuilder::loadRows() {
   const int64_t e = layout.e, elemBytes = 2;
@@ -193,7 +228,7 @@ void QuantizeBuilder::loadRows() {
   for (int64_t p = 0; p < layout.passes(); ++p) {
     Value row = add(firstRow, rowOf(p));
     Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, row, n);
-    Value offset = add(base, mul(wide(row), srcStride[1]));
+    Value offset = add(base, mul(wide(add(firstSrcRow, row)), srcStride[1]));
     for (int64_t v = 0; v < e / 8; ++v) {
       Value byteOffset = mul(add(offset, i64(8 * v)), i64(elemBytes));
       Value addr = arith::SelectOp::create(b, loc, inside,
@@ -383,7 +418,7 @@ void QuantizeBuilder::storeRowMajor(Value scale) {
       words.push_back(pack(scaled(0), scaled(1), scaled(2), scaled(3)));
     }
     Value row = add(firstRow, rowOf(p));
-    Value offset = add(base, mul(wide(row), dstStride[1]));
+    Value offset = add(base, mul(wide(add(firstSrcRow, row)), dstStride[1]));
     emitIf(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, row, n), [&] {
       for (int64_t v = 0; v < e / 16; ++v) {
         Value packed = LLVM::UndefOp::create(b, loc, vec);
@@ -485,6 +520,7 @@ void QuantizeBuilder::build(LLVM::LLVMFuncOp kernel) {
   descaleStride[1] = args[12];
   n = args[13];
   keyMajor = args[14];
+  cuSeqlens = args[15];
 
   Type i32Type = b.getI32Type();
   tid = NVVM::ThreadIdXOp::create(b, loc, i32Type);
@@ -496,6 +532,7 @@ void QuantizeBuilder::build(LLVM::LLVMFuncOp kernel) {
   rowInPass = arith::DivUIOp::create(b, loc, tid, i32(layout.lanesPerRow()));
   smem = LLVM::AddressOfOp::create(
       b, loc, LLVM::LLVMPointerType::get(b.getContext(), kShared), kSmemSymbol);
+  readSequence();
 
   loadRows();
   // Pass by pass: rotate, fold into the thread's amax, and stash the first
@@ -570,7 +607,7 @@ void mlir::attn::buildQuantizeKernel(ModuleOp module,
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
   SmallVector<Type> params = {ptr, ptr, ptr, ptr};
   params.append(3 + 4 + 2, i64);
-  params.append({i32, i32});
+  params.append({i32, i32, ptr});
   auto type = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params);
   auto kernel = LLVM::LLVMFuncOp::create(b, loc, launch.kernel, type);
   kernel->setAttr("nvvm.kernel", UnitAttr::get(ctx));
@@ -581,6 +618,7 @@ void mlir::attn::buildQuantizeKernel(ModuleOp module,
     kernel->setAttr("nvvm.minctasm", b.getI32IntegerAttr(2));
   for (int i = 0; i < 4; ++i)
     kernel.setArgAttr(i, "llvm.noalias", UnitAttr::get(ctx));
+  kernel.setArgAttr(15, "llvm.noalias", UnitAttr::get(ctx));
   QuantizeBuilder(b, loc, spec).build(kernel);
 }
 

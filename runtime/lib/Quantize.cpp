@@ -74,6 +74,14 @@ attnrt_status checkArgs(int headDim, int srcDtype, const attnrt_quantize_args *a
                             i, static_cast<long long>(a->src_strides[i])));
   if (!aligned(a->src, 16))
     return invalid("src is not 16-byte aligned; pass an aligned tensor (a fresh allocation is)");
+  if (a->cu_seqlens) {
+    if (!aligned(a->cu_seqlens, 4))
+      return invalid("cu_seqlens is not 4-byte aligned: pass the data pointer of a contiguous "
+                     "int32 tensor");
+    if (a->dst && a->dst_strides[3] != 1)
+      return invalid("a packed (varlen) batch is quantized row-major: dst's head-dim stride must "
+                     "be 1 (FP8 varlen attention reads v row-major and transposes it itself)");
+  }
   bool given = a->descale_in != nullptr;
   if (given == (a->descale_out != nullptr))
     return invalid(given ? "descale_in and descale_out are both set: with descale_in the kernel "
@@ -168,16 +176,20 @@ attnrt_status launch(const attnrt_quantize_kernel *k, const attnrt_quantize_args
   void *dst = a->dst;
   float *descaleOut = a->descale_out;
   const float *descaleIn = a->descale_in;
-  int64_t srcStrides[3] = {a->src_strides[0], a->src_strides[1], a->src_strides[2]};
-  int64_t dstStrides[4] = {a->dst_strides[0], a->dst_strides[1], a->dst_strides[2],
+  // A packed batch's sequences start at their cu_seqlens rows: no batch
+  // stride.
+  const bool packed = a->cu_seqlens != nullptr;
+  int64_t srcStrides[3] = {packed ? 0 : a->src_strides[0], a->src_strides[1], a->src_strides[2]};
+  int64_t dstStrides[4] = {packed ? 0 : a->dst_strides[0], a->dst_strides[1], a->dst_strides[2],
                            a->dst_strides[3]};
+  const int32_t *cuSeqlens = a->cu_seqlens;
   int64_t descaleStrides[2] = {a->descale_in_strides[0], a->descale_in_strides[1]};
   int32_t n = static_cast<int32_t>(a->n);
   int32_t keyMajor = a->dst && a->dst_strides[3] != 1 ? 1 : 0;
   void *params[] = {&src,           &dst,           &descaleOut,        &descaleIn,
                     &srcStrides[0], &srcStrides[1], &srcStrides[2],     &dstStrides[0],
                     &dstStrides[1], &dstStrides[2], &dstStrides[3],     &descaleStrides[0],
-                    &descaleStrides[1], &n,         &keyMajor};
+                    &descaleStrides[1], &n,         &keyMajor,          &cuSeqlens};
   unsigned blocks = static_cast<unsigned>((a->n + kBlockRows - 1) / kBlockRows);
   const DriverApi &api = *k->api;
   CUresult r = api.launchKernel(k->function, blocks, static_cast<unsigned>(a->num_heads),

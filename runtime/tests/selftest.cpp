@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attnrt/attnrt.h"
+#include "attnrt/attnrt_quantize.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -1304,6 +1305,42 @@ void testKvCache() {
          "kvcache: grid (ceil(nq / 16) x num_splits, num_heads / 4, batch)");
 }
 
+/// The quantize kernel's argument checks (no GPU): a dense call, and a
+/// packed (varlen) one, which must be row-major with aligned cu_seqlens.
+void testQuantizeArgs() {
+  alignas(16) static unsigned char src[16], dst[16];
+  alignas(16) static float descales[4];
+  alignas(16) static int32_t cuSeqlens[4];
+  attnrt_quantize_args a;
+  std::memset(&a, 0, sizeof a);
+  a.src = src;
+  a.dst = dst;
+  a.descale_out = descales;
+  a.batch = 2;
+  a.n = 300;
+  a.num_heads = 4;
+  a.head_dim = 128;
+  a.src_dtype = ATTNRT_DTYPE_BF16;
+  int64_t rowMajor[4] = {300 * 4 * 128, 4 * 128, 128, 1};
+  std::memcpy(a.src_strides, rowMajor, sizeof rowMajor);
+  std::memcpy(a.dst_strides, rowMajor, sizeof rowMajor);
+  expectStatus("quantize: dense row-major block scales", attnrt_check_quantize_args(128, ATTNRT_DTYPE_BF16, &a),
+               ATTNRT_OK);
+  a.cu_seqlens = cuSeqlens;
+  expectStatus("quantize: packed row-major block scales", attnrt_check_quantize_args(128, ATTNRT_DTYPE_BF16, &a),
+               ATTNRT_OK);
+  a.cu_seqlens = reinterpret_cast<const int32_t *>(reinterpret_cast<const char *>(cuSeqlens) + 2);
+  expectStatus("quantize: packed with unaligned cu_seqlens", attnrt_check_quantize_args(128, ATTNRT_DTYPE_BF16, &a),
+               ATTNRT_ERROR_INVALID_ARGUMENT, {"cu_seqlens is not 4-byte aligned"});
+  a.cu_seqlens = cuSeqlens;
+  int64_t keyMajor[4] = {4 * 128 * 304, 1, 128 * 304, 304};
+  std::memcpy(a.dst_strides, keyMajor, sizeof keyMajor);
+  expectStatus("quantize: packed K-major", attnrt_check_quantize_args(128, ATTNRT_DTYPE_BF16, &a),
+               ATTNRT_ERROR_INVALID_ARGUMENT, {"packed (varlen) batch is quantized row-major"});
+  a.cu_seqlens = nullptr;
+  expectStatus("quantize: dense K-major v", attnrt_check_quantize_args(128, ATTNRT_DTYPE_BF16, &a), ATTNRT_OK);
+}
+
 } // namespace
 
 int main() {
@@ -1315,6 +1352,7 @@ int main() {
   testGridRule();
   testVarlen();
   testKvCache();
+  testQuantizeArgs();
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }
