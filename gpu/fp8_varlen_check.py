@@ -3,7 +3,10 @@ ragged sequences (empty ones included) against the dequantized float64
 reference, sequence by sequence, with fp8_check's criterion (max |O - ref| at
 most 2x that of the same FP8 math in PyTorch); outputs poisoned first; then
 the speed of the varlen kernel beside the dense FP8 kernel on the same
-tokens.
+tokens. Descales per tensor, per (sequence, kv head) and per 128-row block
+of each sequence, made in PyTorch or by attngen.quantize_fp8_varlen (with and
+without the rotation), whose bytes and descales must equal what
+attngen.quantize_fp8 makes of each sequence alone.
 
     PYTHONPATH=python:gpu ATTNGEN_LIBRARY=... python3 gpu/fp8_varlen_check.py \
         [--cases N] [--seed S] [--no-bench] [--json PATH]
@@ -37,13 +40,32 @@ def draw(rng, index):
                for _ in range(2 * b)]
     return dict(index=index, d=rng.choice(fp8_check.SUPPORTED_DIMS), b=b, h=h, hkv=hkv,
                 lq=lengths[:b], lk=lengths[b:], causal=causal, bottom_right=bottom_right,
-                window=window, quant=rng.choice(("none", "tensor", "head")),
-                torch_seed=rng.randrange(1 << 31))
+                window=window, quant=rng.choice(QUANTS), torch_seed=rng.randrange(1 << 31))
+
+
+#: How a case quantizes: in PyTorch (none, per tensor, per (sequence, kv
+#: head), per block of each sequence), or by attngen.quantize_fp8_varlen
+#: ("attngen-<granularity>[-hadamard]").
+QUANTS = ("none", "tensor", "head", "block", "attngen-tensor", "attngen-head",
+          "attngen-block", "attngen-head-hadamard", "attngen-block-hadamard")
 
 
 def quantize_packed(x, lengths, groups, granularity):
-    """x (total, H, D) float32 quantized per tensor, or per sequence and group
-    of heads ((B, groups) descales): (x8, descale)."""
+    """x (total, H, D) float32 quantized per tensor, per sequence and group
+    of heads ((B, groups) descales) or per 128-row block of each sequence
+    ((B, H, ceil(max / 128)), padded with ones): (x8, descale)."""
+    if granularity == "block":
+        blocks = -(-max(lengths) // fp8_check.BLOCK_ROWS)
+        parts, descales, start = [], [], 0
+        for n in lengths:
+            d = torch.ones(1, x.shape[1], blocks, device=x.device)
+            if n:
+                x8, got = quantize(x[None, start:start + n], "block")
+                parts.append(x8[0])
+                d[:, :, :got.shape[2]] = got
+            descales.append(d)
+            start += n
+        return (torch.cat(parts) if parts else x.to(FP8)), torch.cat(descales)
     if granularity != "head":
         if x.numel() == 0:
             return x.to(FP8), None if granularity == "none" else torch.ones(1, device=x.device)
@@ -69,11 +91,18 @@ def run(c):
     tq, tk = sum(c["lq"]), sum(c["lk"])
     q = torch.randn(tq, h, d, device="cuda")
     k, v = (torch.randn(tk, hkv, d, device="cuda") for _ in range(2))
-    (q8, qd), (k8, kd), (v8, vd) = (quantize_packed(x, n, hkv, c["quant"])
-                                    for x, n in ((q, c["lq"]), (k, c["lk"]), (v, c["lk"])))
     cu_q, cu_k = (torch.tensor(harness.cu_seqlens(n), dtype=torch.int32, device="cuda")
                   for n in (c["lq"], c["lk"]))
     row = dict(c)
+    if c["quant"].startswith("attngen"):
+        try:
+            (q8, k8, v8, qd, kd, vd), row["quantize_mismatch"] = quantize_with_attngen(
+                q, k, v, cu_q, cu_k, c)
+        except Exception as e:  # noqa: BLE001 -- reported in the row
+            return dict(row, ok=False, error="quantize_fp8_varlen: " + harness.short_error(e))
+    else:
+        (q8, qd), (k8, kd), (v8, vd) = (quantize_packed(x, n, hkv, c["quant"])
+                                        for x, n in ((q, c["lq"]), (k, c["lk"]), (v, c["lk"])))
     addresses = harness.poison_next_allocations([((tq, h, d), torch.bfloat16),
                                                  ((h, tq), torch.float32)])
     try:
@@ -100,7 +129,8 @@ def run(c):
                 if descale is None or descale.numel() == 1 or not per_head:
                     return dequantize(x, descale)
                 return dequantize(x, descale[b:b + 1])
-            per_head = c["quant"] == "head"
+            # Descales per sequence: its row of them.
+            per_head = "head" in c["quant"] or "block" in c["quant"]
             qs = part(q8, sq, nq, qd, per_head)
             ks = part(k8, sk, nk, kd, per_head)
             vs = part(v8, sk, nk, vd, per_head)
@@ -114,8 +144,53 @@ def run(c):
             worst["ratio"] = max(worst["ratio"], verdict["ratio"])
             worst["lse_err"] = max(worst["lse_err"], verdict["lse_err"])
         sq, sk = sq + nq, sk + nk
-    row.update(worst, ok=ok)
+    mismatch = row.get("quantize_mismatch")
+    row.update(worst, ok=ok and not mismatch)
     return row
+
+
+def quantize_with_attngen(q, k, v, cu_q, cu_k, c):
+    """attngen.quantize_fp8_varlen of bf16 q, k, v as the case asks, and
+    where it differs from attngen.quantize_fp8 of each sequence alone (None
+    when nowhere): per-sequence scales must give the same bytes and
+    descales; a per-tensor scale, the same descale as the whole batch's."""
+    parts = c["quant"].split("-")
+    granularity, hadamard = parts[1], parts[-1] == "hadamard"
+    qb, kb, vb = (x.to(torch.bfloat16) for x in (q, k, v))
+    x = attngen.quantize_fp8_varlen(qb, kb, vb, cu_q, cu_k, max(c["lq"]), max(c["lk"]),
+                                    granularity=granularity, hadamard=hadamard)
+    sq = sk = 0
+    for b, (nq, nk) in enumerate(zip(c["lq"], c["lk"])):
+        if nq and nk and granularity != "tensor":
+            alone = attngen.quantize_fp8(qb[None, sq:sq + nq], kb[None, sk:sk + nk],
+                                         vb[None, sk:sk + nk], granularity=granularity,
+                                         hadamard=hadamard, v_layout="row_major")
+            for name, got, want, start, n in (("q", x.q, alone.q, sq, nq),
+                                             ("k", x.k, alone.k, sk, nk),
+                                             ("v", x.v, alone.v, sk, nk)):
+                got8 = got[start:start + n].view(torch.uint8)
+                if not torch.equal(got8, want[0].view(torch.uint8)):
+                    return (x.q, x.k, x.v, *x.descales.values()), f"{name} bytes of sequence {b}"
+            for name, got, want in (("q_descale", x.q_descale, alone.q_descale),
+                                    ("k_descale", x.k_descale, alone.k_descale),
+                                    ("v_descale", x.v_descale, alone.v_descale)):
+                mine = got[b:b + 1]
+                if granularity == "block":
+                    mine = mine[:, :, :want.shape[2]]
+                if not torch.equal(mine, want):
+                    return (x.q, x.k, x.v, *x.descales.values()), f"{name} of sequence {b}"
+        sq, sk = sq + nq, sk + nk
+    if granularity == "tensor" and tq_tk_nonzero(c):
+        whole = attngen.quantize_fp8(qb[None], kb[None], vb[None], granularity="tensor",
+                                     hadamard=hadamard, v_layout="row_major")
+        for name in ("q_descale", "k_descale", "v_descale"):
+            if not torch.equal(getattr(x, name), getattr(whole, name)):
+                return (x.q, x.k, x.v, *x.descales.values()), f"{name} per tensor"
+    return (x.q, x.k, x.v, *x.descales.values()), None
+
+
+def tq_tk_nonzero(c):
+    return sum(c["lq"]) > 0 and sum(c["lk"]) > 0
 
 
 def describe(c):
@@ -165,7 +240,13 @@ def main():
                       torch_seed=1),
                  dict(index=1, d=64, b=2, h=4, hkv=4, lq=[1, 130], lk=[129, 77],
                       causal=False, bottom_right=True, window=(-1, -1), quant="tensor",
-                      torch_seed=2)]
+                      torch_seed=2),
+                 dict(index=2, d=128, b=3, h=4, hkv=2, lq=[130, 0, 9], lk=[300, 3, 0],
+                      causal=True, bottom_right=True, window=(-1, -1),
+                      quant="attngen-block-hadamard", torch_seed=3),
+                 dict(index=3, d=256, b=2, h=2, hkv=1, lq=[200, 1], lk=[129, 260],
+                      causal=False, bottom_right=True, window=(-1, -1), quant="block",
+                      torch_seed=4)]
     results = []
     for c in drawn:
         r = run(c)
@@ -173,6 +254,8 @@ def main():
         verdict = "ok  " if r.get("ok") else "FAIL"
         detail = r.get("error") or (f"worst {r['ratio']:.2f}x the emulation's error, lse "
                                     f"{r['lse_err']:.1e}, poisoned {r['poisoned']}")
+        if r.get("quantize_mismatch"):
+            detail += f"; quantize_fp8_varlen differs from quantize_fp8: {r['quantize_mismatch']}"
         print(f"{verdict} {describe(r)}: {detail}", flush=True)
     passed = sum(bool(r.get("ok")) for r in results)
     print(f"fp8 varlen correctness: {passed}/{len(results)} passed")

@@ -595,9 +595,12 @@ void lowerDescaleProduct(Lowering &l, DescaleOp op) {
       l.tiles[op] = SmallVector<Value>(valueCount(l, type), factor);
       return;
     }
-    // Entry r: the block of row row + r, rows past Nq reading the last.
+    // Entry r: the block of row row + r, rows past Nq reading the last (a
+    // packed batch's: past the longest sequence, which sizes its descales'
+    // blocks).
     Value row0 = l.toI32(l.scalar(op.getRow()));
-    Value last = arith::SubIOp::create(b, l.loc, l.params.nq, l.i32(1));
+    Value rows = l.params.maxSeqlenQ ? l.params.maxSeqlenQ : l.params.nq;
+    Value last = arith::SubIOp::create(b, l.loc, rows, l.i32(1));
     FragmentShape shape = l.fragmentShape(type);
     SmallVector<Value> values;
     for (int64_t m = 0; m < shape.mTiles; ++m)

@@ -88,10 +88,6 @@ static llvm::Error checkFp8Problem(const AttentionProblem &problem) {
                         "packed [total_k, Hkv, D] as k (the producer "
                         "warpgroup transposes each tile): add v_row_major "
                         "(--v-row-major)");
-  if (problem.varlen && problem.blockScales)
-    return problemError("dtype e4m3 (FP8) with varlen takes descales per "
-                        "tensor or per (sequence, kv head), not per block: "
-                        "drop block_scales");
   if (problem.headDim != 64 && problem.headDim != 128 && problem.headDim != 256)
     return problemError(fmt::format(
         "dtype e4m3 (FP8) supports head dims 64, 128 and 256, not {}; pad q "

@@ -36,7 +36,7 @@ from ._jit import (CompiledKernel, __version__, cache_dir, clear_memory_cache, c
 from ._torch_attention import attention
 from ._torch_backward import attention_backward
 from ._torch_kvcache import attention_with_kvcache
-from ._torch_quantize import QuantizedFp8, quantize_fp8
+from ._torch_quantize import QuantizedFp8, quantize_fp8, quantize_fp8_varlen
 from ._torch_varlen import attention_varlen, attention_varlen_backward
 from . import flash_attn_interface  # flash_attn's API: attngen.flash_attn_interface
 
@@ -45,8 +45,8 @@ from . import flash_attn_interface  # flash_attn's API: attngen.flash_attn_inter
 _library_path = _capi.library_path
 
 __all__ = ["attention", "attention_backward", "attention_varlen", "attention_varlen_backward",
-           "attention_with_kvcache", "compile", "quantize_fp8", "QuantizedFp8",
-           "flash_attn_interface",
+           "attention_with_kvcache", "compile", "quantize_fp8", "quantize_fp8_varlen",
+           "QuantizedFp8", "flash_attn_interface",
            "CompiledKernel", "AttngenError",
            "InvalidInputError", "cache_dir", "stats", "clear_memory_cache", "device_arch",
            "__version__", "compiler_id"]

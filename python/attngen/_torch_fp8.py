@@ -45,7 +45,7 @@ def check_fp8_arguments(q, k, v, options, alibi_slopes, descales):
     check_alibi_slopes("attention", alibi_slopes, q, batch, heads)
     blocks = block_scales(descales)
     if blocks:
-        _check_block_descales(descales, batch, heads, kv_heads, seqlen_q, seqlen_k)
+        check_block_descales(descales, batch, heads, kv_heads, seqlen_q, seqlen_k)
     else:
         for name, d in zip(("q_descale", "k_descale", "v_descale"), descales):
             check_descale(name, d, batch, kv_heads)
@@ -60,23 +60,26 @@ def block_scales(descales):
     return any(isinstance(d, torch.Tensor) and d.dim() == 3 for d in descales[:2])
 
 
-def _check_block_descales(descales, batch, heads, kv_heads, seqlen_q, seqlen_k):
+def check_block_descales(descales, batch, heads, kv_heads, seqlen_q, seqlen_k,
+                         seqlen_names=("seqlen", "seqlen")):
     """Block quantization: q_descale (B, H, ceil(Nq / 128)), k_descale and
     v_descale (B, Hkv, ceil(Nk / 128)), one per 128 rows; a v_descale of one
-    element or (B, Hkv) serves every key block of its head."""
+    element or (B, Hkv) serves every key block of its head. A packed batch's
+    are per sequence, Nq and Nk its max_seqlen_q and max_seqlen_k."""
     q_descale, k_descale, v_descale = descales
     key_blocks = (batch, kv_heads, -(-seqlen_k // BLOCK_ROWS))
-    expected = [("q_descale", q_descale, (batch, heads, -(-seqlen_q // BLOCK_ROWS))),
-                ("k_descale", k_descale, key_blocks)]
+    expected = [("q_descale", q_descale, (batch, heads, -(-seqlen_q // BLOCK_ROWS)),
+                 seqlen_names[0]),
+                ("k_descale", k_descale, key_blocks, seqlen_names[1])]
     if isinstance(v_descale, torch.Tensor) and v_descale.dim() == 3:
-        expected.append(("v_descale", v_descale, key_blocks))
-    for name, d, shape in expected:
+        expected.append(("v_descale", v_descale, key_blocks, seqlen_names[1]))
+    for name, d, shape, rows in expected:
         if not isinstance(d, torch.Tensor) or d.dtype != torch.float32 or tuple(d.shape) != shape:
             got = (f"{type(d).__name__}" if not isinstance(d, torch.Tensor)
                    else f"{d.dtype} {tuple(d.shape)}")
             raise invalid_argument(
                 f"block scales: {name} must be float32 of shape {shape} (batch, heads, "
-                f"ceil(seqlen / {BLOCK_ROWS})), one per {BLOCK_ROWS} rows of each head, got "
+                f"ceil({rows} / {BLOCK_ROWS})), one per {BLOCK_ROWS} rows of each head, got "
                 f"{got}; q_descale and k_descale are per block together (attngen.quantize_fp8"
                 "(..., granularity=\"block\") makes them, and v_descale per key block)")
     if len(expected) == 2:

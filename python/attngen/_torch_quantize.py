@@ -87,66 +87,121 @@ def quantize_fp8(q, k, v, granularity="head", hadamard=False,
     return QuantizedFp8(q8, k8, v8, qd, kd, vd)
 
 
-def _check(q, k, v, granularity, seed):
+def quantize_fp8_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                        granularity="head", hadamard=False,
+                        hadamard_seed=DEFAULT_HADAMARD_SEED, check_seqlens=True):
+    """quantize_fp8 for a packed batch, as attention_varlen takes one: q
+    (total_q, H, D), k and v (total_k, Hkv, D) bfloat16 or float16, and
+    flash_attn's cu_seqlens_q / cu_seqlens_k (int32, batch + 1) and
+    max_seqlen_q / max_seqlen_k. Returns a QuantizedFp8 of e4m3 q, k and v
+    in the same packed shapes (v row-major: FP8 varlen attention transposes
+    it in the kernel) and descales per sequence: (1,) per tensor, (batch,
+    Hkv) per head, or per block (batch, H, ceil(max_seqlen / 128)) over
+    each sequence's own 128-row blocks, so that
+    `attngen.attention_varlen(x.q, x.k, x.v, cu_seqlens_q, ..., **x.descales)`
+    runs FP8 attention. check_seqlens=True checks cu_seqlens against the
+    tensors and the max_seqlens on the host (a synchronization; a longer
+    sequence would be left partly unquantized), as attention_varlen does; it
+    is skipped while a CUDA graph is captured or torch.compile traces.
+
+    One kernel launch per tensor for "block", two for the others (the block
+    maxima, then the conversion), as quantize_fp8."""
+    from ._torch_varlen import _check_cu_seqlens, _check_max_seqlen
+    _check_cu_seqlens(cu_seqlens_q, cu_seqlens_k)
+    for name, value in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):
+        _check_max_seqlen(name, value)
+    _check(q, k, v, granularity, hadamard_seed, packed=True)
+    check_devices([("q", q), ("k", k), ("v", v), ("cu_seqlens_q", cu_seqlens_q),
+                   ("cu_seqlens_k", cu_seqlens_k)])
+    if (check_seqlens and not torch.cuda.is_current_stream_capturing()
+            and not torch.compiler.is_compiling()):
+        from ._varlen_seqlens import check_seqlen_values
+        check_seqlen_values(q, k, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                            function="quantize_fp8_varlen")
+    groups = q.shape[1] // k.shape[1]
+    q8, qd = _quantize(q, granularity, groups, hadamard, hadamard_seed, False,
+                       packed=(cu_seqlens_q, max_seqlen_q))
+    k8, kd = _quantize(k, granularity, 1, hadamard, hadamard_seed, False,
+                       packed=(cu_seqlens_k, max_seqlen_k))
+    v8, vd = _quantize(v, granularity, 1, False, hadamard_seed, False,
+                       packed=(cu_seqlens_k, max_seqlen_k))
+    return QuantizedFp8(q8, k8, v8, qd, kd, vd)
+
+
+def _check(q, k, v, granularity, seed, packed=False):
+    """What both entry points take: bf16/f16 CUDA tensors of one dtype and
+    head dim in FP8_HEAD_DIMS, k and v alike, q's heads whole groups of
+    k's; [B, N, H, D] or, packed, [total, H, D]."""
+    function = "quantize_fp8_varlen" if packed else "quantize_fp8"
     if granularity not in GRANULARITIES:
-        raise invalid_argument(f"quantize_fp8: granularity {granularity!r} is not one of "
+        raise invalid_argument(f"{function}: granularity {granularity!r} is not one of "
                                f"{', '.join(map(repr, GRANULARITIES))}")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 63:
-        raise invalid_argument(f"quantize_fp8: hadamard_seed must be an int in [0, 2^63), got "
+        raise invalid_argument(f"{function}: hadamard_seed must be an int in [0, 2^63), got "
                                f"{seed!r}")
+    layout = "[total, heads, head_dim]" if packed else "[batch, seqlen, heads, head_dim]"
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
-            raise TypeError(f"attngen.quantize_fp8: {name} must be a torch.Tensor, got "
+            raise TypeError(f"attngen.{function}: {name} must be a torch.Tensor, got "
                             f"{type(t).__name__}")
         if t.dtype not in (torch.bfloat16, torch.float16):
-            raise invalid_argument(f"quantize_fp8: {name} has dtype {t.dtype}; it quantizes "
+            raise invalid_argument(f"{function}: {name} has dtype {t.dtype}; it quantizes "
                                    "bfloat16 or float16 tensors")
-        if t.dim() != 4:
-            raise invalid_argument(f"quantize_fp8: {name} must be [batch, seqlen, heads, "
-                                   f"head_dim], got shape {tuple(t.shape)}")
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if t.device.type != "cuda":
-            raise invalid_argument(f"quantize_fp8: {name} is on {t.device}; it runs on CUDA "
-                                   "tensors")
+        if t.dim() != (3 if packed else 4):
+            raise invalid_argument(f"{function}: {name} must be {layout}, got shape "
+                                   f"{tuple(t.shape)}")
     if fp8_dtype() is None:
-        raise invalid_argument("quantize_fp8 needs a torch with torch.float8_e4m3fn (2.1 or "
+        raise invalid_argument(f"{function} needs a torch with torch.float8_e4m3fn (2.1 or "
                                "newer)")
     head_dim = q.shape[-1]
     if head_dim not in FP8_HEAD_DIMS or k.shape[-1] != head_dim or v.shape[-1] != head_dim:
         raise invalid_argument(
-            f"quantize_fp8: head dims q {q.shape[-1]}, k {k.shape[-1]}, v {v.shape[-1]}; FP8 "
+            f"{function}: head dims q {q.shape[-1]}, k {k.shape[-1]}, v {v.shape[-1]}; FP8 "
             f"attention takes one head dim of {', '.join(map(str, FP8_HEAD_DIMS))} for all three")
     if tuple(k.shape) != tuple(v.shape):
-        raise invalid_argument(f"quantize_fp8: k {tuple(k.shape)} and v {tuple(v.shape)} must "
+        raise invalid_argument(f"{function}: k {tuple(k.shape)} and v {tuple(v.shape)} must "
                                "have the same shape")
-    if k.shape[0] != q.shape[0] or k.shape[2] == 0 or q.shape[2] % k.shape[2]:
-        raise invalid_argument(f"quantize_fp8: q {tuple(q.shape)} and k {tuple(k.shape)} need "
-                               "one batch, and q's heads a multiple of k's")
+    heads, kv_heads = q.shape[-2], k.shape[-2]
+    if (not packed and k.shape[0] != q.shape[0]) or kv_heads == 0 or heads % kv_heads:
+        raise invalid_argument(f"{function}: q {tuple(q.shape)} and k {tuple(k.shape)} need "
+                               + ("" if packed else "one batch, and ") +
+                               "q's heads a multiple of k's")
     if q.dtype != k.dtype or k.dtype != v.dtype:
-        raise invalid_argument(f"quantize_fp8: q, k and v have dtypes {q.dtype}, {k.dtype}, "
+        raise invalid_argument(f"{function}: q, k and v have dtypes {q.dtype}, {k.dtype}, "
                                f"{v.dtype}; use one")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.device.type != "cuda":
+            raise invalid_argument(f"{function}: {name} is on {t.device}; it runs on CUDA "
+                                   "tensors")
     check_devices([("q", q), ("k", k), ("v", v)])
 
 
-def _quantize(x, granularity, groups, hadamard, seed, key_major):
-    """(x8, descale) for one tensor: x8 [B, N, H, D] (K-major if asked)."""
-    batch, rows, heads, head_dim = x.shape
+def _quantize(x, granularity, groups, hadamard, seed, key_major, packed=None):
+    """(x8, descale) for one tensor: x8 [B, N, H, D] (K-major if asked), or
+    with packed = (cu_seqlens, max_seqlen) x8 [total, H, D] and the
+    descales per sequence."""
+    if packed is None:
+        batch, rows, heads, _ = x.shape
+    else:
+        heads, batch, rows = x.shape[1], packed[0].numel() - 1, packed[1]
     blocks = -(-rows // BLOCK_ROWS)
-    if x.numel() == 0:
-        x8 = _as_view(_empty_output(x, key_major), rows, key_major)
+    if x.numel() == 0 or batch == 0 or rows == 0:
+        x8 = (_as_view(_empty_output(x, key_major), rows, key_major) if packed is None
+              else torch.zeros(x.shape, dtype=fp8_dtype(), device=x.device))
         shape = {"tensor": (1,), "head": (batch, heads // groups),
                  "block": (batch, heads, blocks)}[granularity]
         return x8, torch.ones(shape, dtype=torch.float32, device=x.device)
     op = _quantize_op if use_custom_op(x) else _quantize_e4m3
+    cu, longest = packed if packed is not None else (None, 0)
     if granularity == "block":
-        stored, descale = op(x, None, key_major, "block", hadamard, seed)
+        stored, descale = op(x, None, key_major, "block", hadamard, seed, cu, longest)
         # A block of zeros (descale 0): any descale dequantizes it, and 0
         # would make the kernel's scores 0 * -inf where they are masked.
         return _as_view(stored, rows, key_major), torch.where(descale > 0, descale,
                                                                 torch.ones_like(descale))
     # The block maxima first (as descales), then the conversion with their
     # maximum per tensor or per (batch, group of heads).
-    _, maxima = op(x, None, False, "amax", hadamard, seed)
+    _, maxima = op(x, None, False, "amax", hadamard, seed, cu, longest)
     if granularity == "tensor":
         descale = maxima.amax().reshape(1)
     else:
@@ -156,13 +211,15 @@ def _quantize(x, granularity, groups, hadamard, seed, key_major):
     descale = torch.where(descale > 0, descale, torch.ones_like(descale))
     per_head = (descale.expand(batch, heads) if granularity == "tensor"
                 else descale.repeat_interleave(groups, dim=1))
-    stored, _ = op(x, per_head, key_major, "given", hadamard, seed)
+    stored, _ = op(x, per_head, key_major, "given", hadamard, seed, cu, longest)
     return _as_view(stored, rows, key_major), descale
 
 
 def _empty_output(x, key_major):
     """The e4m3 tensor the kernel writes: [B, N, H, D], or K-major [B, H, D,
     round_up(N, 16)] whose padding rows it fills with zeros."""
+    if x.dim() == 3:
+        return x.new_empty(x.shape, dtype=fp8_dtype())
     batch, rows, heads, head_dim = x.shape
     if key_major:
         padded = -(-rows // _ROW_ALIGN) * _ROW_ALIGN
@@ -175,24 +232,34 @@ def _as_view(stored, rows, key_major):
     return stored[..., :rows].permute(0, 3, 1, 2) if key_major else stored
 
 
-def _quantize_e4m3(x, descale, key_major, mode, hadamard, seed):
+def _quantize_e4m3(x, descale, key_major, mode, hadamard, seed, cu_seqlens=None,
+                   max_seqlen=0):
     """One launch: mode "block" (block scales, written), "amax" (only the
     block scales) or "given" (descale (B, H), read). Returns the e4m3 tensor
-    (empty for "amax") and the block descales (empty for "given")."""
-    batch, rows, heads, head_dim = x.shape
-    if x.stride(-1) != 1 or any(s % 8 for s in x.stride()[:3]) or x.data_ptr() % 16:
+    (empty for "amax") and the block descales (empty for "given"). With
+    cu_seqlens, x is a packed [total, H, D] batch of max_seqlen rows at
+    most per sequence, stored row-major, its descales per sequence."""
+    packed = cu_seqlens is not None
+    if packed:
+        (_, heads, head_dim), batch, rows = x.shape, cu_seqlens.numel() - 1, max_seqlen
+    else:
+        batch, rows, heads, head_dim = x.shape
+    if x.stride(-1) != 1 or any(s % 8 for s in x.stride()[:-1]) or x.data_ptr() % 16:
         x = x.contiguous()
     args = _capi.QuantizeArgs()
     args.src = x.data_ptr()
-    args.src_strides[:] = x.stride()
+    args.src_strides[:] = (0,) + x.stride() if packed else x.stride()
     args.batch, args.n, args.num_heads, args.head_dim = batch, rows, heads, head_dim
     args.src_dtype = _capi.DTYPE_BF16 if x.dtype == torch.bfloat16 else _capi.DTYPE_F16
+    if packed:
+        args.cu_seqlens = cu_seqlens.data_ptr()
     stored = x.new_empty((0,), dtype=fp8_dtype())
     if mode != "amax":
         stored = _empty_output(x, key_major)
         args.dst = stored.data_ptr()
         s = stored.stride()
-        args.dst_strides[:] = (s[0], 1, s[1], s[2]) if key_major else s
+        args.dst_strides[:] = ((0,) + s if packed else (s[0], 1, s[1], s[2]) if key_major
+                               else s)
     maxima = x.new_empty((0,), dtype=torch.float32)
     if mode == "given":
         if descale.device != x.device or descale.dtype != torch.float32:
@@ -212,13 +279,20 @@ def _quantize_e4m3(x, descale, key_major, mode, hadamard, seed):
 if torch is not None and fp8_dtype() is not None:
     @torch.library.custom_op("attngen::quantize_e4m3", mutates_args=(), device_types="cuda")
     def _quantize_op(x: torch.Tensor, descale: Optional[torch.Tensor], key_major: bool,
-                     mode: str, hadamard: bool, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+                     mode: str, hadamard: bool, seed: int,
+                     cu_seqlens: Optional[torch.Tensor] = None,
+                     max_seqlen: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
         """What traced quantize_fp8 calls run on CUDA tensors."""
-        return _quantize_e4m3(x, descale, key_major, mode, hadamard, seed)
+        return _quantize_e4m3(x, descale, key_major, mode, hadamard, seed, cu_seqlens,
+                              max_seqlen)
 
     @_quantize_op.register_fake
-    def _quantize_fake(x, descale, key_major, mode, hadamard, seed):
-        batch, rows, heads, _ = x.shape
+    def _quantize_fake(x, descale, key_major, mode, hadamard, seed, cu_seqlens=None,
+                       max_seqlen=0):
+        if cu_seqlens is not None:
+            batch, rows, heads = cu_seqlens.shape[0] - 1, max_seqlen, x.shape[1]
+        else:
+            batch, rows, heads, _ = x.shape
         stored = (x.new_empty((0,), dtype=fp8_dtype()) if mode == "amax"
                   else _empty_output(x, key_major))
         maxima = (x.new_empty((0,), dtype=torch.float32) if mode == "given"

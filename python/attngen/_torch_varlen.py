@@ -79,9 +79,12 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
 
     FP8 (sm_90a), as attention(): torch.float8_e4m3fn q, k and v with
     float32 q_descale, k_descale, v_descale (None: 1.0; one element: per
-    tensor; (batch, kv_heads): per sequence and key/value head) give a
+    tensor; (batch, kv_heads): per sequence and key/value head; or block
+    scales, q_descale (batch, heads, ceil(max_seqlen_q / 128)) and k_descale
+    and v_descale (batch, kv_heads, ceil(max_seqlen_k / 128)), one per 128
+    rows of each sequence, as attngen.quantize_fp8_varlen makes them) give a
     bfloat16 out; v is read row-major, as k, and transposed in the kernel.
-    Forward only; no block scales."""
+    Forward only."""
     require_torch("attention_varlen")
     cu_q, cu_k, max_q, max_k = cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k
     descales = (q_descale, k_descale, v_descale)
@@ -96,7 +99,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
         _check_cu_seqlens(cu_q, cu_k)
         for name, value in (("max_seqlen_q", max_q), ("max_seqlen_k", max_k)):
             _check_max_seqlen(name, value)
-        check_fp8_varlen(q, k, v, cu_q, alibi_slopes, descales)
+        check_fp8_varlen(q, k, v, cu_q, alibi_slopes, descales, max_q, max_k)
         check_devices(list(zip(_LAYOUT.names + ("cu_seqlens_q", "cu_seqlens_k"),
                                (q, k, v, cu_q, cu_k))) +
                       ([("alibi_slopes", alibi_slopes)] if alibi_slopes is not None else []) +

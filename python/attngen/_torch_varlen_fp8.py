@@ -9,16 +9,17 @@ from typing import Optional
 from ._errors import invalid_argument
 from ._torch_checks import torch
 from ._fp8_args import check_fp8_dtypes, check_fp8_head_dim, fp8_dtype, set_descale_args
-from ._torch_fp8 import is_row_major
+from ._torch_fp8 import block_scales, check_block_descales, is_row_major, v_block_descale
 from ._varlen_seqlens import check_seqlen_values
 from ._torch_launch import (check_alibi_slopes, forward_args, kernel_for, launch,
                             refuse_backward, set_alibi_args, use_custom_op)
 
 
-def check_fp8_varlen(q, k, v, cu_q, alibi_slopes, descales):
+def check_fp8_varlen(q, k, v, cu_q, alibi_slopes, descales, max_q, max_k):
     """e4m3 (total, heads, head_dim) q, k and v of one head dim in
     FP8_HEAD_DIMS, whole groups of query heads, and descales of one element
-    or (batch, kv_heads), batch the sequences (their devices: the caller's
+    or (batch, kv_heads), batch the sequences, or block scales (batch,
+    heads, ceil(max_seqlen / 128)) (their devices: the caller's
     check_devices)."""
     check_fp8_dtypes("attention_varlen", ("q", "k", "v"), (q, k, v))
     heads, head_dim = q.shape[1], q.shape[2]
@@ -35,19 +36,27 @@ def check_fp8_varlen(q, k, v, cu_q, alibi_slopes, descales):
     batch = cu_q.numel() - 1
     check_alibi_slopes("attention_varlen", alibi_slopes, q, batch, heads)
     for name, d in zip(("q_descale", "k_descale", "v_descale"), descales):
-        if d is None:
-            continue
-        if not isinstance(d, torch.Tensor):
+        if d is not None and not isinstance(d, torch.Tensor):
             raise TypeError(f"attngen.attention_varlen: {name} must be a torch.Tensor or "
                             f"None, got {type(d).__name__}")
+    if block_scales(descales):
+        # Block scales per sequence: block i of sequence b is its rows
+        # 128 i .. 128 i + 127 (attngen.quantize_fp8_varlen's).
+        check_block_descales(descales, batch, heads, kv_heads, max_q, max_k,
+                             seqlen_names=("max_seqlen_q", "max_seqlen_k"))
+        return
+    for name, d in zip(("q_descale", "k_descale", "v_descale"), descales):
+        if d is None:
+            continue
         if d.dtype != torch.float32:
             raise invalid_argument(f"{name} must be float32 (a descale: x = x8 * descale), "
                                    f"got {d.dtype}; call .float()")
         if d.numel() != 1 and tuple(d.shape) != (batch, kv_heads):
             raise invalid_argument(
                 f"{name} has shape {tuple(d.shape)}; with varlen it must hold one element "
-                f"(per tensor) or be (batch, kv_heads) = ({batch}, {kv_heads}), one per "
-                "sequence and key/value head (block scales are for attngen.attention)")
+                f"(per tensor), be (batch, kv_heads) = ({batch}, {kv_heads}), one per "
+                "sequence and key/value head, or be block scales (batch, heads, "
+                "ceil(max_seqlen / 128)) as attngen.quantize_fp8_varlen makes")
 
 
 def fp8_varlen_forward(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_lse,
@@ -72,12 +81,16 @@ def fp8_varlen_forward(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_
         return out, lse
     if not is_row_major(v.unsqueeze(0)):
         v = v.contiguous()
+    blocks = block_scales((q_descale, k_descale))
     kernel = kernel_for(q, scale, causal=causal, causal_align=causal_align,
                         window_size=(window_left, window_right), softcap=softcap,
-                        alibi=alibi_slopes is not None, varlen=True, v_row_major=True)
+                        alibi=alibi_slopes is not None, varlen=True, v_row_major=True,
+                        block_scales=blocks)
     args = forward_args(q, k, v, out, lse if return_lse else None, batch, total_k)
     args.cu_seqlens_q, args.cu_seqlens_k = cu_q.data_ptr(), cu_k.data_ptr()
     args.max_seqlen_q, args.max_seqlen_k = max_q, max_k
+    if blocks:
+        v_descale = v_block_descale(v_descale, batch, kv_heads, max_k, q.device)
     keep = set_descale_args(args, (q_descale, k_descale, v_descale), batch, kv_heads,
                             q.device)
     set_alibi_args(args, alibi_slopes)

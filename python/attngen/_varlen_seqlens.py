@@ -13,7 +13,8 @@ _RUNTIME_NAMES = (("args.nq", "q.shape[0]"), ("args.nk", "k.shape[0]"),
                   ("args.max_seqlen_k", "max_seqlen_k"))
 
 
-def check_seqlen_values(q, k, cu_q, cu_k, max_q, max_k, block_table=None):
+def check_seqlen_values(q, k, cu_q, cu_k, max_q, max_k, block_table=None,
+                        function="attention_varlen"):
     """attnrt_check_cu_seqlens on host copies of cu_seqlens (a
     synchronization). With a block_table, k is a paged cache and each
     sequence's keys must fit its row of the table."""
@@ -33,7 +34,7 @@ def check_seqlen_values(q, k, cu_q, cu_k, max_q, max_k, block_table=None):
         message = lib.attnrt_last_error().decode()
         for runtime, python in _RUNTIME_NAMES:
             message = message.replace(runtime, python)
-        raise invalid_argument(f"attngen.attention_varlen: {message} (check_seqlens=False "
+        raise invalid_argument(f"attngen.{function}: {message} (check_seqlens=False "
                                "skips this check)")
     if block_table is not None:
         _check_pages_used(host_k, block_table, k.shape[1], k.shape[0])

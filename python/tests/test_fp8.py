@@ -73,8 +73,14 @@ class Fp8ArgumentTest(unittest.TestCase):
         q, k = fp8(8, 4, 64), fp8(8, 2, 64)
         cu = torch.tensor([0, 3, 8], dtype=torch.int32)
         cases = ((r"v_descale has shape \(1, 2\); with varlen it must hold one element "
-                  r"\(per tensor\) or be \(batch, kv_heads\) = \(2, 2\)",
+                  r"\(per tensor\), be \(batch, kv_heads\) = \(2, 2\)",
                   (q, k, k), dict(v_descale=torch.ones(1, 2))),
+                 # Block scales per sequence: (batch, heads, ceil(max_seqlen / 128)).
+                 (r"block scales: k_descale must be float32 of shape \(2, 2, 1\) \(batch, "
+                  r"heads, ceil\(max_seqlen_k / 128\)\)",
+                  (q, k, k), dict(q_descale=torch.ones(2, 4, 1), k_descale=torch.ones(2, 2, 2))),
+                 (r"block scales: q_descale must be float32 of shape \(2, 4, 1\)",
+                  (q, k, k), dict(q_descale=torch.ones(1, 4, 1), k_descale=torch.ones(2, 2, 1))),
                  (r"k has dtype torch.bfloat16: FP8 attention_varlen takes "
                   r"torch.float8_e4m3fn q, k and v", (q, k.to(torch.bfloat16), k), {}),
                  (r"FP8 attention supports head dims 64, 128, 256, not 96",
@@ -129,6 +135,23 @@ class Fp8ArgumentTest(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "k has dtype torch.float32; it quantizes "
                                                 "bfloat16 or float16"):
             attngen.quantize_fp8(b, b.float(), b)
+
+    def test_quantize_varlen_arguments(self):
+        b = torch.zeros(8, 4, 128, dtype=torch.bfloat16)
+        cu = torch.tensor([0, 3, 8], dtype=torch.int32)
+        cases = ((r"quantize_fp8_varlen: granularity 'row' is not one of",
+                  (b, b, b, cu, cu, 5, 5), dict(granularity="row")),
+                 (r"quantize_fp8_varlen: q must be \[total, heads, head_dim\], got shape "
+                  r"\(1, 8, 4, 128\)", (b[None], b, b, cu, cu, 5, 5), {}),
+                 (r"quantize_fp8_varlen: q \(8, 4, 128\) and k \(8, 3, 128\) need q's heads "
+                  r"a multiple of k's", (b, b[:, :3], b[:, :3], cu, cu, 5, 5), {}),
+                 (r"cu_seqlens_k must be 1-D", (b, b, b, cu, cu[None], 5, 5), {}),
+                 (r"max_seqlen_q = -1 is out of range", (b, b, b, cu, cu, -1, 5), {}),
+                 (r"quantize_fp8_varlen: q is on cpu; it runs on CUDA tensors",
+                  (b, b, b, cu, cu, 5, 5), {}))
+        for pattern, args, kwargs in cases:
+            with self.subTest(pattern=pattern), self.assertRaisesRegex(ValueError, pattern):
+                attngen.quantize_fp8_varlen(*args, **kwargs)
 
     def test_key_major_copy(self):
         from attngen._torch_fp8 import key_major
@@ -323,6 +346,57 @@ class QuantizeGpuTest(unittest.TestCase):
         qd = x.q_descale.repeat_interleave(h // hkv, dim=1)[:, None, :, None].double()
         back = x.q.double() * qd
         self.assertLess(((back - rotated).abs() - 0.07 * rotated.abs()).max().item(), 1e-2)
+
+    def test_varlen_block_scales(self):
+        """quantize_fp8_varlen quantizes each sequence as quantize_fp8 does it
+        alone (bytes and descales), and attention_varlen with its block
+        scales matches bf16 attention."""
+        torch.manual_seed(3)
+        lq, lk, h, hkv, d = [130, 0, 1, 257], [300, 7, 129, 0], 4, 2, 128
+        q = torch.randn(sum(lq), h, d, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(sum(lk), hkv, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn_like(k)
+        cu_q, cu_k = (torch.tensor([0] + torch.tensor(n).cumsum(0).tolist(), dtype=torch.int32,
+                                   device="cuda") for n in (lq, lk))
+        for granularity, hadamard in (("block", False), ("block", True), ("head", True),
+                                      ("tensor", False)):
+            with self.subTest(granularity=granularity, hadamard=hadamard):
+                x = attngen.quantize_fp8_varlen(q, k, v, cu_q, cu_k, max(lq), max(lk),
+                                                granularity=granularity, hadamard=hadamard)
+                shapes = {"block": ((4, h, 3), (4, hkv, 3)), "head": ((4, hkv), (4, hkv)),
+                          "tensor": ((1,), (1,))}[granularity]
+                self.assertEqual((tuple(x.q_descale.shape), tuple(x.k_descale.shape)), shapes)
+                self.assertEqual(tuple(x.q.shape), tuple(q.shape))
+                out = attngen.attention_varlen(x.q, x.k, x.v, cu_q, cu_k, max(lq), max(lk),
+                                               causal=True, **x.descales)
+                sq = sk = 0
+                for b, (nq, nk) in enumerate(zip(lq, lk)):
+                    if nq and nk and granularity != "tensor":
+                        alone = attngen.quantize_fp8(
+                            q[None, sq:sq + nq], k[None, sk:sk + nk], v[None, sk:sk + nk],
+                            granularity=granularity, hadamard=hadamard, v_layout="row_major")
+                        self.assertTrue(torch.equal(x.q[sq:sq + nq].view(torch.uint8),
+                                                    alone.q[0].view(torch.uint8)))
+                        self.assertTrue(torch.equal(x.v[sk:sk + nk].view(torch.uint8),
+                                                    alone.v[0].view(torch.uint8)))
+                        mine = x.k_descale[b:b + 1]
+                        if granularity == "block":
+                            mine = mine[:, :, :alone.k_descale.shape[2]]
+                        self.assertTrue(torch.equal(mine, alone.k_descale))
+                        # The sequence alone through the dense FP8 kernel (the
+                        # same bytes and descales) gives the same attention (at
+                        # most 16 rows would take the decoding kernels).
+                        if nq > 16:
+                            dense = attngen.attention(alone.q, alone.k, alone.v, causal=True,
+                                                      **alone.descales)[0]
+                            diff = (out[sq:sq + nq].float() - dense.float()).abs().max().item()
+                            self.assertLess(diff, 2e-2 * dense.abs().max().item())
+                    sq, sk = sq + nq, sk + nk
+                # And bf16 attention, within FP8's rounding (P has 3 mantissa bits).
+                ref = attngen.attention_varlen(q, k, v, cu_q, cu_k, max(lq), max(lk),
+                                               causal=True).double()
+                err = (out.double() - ref).abs().max().item()
+                self.assertLess(err, 0.15 * ref.abs().max().item())
 
     def test_compiles(self):
         q, k, v = (torch.randn(1, 260, 2, 64, device="cuda", dtype=torch.bfloat16)
