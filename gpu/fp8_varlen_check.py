@@ -3,7 +3,8 @@ ragged sequences (empty ones included) against the dequantized float64
 reference, sequence by sequence, with fp8_check's criterion (max |O - ref| at
 most 2x that of the same FP8 math in PyTorch); outputs poisoned first; then
 the speed of the varlen kernel beside the dense FP8 kernel on the same
-tokens. Descales per tensor, per (sequence, kv head) and per 128-row block
+tokens. Half the cases read k and v from a paged cache (pages of 16 to 256
+rows in a shuffled order, NaN in every row no sequence owns). Descales per tensor, per (sequence, kv head) and per 128-row block
 of each sequence, made in PyTorch or by attngen.quantize_fp8_varlen (with and
 without the rotation), whose bytes and descales must equal what
 attngen.quantize_fp8 makes of each sequence alone.
@@ -40,7 +41,8 @@ def draw(rng, index):
                for _ in range(2 * b)]
     return dict(index=index, d=rng.choice(fp8_check.SUPPORTED_DIMS), b=b, h=h, hkv=hkv,
                 lq=lengths[:b], lk=lengths[b:], causal=causal, bottom_right=bottom_right,
-                window=window, quant=rng.choice(QUANTS), torch_seed=rng.randrange(1 << 31))
+                window=window, quant=rng.choice(QUANTS), torch_seed=rng.randrange(1 << 31),
+                page=rng.choice((0, 0, 16, 64, 128, 256)))
 
 
 #: How a case quantizes: in PyTorch (none, per tensor, per (sequence, kv
@@ -48,6 +50,35 @@ def draw(rng, index):
 #: ("attngen-<granularity>[-hadamard]").
 QUANTS = ("none", "tensor", "head", "block", "attngen-tensor", "attngen-head",
           "attngen-block", "attngen-head-hadamard", "attngen-block-hadamard")
+
+
+def paged(k8, v8, lengths, page, seed):
+    """(k pages, v pages, block table) holding packed e4m3 k8, v8 (total, Hkv,
+    D): each sequence's keys in pages handed out in a random order, NaN
+    (0x7f) in every row nobody owns, the table's spare columns naming NaN
+    pages or pages past the cache."""
+    used = [-(-n // page) for n in lengths]
+    max_blocks, spare = max(used + [1]) + 1, 3
+    num_blocks = sum(used) + spare
+    shape = (num_blocks, page) + tuple(k8.shape[1:])
+    pages = [torch.full(shape, 0x7F, dtype=torch.uint8, device="cuda") for _ in range(2)]
+    order = list(range(num_blocks))
+    random.Random(seed).shuffle(order)
+    table = torch.empty(len(lengths), max_blocks, dtype=torch.int32)
+    start, next_page = 0, 0
+    for b, n in enumerate(lengths):
+        for j in range(max_blocks):
+            if j < used[b]:
+                p, next_page = order[next_page], next_page + 1
+                rows = min(page, n - j * page)
+                for cache, x in zip(pages, (k8, v8)):
+                    first = start + j * page
+                    cache[p, :rows] = x[first:first + rows].view(torch.uint8)
+                table[b, j] = p
+            else:
+                table[b, j] = order[-1 - (j % spare)] if (b + j) % 3 else num_blocks + 5
+        start += n
+    return pages[0].view(FP8), pages[1].view(FP8), table.cuda()
 
 
 def quantize_packed(x, lengths, groups, granularity):
@@ -105,12 +136,15 @@ def run(c):
                                         for x, n in ((q, c["lq"]), (k, c["lk"]), (v, c["lk"])))
     addresses = harness.poison_next_allocations([((tq, h, d), torch.bfloat16),
                                                  ((h, tq), torch.float32)])
+    kv = (k8, v8, None)
+    if c.get("page"):
+        kv = paged(k8, v8, c["lk"], c["page"], c["torch_seed"])
     try:
         out, lse = attngen.attention_varlen(
-            q8, k8, v8, cu_q, cu_k, max(c["lq"]), max(c["lk"]), causal=c["causal"],
+            q8, kv[0], kv[1], cu_q, cu_k, max(c["lq"]), max(c["lk"]), causal=c["causal"],
             window_size=c["window"], return_lse=True,
             causal_align="bottom-right" if c["bottom_right"] else "top-left",
-            q_descale=qd, k_descale=kd, v_descale=vd)
+            q_descale=qd, k_descale=kd, v_descale=vd, block_table=kv[2])
         torch.cuda.synchronize()
     except Exception as e:  # noqa: BLE001 -- reported in the row
         return dict(row, ok=False, error=harness.short_error(e))
@@ -197,7 +231,8 @@ def describe(c):
     mask = ("causal-" + ("br" if c["bottom_right"] else "tl")) if c["causal"] else "full"
     if c["window"] != (-1, -1):
         mask += f" win{c['window']}"
-    return (f"#{c['index']} d{c['d']} h{c['h']}/{c['hkv']} {mask} {c['quant']} "
+    pages = f" pages of {c['page']}" if c.get("page") else ""
+    return (f"#{c['index']} d{c['d']} h{c['h']}/{c['hkv']} {mask} {c['quant']}{pages} "
             f"lq {c['lq']} lk {c['lk']}")
 
 
@@ -211,10 +246,16 @@ def bench():
         q, k, v = (torch.randn(b, n, h, d, device="cuda").to(FP8) for _ in range(3))
         cu = torch.tensor(harness.cu_seqlens([n] * b), dtype=torch.int32, device="cuda")
         packed = [x.reshape(b * n, h, d) for x in (q, k, v)]
+        # The same keys in pages of 256, in order.
+        pages = [x.reshape(b * n // 256, 256, h, d) for x in packed[1:]]
+        table = torch.arange(b * n // 256, dtype=torch.int32, device="cuda").view(b, -1)
         ms, errors = fp8_check.time_interleaved({
             "dense": lambda: attngen.attention(q, k, v, causal=causal),
             "varlen": lambda: attngen.attention_varlen(*packed, cu, cu, n, n, causal=causal,
-                                                       check_seqlens=False)})
+                                                       check_seqlens=False),
+            "paged": lambda: attngen.attention_varlen(packed[0], *pages, cu, cu, n, n,
+                                                      causal=causal, check_seqlens=False,
+                                                      block_table=table)})
         flops = harness.attention_flops(b, h, n, n, d, causal)
         rows.append(dict(d=d, n=n, causal=causal, errors=errors,
                          **{f"{k} tflops": harness.tflops(flops, t) for k, t in ms.items()}))
@@ -243,10 +284,10 @@ def main():
                       torch_seed=2),
                  dict(index=2, d=128, b=3, h=4, hkv=2, lq=[130, 0, 9], lk=[300, 3, 0],
                       causal=True, bottom_right=True, window=(-1, -1),
-                      quant="attngen-block-hadamard", torch_seed=3),
+                      quant="attngen-block-hadamard", torch_seed=3, page=64),
                  dict(index=3, d=256, b=2, h=2, hkv=1, lq=[200, 1], lk=[129, 260],
                       causal=False, bottom_right=True, window=(-1, -1), quant="block",
-                      torch_seed=4)]
+                      torch_seed=4, page=16)]
     results = []
     for c in drawn:
         r = run(c)
@@ -261,12 +302,16 @@ def main():
     print(f"fp8 varlen correctness: {passed}/{len(results)} passed")
     bench_rows = [] if args.no_bench else bench()
     if bench_rows:
+        def ratio(r, a, b):
+            return (harness.fmt(r[f"{a} tflops"] / r[f"{b} tflops"], ".3f")
+                    if f"{a} tflops" in r and f"{b} tflops" in r else "-")
         harness.print_table(
-            ["shape", "dense TFLOPS", "varlen TFLOPS", "varlen/dense"],
+            ["shape", "dense TFLOPS", "varlen TFLOPS", "varlen/dense", "paged(256) TFLOPS",
+             "paged/varlen"],
             [[f"d{r['d']} {r['n'] // 1024}k{' causal' if r['causal'] else ''}",
               harness.fmt(r.get("dense tflops")), harness.fmt(r.get("varlen tflops")),
-              harness.fmt(r["varlen tflops"] / r["dense tflops"], ".3f")
-              if "varlen tflops" in r and "dense tflops" in r else "-"] for r in bench_rows])
+              ratio(r, "varlen", "dense"), harness.fmt(r.get("paged tflops")),
+              ratio(r, "paged", "varlen")] for r in bench_rows])
     if args.json:
         with open(args.json, "w") as f:
             json.dump(dict(cases=results, bench=bench_rows), f, indent=1, default=str)

@@ -145,10 +145,6 @@ llvm::Error mlir::attn::verifyProblem(const AttentionProblem &problem) {
                           "(a paged KV cache at inference); the varlen "
                           "backward reads packed k and v: drop page_size "
                           "(--paged-kv)");
-    if (problem.dtype == DType::e4m3)
-      return problemError("page_size with varlen is for bf16 and f16: an "
-                          "FP8 varlen kernel reads packed k and v; use "
-                          "attention_with_kvcache for an FP8 paged cache");
   }
   if (problem.blockScales && problem.dtype != DType::e4m3)
     return problemError("block_scales are the descales of FP8 block "

@@ -244,6 +244,11 @@ void TileProgramBuilder::build() {
           vScale = blockDescale(op.getVDescale(), false);
           vInverse = blockDescale(op.getVDescale(), true);
         }
+        // A page's value rows past the sequence hold whatever the cache held
+        // (0 * NaN would poison P V): V's wait zeroes them, or FP8's
+        // transpose of this fill, so the count comes before the copy.
+        Value valueRows =
+            paged ? arith::SubIOp::create(b, l, nk, col).getResult() : Value();
         WaitOp::create(b, l, kTile, j);
         auto vCopy = copyKv(op.getV(), kBatch, col, kvHead, vTile, j);
         // A row-major FP8 V lands transposed all the same: attn-transpose-v
@@ -289,11 +294,7 @@ void TileProgramBuilder::build() {
                              op.getElementType(), FragmentKind::operand_a);
         Value probs =
             ConvertOp::create(b, l, operandType, softmax.getProbs());
-        // V_j landed (and everyone is done with K_j): start K_{j+1}. A
-        // page's value rows past the sequence hold whatever the cache held
-        // (0 * NaN would poison P V): the wait zeroes them.
-        Value valueRows =
-            paged ? arith::SubIOp::create(b, l, nk, col).getResult() : Value();
+        // V_j landed (and everyone is done with K_j): start K_{j+1}.
         WaitOp::create(b, l, vTile, j, valueRows);
         Value next = arith::AddIOp::create(b, l, j, c1);
         Value hasNext = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,

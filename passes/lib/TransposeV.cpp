@@ -21,6 +21,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Dominance.h"
+#include "mlir/IR/OperationSupport.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #define DEBUG_TYPE "attn-transpose-v"
 
@@ -68,11 +70,23 @@ SmallVector<ConvertOp> convertsReading(CreatePipeOp vt) {
   return converts;
 }
 
+/// Whether two fill indices are the same value: one SSA value, or the same
+/// pure op on the same operands (the dense loop computes a fill's index
+/// once for its copy and again for its wait).
+bool sameFill(Value a, Value b) {
+  if (a == b)
+    return true;
+  Operation *x = a.getDefiningOp(), *y = b.getDefiningOp();
+  return x && y && isPure(x) && x->getBlock() == y->getBlock() &&
+         OperationEquivalence::isEquivalentTo(
+             x, y, OperationEquivalence::IgnoreLocations);
+}
+
 /// The consumers' wait of fill `fill` of `vt` that zeroes rows, or null.
 PipeWaitOp zeroingWaitOf(CreatePipeOp vt, Value fill) {
   for (Operation *user : vt->getUsers())
     if (auto wait = dyn_cast<PipeWaitOp>(user);
-        wait && wait.getFill() == fill && wait.getZeroFrom())
+        wait && wait.getZeroFrom() && sameFill(wait.getFill(), fill))
       return wait;
   return nullptr;
 }

@@ -21,7 +21,7 @@ from ._torch_launch import (_strides_4d, check_alibi_slopes, current_stream, for
 from ._errors import check_status
 from ._fp8_args import is_fp8_call
 from ._varlen_seqlens import check_seqlen_values
-from ._torch_varlen_fp8 import attention_varlen_fp8, check_fp8_varlen
+from ._torch_varlen_fp8 import attention_varlen_fp8, check_fp8_pages, check_fp8_varlen
 
 _LAYOUT = TensorLayout(
     function="attention_varlen", names=("q", "k", "v"), rank=3,
@@ -75,7 +75,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     of page block_table[b, n // page_size]. The kernel reads the pages in
     place (no copy); a sequence's keys are clamped to what its row of the
     table addresses (max_blocks * page_size), which check_seqlens checks.
-    Forward only (no gradients through a cache), bf16 and f16.
+    Forward only (no gradients through a cache); bf16, f16 and FP8 (pages of
+    16, 32, 64, 128 or a multiple of 128 rows).
 
     FP8 (sm_90a), as attention(): torch.float8_e4m3fn q, k and v with
     float32 q_descale, k_descale, v_descale (None: 1.0; one element: per
@@ -89,19 +90,26 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     cu_q, cu_k, max_q, max_k = cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k
     descales = (q_descale, k_descale, v_descale)
     if isinstance(q, torch.Tensor) and is_fp8_call(q, descales):
-        if block_table is not None:
-            raise invalid_argument("attention_varlen with a block_table (a paged K/V) is "
-                                   "for bfloat16 and float16; an FP8 paged cache is read by "
-                                   "attention_with_kvcache")
-        check_tensors(_LAYOUT, q, k, v)
+        paged = block_table is not None
+        if paged:
+            _check_paged_tensors(q, k, v)
+        else:
+            check_tensors(_LAYOUT, q, k, v)
         options = call_options("attention_varlen", causal, scale, causal_align, softcap,
                                window_size, return_lse=return_lse, check_seqlens=check_seqlens)
         _check_cu_seqlens(cu_q, cu_k)
         for name, value in (("max_seqlen_q", max_q), ("max_seqlen_k", max_k)):
             _check_max_seqlen(name, value)
-        check_fp8_varlen(q, k, v, cu_q, alibi_slopes, descales, max_q, max_k)
-        check_devices(list(zip(_LAYOUT.names + ("cu_seqlens_q", "cu_seqlens_k"),
-                               (q, k, v, cu_q, cu_k))) +
+        # One page of k and v stands for packed k and v in the FP8 checks.
+        check_fp8_varlen(q, k[0] if paged else k, v[0] if paged else v, cu_q, alibi_slopes,
+                         descales, max_q, max_k)
+        named = list(zip(_LAYOUT.names + ("cu_seqlens_q", "cu_seqlens_k"),
+                         (q, k, v, cu_q, cu_k)))
+        if paged:
+            check_fp8_pages(k.shape[1])
+            _check_block_table(k, v, block_table, cu_q.numel() - 1)
+            named.append(("block_table", block_table))
+        check_devices(named +
                       ([("alibi_slopes", alibi_slopes)] if alibi_slopes is not None else []) +
                       [(n, d) for n, d in zip(("q_descale", "k_descale", "v_descale"),
                                               descales) if d is not None])
@@ -109,7 +117,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
             # ALiBi measures its distances from the diagonal even without a mask.
             options = options._replace(causal_align=causal_align)
         return attention_varlen_fp8(q, k, v, cu_q, cu_k, max_q, max_k, options, return_lse,
-                                    check_seqlens, descales, alibi_slopes)
+                                    check_seqlens, descales, alibi_slopes, block_table)
     # Under autograd the op keeps the LSE, which its backward reads.
     records = torch.is_grad_enabled() and any(
         isinstance(t, torch.Tensor) and t.requires_grad for t in (q, k, v))

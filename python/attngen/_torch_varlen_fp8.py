@@ -59,36 +59,59 @@ def check_fp8_varlen(q, k, v, cu_q, alibi_slopes, descales, max_q, max_k):
                 "ceil(max_seqlen / 128)) as attngen.quantize_fp8_varlen makes")
 
 
+#: FP8's key blocks: whole 128-key panels of the transposed V tile.
+_FP8_KEY_BLOCK = 128
+
+
+def check_fp8_pages(page_size):
+    """A page an FP8 key block lies in, or that whole pages make up."""
+    if _FP8_KEY_BLOCK % page_size and page_size % _FP8_KEY_BLOCK:
+        raise invalid_argument(
+            f"k and v have pages of {page_size} rows; FP8 attention reads keys in blocks of "
+            f"{_FP8_KEY_BLOCK}, which must lie in one page or cover whole pages: use pages of "
+            "16, 32, 64, 128 or a multiple of 128 rows")
+
+
 def fp8_varlen_forward(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_lse,
                        causal_align, window_left, window_right, check_seqlens,
                        q_descale=None, k_descale=None, v_descale=None, softcap=0.0,
-                       alibi_slopes=None):
+                       alibi_slopes=None, block_table=None):
     """The op's CUDA implementation and the eager path: bf16 out
-    (total_q, H, D) and lse (H, total_q) float32 (or an empty one)."""
+    (total_q, H, D) and lse (H, total_q) float32 (or an empty one). With a
+    block_table, k and v are pages (num_blocks, page_size, Hkv, D)."""
+    paged = block_table is not None
     total_q, heads, head_dim = q.shape
-    total_k, kv_heads, batch = k.shape[0], k.shape[1], cu_q.numel() - 1
+    kv_heads, batch = k.shape[-2], cu_q.numel() - 1
+    page_size = k.shape[1] if paged else 0
+    total_k = block_table.shape[1] * page_size if paged else k.shape[0]
     out = torch.empty((total_q, heads, head_dim), dtype=torch.bfloat16, device=q.device)
     lse = torch.empty((heads, total_q) if return_lse else (0,), dtype=torch.float32,
                       device=q.device)
     if check_seqlens and not torch.cuda.is_current_stream_capturing():
-        check_seqlen_values(q, k, cu_q, cu_k, max_q, max_k)
+        check_seqlen_values(q, k, cu_q, cu_k, max_q, max_k, block_table)
     if batch == 0 or total_q == 0:
         return out, lse
-    if total_k == 0:
-        # Every sequence is without keys: out 0 and lse -inf, no kernel to run.
+    if total_k == 0 or max_k == 0:
+        # Every sequence is without keys (pages or not; block scales then
+        # have no key block to read): out 0 and lse -inf, no kernel to run.
         out.zero_()
         lse.fill_(-math.inf)
         return out, lse
-    if not is_row_major(v.unsqueeze(0)):
+    if not is_row_major(v if paged else v.unsqueeze(0)):
         v = v.contiguous()
     blocks = block_scales((q_descale, k_descale))
     kernel = kernel_for(q, scale, causal=causal, causal_align=causal_align,
                         window_size=(window_left, window_right), softcap=softcap,
                         alibi=alibi_slopes is not None, varlen=True, v_row_major=True,
-                        block_scales=blocks)
+                        block_scales=blocks, page_size=page_size)
     args = forward_args(q, k, v, out, lse if return_lse else None, batch, total_k)
     args.cu_seqlens_q, args.cu_seqlens_k = cu_q.data_ptr(), cu_k.data_ptr()
     args.max_seqlen_q, args.max_seqlen_k = max_q, max_k
+    if paged:
+        args.block_table = block_table.data_ptr()
+        args.block_table_stride = block_table.stride(0)
+        args.max_blocks, args.num_blocks = block_table.shape[1], k.shape[0]
+        args.page_size = page_size
     if blocks:
         v_descale = v_block_descale(v_descale, batch, kv_heads, max_k, q.device)
     keep = set_descale_args(args, (q_descale, k_descale, v_descale), batch, kv_heads,
@@ -100,7 +123,7 @@ def fp8_varlen_forward(q, k, v, cu_q, cu_k, max_q, max_k, causal, scale, return_
 
 
 def attention_varlen_fp8(q, k, v, cu_q, cu_k, max_q, max_k, options, return_lse,
-                         check_seqlens, descales, alibi_slopes=None):
+                         check_seqlens, descales, alibi_slopes=None, block_table=None):
     """attention_varlen() on e4m3 tensors once checked: through the custom op
     when tracing, else launched directly."""
     q_descale, k_descale, v_descale = descales
@@ -109,7 +132,7 @@ def attention_varlen_fp8(q, k, v, cu_q, cu_k, max_q, max_k, options, return_lse,
     out, lse = call(q, k, v, cu_q, cu_k, max_q, max_k, options.causal, options.scale,
                     return_lse, options.causal_align, options.window_left,
                     options.window_right, check_seqlens, q_descale, k_descale, v_descale,
-                    options.softcap, alibi_slopes)
+                    options.softcap, alibi_slopes, block_table)
     return (out, lse) if return_lse else out
 
 
@@ -125,20 +148,21 @@ if torch is not None and fp8_dtype() is not None:
                                  k_descale: Optional[torch.Tensor] = None,
                                  v_descale: Optional[torch.Tensor] = None,
                                  softcap: float = 0.0,
-                                 alibi_slopes: Optional[torch.Tensor] = None
+                                 alibi_slopes: Optional[torch.Tensor] = None,
+                                 block_table: Optional[torch.Tensor] = None
                                  ) -> tuple[torch.Tensor, torch.Tensor]:
         """What traced FP8 varlen calls (torch.compile, export) run."""
         return fp8_varlen_forward(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                                   max_seqlen_k, causal, scale, return_lse, causal_align,
                                   window_left, window_right, check_seqlens, q_descale,
-                                  k_descale, v_descale, softcap, alibi_slopes)
+                                  k_descale, v_descale, softcap, alibi_slopes, block_table)
 
     @_attention_varlen_fp8_op.register_fake
     def _attention_varlen_fp8_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                                    max_seqlen_k, causal, scale, return_lse, causal_align,
                                    window_left, window_right, check_seqlens, q_descale=None,
                                    k_descale=None, v_descale=None, softcap=0.0,
-                                   alibi_slopes=None):
+                                   alibi_slopes=None, block_table=None):
         """The outputs' shapes, for tracing with fake or meta tensors."""
         total_q, heads, head_dim = q.shape
         lse = q.new_empty((heads, total_q) if return_lse else (0,), dtype=torch.float32)

@@ -192,8 +192,13 @@ class VarlenArgumentTest(unittest.TestCase):
         expect("its rows must not overlap", kwargs={"block_table": table[:1].expand(3, 4)})
         expect("k has dtype torch.bfloat16 but q has torch.float16",
                k=pages.bfloat16(), v=pages.bfloat16())
-        expect("FP8 paged cache is read by attention_with_kvcache",
-               q=torch.zeros(300, 8, 64).to(torch.float8_e4m3fn))
+        fp8 = torch.float8_e4m3fn
+        expect("k has dtype torch.float16: FP8 attention_varlen takes torch.float8_e4m3fn",
+               q=torch.zeros(300, 8, 64).to(fp8))
+        expect("FP8 attention reads keys in blocks of 128, which must lie in one page or "
+               "cover whole pages",
+               q=torch.zeros(300, 8, 64).to(fp8), k=torch.zeros(10, 48, 2, 64).to(fp8),
+               v=torch.zeros(10, 48, 2, 64).to(fp8))
         # Everything else is right: the device is what is wrong.
         expect("q is on cpu; attngen runs on CUDA devices")
         with torch.enable_grad():

@@ -716,13 +716,12 @@ attnrt_status readProblem(const JsonValue &root, attnrt_kernel_info &info) {
                 "kernel metadata has \"page_size\", \"split_kv\" or \"head_pack\" of a KV-cache "
                 "kernel but \"kv_cache\": false (only a varlen kernel may read pages); %s",
                 kRegenerate);
-  // A varlen kernel's pages: the bf16/f16 forward only (the compiler's rule).
-  if (!info.kv_cache && info.page_size &&
-      (info.backward != ATTNRT_BACKWARD_NONE || info.dtype == ATTNRT_DTYPE_E4M3))
+  // A varlen kernel's pages: the forward only (the compiler's rule).
+  if (!info.kv_cache && info.page_size && info.backward != ATTNRT_BACKWARD_NONE)
     return fail(ATTNRT_ERROR_INVALID_METADATA,
-                "kernel metadata has a \"page_size\" on a varlen %s kernel; only the bf16 and "
-                "f16 varlen forward reads pages; %s",
-                info.backward != ATTNRT_BACKWARD_NONE ? "backward" : "FP8", kRegenerate);
+                "kernel metadata has a \"page_size\" on a varlen backward kernel; only the "
+                "varlen forward reads pages; %s",
+                kRegenerate);
   if (combine && (info.kv_cache || info.page_size))
     return fail(ATTNRT_ERROR_INVALID_METADATA,
                 "kernel metadata says \"kind\": \"combine\" with \"kv_cache\": true or a page "

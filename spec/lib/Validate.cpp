@@ -197,12 +197,20 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
           checkTileConfig(config, spec.target, spec.tileHeadDim(),
                           spec.maxSmem, elementBytesOf(spec.dtype)))
     return error;
-  if (!fitsPages(config.blockN, spec.pageSize))
+  if (!fitsPages(config.blockN, spec.pageSize)) {
+    // FP8's key blocks are whole 128-key panels of the transposed V.
+    if (spec.dtype == DType::e4m3)
+      return specError(fmt::format(
+          "pages of {} rows do not fit FP8's {}-key blocks: a block must lie "
+          "in one page or cover whole pages; use pages of 16, 32, 64, 128 or "
+          "a multiple of 128 rows",
+          spec.pageSize, config.blockN));
     return specError(fmt::format(
         "block-n = {} does not fit pages of {} rows: a key block must lie "
         "in one page or cover whole pages; use a divisor or a multiple of "
         "{}, or leave block-n to the default",
         config.blockN, spec.pageSize, spec.pageSize));
+  }
   if (tmaStoreAsked)
     return checkTmaStoreFits(config, spec.tileHeadDim(),
                              elementBytesOf(spec.dtype));
