@@ -76,6 +76,7 @@ const char *bindAll(void *library, DriverApi &api) {
   ATTNRT_BIND(moduleGetFunction, cuModuleGetFunction)
   ATTNRT_BIND(funcGetAttribute, cuFuncGetAttribute)
   ATTNRT_BIND(funcSetAttribute, cuFuncSetAttribute)
+  ATTNRT_BIND(occupancyMaxActiveBlocks, cuOccupancyMaxActiveBlocksPerMultiprocessor)
   ATTNRT_BIND(launchKernel, cuLaunchKernel)
   ATTNRT_BIND(pointerGetAttributes, cuPointerGetAttributes)
 #undef ATTNRT_BIND

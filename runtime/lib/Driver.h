@@ -42,6 +42,7 @@ struct DriverApi {
   decltype(&::cuModuleGetFunction) moduleGetFunction = nullptr;
   decltype(&::cuFuncGetAttribute) funcGetAttribute = nullptr;
   decltype(&::cuFuncSetAttribute) funcSetAttribute = nullptr;
+  decltype(&::cuOccupancyMaxActiveBlocksPerMultiprocessor) occupancyMaxActiveBlocks = nullptr;
   decltype(&::cuLaunchKernel) launchKernel = nullptr;
   decltype(&::cuPointerGetAttributes) pointerGetAttributes = nullptr;
   /// Optional: CUDA 12.0+ drivers only; needed by TMA (sm_90a) kernels.

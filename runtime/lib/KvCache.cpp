@@ -28,8 +28,9 @@ constexpr double kFullGpuShare = 0.8;
 /// A split count is as good as the best when its wave efficiency is within
 /// this factor: fewer splits mean less combine work and longer key runs.
 constexpr double kEfficiencyTolerance = 0.85;
-/// Dynamic shared memory above which one CTA fills an SM (half the 227 KiB
-/// an H100/H200 SM has, or two A100 CTAs).
+/// Without a loaded module's occupancy (a parsed info): dynamic shared
+/// memory above which one CTA fills an SM (half the 227 KiB an H100/H200 SM
+/// has, or two A100 CTAs).
 constexpr int64_t kOneCtaPerSmBytes = 113 * 1024;
 /// The block table and cache_seqlens hold int32.
 constexpr uint64_t kInt32Align = 4;
@@ -50,7 +51,9 @@ int64_t positionsPerTile(const attnrt_kernel_info &info) {
 int64_t chooseSplits(const attnrt_kernel_info &info, const attnrt_forward_args &a) {
   int64_t positions = positionsPerTile(info);
   int64_t tiles = (a.nq + positions - 1) / positions * (a.num_heads / info.head_pack) * a.batch;
-  int64_t ctasPerSm = info.smem_bytes > kOneCtaPerSmBytes ? 1 : 2;
+  int64_t ctasPerSm = info.max_ctas_per_sm > 0 ? info.max_ctas_per_sm
+                      : info.smem_bytes > kOneCtaPerSmBytes ? 1
+                                                            : 2;
   int64_t slots = static_cast<int64_t>(info.num_sms) * ctasPerSm;
   int64_t blocks = (a.nk + info.block_n - 1) / info.block_n;
   if (tiles <= 0 || blocks <= 1 || tiles >= kFullGpuShare * slots)

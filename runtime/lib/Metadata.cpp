@@ -810,7 +810,7 @@ attnrt_status parseMetadata(const char *json, attnrt_kernel_info &out, KernelAbi
   std::memset(&info, 0, sizeof(info));
   info.device = info.cc_major = info.cc_minor = -1;
   info.num_regs = info.local_bytes = info.static_smem_bytes = info.max_threads_per_block = -1;
-  info.num_sms = -1;
+  info.num_sms = info.max_ctas_per_sm = -1;
   KernelAbi abi;
   if (attnrt_status s = readMetadata(root, info, abi))
     return s;

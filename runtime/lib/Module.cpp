@@ -238,6 +238,12 @@ attnrt_status prepareFunction(attnrt_module &m, const char *deviceName) {
   if (r != CUDA_SUCCESS)
     return failCuda(api, r, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
                     "the device refused the kernel's shared memory size; compile with smaller tiles");
+  // How many CTAs share an SM, with the registers and the shared memory
+  // just set: the split-KV planner's CTA slots.
+  r = api.occupancyMaxActiveBlocks(&info.max_ctas_per_sm, m.function, info.num_threads,
+                                   static_cast<size_t>(info.smem_bytes));
+  if (r != CUDA_SUCCESS)
+    return failCuda(api, r, "cuOccupancyMaxActiveBlocksPerMultiprocessor", "check nvidia-smi");
   if (info.uses_tma && !api.tensorMapEncodeTiled)
     return fail(ATTNRT_ERROR_NO_DRIVER,
                 "kernel '%s' uses TMA but the CUDA driver '%s' has no cuTensorMapEncodeTiled: update "

@@ -228,7 +228,8 @@ void testMetadata() {
              std::strcmp(info.kernel, "attn_fwd_test") == 0 && std::strcmp(info.arch, "sm_90a") == 0 &&
              info.scale > 0.0883883 && info.scale < 0.0883884 && info.lse == 1 && info.device == -1 &&
              info.grid_dims == 3 && info.grid_size[0] == ATTNRT_SIZE_NQ && info.grid_tile[0] == 128 &&
-             info.grid_size[2] == ATTNRT_SIZE_BATCH && info.ctas_per_sm == 0 && info.num_sms == -1,
+             info.grid_size[2] == ATTNRT_SIZE_BATCH && info.ctas_per_sm == 0 && info.num_sms == -1 &&
+             info.max_ctas_per_sm == -1,
          "metadata: sm_90a fields read back");
   // An output stored with the TMA (attn-tma-store): a box of one consumer
   // warpgroup's 64 rows.
@@ -1295,6 +1296,12 @@ void testKvCache() {
   s = attnrt_kvcache_plan(&device, &a, &splits, &bytes);
   // 64 blocks: 13 splits (of 5 blocks) fill 79% of 132 slots, 16 (of 4) 97%.
   report(s == ATTNRT_OK && splits == 16, "kvcache: plan: 8 tiles of 8k keys split 16 ways of 4 blocks");
+  // A loaded module's occupancy sets the CTA slots: two CTAs per SM are 264
+  // slots, which 32 splits (of 2 blocks) fill.
+  attnrt_kernel_info twoPerSm = device;
+  twoPerSm.max_ctas_per_sm = 2;
+  s = attnrt_kvcache_plan(&twoPerSm, &a, &splits, &bytes);
+  report(s == ATTNRT_OK && splits == 32, "kvcache: plan: two CTAs per SM (occupancy) split 32 ways");
   // The grid: (ceil(nq / 16) x splits, heads / 4, batch).
   a.num_splits = 15;
   a.workspace = reinterpret_cast<void *>(kWorkspace);

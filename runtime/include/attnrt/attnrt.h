@@ -389,8 +389,9 @@ ATTNRT_API attnrt_status attnrt_forward(attnrt_module *module,
  * The splits and the workspace a call of a KV-cache kernel needs. With
  * args->num_splits == 0 the runtime chooses the splits from the tile count
  * (ceil(nq / (block_m / head_pack)) x num_heads / head_pack x batch) against
- * the device's SMs and the key blocks of a sequence (nk): none when the
- * tiles already fill the GPU, else the fewest that fill its waves well (at
+ * the CTA slots of the device's SMs (num_sms x max_ctas_per_sm, the
+ * kernel's occupancy once loaded; from its shared memory before) and the
+ * key blocks of a sequence (nk): none when the tiles already fill the GPU, else the fewest that fill its waves well (at
  * most ATTNRT_MAX_SPLITS, at most one per key block). Needs a loaded
  * module's info for that (num_sms); a given num_splits is checked and
  * returned. *workspace_bytes is 0 for one split; else the bytes of the
