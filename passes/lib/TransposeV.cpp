@@ -10,9 +10,10 @@
 // the kernel, the TMA lands each row-major V tile in a staging pipe and the
 // producer warpgroup's idle warps write it transposed into the pipe the
 // consumers read (FlashAttention-3's in-kernel transpose). The consumers'
-// program does not change: only who fills %vp does, and a KV cache's
-// `zero_from` on the consumers' wait of V (the keys past a sequence's end)
-// moves to the transpose, which zeroes those keys in registers.
+// program does not change: only who fills %vp does, and a paged cache's
+// `zero_from` on the consumers' wait of V (the keys past a sequence's end,
+// in the KV-cache and the varlen loops) moves to the transpose, which
+// zeroes those keys in registers.
 //
 //===----------------------------------------------------------------------===//
 #include "attn/Passes/Passes.h"
