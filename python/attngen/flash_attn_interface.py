@@ -10,8 +10,12 @@ defaults, and return what it returns:
 * flash_attn_varlen_func (block_table: a paged KV cache), and its
   qkvpacked / kvpacked forms;
 * flash_attn_with_kvcache, with k / v appended in place at cache_seqlens,
-  rotary embeddings, cache_batch_idx and cache_leftpad; FP8 (float8_e4m3fn)
-  caches with FlashAttention-3's q_descale, k_descale, v_descale keywords.
+  rotary embeddings, cache_batch_idx and cache_leftpad.
+
+FP8 as FlashAttention-3 takes it: float8_e4m3fn q, k and v (or caches) with
+its q_descale, k_descale, v_descale keywords, in flash_attn_func,
+flash_attn_varlen_func (paged too) and flash_attn_with_kvcache; the output is
+bfloat16.
 
 Semantics are flash_attn's: causal is bottom-right aligned; causal forces the
 window's right side to 0; a window side of seqlen_k or more is unbounded; the
@@ -59,11 +63,14 @@ _E4M3 = getattr(torch, "float8_e4m3fn", None) if torch is not None else None
 
 def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
                     window_size=(-1, -1), softcap=0.0, alibi_slopes=None, deterministic=False,
-                    return_attn_probs=False):
+                    return_attn_probs=False, *, q_descale=None, k_descale=None,
+                    v_descale=None):
     """flash_attn.flash_attn_func: q (batch, seqlen_q, nheads, headdim), k and v
     (batch, seqlen_k, nheads_k, headdim), nheads a multiple of nheads_k.
     Returns out (batch, seqlen_q, nheads, headdim), or with return_attn_probs
-    (out, softmax_lse (batch, nheads, seqlen_q) float32, None)."""
+    (out, softmax_lse (batch, nheads, seqlen_q) float32, None). FP8:
+    float8_e4m3fn q, k, v with float32 descales (None, one element, or
+    (batch, nheads_k) as FlashAttention-3's) give a bfloat16 out."""
     function = "flash_attn_func"
     _refuse_missing_features(function, dropout_p, deterministic)
     (q, k, v), (head_dim, _, head_dim_v) = _ready(function, ("q", "k", "v"), (q, k, v))
@@ -71,7 +78,8 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False,
     result = attention(q, k, v, causal=bool(causal), scale=_scale(softmax_scale, head_dim),
                        return_lse=bool(return_attn_probs), causal_align="bottom-right",
                        softcap=softcap, window_size=window, alibi_slopes=alibi_slopes,
-                       deterministic=bool(deterministic))
+                       deterministic=bool(deterministic), **_descales(q_descale, k_descale,
+                                                                     v_descale))
     return _outputs(result, bool(return_attn_probs), head_dim_v, probs=True)
 
 
@@ -99,7 +107,8 @@ def flash_attn_kvpacked_func(q, kv, dropout_p=0.0, softmax_scale=None, causal=Fa
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                            dropout_p=0.0, softmax_scale=None, causal=False,
                            window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
-                           deterministic=False, return_attn_probs=False, block_table=None):
+                           deterministic=False, return_attn_probs=False, block_table=None, *,
+                           q_descale=None, k_descale=None, v_descale=None):
     """flash_attn.flash_attn_varlen_func: q (total_q, nheads, headdim), k and v
     (total_k, nheads_k, headdim), cu_seqlens_q / cu_seqlens_k int32 (batch +
     1,). Returns out (total_q, nheads, headdim), or with return_attn_probs
@@ -111,7 +120,9 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     - cu_seqlens_k[b] rows, addressed through its row of block_table. The
     kernel reads the pages in place; the values check (a synchronization,
     as for every varlen call here) refuses a sequence longer than its row of
-    the table addresses."""
+    the table addresses. FP8: float8_e4m3fn q, k, v (pages too) with
+    float32 descales (None, one element, or (batch, nheads_k) per sequence)
+    give a bfloat16 out."""
     function = "flash_attn_varlen_func"
     _refuse_missing_features(function, dropout_p, deterministic)
     (q, k, v), (head_dim, _, head_dim_v) = _ready(function, ("q", "k", "v"), (q, k, v))
@@ -120,7 +131,8 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
                               causal=bool(causal), window_size=window, softcap=softcap,
                               scale=_scale(softmax_scale, head_dim),
                               return_lse=bool(return_attn_probs), causal_align="bottom-right",
-                              alibi_slopes=alibi_slopes, block_table=block_table)
+                              alibi_slopes=alibi_slopes, block_table=block_table,
+                              **_descales(q_descale, k_descale, v_descale))
     return _outputs(result, bool(return_attn_probs), head_dim_v, probs=True)
 
 
@@ -359,6 +371,13 @@ def _ready(function, names, tensors):
             t = t.contiguous()
         ready.append(t)
     return ready, dims
+
+
+def _descales(q_descale, k_descale, v_descale):
+    """The FP8 keywords for attention(), only those given: a bf16 call never
+    sees them (attngen refuses descales without e4m3 inputs)."""
+    given = dict(q_descale=q_descale, k_descale=k_descale, v_descale=v_descale)
+    return {name: d for name, d in given.items() if d is not None}
 
 
 def _unpack(function, name, packed, rank, parts):

@@ -25,12 +25,15 @@ _COMMON = [("dropout_p", 0.0), ("softmax_scale", None), ("causal", False),
            ("deterministic", False), ("return_attn_probs", False)]
 _REQUIRED = inspect.Parameter.empty
 SIGNATURES = {
-    "flash_attn_func": [("q", _REQUIRED), ("k", _REQUIRED), ("v", _REQUIRED)] + _COMMON,
+    "flash_attn_func": [("q", _REQUIRED), ("k", _REQUIRED), ("v", _REQUIRED)] + _COMMON + [
+        # FlashAttention-3's FP8 descales, keyword-only.
+        ("q_descale", None), ("k_descale", None), ("v_descale", None)],
     "flash_attn_qkvpacked_func": [("qkv", _REQUIRED)] + _COMMON,
     "flash_attn_kvpacked_func": [("q", _REQUIRED), ("kv", _REQUIRED)] + _COMMON,
     "flash_attn_varlen_func": [("q", _REQUIRED), ("k", _REQUIRED), ("v", _REQUIRED)] + [
         (n, _REQUIRED) for n in ("cu_seqlens_q", "cu_seqlens_k", "max_seqlen_q",
-                                 "max_seqlen_k")] + _COMMON + [("block_table", None)],
+                                 "max_seqlen_k")] + _COMMON + [
+        ("block_table", None), ("q_descale", None), ("k_descale", None), ("v_descale", None)],
     "flash_attn_varlen_qkvpacked_func": [(n, _REQUIRED) for n in
                                          ("qkv", "cu_seqlens", "max_seqlen")] + _COMMON,
     "flash_attn_varlen_kvpacked_func": [(n, _REQUIRED) for n in
@@ -286,6 +289,26 @@ class KvCacheTest(unittest.TestCase):
         self.assertEqual(k.dtype, e4m3)
         self.assertTrue(torch.equal(k[0, :7].view(torch.uint8), kc[0, 3:].view(torch.uint8)))
         self.assertTrue(torch.equal(k[1].view(torch.uint8), kc[1].view(torch.uint8)))
+
+    @unittest.skipUnless(hasattr(torch, "float8_e4m3fn") if torch else False,
+                         "needs torch with float8_e4m3fn")
+    def test_fp8_descales_reach_attention(self):
+        """flash_attn_func and flash_attn_varlen_func pass FA3's descales to
+        attention() and attention_varlen(): their FP8 checks word the errors,
+        and a bf16 call with a descale is refused."""
+        e4m3 = torch.float8_e4m3fn
+        q, k = bf16(2, 5, 4, 64).to(e4m3), bf16(2, 7, 2, 64, seed=1).to(e4m3)
+        self.assertFails("k_descale has shape (4,)",
+                         lambda: fa.flash_attn_func(q, k, k, k_descale=torch.ones(4)))
+        self.assertFails("q is on cpu", lambda: fa.flash_attn_func(
+            q, k, k, causal=True, q_descale=torch.ones(2, 2), v_descale=torch.ones(1)))
+        self.assertFails("q has dtype torch.bfloat16: FP8 attention",
+                         lambda: fa.flash_attn_func(bf16(2, 5, 4, 64), bf16(2, 7, 2, 64),
+                                                    bf16(2, 7, 2, 64), q_descale=torch.ones(1)))
+        cu = torch.tensor([0, 3, 5], dtype=torch.int32)
+        self.assertFails("with varlen it must hold one element",
+                         lambda: fa.flash_attn_varlen_func(q[0], k[0, :5], k[0, :5], cu, cu,
+                                                           3, 3, v_descale=torch.ones(3)))
 
     @unittest.skipUnless(hasattr(torch, "float8_e4m3fn") if torch else False,
                          "needs torch with float8_e4m3fn")

@@ -322,6 +322,26 @@ class Fp8GpuTest(unittest.TestCase):
         self.assertFalse(out.float().any())
         self.assertTrue(torch.isneginf(lse).all())
 
+    def test_flash_attn_interface(self):
+        """The drop-in's FA3 descale keywords give attention()'s and
+        attention_varlen()'s results."""
+        from attngen import flash_attn_interface as fa
+        torch.manual_seed(5)
+        q, k, v = (fp8(2, n, heads, 128, device="cuda")
+                   for n, heads in ((130, 4), (257, 2), (257, 2)))
+        qd, kd = torch.rand(2, 2, device="cuda") + 0.5, torch.full((1,), 0.8, device="cuda")
+        want = attngen.attention(q, k, v, causal=True, q_descale=qd, k_descale=kd)
+        got = fa.flash_attn_func(q, k, v, causal=True, q_descale=qd, k_descale=kd)
+        self.assertTrue(torch.equal(got, want))
+        cu_q = torch.tensor([0, 130, 260], dtype=torch.int32, device="cuda")
+        cu_k = torch.tensor([0, 257, 514], dtype=torch.int32, device="cuda")
+        packed = [x.reshape(-1, *x.shape[2:]) for x in (q, k, v)]
+        want = attngen.attention_varlen(*packed, cu_q, cu_k, 130, 257, causal=True,
+                                        q_descale=qd, k_descale=kd)
+        got = fa.flash_attn_varlen_func(*packed, cu_q, cu_k, 130, 257, causal=True,
+                                        q_descale=qd, k_descale=kd)
+        self.assertTrue(torch.equal(got, want))
+
     def test_torch_compile_and_custom_op(self):
         # Traced calls go through torch.ops.attngen.attention_fp8 and give the
         # eager result; a row-major v is copied K-major first either way.
