@@ -113,8 +113,10 @@ def quantize_fp8_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_s
     _check(q, k, v, granularity, hadamard_seed, packed=True)
     check_devices([("q", q), ("k", k), ("v", v), ("cu_seqlens_q", cu_seqlens_q),
                    ("cu_seqlens_k", cu_seqlens_k)])
-    if (check_seqlens and not torch.cuda.is_current_stream_capturing()
-            and not torch.compiler.is_compiling()):
+    # is_compiling first: torch.compile traces it as a constant, not the
+    # capture query.
+    if (check_seqlens and not torch.compiler.is_compiling()
+            and not torch.cuda.is_current_stream_capturing()):
         from ._varlen_seqlens import check_seqlen_values
         check_seqlen_values(q, k, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                             function="quantize_fp8_varlen")

@@ -472,6 +472,20 @@ class QuantizeGpuTest(unittest.TestCase):
         compiled = torch.compile(call, fullgraph=True)(q, k, v)
         self.assertTrue(torch.equal(eager, compiled))
 
+        # A packed batch: quantize_fp8_varlen skips its host check while
+        # tracing; the quantize op takes cu_seqlens.
+        cu = torch.tensor([0, 100, 260], dtype=torch.int32, device="cuda")
+        packed = [x[0] for x in (q, k, v)]
+
+        def call_varlen(q, k, v, cu):
+            x = attngen.quantize_fp8_varlen(q, k, v, cu, cu, 160, 160, granularity="block",
+                                            hadamard=True)
+            return attngen.attention_varlen(x.q, x.k, x.v, cu, cu, 160, 160, causal=True,
+                                            check_seqlens=False, **x.descales)
+        eager = call_varlen(*packed, cu)
+        compiled = torch.compile(call_varlen, fullgraph=True)(*packed, cu)
+        self.assertTrue(torch.equal(eager, compiled))
+
 
 if __name__ == "__main__":
     unittest.main()
