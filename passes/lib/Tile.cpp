@@ -217,6 +217,17 @@ void TileProgramBuilder::build() {
   // accumulator is 0 and its alpha too).
   if (blockScales)
     inits.push_back(splat(rowType(), 1.0f));
+  // A packed batch's k/v descales hold ceil(max_seqlen_k / 128) blocks per
+  // (sequence, head): a sequence longer than the caller's max_seqlen_k
+  // reads its last one rather than past the row.
+  Value lastKeyBlock;
+  if (blockScales && packed) {
+    Value maxKeys = ProblemSizeOp::create(b, loc, b.getIndexType(),
+                                          SizeKind::max_seqlen_k);
+    Value keyBlocks = arith::MaxUIOp::create(
+        b, loc, arith::CeilDivUIOp::create(b, loc, maxKeys, blockN), c1);
+    lastKeyBlock = arith::SubIOp::create(b, loc, keyBlocks, c1);
+  }
 
   auto loop = scf::ForOp::create(
       b, loc, c0, numBlocks, c1, inits,
@@ -230,9 +241,11 @@ void TileProgramBuilder::build() {
         // under the waits and the GEMM instead of stalling the softmax.
         Value kBlockScale, kInverse, vScale, vInverse;
         if (blockScales) {
+          Value descaleBlock =
+              lastKeyBlock ? arith::MinUIOp::create(b, l, j, lastKeyBlock).getResult() : j;
           auto blockDescale = [&](Value factors, bool reciprocal) {
             auto d = DescaleOp::create(b, l, rowType(), ValueRange{factors},
-                                       batch, kvHead, /*row=*/Value(), j);
+                                       batch, kvHead, /*row=*/Value(), descaleBlock);
             d.setReciprocal(reciprocal);
             return d.getResult();
           };

@@ -61,7 +61,7 @@ def block_scales(descales):
 
 
 def check_block_descales(descales, batch, heads, kv_heads, seqlen_q, seqlen_k,
-                         seqlen_names=("seqlen", "seqlen")):
+                         seqlen_names=("seqlen", "seqlen"), function="attention"):
     """Block quantization: q_descale (B, H, ceil(Nq / 128)), k_descale and
     v_descale (B, Hkv, ceil(Nk / 128)), one per 128 rows; a v_descale of one
     element or (B, Hkv) serves every key block of its head. A packed batch's
@@ -83,7 +83,7 @@ def check_block_descales(descales, batch, heads, kv_heads, seqlen_q, seqlen_k,
                 f"{got}; q_descale and k_descale are per block together (attngen.quantize_fp8"
                 "(..., granularity=\"block\") makes them, and v_descale per key block)")
     if len(expected) == 2:
-        check_descale("v_descale", v_descale, batch, kv_heads)
+        check_descale("v_descale", v_descale, batch, kv_heads, function)
 
 
 def _is_key_major(v):

@@ -37,7 +37,9 @@ _ROW_ALIGN = 16
 
 class QuantizedFp8(NamedTuple):
     """quantize_fp8's result: e4m3 q, k, v ([B, N, H, D]; v K-major, a view of
-    a [B, Hkv, D, round_up(Nk, 16)] tensor, or row-major: see v_layout) and their float32 descales
+    a [B, Hkv, D, round_up(Nk, 16)] tensor, or row-major: see v_layout; from
+    quantize_fp8_varlen packed [total, H, D], row-major, the descales per
+    sequence) and their float32 descales
     (x ~ x8 * descale): (1,) per tensor, (B, Hkv) per head (q's per group of
     query heads, as FlashAttention-3's q_descale), and per block (B, H,
     ceil(N / 128)); 1 where a scope holds only zeros. `descales` is the keywords of attngen.attention. (Fields typed Any:
@@ -107,26 +109,22 @@ def quantize_fp8_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_s
     One kernel launch per tensor for "block", two for the others (the block
     maxima, then the conversion), as quantize_fp8."""
     from ._torch_varlen import _check_cu_seqlens, _check_max_seqlen
-    _check_cu_seqlens(cu_seqlens_q, cu_seqlens_k)
+    _check_cu_seqlens(cu_seqlens_q, cu_seqlens_k, "quantize_fp8_varlen")
     for name, value in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):
-        _check_max_seqlen(name, value)
+        _check_max_seqlen(name, value, "quantize_fp8_varlen")
     _check(q, k, v, granularity, hadamard_seed, packed=True)
     check_devices([("q", q), ("k", k), ("v", v), ("cu_seqlens_q", cu_seqlens_q),
                    ("cu_seqlens_k", cu_seqlens_k)])
-    # is_compiling first: torch.compile traces it as a constant, not the
-    # capture query.
-    if (check_seqlens and not torch.compiler.is_compiling()
-            and not torch.cuda.is_current_stream_capturing()):
-        from ._varlen_seqlens import check_seqlen_values
-        check_seqlen_values(q, k, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-                            function="quantize_fp8_varlen")
+    # The values of cu_seqlens are checked where the quantize op runs (so
+    # also when torch.compile's graph runs): q's with q, k's with k (v has
+    # k's rows and offsets).
     groups = q.shape[1] // k.shape[1]
     q8, qd = _quantize(q, granularity, groups, hadamard, hadamard_seed, False,
-                       packed=(cu_seqlens_q, max_seqlen_q))
+                       packed=(cu_seqlens_q, max_seqlen_q, "q" if check_seqlens else ""))
     k8, kd = _quantize(k, granularity, 1, hadamard, hadamard_seed, False,
-                       packed=(cu_seqlens_k, max_seqlen_k))
+                       packed=(cu_seqlens_k, max_seqlen_k, "k" if check_seqlens else ""))
     v8, vd = _quantize(v, granularity, 1, False, hadamard_seed, False,
-                       packed=(cu_seqlens_k, max_seqlen_k))
+                       packed=(cu_seqlens_k, max_seqlen_k, ""))
     return QuantizedFp8(q8, k8, v8, qd, kd, vd)
 
 
@@ -180,30 +178,33 @@ def _check(q, k, v, granularity, seed, packed=False):
 
 def _quantize(x, granularity, groups, hadamard, seed, key_major, packed=None):
     """(x8, descale) for one tensor: x8 [B, N, H, D] (K-major if asked), or
-    with packed = (cu_seqlens, max_seqlen) x8 [total, H, D] and the
-    descales per sequence."""
+    with packed = (cu_seqlens, max_seqlen, checked name) x8 [total, H, D] and
+    the descales per sequence (cu_seqlens checked against x when the name is
+    not empty)."""
     if packed is None:
         batch, rows, heads, _ = x.shape
     else:
         heads, batch, rows = x.shape[1], packed[0].numel() - 1, packed[1]
     blocks = -(-rows // BLOCK_ROWS)
     if x.numel() == 0 or batch == 0 or rows == 0:
+        if packed is not None and packed[2] and x.is_cuda:
+            _check_offsets(x, packed[0], rows, packed[2])  # no launch to check it
         x8 = (_as_view(_empty_output(x, key_major), rows, key_major) if packed is None
               else torch.zeros(x.shape, dtype=fp8_dtype(), device=x.device))
         shape = {"tensor": (1,), "head": (batch, heads // groups),
                  "block": (batch, heads, blocks)}[granularity]
         return x8, torch.ones(shape, dtype=torch.float32, device=x.device)
     op = _quantize_op if use_custom_op(x) else _quantize_e4m3
-    cu, longest = packed if packed is not None else (None, 0)
+    cu, longest, name = packed if packed is not None else (None, 0, "")
     if granularity == "block":
-        stored, descale = op(x, None, key_major, "block", hadamard, seed, cu, longest)
+        stored, descale = op(x, None, key_major, "block", hadamard, seed, cu, longest, name)
         # A block of zeros (descale 0): any descale dequantizes it, and 0
         # would make the kernel's scores 0 * -inf where they are masked.
         return _as_view(stored, rows, key_major), torch.where(descale > 0, descale,
                                                                 torch.ones_like(descale))
     # The block maxima first (as descales), then the conversion with their
     # maximum per tensor or per (batch, group of heads).
-    _, maxima = op(x, None, False, "amax", hadamard, seed, cu, longest)
+    _, maxima = op(x, None, False, "amax", hadamard, seed, cu, longest, name)
     if granularity == "tensor":
         descale = maxima.amax().reshape(1)
     else:
@@ -213,7 +214,7 @@ def _quantize(x, granularity, groups, hadamard, seed, key_major, packed=None):
     descale = torch.where(descale > 0, descale, torch.ones_like(descale))
     per_head = (descale.expand(batch, heads) if granularity == "tensor"
                 else descale.repeat_interleave(groups, dim=1))
-    stored, _ = op(x, per_head, key_major, "given", hadamard, seed, cu, longest)
+    stored, _ = op(x, per_head, key_major, "given", hadamard, seed, cu, longest, "")
     return _as_view(stored, rows, key_major), descale
 
 
@@ -234,14 +235,38 @@ def _as_view(stored, rows, key_major):
     return stored[..., :rows].permute(0, 3, 1, 2) if key_major else stored
 
 
+def _check_offsets(x, cu_seqlens, max_seqlen, name):
+    """cu_seqlens on the host (a synchronization; skipped while a CUDA graph
+    is captured): from 0 to x's rows, never decreasing, no sequence longer
+    than max_seqlen (the kernel's grid covers that many rows of each)."""
+    if torch.compiler.is_compiling() or torch.cuda.is_current_stream_capturing():
+        return
+    cu = cu_seqlens.cpu().tolist()
+    side = "q" if name == "q" else "k"
+    where = f"attngen.quantize_fp8_varlen: cu_seqlens_{side}"
+    fix = " (check_seqlens=False skips this check)"
+    if cu[0] != 0 or cu[-1] != x.shape[0]:
+        raise invalid_argument(f"{where} runs from {cu[0]} to {cu[-1]} but {name} has "
+                               f"{x.shape[0]} rows: it must start at 0 and end at the total"
+                               + fix)
+    for b in range(len(cu) - 1):
+        length = cu[b + 1] - cu[b]
+        if length < 0 or length > max_seqlen:
+            raise invalid_argument(f"{where}: sequence {b} has {length} rows, outside [0, "
+                                   f"max_seqlen_{side} = {max_seqlen}]" + fix)
+
+
 def _quantize_e4m3(x, descale, key_major, mode, hadamard, seed, cu_seqlens=None,
-                   max_seqlen=0):
+                   max_seqlen=0, check_name=""):
     """One launch: mode "block" (block scales, written), "amax" (only the
     block scales) or "given" (descale (B, H), read). Returns the e4m3 tensor
     (empty for "amax") and the block descales (empty for "given"). With
     cu_seqlens, x is a packed [total, H, D] batch of max_seqlen rows at
-    most per sequence, stored row-major, its descales per sequence."""
+    most per sequence, stored row-major, its descales per sequence;
+    check_name (the tensor's name, "" for none) checks cu_seqlens first."""
     packed = cu_seqlens is not None
+    if packed and check_name:
+        _check_offsets(x, cu_seqlens, max_seqlen, check_name)
     if packed:
         (_, heads, head_dim), batch, rows = x.shape, cu_seqlens.numel() - 1, max_seqlen
     else:
@@ -283,14 +308,15 @@ if torch is not None and fp8_dtype() is not None:
     def _quantize_op(x: torch.Tensor, descale: Optional[torch.Tensor], key_major: bool,
                      mode: str, hadamard: bool, seed: int,
                      cu_seqlens: Optional[torch.Tensor] = None,
-                     max_seqlen: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+                     max_seqlen: int = 0,
+                     check_name: str = "") -> tuple[torch.Tensor, torch.Tensor]:
         """What traced quantize_fp8 calls run on CUDA tensors."""
         return _quantize_e4m3(x, descale, key_major, mode, hadamard, seed, cu_seqlens,
-                              max_seqlen)
+                              max_seqlen, check_name)
 
     @_quantize_op.register_fake
     def _quantize_fake(x, descale, key_major, mode, hadamard, seed, cu_seqlens=None,
-                       max_seqlen=0):
+                       max_seqlen=0, check_name=""):
         if cu_seqlens is not None:
             batch, rows, heads = cu_seqlens.shape[0] - 1, max_seqlen, x.shape[1]
         else:

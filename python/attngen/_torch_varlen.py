@@ -231,10 +231,10 @@ def _check_block_table(k, v, block_table, batch):
                                    ".contiguous()")
 
 
-def _check_cu_seqlens(cu_q, cu_k):
+def _check_cu_seqlens(cu_q, cu_k, function="attention_varlen"):
     """Both are contiguous int32 vectors of batch + 1 entries, as flash_attn's."""
     for name, t in (("cu_seqlens_q", cu_q), ("cu_seqlens_k", cu_k)):
-        check_is_tensor("attention_varlen", name, t)
+        check_is_tensor(function, name, t)
         check_int32(name, t)
         if t.dim() != 1 or t.numel() < 1:
             raise invalid_argument(f"{name} must be 1-D with batch + 1 entries (where each "
@@ -249,10 +249,10 @@ def _check_cu_seqlens(cu_q, cu_k):
                                "plus the total")
 
 
-def _check_max_seqlen(name, value):
+def _check_max_seqlen(name, value, function="attention_varlen"):
     """An int (a SymInt while tracing) that fits the runtime's int32."""
     if isinstance(value, bool) or not isinstance(value, (numbers.Integral, torch.SymInt)):
-        raise TypeError(f"attngen.attention_varlen: {name} must be an int (the longest "
+        raise TypeError(f"attngen.{function}: {name} must be an int (the longest "
                         f"sequence's length), got {value!r}")
     if not isinstance(value, torch.SymInt) and not 0 <= value < 2**31:
         raise invalid_argument(f"{name} = {value} is out of range: it must be 0 to 2^31 - 1")

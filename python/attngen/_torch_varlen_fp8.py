@@ -43,7 +43,8 @@ def check_fp8_varlen(q, k, v, cu_q, alibi_slopes, descales, max_q, max_k):
         # Block scales per sequence: block i of sequence b is its rows
         # 128 i .. 128 i + 127 (attngen.quantize_fp8_varlen's).
         check_block_descales(descales, batch, heads, kv_heads, max_q, max_k,
-                             seqlen_names=("max_seqlen_q", "max_seqlen_k"))
+                             seqlen_names=("max_seqlen_q", "max_seqlen_k"),
+                             function="attention_varlen")
         return
     for name, d in zip(("q_descale", "k_descale", "v_descale"), descales):
         if d is None:

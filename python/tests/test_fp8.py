@@ -461,6 +461,23 @@ class QuantizeGpuTest(unittest.TestCase):
                 err = (out.double() - ref).abs().max().item()
                 self.assertLess(err, 0.15 * ref.abs().max().item())
 
+    def test_varlen_offsets_checked(self):
+        """quantize_fp8_varlen refuses offsets the kernel would read or write
+        past (its grid covers max_seqlen rows of each sequence)."""
+        x = torch.randn(393, 4, 128, device="cuda", dtype=torch.bfloat16)
+        cu = torch.tensor([0, 130, 393], dtype=torch.int32, device="cuda")
+        short = torch.tensor([0, 130, 388], dtype=torch.int32, device="cuda")
+        with self.assertRaisesRegex(ValueError, r"cu_seqlens_q runs from 0 to 388 but q has "
+                                                r"393 rows"):
+            attngen.quantize_fp8_varlen(x, x, x, short, cu, 263, 263)
+        with self.assertRaisesRegex(ValueError, r"cu_seqlens_k: sequence 1 has 263 rows, "
+                                                r"outside \[0, max_seqlen_k = 200\]"):
+            attngen.quantize_fp8_varlen(x, x, x, cu, cu, 263, 200, granularity="block")
+        # Unchecked, a right call runs as the checked one.
+        a = attngen.quantize_fp8_varlen(x, x, x, cu, cu, 263, 263, check_seqlens=False)
+        b = attngen.quantize_fp8_varlen(x, x, x, cu, cu, 263, 263)
+        self.assertTrue(torch.equal(a.q.view(torch.uint8), b.q.view(torch.uint8)))
+
     def test_compiles(self):
         q, k, v = (torch.randn(1, 260, 2, 64, device="cuda", dtype=torch.bfloat16)
                    for _ in range(3))
