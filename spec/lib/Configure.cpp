@@ -46,11 +46,12 @@ KernelConfig mlir::attn::configure(const AttentionSpec &spec) {
                        spec.warpSpecialize && !elementwise;
     // Intra-warpgroup overlap (attn-backward-overlap: S and dP issued
     // together, every GEMM waited for late) where it measured faster:
-    // dq's steps, and dkdv's when a mask gives the recompute work to hide;
-    // the fused kernel and unmasked dkdv lose a few percent (docs/PERF.md);
-    // a two-pass dkdv's passes have one product each, nothing to overlap.
-    // No pingpong.
+    // dq's steps, the fused kernel's (since its dQ drain waits a step
+    // late), and dkdv's when a mask gives the recompute work to hide;
+    // unmasked dkdv loses a few percent (docs/PERF.md); a two-pass dkdv's
+    // passes have one product each, nothing to overlap. No pingpong.
     bool overlapPays = spec.backward == BackwardPart::dq ||
+                       spec.backward == BackwardPart::fused ||
                        (spec.backward == BackwardPart::dkdv &&
                         hasDiagonal(canonicalSpec(spec)) &&
                         !dkdvTakesTwoPasses(
