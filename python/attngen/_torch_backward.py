@@ -2,14 +2,15 @@
 attngen.attention_backward (functional: the caller passes out and lse, so a
 ring-attention caller can pass the merged global ones), the torch custom op
 attngen::attention_backward, and the autograd of attngen::attention that
-calls it. With ATTNGEN_FUSED_BACKWARD=1 on sm_90a (head dims 64 and 128;
-experimental, not yet checked on the GPU in its current form) the one-kernel
-backward runs, as FlashAttention-2/3's: pre (delta = rowsum(dO * O), an f32
-dQ accumulator zeroed), fused (dK and dV per key/value head, and dQ added
-into the accumulator with atomics, so S and dP are computed once) and post
-(dQ from the accumulator); its dQ's sums vary in order from run to run.
-deterministic=True (or torch.use_deterministic_algorithms(True)), and
-every other case, runs the deterministic pair: dq (delta, then dQ) and
+calls it. deterministic=False (flash_attn's default) at head dim 128 on
+sm_90a (but not causal over at most 1k keys) runs the one-kernel backward, as FlashAttention-2/3's: pre (delta =
+rowsum(dO * O), an f32 dQ accumulator zeroed), fused (dK and dV per
+key/value head, and dQ added into the accumulator with TMA reductions, so S
+and dP are computed once) and post (dQ from the accumulator); its dQ's sums
+vary in order from run to run. ATTNGEN_FUSED_BACKWARD=1 also runs it at head
+dim 64 (where the pair is as fast), =0 never. deterministic=True (or
+torch.use_deterministic_algorithms(True)), and every other case, runs the
+deterministic pair: dq (delta, then dQ) and
 dkdv, each summing in registers in a fixed order."""
 
 import ctypes
@@ -38,9 +39,11 @@ def attention_backward(dout, q, k, v, out, lse, causal=False, scale=None, *,
     the forward's. out and lse may come from elsewhere (a ring of context-
     parallel calls merged into the global ones). dk and dv have k's and v's
     heads: grouped-query gradients are summed per key/value head.
-    With ATTNGEN_FUSED_BACKWARD=1, deterministic=False (flash_attn's default)
-    runs the one-kernel backward where it applies (sm_90a, head dims 64 and
-    128; experimental), whose dq sums in an order that varies; deterministic=True (or
+    deterministic=False (flash_attn's default) runs the one-kernel backward
+    where it is the faster (sm_90a, head dim 128, but not causal over at most
+    1k keys; ATTNGEN_FUSED_BACKWARD=1 adds those and head dim 64, =0 turns
+    it off), whose dq sums in an order that varies;
+    deterministic=True (or
     torch.use_deterministic_algorithms(True)) gives bitwise-equal results
     from run to run. alibi_slopes as the forward's. Head dims up to 256."""
     require_torch("attention_backward")
@@ -91,18 +94,25 @@ def _check_arguments(dout, q, k, v, out, lse, causal, scale, causal_align, softc
 _FUSED_ARCH = {}
 
 
-def _runs_fused(q, deterministic):
-    """Whether the one-kernel backward runs: opted into with
-    ATTNGEN_FUSED_BACKWARD=1 (checked on the H200, it runs level with the
-    deterministic pair, docs/PERF.md, so the pair stays the default), not
-    asked to be deterministic (by the call or by torch), head dim 64 or
-    128, and sm_90a kernels on q's device (ATTNGEN_ARCH=sm_80 runs the
-    sm_80 ones)."""
-    if os.environ.get("ATTNGEN_FUSED_BACKWARD") != "1":
+def _runs_fused(q, k, causal, deterministic):
+    """Whether the one-kernel backward runs: not asked to be deterministic
+    (by the call or by torch), sm_90a kernels on q's device (ATTNGEN_ARCH=
+    sm_80 runs the sm_80 ones), and head dim 128, where it measured
+    1.01-1.09x the deterministic pair on the H200 (docs/PERF.md) except
+    causal at 1k keys (0.96x: short loops), or 64 with
+    ATTNGEN_FUSED_BACKWARD=1 (there the pair is as fast); =1 also lifts the
+    length rule, and ATTNGEN_FUSED_BACKWARD=0 runs the pair everywhere."""
+    choice = os.environ.get("ATTNGEN_FUSED_BACKWARD", "")
+    if choice not in ("", "0", "1"):
+        raise invalid_argument(
+            f"ATTNGEN_FUSED_BACKWARD={choice!r}: use 1 (the one-kernel backward wherever it "
+            "applies), 0 (the deterministic pair everywhere) or leave it unset (the "
+            "one-kernel backward at head dim 128)")
+    if choice == "0" or deterministic or torch.are_deterministic_algorithms_enabled():
         return False
-    if deterministic or torch.are_deterministic_algorithms_enabled():
+    if q.shape[-1] not in ((64, 128) if choice == "1" else (128,)):
         return False
-    if q.shape[-1] not in (64, 128):
+    if choice == "" and causal and k.shape[1] <= 1024:
         return False
     index = q.device.index
     if index not in _FUSED_ARCH:
@@ -125,7 +135,7 @@ def _backward(dout, q, k, v, out, lse, causal, scale, causal_align, softcap, win
                   window_size=(window_left, window_right), alibi=alibi_slopes is not None,
                   head_dim_v=head_dim_v_of(q, v))
     # The one-kernel backward has one head dim.
-    fused = _runs_fused(q, deterministic) and fields["head_dim_v"] == 0
+    fused = _runs_fused(q, k, causal, deterministic) and fields["head_dim_v"] == 0
     if fused:
         kernels = [kernel_for(q, scale, backward=part, **fields)
                    for part in ("pre", "fused", "post")]

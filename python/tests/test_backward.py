@@ -6,6 +6,7 @@ gpu/backward_check.py checks the gradients themselves on the GPU.
     PYTHONPATH=python python3 -m unittest python/tests/test_backward.py -v
 """
 
+import os
 import unittest
 
 import attngen
@@ -157,6 +158,67 @@ class VarlenBackwardArgumentTest(unittest.TestCase):
     def test_deterministic_is_a_bool(self):
         with self.assertRaises(TypeError):
             self.call(deterministic=1)
+
+
+@unittest.skipIf(torch is None, "needs torch")
+class FusedBackwardChoiceTest(unittest.TestCase):
+    """Which backward deterministic=False runs: the one-kernel backward at
+    head dim 128 on sm_90a, but not causal over at most 1k keys
+    (ATTNGEN_FUSED_BACKWARD=1 adds those and 64, =0 none), the deterministic
+    pair otherwise."""
+
+    def setUp(self):
+        from attngen import _torch_backward
+        self.module = _torch_backward
+        self.saved_env = os.environ.pop("ATTNGEN_FUSED_BACKWARD", None)
+        self.saved_arch = dict(_torch_backward._FUSED_ARCH)
+        # CPU tensors have device index None: say it is an sm_90a device.
+        _torch_backward._FUSED_ARCH[None] = True
+
+    def tearDown(self):
+        os.environ.pop("ATTNGEN_FUSED_BACKWARD", None)
+        if self.saved_env is not None:
+            os.environ["ATTNGEN_FUSED_BACKWARD"] = self.saved_env
+        self.module._FUSED_ARCH.clear()
+        self.module._FUSED_ARCH.update(self.saved_arch)
+
+    def runs_fused(self, d, deterministic=False, env=None, causal=False, nk=8):
+        if env is not None:
+            os.environ["ATTNGEN_FUSED_BACKWARD"] = env
+        return self.module._runs_fused(torch.empty(1, 8, 2, d), torch.empty(1, nk, 2, d),
+                                       causal, deterministic)
+
+    def test_default(self):
+        self.assertTrue(self.runs_fused(128))
+        self.assertFalse(self.runs_fused(64))
+        self.assertFalse(self.runs_fused(256))
+        self.assertFalse(self.runs_fused(128, deterministic=True))
+        # Causal over at most 1k keys the pair is the faster.
+        self.assertFalse(self.runs_fused(128, causal=True, nk=1024))
+        self.assertTrue(self.runs_fused(128, causal=True, nk=1025))
+        self.assertTrue(self.runs_fused(128, causal=False, nk=1024))
+
+    def test_environment(self):
+        self.assertTrue(self.runs_fused(64, env="1"))
+        self.assertTrue(self.runs_fused(128, env="1"))
+        self.assertFalse(self.runs_fused(96, env="1"))
+        self.assertTrue(self.runs_fused(128, env="1", causal=True, nk=1024))
+        self.assertFalse(self.runs_fused(128, env="0"))
+        self.assertFalse(self.runs_fused(128, deterministic=True, env="1"))
+        with self.assertRaises(attngen.InvalidInputError) as caught:
+            self.runs_fused(128, env="yes")
+        self.assertIn("use 1", str(caught.exception))
+
+    def test_not_sm90a(self):
+        self.module._FUSED_ARCH[None] = False
+        self.assertFalse(self.runs_fused(128))
+
+    def test_torch_deterministic_algorithms(self):
+        torch.use_deterministic_algorithms(True)
+        try:
+            self.assertFalse(self.runs_fused(128))
+        finally:
+            torch.use_deterministic_algorithms(False)
 
 
 @unittest.skipIf(torch is None, "needs torch")
