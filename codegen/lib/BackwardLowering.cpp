@@ -38,12 +38,16 @@ int64_t vectorIndexOf(Lowering &l, RegTileType tile, RegTileType vector,
 /// loads columns 2l and 2l + 1 of every 64 and hands each lane its own with
 /// shuffles: N/32 loads and N/4 shuffles a thread where loading each
 /// fragment column took N/4 loads and their address arithmetic (the bulk
-/// of the dkdv step's non-GEMM instructions). Columns at or past N read 0,
-/// from the tensor's base.
-void lowerLoadCols(Lowering &l, LoadColsOp op) {
+/// of the dkdv step's non-GEMM instructions). Into a `lanes` tile it only
+/// loads (the backward loads a step ahead); attn.spread_cols shuffles.
+///
+/// The two values lane l of each warp loads of every 64 columns of `op`'s
+/// vector, columns 64j + 2l + e at [j * 2 + e]; columns at or past the
+/// end (of the tile or of Nq) read 0. Each is one predicated load into a
+/// register set to 0 first: no instruction reads the result here, so a
+/// load issued a step ahead does not stall the step that issues it.
+SmallVector<Value> loadColsOfLane(Lowering &l, LoadColsOp op, int64_t width) {
   OpBuilder &b = l.b;
-  auto type = cast<RegTileType>(op.getType());
-  const int64_t width = type.getShape()[0];
   Tensor tensor = l.tensors.lookup(op.getSrc());
   // The columns are query rows of the [B, H, Nq] tensor.
   TileRows cols = l.tileRows(Tensor::Q, op.getBatch(), op.getCol());
@@ -62,7 +66,6 @@ void lowerLoadCols(Lowering &l, LoadColsOp op) {
   Value rowBase =
       arith::MulIOp::create(b, l.loc, batchHead, l.toI64(l.params.nq));
   Value pair = arith::ShLIOp::create(b, l.loc, l.lane, l.i32(1));
-  // loaded[j * 2 + e]: column 64j + 2l + e.
   SmallVector<Value> loaded;
   for (int64_t j = 0; j < (width + 63) / 64; ++j)
     for (int64_t e = 0; e < 2; ++e) {
@@ -75,42 +78,69 @@ void lowerLoadCols(Lowering &l, LoadColsOp op) {
           arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt, col,
                                 cols.end));
       Value offset = arith::AddIOp::create(b, l.loc, rowBase, l.toI64(col));
-      Value addr = arith::SelectOp::create(
-          b, l.loc, inside,
-          LLVM::GEPOp::create(b, l.loc, ptrType, b.getF32Type(), base,
-                              ValueRange{offset}),
-          base);
-      auto load = LLVM::LoadOp::create(b, l.loc, b.getF32Type(), addr,
-                                       /*alignment=*/4);
-      load.setInvariant(true);
-      Value value =
-          arith::SelectOp::create(b, l.loc, inside, load, l.f32(0.0f));
-      if (op.getExp2Bias()) {
-        // -x log2(e), and -inf for an infinite x (P = 0).
-        Value magnitude = LLVM::FAbsOp::create(b, l.loc, value);
-        Value infinite = arith::CmpFOp::create(
-            b, l.loc, arith::CmpFPredicate::OEQ, magnitude,
-            l.f32(std::numeric_limits<float>::infinity()));
-        value = arith::SelectOp::create(
-            b, l.loc, infinite,
-            l.f32(-std::numeric_limits<float>::infinity()),
-            arith::MulFOp::create(
-                b, l.loc, value,
-                l.f32(-static_cast<float>(llvm::numbers::log2e))));
-      }
-      loaded.push_back(value);
+      Value addr = LLVM::GEPOp::create(b, l.loc, ptrType, b.getF32Type(),
+                                       base, ValueRange{offset});
+      // The tensors are read-only in the kernel: the non-coherent path.
+      loaded.push_back(
+          LLVM::InlineAsmOp::create(
+              b, l.loc, b.getF32Type(),
+              ValueRange{arith::ExtUIOp::create(b, l.loc, b.getI32Type(),
+                                                inside),
+                         addr},
+              "{\n.reg .pred p;\nsetp.ne.b32 p, $1, 0;\nmov.b32 $0, 0;\n"
+              "@p ld.global.nc.f32 $0, [$2];\n}",
+              "=f,r,l", /*has_side_effects=*/false,
+              /*is_align_stack=*/false, LLVM::TailCallKind::None,
+              LLVM::AsmDialectAttr(), ArrayAttr())
+              .getResult(0));
+    }
+  return loaded;
+}
+
+/// Hands each thread its columns of a loaded vector (`loadColsOfLane`'s
+/// order), made the exponent's bias first with `exp2Bias`.
+SmallVector<Value> spreadCols(Lowering &l, ArrayRef<Value> loaded,
+                              int64_t width, bool exp2Bias) {
+  OpBuilder &b = l.b;
+  SmallVector<Value> values(loaded);
+  if (exp2Bias)
+    for (Value &value : values) {
+      // -x log2(e), and -inf for an infinite x (P = 0).
+      Value magnitude = LLVM::FAbsOp::create(b, l.loc, value);
+      Value infinite = arith::CmpFOp::create(
+          b, l.loc, arith::CmpFPredicate::OEQ, magnitude,
+          l.f32(std::numeric_limits<float>::infinity()));
+      value = arith::SelectOp::create(
+          b, l.loc, infinite, l.f32(-std::numeric_limits<float>::infinity()),
+          arith::MulFOp::create(
+              b, l.loc, value,
+              l.f32(-static_cast<float>(llvm::numbers::log2e))));
     }
   // Column 8n + 2(l%4) + e is value e of lane 4(n%8) + l%4, chunk n/8.
   Value quad = arith::AndIOp::create(b, l.loc, l.lane, l.i32(3));
-  SmallVector<Value> values;
+  SmallVector<Value> spread;
   for (int64_t n = 0; n < width / 8; ++n) {
     Value source = arith::AddIOp::create(b, l.loc, quad, l.i32(4 * (n % 8)));
     for (int64_t e = 0; e < 2; ++e)
-      values.push_back(NVVM::ShflOp::create(
-          b, l.loc, b.getF32Type(), l.i32(-1), loaded[n / 8 * 2 + e], source,
+      spread.push_back(NVVM::ShflOp::create(
+          b, l.loc, b.getF32Type(), l.i32(-1), values[n / 8 * 2 + e], source,
           l.i32(0x1f), NVVM::ShflKind::idx, UnitAttr()));
   }
-  l.tiles[op] = values;
+  return spread;
+}
+
+void lowerLoadCols(Lowering &l, LoadColsOp op) {
+  auto type = cast<RegTileType>(op.getType());
+  const int64_t width = type.getShape()[0];
+  SmallVector<Value> loaded = loadColsOfLane(l, op, width);
+  l.tiles[op] = type.isLanes()
+                    ? loaded
+                    : spreadCols(l, loaded, width, op.getExp2Bias());
+}
+
+void lowerSpreadCols(Lowering &l, SpreadColsOp op) {
+  const int64_t width = cast<RegTileType>(op.getType()).getShape()[0];
+  l.tiles[op] = spreadCols(l, l.tiles[op.getInput()], width, op.getExp2Bias());
 }
 
 /// exp2(s * c - lse * log2(e)) = exp2(fma(s, c, -lse * log2(e))); an
@@ -214,6 +244,7 @@ void mlir::attn::populateBackwardLowerings(LoweringTable &table) {
                             "must read the kernel's \"lse\" or \"delta\" "
                             "argument");
       });
+  table.add<SpreadColsOp>(lowerSpreadCols);
   table.add<RecomputeProbsOp>(lowerRecomputeProbs);
   table.add<SoftmaxGradOp>(lowerSoftmaxGrad);
   table.add<RowDotOp>(lowerRowDot);

@@ -81,12 +81,13 @@ LogicalResult mlir::attn::checkLowerable(func::FuncOp func,
   };
   auto checkTile = [&](Operation *op, Value v) -> LogicalResult {
     auto tile = dyn_cast<RegTileType>(v.getType());
-    // A column vector is held whole by every warp: its length is a tile's
-    // columns, any multiple of 8.
-    if (tile && tile.isCol() && tile.getRows() % 8 != 0)
+    // A column vector is held whole by every warp (`lanes`: two values a
+    // lane per 64): its length is a tile's columns, any multiple of 8.
+    bool perWarp = tile && (tile.isCol() || tile.isLanes());
+    if (perWarp && tile.getRows() % 8 != 0)
       return op->emitOpError() << "column vector " << tile
                                << " must have a multiple of 8 entries";
-    if (tile && !tile.isCol() &&
+    if (tile && !perWarp &&
         (tile.getRows() <= 0 || tile.getRows() % slice != 0))
       return op->emitOpError()
              << "register tile " << tile << " has " << tile.getRows()

@@ -176,14 +176,30 @@ static LogicalResult verifyBroadcastVector(Operation *op, Type tile,
 
 LogicalResult LoadColsOp::verify() {
   auto result = cast<RegTileType>(getResult().getType());
-  if (!result.isCol())
-    return emitOpError() << "result must be a 'col' register tile, got "
+  if (!result.isCol() && !result.isLanes())
+    return emitOpError() << "result must be a 'col' or 'lanes' register "
+                            "tile, got "
                          << result;
+  if (result.isLanes() && getExp2Bias())
+    return emitOpError() << "loads into 'lanes' untransformed: put "
+                            "'exp2_bias' on the attn.spread_cols that reads "
+                            "the result";
   auto src = dyn_cast<MemRefType>(getSrc().getType());
   int64_t rank = isa<SeqType>(getBatch().getType()) ? 2 : 3;
   if (!src || src.getRank() != rank || !src.getElementType().isF32())
     return emitOpError() << "source must be a rank-" << rank
                          << " f32 memref, got " << getSrc().getType();
+  return success();
+}
+
+LogicalResult SpreadColsOp::verify() {
+  auto input = cast<RegTileType>(getInput().getType());
+  auto result = cast<RegTileType>(getResult().getType());
+  if (!input.isLanes() || !result.isCol() ||
+      input.getShape() != result.getShape())
+    return emitOpError() << "spreads a 'lanes' vector into a 'col' one of "
+                            "the same length, got "
+                         << input << " -> " << result;
   return success();
 }
 

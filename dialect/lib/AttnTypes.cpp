@@ -116,7 +116,7 @@ Type RegTileType::parse(AsmParser &parser) {
   if (!fragment) {
     parser.emitError(parser.getNameLoc())
         << "unknown fragment kind '" << fragmentName
-        << "'; expected acc, operand_a or row";
+        << "'; expected acc, operand_a, row, col or lanes";
     return {};
   }
   return parser.getChecked<RegTileType>(parser.getContext(), shape,
@@ -131,8 +131,11 @@ void RegTileType::print(AsmPrinter &printer) const {
 LogicalResult RegTileType::verify(function_ref<InFlightDiagnostic()> emitError,
                                   ArrayRef<int64_t> shape, Type elementType,
                                   FragmentKind fragment) {
-  size_t expectedRank =
-      fragment == FragmentKind::row || fragment == FragmentKind::col ? 1 : 2;
+  size_t expectedRank = fragment == FragmentKind::row ||
+                                fragment == FragmentKind::col ||
+                                fragment == FragmentKind::lanes
+                            ? 1
+                            : 2;
   if (shape.size() != expectedRank)
     return emitError() << "register tile with '"
                        << stringifyFragmentKind(fragment) << "' fragments must "
@@ -146,6 +149,7 @@ LogicalResult RegTileType::verify(function_ref<InFlightDiagnostic()> emitError,
   case FragmentKind::acc:
   case FragmentKind::row:
   case FragmentKind::col:
+  case FragmentKind::lanes:
     if (!elementType.isF32())
       return emitError() << "'" << stringifyFragmentKind(fragment)
                          << "' register tile must hold f32, got "

@@ -158,11 +158,16 @@ private:
     if (op.getAlibiSlopes())
       s = alibi(s);
     s = mask(s);
-    auto loaded = lse.getDefiningOp<LoadColsOp>();
+    // An LSE loaded (or spread) as the exponent's bias is added as it is.
+    bool biased = false;
+    if (auto loaded = lse.getDefiningOp<LoadColsOp>())
+      biased = loaded.getExp2Bias();
+    if (auto spread = lse.getDefiningOp<SpreadColsOp>())
+      biased = spread.getExp2Bias();
     return RecomputeProbsOp::create(
         b, l, s.getType(), s, lse,
         b.getF32FloatAttr(logitScale * M_LOG2E),
-        /*biased=*/loaded && loaded.getExp2Bias() ? b.getUnitAttr()
+        /*biased=*/biased ? b.getUnitAttr()
                                                     : UnitAttr());
   }
 
@@ -459,13 +464,33 @@ void BackwardProgramBuilder::buildDkdv(bool fused) {
   // numbered from `fillBase` (none: from 0), so that a second pass's fills
   // follow the first's: a pipe's stage and phase are the fill number's.
   enum class Grads { kAndV, v, k };
+  // The step's LSE (and delta) come in `lanes` tiles loaded by the step
+  // before (the first step's before the loop) and carried across the loop
+  // edge: two registers a thread each. Loaded in the step that uses them,
+  // ptxas put their first reader among the S and dP wgmmas, and the warp
+  // stopped issuing the GEMM until the load came back (ncu: 7% of the
+  // fused kernel's stalls). Above d128 the two registers would spill, and
+  // the step loads its own.
+  bool ahead = std::max(op.getHeadDim(), dv) <= 128;
+  auto loadAhead = [&](Location l, Value src, Value head, Value col) {
+    return LoadColsOp::create(b, l, vector(bn, FragmentKind::lanes), src,
+                              qBatch, head, col, /*exp2_bias=*/UnitAttr())
+        .getResult();
+  };
   auto buildPass = [&](Grads grads, Value fillBase,
-                       ValueRange inits) -> scf::ForOp {
+                       ValueRange grads0) -> scf::ForOp {
     bool wantK = grads != Grads::v, wantV = grads != Grads::k;
     auto fillOf = [&](Location l, Value n) -> Value {
       return fillBase ? arith::AddIOp::create(b, l, fillBase, n).getResult()
                       : n;
     };
+    size_t numGrads = grads0.size();
+    SmallVector<Value> inits(grads0);
+    if (ahead) {
+      inits.push_back(loadAhead(loc, op.getLse(), firstHead, firstCol));
+      if (wantK)
+        inits.push_back(loadAhead(loc, op.getDelta(), firstHead, firstCol));
+    }
     return scf::ForOp::create(
         b, loc, c0, trips, c1, inits,
         [&](OpBuilder &lb, Location l, Value it, ValueRange iter) {
@@ -481,13 +506,21 @@ void BackwardProgramBuilder::buildDkdv(bool fused) {
           WaitOp::create(b, l, qTile, fill);
           CopyAsyncOp::create(b, l, op.getDout(), qBatch, col, head, doTile,
                               fill);
-          Value lse = LoadColsOp::create(b, l, vector(bn, FragmentKind::col),
-                                         op.getLse(), qBatch, head, col,
-                                         /*exp2_bias=*/b.getUnitAttr());
-          Value delta;
-          if (wantK)
-            delta = LoadColsOp::create(b, l, vector(bn, FragmentKind::col),
-                                       op.getDelta(), qBatch, head, col);
+          RegTileType cols = vector(bn, FragmentKind::col);
+          Value lse, delta;
+          if (ahead) {
+            lse = SpreadColsOp::create(b, l, cols, iter[numGrads],
+                                       /*exp2_bias=*/b.getUnitAttr());
+            if (wantK)
+              delta = SpreadColsOp::create(b, l, cols, iter[numGrads + 1],
+                                           UnitAttr());
+          } else {
+            lse = LoadColsOp::create(b, l, cols, op.getLse(), qBatch, head,
+                                     col, /*exp2_bias=*/b.getUnitAttr());
+            if (wantK)
+              delta = LoadColsOp::create(b, l, cols, op.getDelta(), qBatch,
+                                         head, col, UnitAttr());
+          }
           Value st = MmaOp::create(b, l, acc(bm, bn), kTile, qTile, Value(),
                                    /*transpose_b=*/true);
           Value tanh;
@@ -552,15 +585,32 @@ void BackwardProgramBuilder::buildDkdv(bool fused) {
               WaitOp::create(b, l, doTile, fill);
             Value pOperand = ConvertOp::create(b, l, operand(bm, bn), pt);
             grads.push_back(MmaOp::create(b, l, acc(bm, outColsV), pOperand,
-                                          doTile, iter.back(),
+                                          doTile, iter[numGrads - 1],
                                           /*transpose_b=*/false));
+          }
+          // The next step's LSE and delta (the last step reads its own
+          // again), under the dQ drain or the accumulating GEMMs.
+          SmallVector<Value> yielded(grads);
+          if (ahead) {
+            Value step = arith::SelectOp::create(b, l, hasNext, next, it);
+            Value stepHead = arith::AddIOp::create(
+                b, l, firstHead, arith::DivUIOp::create(b, l, step, span));
+            Value stepCol = arith::MulIOp::create(
+                b, l,
+                arith::AddIOp::create(
+                    b, l, lo, arith::RemUIOp::create(b, l, step, span)),
+                blockN);
+            yielded.push_back(loadAhead(l, op.getLse(), stepHead, stepCol));
+            if (wantK)
+              yielded.push_back(
+                  loadAhead(l, op.getDelta(), stepHead, stepCol));
           }
           // dQ_i += dS_i K, added into the accumulator: S and dP are not
           // computed again (the one-kernel backward's dQ drain).
           if (fused)
             AccumulateDqOp::create(b, l, kTile, dsTile, stageTile,
                                    op.getDqAccum(), qBatch, col, head);
-          scf::YieldOp::create(b, l, grads);
+          scf::YieldOp::create(b, l, yielded);
         });
   };
 

@@ -76,7 +76,23 @@ func.func @row_dot_result(%a: !attn.regs<64x32xf32, acc>) {
 // -----
 
 func.func @load_cols_kind(%src: memref<?x?x?xf32>, %i: index) {
-  // expected-error @+1 {{'attn.load_cols' op result must be a 'col' register tile, got '!attn.regs<64xf32, row>'}}
+  // expected-error @+1 {{'attn.load_cols' op result must be a 'col' or 'lanes' register tile, got '!attn.regs<64xf32, row>'}}
   %l = attn.load_cols %src[%i, %i, %i] : memref<?x?x?xf32> -> !attn.regs<64xf32, row>
+  return
+}
+
+// -----
+
+func.func @load_cols_lanes_bias(%src: memref<?x?x?xf32>, %i: index) {
+  // expected-error @+1 {{'attn.load_cols' op loads into 'lanes' untransformed: put 'exp2_bias' on the attn.spread_cols that reads the result}}
+  %l = attn.load_cols %src[%i, %i, %i] {exp2_bias} : memref<?x?x?xf32> -> !attn.regs<64xf32, lanes>
+  return
+}
+
+// -----
+
+func.func @spread_cols_kinds(%r: !attn.regs<64xf32, lanes>) {
+  // expected-error @+1 {{'attn.spread_cols' op spreads a 'lanes' vector into a 'col' one of the same length, got '!attn.regs<64xf32, lanes>' -> '!attn.regs<128xf32, col>'}}
+  %c = attn.spread_cols %r : !attn.regs<64xf32, lanes> -> !attn.regs<128xf32, col>
   return
 }

@@ -317,7 +317,7 @@ func.func @regs_rows(%t: !attn.regs<24x64xf32, acc>) {
 
 // -----
 
-// expected-error @+1 {{unknown fragment kind 'blocked'; expected acc, operand_a or row}}
+// expected-error @+1 {{unknown fragment kind 'blocked'; expected acc, operand_a, row, col or lanes}}
 func.func @regs_fragment(%t: !attn.regs<64x64xf32, blocked>) {
   return
 }

@@ -19,6 +19,8 @@ func.func @backward(%q: !t, %l: !r) {
 // CHECK: attn.row_dot %{{.*}}, %{{.*}} : !attn.regs<64x32xf32, acc> -> !attn.regs<64xf32, row>
 // CHECK: attn.load_cols %{{.*}} {exp2_bias} : memref<?x?x?xf32> -> !attn.regs<32xf32, col>
 // CHECK: attn.recompute_probs %{{.*}}, %{{.*}} {biased, scale_log2e = 1.000000e+00 : f32}
+// CHECK: attn.load_cols %{{.*}} : memref<?x?x?xf32> -> !attn.regs<64xf32, lanes>
+// CHECK: attn.spread_cols %{{.*}} {exp2_bias} : !attn.regs<64xf32, lanes> -> !attn.regs<64xf32, col>
 func.func @tile_ops(%src: memref<?x?x?xf32>, %i: index, %s: !attn.regs<64x32xf32, acc>) {
   %l = attn.load_cols %src[%i, %i, %i] : memref<?x?x?xf32> -> !attn.regs<32xf32, col>
   %p = attn.recompute_probs %s, %l {scale_log2e = 1.0 : f32}
@@ -29,5 +31,7 @@ func.func @tile_ops(%src: memref<?x?x?xf32>, %i: index, %s: !attn.regs<64x32xf32
   %bias = attn.load_cols %src[%i, %i, %i] {exp2_bias} : memref<?x?x?xf32> -> !attn.regs<32xf32, col>
   %pb = attn.recompute_probs %s, %bias {biased, scale_log2e = 1.0 : f32}
     : !attn.regs<64x32xf32, acc>, !attn.regs<32xf32, col>
+  %raw = attn.load_cols %src[%i, %i, %i] : memref<?x?x?xf32> -> !attn.regs<64xf32, lanes>
+  %spread = attn.spread_cols %raw {exp2_bias} : !attn.regs<64xf32, lanes> -> !attn.regs<64xf32, col>
   return
 }

@@ -3,9 +3,9 @@
 
 // Causal dkdv: S and dP issue together and P is recomputed while dP runs
 // (masked only on the steps that cross the diagonal or Nq);
-// dK and dV issue in their order, and the buffer releases wait for the
-// GEMMs that read them, Q's (S, dK) before dO's (dP, dV); no GEMM stays in
-// flight past the step.
+// dK and dV issue in their order, the next step's LSE and delta are loaded
+// under them, and the buffer releases wait for the GEMMs that read them,
+// Q's (S, dK) before dO's (dP, dV); no GEMM stays in flight past the step.
 // With hoist-accumulators, dV (which needs only P) issues before dP is
 // waited for, so dS is formed under it, and dO's release comes first.
 !t = memref<?x?x?x64xbf16>
@@ -13,11 +13,13 @@
 module attributes {attn.target = #attn.target<sm_90a>} {
   // CHECK-LABEL: func.func @dkdv
   // CHECK: } consumers {
-  // CHECK: scf.for %[[J:.*]] = {{.*}} iter_args(%[[DK:.*]] = %{{.*}}, %[[DV:.*]] = %{{.*}})
+  // CHECK: scf.for %[[J:.*]] = {{.*}} iter_args(%[[DK:[^ ]*]] = %{{[^,]*}}, %[[DV:[^ ]*]] = %{{[^,]*}}, %[[LSE:[^ ]*]] = %{{[^,]*}}, %[[DELTA:[^ ]*]] = %{{[^)]*}})
   // CHECK-NEXT: %[[Q:.*]] = attn.pipe_wait %[[QP:.*]][%[[J]]]
   // CHECK-NEXT: %[[S:.*]] = attn.mma %{{.*}}, %[[Q]] {async, transpose_b}
   // CHECK-NEXT: %[[DO:.*]] = attn.pipe_wait %[[DOP:.*]][%[[J]]]
   // CHECK-NEXT: %[[DP:.*]] = attn.mma %{{.*}}, %[[DO]] {async, transpose_b}
+  // CHECK: attn.spread_cols %[[LSE]] {exp2_bias}
+  // CHECK-NEXT: attn.spread_cols %[[DELTA]]
   // CHECK: %[[SW:.*]] = attn.mma_wait %[[S]] {pending = 1 : i64}
   // CHECK-NEXT: %[[M:.*]] = scf.if %{{.*}} -> (!attn.regs<128x64xf32, acc>) {
   // CHECK-NEXT: %[[MASKED:.*]] = attn.mask %[[SW]]
@@ -30,16 +32,18 @@ module attributes {attn.target = #attn.target<sm_90a>} {
   // CHECK-NEXT: %[[DS:.*]] = attn.softmax_grad %[[P]], %[[DPW]]
   // CHECK-NEXT: %[[DS16:.*]] = attn.convert %[[DS]]
   // CHECK-NEXT: %[[DKA:.*]] = attn.mma %[[DS16]], %[[Q]], %[[DK]] {async}
-  // CHECK-NEXT: %[[P16:.*]] = attn.convert %[[P]]
+  // CHECK: %[[P16:.*]] = attn.convert %[[P]]
   // CHECK-NEXT: %[[DVA:.*]] = attn.mma %[[P16]], %[[DO]], %[[DV]] {async}
+  // CHECK: %[[LSE2:.*]] = attn.load_cols %{{.*}} -> !attn.regs<64xf32, lanes>
+  // CHECK-NEXT: %[[DELTA2:.*]] = attn.load_cols %{{.*}} -> !attn.regs<64xf32, lanes>
   // CHECK-NEXT: %[[DKW:.*]] = attn.mma_wait %[[DKA]] {pending = 1 : i64}
   // CHECK-NEXT: attn.pipe_release %[[QP]][%[[J]]]
   // CHECK-NEXT: %[[DVW:.*]] = attn.mma_wait %[[DVA]] {pending = 0 : i64}
   // CHECK-NEXT: attn.pipe_release %[[DOP]][%[[J]]]
-  // CHECK-NEXT: scf.yield %[[DKW]], %[[DVW]]
+  // CHECK-NEXT: scf.yield %[[DKW]], %[[DVW]], %[[LSE2]], %[[DELTA2]]
 
   // HOIST-LABEL: func.func @dkdv
-  // HOIST: scf.for %[[J:.*]] = {{.*}} iter_args(%[[DK:.*]] = %{{.*}}, %[[DV:.*]] = %{{.*}})
+  // HOIST: scf.for %[[J:.*]] = {{.*}} iter_args(%[[DK:[^ ]*]] = %{{[^,]*}}, %[[DV:[^ ]*]] = %{{[^,]*}},
   // HOIST-NEXT: attn.pipe_wait
   // HOIST-NEXT: attn.mma {{.*}} {async, transpose_b}
   // HOIST-NEXT: %[[DO:.*]] = attn.pipe_wait %[[DOP:.*]][%[[J]]]
@@ -51,6 +55,8 @@ module attributes {attn.target = #attn.target<sm_90a>} {
   // HOIST-NEXT: %[[DS:.*]] = attn.softmax_grad %[[P]], %[[DPW]]
   // HOIST-NEXT: %[[DS16:.*]] = attn.convert %[[DS]]
   // HOIST-NEXT: %[[DKA:.*]] = attn.mma %[[DS16]], %{{.*}}, %[[DK]] {async}
+  // HOIST: attn.load_cols
+  // HOIST-NEXT: attn.load_cols
   // HOIST-NEXT: %[[DVW:.*]] = attn.mma_wait %[[DVA]] {pending = 1 : i64}
   // HOIST-NEXT: attn.pipe_release %[[DOP]][%[[J]]]
   // HOIST-NEXT: %[[DKW:.*]] = attn.mma_wait %[[DKA]] {pending = 0 : i64}

@@ -150,8 +150,14 @@ def Attn_LoadColsOp : Attn_Op<"load_cols"> {
     share their columns, so the lowering loads two per lane and transforms
     them before it shuffles them out, not once per fragment column.
 
+    Into a `lanes` tile the op only loads (two values a lane per 64
+    columns; no `exp2_bias`): `attn.spread_cols` does the rest where the
+    values are needed. The backward loads a step ahead this way, so that no
+    instruction waits for the load in the middle of a GEMM's issue.
+
     ```mlir
     %l = attn.load_cols %lse[%b, %h, %col] {exp2_bias} : memref<?x?x?xf32> -> !attn.regs<64xf32, col>
+    %r = attn.load_cols %lse[%b, %h, %next] : memref<?x?x?xf32> -> !attn.regs<64xf32, lanes>
     ```
   }];
   let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$src,
@@ -161,6 +167,27 @@ def Attn_LoadColsOp : Attn_Op<"load_cols"> {
   let assemblyFormat = [{
     $src `[` $batch `,` $head `,` $col `]` attr-dict `:`
     custom<RowsTensorType>(type($src), type($batch)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_SpreadColsOp : Attn_Op<"spread_cols", [Pure]> {
+  let summary = "Hand each thread its columns of a per-column vector";
+  let description = [{
+    The second half of `attn.load_cols`: from a `lanes` vector (lane `l`
+    of each warp holds columns `64j + 2l` and `64j + 2l + 1`), a `col` one
+    (each thread holds the columns of its `acc` fragments), by shuffles
+    within each warp. `exp2_bias` transforms each loaded value first, as
+    `attn.load_cols {exp2_bias}` does.
+
+    ```mlir
+    %l = attn.spread_cols %r {exp2_bias} : !attn.regs<64xf32, lanes> -> !attn.regs<64xf32, col>
+    ```
+  }];
+  let arguments = (ins Attn_AnyRegTile:$input, UnitAttr:$exp2_bias);
+  let results = (outs Attn_AnyRegTile:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` qualified(type($input)) `->` qualified(type($result))
   }];
   let hasVerifier = 1;
 }

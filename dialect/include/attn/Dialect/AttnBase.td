@@ -51,9 +51,11 @@ def Attn_FragAcc : I32EnumAttrCase<"acc", 0>;
 def Attn_FragOperandA : I32EnumAttrCase<"operand_a", 1>;
 def Attn_FragRow : I32EnumAttrCase<"row", 2>;
 def Attn_FragCol : I32EnumAttrCase<"col", 3>;
+def Attn_FragLanes : I32EnumAttrCase<"lanes", 4>;
 def Attn_FragmentKind : I32EnumAttr<"FragmentKind",
     "how a register tile is spread over the threads",
-    [Attn_FragAcc, Attn_FragOperandA, Attn_FragRow, Attn_FragCol]> {
+    [Attn_FragAcc, Attn_FragOperandA, Attn_FragRow, Attn_FragCol,
+     Attn_FragLanes]> {
   let cppNamespace = "::mlir::attn";
   let genSpecializedAttr = 0;
 }
@@ -426,6 +428,10 @@ def Attn_RegTileType : Attn_Type<"RegTile", "regs"> {
     `col`: a 1-D per-column vector, held by the threads that own that column
     of an `acc` tile (every warp holds all of it): the backward's LSE and
     delta where a tile's columns are queries.
+    `lanes`: a 1-D per-column vector as loaded, before `attn.spread_cols`
+    makes it a `col` one: lane `l` of every warp holds columns `64j + 2l`
+    and `64j + 2l + 1` (two values per 64 columns), so it can be loaded a
+    step ahead and carried across a loop in few registers.
 
     Per warp (16 rows x 8 columns per fragment), lane `l` holds
 
@@ -450,7 +456,8 @@ def Attn_RegTileType : Attn_Type<"RegTile", "regs"> {
     int64_t getRows() const { return getShape()[0]; }
     bool isRow() const { return getFragment() == FragmentKind::row; }
     bool isCol() const { return getFragment() == FragmentKind::col; }
-    /// A 1-D vector (`row` or `col`).
+    bool isLanes() const { return getFragment() == FragmentKind::lanes; }
+    /// A 1-D vector spread as an `acc` tile's rows or columns.
     bool isVector() const { return isRow() || isCol(); }
   }];
 }
