@@ -825,67 +825,83 @@ Value issuesWarpgroupCopies(Lowering &l) {
   return arith::AndIOp::create(b, l.loc, firstWarp, firstLane);
 }
 
-/// attn.accumulate_dq. The W consumer warpgroups split dQ^T = K^T dS^T
-/// (D x Bq) into W blocks of 64 head-dim rows by `width` queries: block
-/// (chunk, part) of warpgroup w = (w / G, w % G), G = W / (D / 64). Each
-/// is one wgmma chain over all Bk keys, A = K^T (the K tile read MN-major,
-/// panel `chunk`), B = dS^T (MN-major, the panels of queries `part *
-/// width`). The warpgroup writes its block, transposed back to [queries x
-/// 64] rows, into its rows of the f32 stage tile (128-byte swizzle: two
-/// panels of 32 columns), and its first thread adds each panel into dQ's
-/// accumulator with one TMA reduction.
+/// How the one-kernel backward's W consumer warpgroups split dQ^T = K^T
+/// dS^T (D x Bq) into W blocks of 64 head-dim rows by `width` queries:
+/// block (chunk, part) of warpgroup w = (w / G, w % G), G = W / (D / 64).
+struct DqSplit {
+  int64_t warpgroups, chunks, groups, width;
+  Value wg, chunk, part;
+};
+
+FailureOr<DqSplit> splitDq(Lowering &l, Operation *op, int64_t headDim,
+                           int64_t queries) {
+  OpBuilder &b = l.b;
+  DqSplit split;
+  split.warpgroups = l.numWarps() / kWarpgroupWarps;
+  split.chunks = headDim / kWgmmaRows;
+  if (split.chunks == 0 || split.chunks > split.warpgroups ||
+      split.warpgroups % split.chunks != 0)
+    return op->emitOpError()
+           << "splits dQ^T into one 64-row block per consumer warpgroup: a "
+              "head dim of "
+           << headDim << " needs " << split.chunks
+           << " warpgroups' worth, this kernel has " << split.warpgroups;
+  split.groups = split.warpgroups / split.chunks;
+  split.width = queries / split.groups;
+  if (queries % split.groups != 0 || split.width % 8 != 0)
+    return op->emitOpError()
+           << "gives each of " << split.warpgroups << " warpgroups " << queries
+           << " / " << split.groups << " queries: not a multiple of 8";
+  split.wg = l.warpgroupIndex();
+  split.chunk = arith::DivUIOp::create(b, l.loc, split.wg, l.i32(split.groups));
+  split.part = arith::RemUIOp::create(b, l.loc, split.wg, l.i32(split.groups));
+  return split;
+}
+
+void namedBarrier(Lowering &l, Value id, int64_t threads) {
+  NVVM::BarrierOp::create(l.b, l.loc, TypeRange{}, id, l.i32(threads), {},
+                          Value());
+}
+
+/// attn.dq_mma: each warpgroup's block (DqSplit) is one wgmma chain over
+/// all Bk keys, A = K^T (the K tile read MN-major, panel `chunk`), B = dS^T
+/// (MN-major, the panels of queries `part * width`).
 ///
-/// Barriers: all consumers, after every warpgroup wrote its dS^T rows (the
-/// writers fenced them for the async proxy) and after every wgmma read
-/// them (the next iteration writes dS^T again); the warpgroup's own, after
-/// its threads wrote the stage. The issuing thread waits for the previous
-/// call's reduction to have read the stage before the first barrier, so the
-/// TMA reads it while the next step runs; the last one is waited for by the
-/// attn.tma_store_wait that attn-warp-specialize puts after the loop.
-LogicalResult lowerAccumulateDq(Lowering &l, AccumulateDqOp op) {
+/// Barrier: all consumers, after every warpgroup wrote its dS^T rows (the
+/// writers fenced them for the async proxy). The thread that issues its
+/// warpgroup's TMA reductions waits for the previous attn.accumulate_dq's
+/// to have read the stage before it, so the TMA reads it while the step
+/// runs and the barrier tells the warpgroup the stage is free.
+LogicalResult lowerDqMma(Lowering &l, DqMmaOp op) {
   OpBuilder &b = l.b;
   MLIRContext *ctx = b.getContext();
   const SmemBuffer &kBuffer = l.buffers[op.getK()];
   const SmemBuffer &dsBuffer = l.buffers[op.getDs()];
-  const SmemBuffer &stageBuffer = l.buffers[op.getStage()];
-  SwizzleGeometry gK(kBuffer.type), gS(dsBuffer.type), gT(stageBuffer.type);
+  SwizzleGeometry gK(kBuffer.type), gS(dsBuffer.type);
   int64_t keys = dsBuffer.type.getRows();
-  int64_t queries = dsBuffer.type.getCols();
-  int64_t headDim = cast<MemRefType>(op.getDst().getType()).getShape().back();
-  int64_t warpgroups = l.numWarps() / kWarpgroupWarps;
-  int64_t chunks = headDim / kWgmmaRows;
-  if (chunks > warpgroups || warpgroups % chunks != 0)
-    return op.emitOpError() << "splits dQ^T into one 64-row block per "
-                               "consumer warpgroup: a head dim of "
-                            << headDim << " needs " << chunks
-                            << " warpgroups' worth, this kernel has "
-                            << warpgroups;
-  int64_t groups = warpgroups / chunks;
-  int64_t width = queries / groups;
-  if (queries % groups != 0 || width % gS.panelCols != 0 || width % 8 != 0 ||
-      stageBuffer.type.getRows() != warpgroups * width)
+  auto blockType = cast<RegTileType>(op.getType());
+  FailureOr<DqSplit> split =
+      splitDq(l, op, kBuffer.type.getCols(), dsBuffer.type.getCols());
+  if (failed(split))
+    return failure();
+  int64_t width = split->width;
+  if (width % gS.panelCols != 0 || blockType.getShape()[1] != width ||
+      blockType.getRows() != split->warpgroups * kWgmmaRows)
     return op.emitOpError()
-           << "gives each of " << warpgroups << " warpgroups " << width
+           << "gives each of " << split->warpgroups << " warpgroups " << width
            << " queries: 'ds' needs panels of at most " << width
-           << " columns and 'stage' " << warpgroups * width << " rows; got "
-           << dsBuffer.type << " and " << stageBuffer.type;
+           << " columns and the result " << split->warpgroups * kWgmmaRows
+           << "x" << width << "; got " << dsBuffer.type << " and " << blockType;
   int64_t numAcc = width / 2;
-  int64_t consumers = warpgroups * kWarpgroupThreads;
-
-  Value wg = l.warpgroupIndex();
-  Value chunk = arith::DivUIOp::create(b, l.loc, wg, l.i32(groups));
-  Value part = arith::RemUIOp::create(b, l.loc, wg, l.i32(groups));
-  auto barrier = [&](Value id, int64_t threads) {
-    NVVM::BarrierOp::create(b, l.loc, TypeRange{}, id, l.i32(threads), {},
-                            Value());
-  };
+  int64_t consumers = split->warpgroups * kWarpgroupThreads;
+  Value chunk = split->chunk, part = split->part;
   // The previous call's reduction has read this warpgroup's stage rows
   // (its issuing thread waits here, not at the end of that call, so the
   // TMA reads under the step's GEMMs); the barrier passes that on.
   l.emitIf(issuesWarpgroupCopies(l), [&] {
     NVVM::CpAsyncBulkWaitGroupOp::create(b, l.loc, 0, UnitAttr::get(ctx));
   });
-  barrier(l.i32(kAllConsumersDsBarrier), consumers);
+  namedBarrier(l, l.i32(kAllConsumersDsBarrier), consumers);
 
   Value aBase = arith::AddIOp::create(
       b, l.loc, l.bufferOffset(kBuffer, 0),
@@ -925,8 +941,46 @@ LogicalResult lowerAccumulateDq(Lowering &l, AccumulateDqOp op) {
         NVVM::MMAIntOverflowAttr());
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b, l.loc);
-  NVVM::WgmmaWaitGroupSyncOp::create(b, l.loc, 0);
-  barrier(l.i32(kAllConsumersDsBarrier), consumers);
+  // An asynchronous product stays in flight until its attn.mma_wait.
+  if (!op.getAsync())
+    NVVM::WgmmaWaitGroupSyncOp::create(b, l.loc, 0);
+  SmallVector<Value> values;
+  for (int64_t i = 0; i < numAcc; ++i)
+    values.push_back(LLVM::ExtractValueOp::create(b, l.loc, acc, i));
+  l.tiles[op] = values;
+  return success();
+}
+
+/// attn.accumulate_dq: after a barrier of all consumers (every wgmma has
+/// read dS^T: the next step writes it again), each warpgroup writes its
+/// block, transposed back to [queries x 64] rows, into its rows of the f32
+/// stage tile (128-byte swizzle: two panels of 32 columns), and its first
+/// thread adds each panel into dQ's accumulator with one TMA reduction,
+/// after a barrier of the warpgroup's own. The reduction is waited for by
+/// the next attn.dq_mma's issuing thread, the last one by the
+/// attn.tma_store_wait that attn-warp-specialize puts after the loop.
+LogicalResult lowerAccumulateDq(Lowering &l, AccumulateDqOp op) {
+  OpBuilder &b = l.b;
+  MLIRContext *ctx = b.getContext();
+  const SmemBuffer &stageBuffer = l.buffers[op.getStage()];
+  SwizzleGeometry gT(stageBuffer.type);
+  auto blockType = cast<RegTileType>(op.getBlock().getType());
+  int64_t headDim = cast<MemRefType>(op.getDst().getType()).getShape().back();
+  int64_t width = blockType.getShape()[1];
+  FailureOr<DqSplit> split = splitDq(l, op, headDim,
+                                     width * (l.numWarps() / kWarpgroupWarps) /
+                                         (headDim / kWgmmaRows));
+  if (failed(split))
+    return failure();
+  if (split->width != width ||
+      stageBuffer.type.getRows() != split->warpgroups * width)
+    return op.emitOpError() << "'stage' needs " << split->warpgroups * width
+                            << " rows for blocks of " << width
+                            << " queries, got " << stageBuffer.type;
+  int64_t consumers = split->warpgroups * kWarpgroupThreads;
+  Value wg = split->wg, chunk = split->chunk, part = split->part;
+  SmallVector<Value> acc = l.tiles[op.getBlock()];
+  namedBarrier(l, l.i32(kAllConsumersDsBarrier), consumers);
 
   // The stage: element (query c, head-dim r) of the block at row
   // w * width + c, column r, in panels of 32 columns whose 16-byte chunks
@@ -970,8 +1024,7 @@ LogicalResult lowerAccumulateDq(Lowering &l, AccumulateDqOp op) {
               b, l.loc, arith::ShLIOp::create(b, l.loc, swizzled, l.i32(4)),
               l.i32(e * gT.rowBytes)));
       for (int64_t n = 0; n < width / 8; ++n) {
-        Value value =
-            LLVM::ExtractValueOp::create(b, l.loc, acc, 4 * n + e + 2 * h);
+        Value value = acc[4 * n + e + 2 * h];
         Value addr = arith::AddIOp::create(b, l.loc, base,
                                            l.i32(n * 8 * gT.rowBytes));
         LLVM::StoreOp::create(b, l.loc, value, l.smemPtr(addr),
@@ -981,8 +1034,8 @@ LogicalResult lowerAccumulateDq(Lowering &l, AccumulateDqOp op) {
   NVVM::FenceProxyOp::create(
       b, l.loc, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
       NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-  barrier(arith::AddIOp::create(b, l.loc, wg, l.i32(kFirstDsBarrier)),
-          kWarpgroupThreads);
+  namedBarrier(l, arith::AddIOp::create(b, l.loc, wg, l.i32(kFirstDsBarrier)),
+               kWarpgroupThreads);
 
   // One TMA reduction per panel of the warpgroup's rows; rows past N are
   // clipped by the TMA.
@@ -1086,6 +1139,7 @@ void mlir::attn::populateSm90Lowerings(LoweringTable &table) {
       });
   table.add<WaitOp>(lowerWait);
   table.add<MmaOp>(lowerMma);
+  table.add<DqMmaOp>(lowerDqMma);
   table.add<AccumulateDqOp>(lowerAccumulateDq)
       .checkedBy([](Operation *op, const KernelFacts &facts) {
         return facts.expect(op, cast<AccumulateDqOp>(op).getDst(),

@@ -217,7 +217,7 @@ LogicalResult SoftmaxGradOp::verify() {
                                getDelta().getType(), "delta");
 }
 
-LogicalResult AccumulateDqOp::verify() {
+LogicalResult DqMmaOp::verify() {
   if (getTarget(*this) != TargetKind::sm_90a)
     return emitOpError("multiplies with wgmma, which needs "
                        "#attn.target<sm_90a>");
@@ -240,11 +240,33 @@ LogicalResult AccumulateDqOp::verify() {
     return emitOpError() << "'ds' must have 16 to 256 columns (queries, a "
                             "multiple of 16: the wgmma's N), got "
                          << queries;
+  auto block = cast<RegTileType>(getResult().getType());
+  if (block.getFragment() != FragmentKind::acc || block.getRows() % 64 != 0 ||
+      block.getShape()[1] > queries)
+    return emitOpError() << "result must be an 'acc' tile of 64 rows per "
+                            "consumer warpgroup and at most "
+                         << queries << " columns, got " << block;
+  return success();
+}
+
+LogicalResult AccumulateDqOp::verify() {
+  if (getTarget(*this) != TargetKind::sm_90a)
+    return emitOpError("drains with the TMA, which needs "
+                       "#attn.target<sm_90a>");
+  auto block = cast<RegTileType>(getBlock().getType());
+  if (block.getFragment() != FragmentKind::acc || block.getRows() % 64 != 0)
+    return emitOpError() << "'block' must be attn.dq_mma's 'acc' tile of 64 "
+                            "rows per consumer warpgroup, got "
+                         << block;
   SmemTileType stage = getStage().getType();
+  int64_t warpgroups = block.getRows() / 64;
   if (!stage.getElementType().isF32() || stage.getSwizzle() != 128 ||
-      stage.getCols() != 64)
+      stage.getCols() != 64 ||
+      stage.getRows() != warpgroups * block.getShape()[1])
     return emitOpError() << "'stage' must be an f32 tile of 64 columns with "
-                            "a 128-byte swizzle (the TMA's boxes of 32), got "
+                            "a 128-byte swizzle (the TMA's boxes of 32) and "
+                         << warpgroups * block.getShape()[1]
+                         << " rows (the block's columns per warpgroup), got "
                          << stage;
   // The TMA clips boxes at the tensor's rows only: a packed batch's next
   // sequence would get this one's sums.
@@ -255,11 +277,10 @@ LogicalResult AccumulateDqOp::verify() {
                             "addressed by a batch index, got "
                          << getDst().getType();
   int64_t headDim = dst.getShape().back();
-  if (ShapedType::isDynamic(headDim) || headDim % 64 != 0 ||
-      headDim > k.getCols())
+  if (ShapedType::isDynamic(headDim) || headDim % 64 != 0)
     return emitOpError() << "'dst' must have a static head dim that is a "
-                            "multiple of 64 and fits 'k' ("
-                         << k.getCols() << " columns), got " << dst;
+                            "multiple of 64, got "
+                         << dst;
   return success();
 }
 

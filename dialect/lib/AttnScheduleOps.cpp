@@ -54,11 +54,12 @@ LogicalResult BarrierOp::verify() {
 }
 
 LogicalResult MmaWaitOp::verify() {
-  auto mma = getInput().getDefiningOp<MmaOp>();
-  if (!mma || !mma.getAsync())
-    return emitOpError("input must be the result of an asynchronous "
-                       "attn.mma {async}");
-  return success();
+  if (auto mma = getInput().getDefiningOp<MmaOp>(); mma && mma.getAsync())
+    return success();
+  if (auto dq = getInput().getDefiningOp<DqMmaOp>(); dq && dq.getAsync())
+    return success();
+  return emitOpError("input must be the result of an asynchronous "
+                     "attn.mma {async} or attn.dq_mma {async}");
 }
 
 /// Checks one role's setmaxnreg budget.

@@ -9,7 +9,8 @@
 //   S, dP issued together     -> P is recomputed while dP runs
 //   dV issued once P is known -> dS is formed while dV runs
 //                                (hoist-accumulators; costs registers)
-//   dK issued, waited last    -> the dQ drain's barrier runs under it
+//   dQ product before dV      -> the dQ drain's stage writes run under dV
+//                                (the one-kernel backward's attn.dq_mma)
 //
 // Three steps on each loop body: hoist the products (and, with
 // hoist-accumulators, every GEMM) to where their operands are ready; make
@@ -137,27 +138,41 @@ SmallVector<MmaOp> readersOf(PipeReleaseOp release) {
   return readers;
 }
 
+/// A GEMM that may run asynchronously: attn.mma, or the one-kernel
+/// backward's dQ product.
+bool isAsyncGemm(Operation *op) { return isa<MmaOp, DqMmaOp>(op); }
+
+void setAsync(Operation *op) {
+  if (auto mma = dyn_cast<MmaOp>(op))
+    mma.setAsync(true);
+  else
+    cast<DqMmaOp>(op).setAsync(true);
+}
+
 /// Makes the loop's GEMMs asynchronous, waiting for each just before the
 /// first op that reads its result or gives back a buffer it reads.
 void waitLazily(Block *body) {
-  SmallVector<MmaOp> inFlight; // in issue order
+  SmallVector<Operation *> inFlight; // in issue order
   SmallVector<Operation *> ops;
   for (Operation &op : *body)
     ops.push_back(&op);
   for (Operation *op : ops) {
     // Its operands, and those of the ops in its regions (a mask under a
     // branch reads S there).
-    SmallVector<MmaOp> needs;
+    SmallVector<Operation *> needs;
     op->walk([&](Operation *reader) {
-      for (Value operand : reader->getOperands())
-        if (auto mma = operand.getDefiningOp<MmaOp>())
-          if (mma->getBlock() == body && !llvm::is_contained(needs, mma))
-            needs.push_back(mma);
+      for (Value operand : reader->getOperands()) {
+        Operation *gemm = operand.getDefiningOp();
+        if (gemm && isAsyncGemm(gemm) && gemm->getBlock() == body &&
+            !llvm::is_contained(needs, gemm))
+          needs.push_back(gemm);
+      }
     });
     if (auto release = dyn_cast<PipeReleaseOp>(op))
-      llvm::append_range(needs, readersOf(release));
+      for (MmaOp mma : readersOf(release))
+        needs.push_back(mma);
     int64_t last = -1;
-    for (MmaOp mma : needs) {
+    for (Operation *mma : needs) {
       auto *it = llvm::find(inFlight, mma);
       if (it != inFlight.end())
         last = std::max<int64_t>(last, it - inFlight.begin());
@@ -167,16 +182,16 @@ void waitLazily(Block *body) {
       int64_t pending = static_cast<int64_t>(inFlight.size()) - 1 - last;
       OpBuilder b(op);
       for (int64_t i = 0; i <= last; ++i) {
-        MmaOp mma = inFlight[i];
-        auto wait = MmaWaitOp::create(b, mma.getLoc(), mma.getType(),
-                                      mma.getResult(), pending);
-        mma.getResult().replaceAllUsesExcept(wait.getResult(), wait);
+        Value result = inFlight[i]->getResult(0);
+        auto wait = MmaWaitOp::create(b, inFlight[i]->getLoc(),
+                                      result.getType(), result, pending);
+        result.replaceAllUsesExcept(wait.getResult(), wait);
       }
       inFlight.erase(inFlight.begin(), inFlight.begin() + last + 1);
     }
-    if (auto mma = dyn_cast<MmaOp>(op)) {
-      mma.setAsync(true);
-      inFlight.push_back(mma);
+    if (isAsyncGemm(op)) {
+      setAsync(op);
+      inFlight.push_back(op);
     }
   }
 }

@@ -64,10 +64,10 @@ LogicalResult convertBuffer(AllocSmemOp alloc, int64_t stages,
                                "buffer's release after its last reader and "
                                "needs synchronous MMAs (run "
                                "attn-intra-wg-overlap after it)");
-    } else if (!isa<AccumulateDqOp>(user))
+    } else if (!isa<DqMmaOp>(user))
       return user->emitOpError("reads a copied tile in a way attn-multibuffer "
                                "cannot follow (only attn.mma and "
-                               "attn.accumulate_dq may)");
+                               "attn.dq_mma may)");
   }
   // A tile filled once, outside any key/value loop, needs one stage: the Q
   // tile. Outside every loop it is never refilled and needs no release;
@@ -128,7 +128,7 @@ LogicalResult convertBuffer(AllocSmemOp alloc, int64_t stages,
       op->walk([&](Operation *inner) {
         for (OpOperand &operand : inner->getOpOperands())
           if (operand.get() == alloc.getResult() &&
-              isa<MmaOp, AccumulateDqOp>(inner)) {
+              isa<MmaOp, DqMmaOp>(inner)) {
             operand.set(buffer);
             uses = true;
           }

@@ -391,10 +391,13 @@ void BackwardProgramBuilder::buildDkdv(bool fused) {
   // half of the head dim each; d64: half of the queries), so the dS^T
   // panels are `width` columns wide.
   Value dsTile, stageTile;
+  RegTileType dqBlock;
   if (fused) {
     int64_t warpgroups = config.numWarps / kWarpgroupWarps;
     int64_t chunks = op.getHeadDim() / kWarpgroupRows;
     int64_t width = bn / std::max<int64_t>(warpgroups / chunks, 1);
+    // attn.dq_mma's blocks: 64 head-dim rows by `width` queries each.
+    dqBlock = acc(warpgroups * kWarpgroupRows, width);
     dsTile = AllocSmemOp::create(
         b, loc,
         SmemTileType::get(b.getContext(), {bm, bn}, op.getElementType(),
@@ -548,6 +551,7 @@ void BackwardProgramBuilder::buildDkdv(bool fused) {
             return alibi(l, scores, gridBatch, head, row, col, offset);
           });
           SmallVector<Value> grads;
+          Value dqProduct, pOperand;
           if (wantK) {
             WaitOp::create(b, l, doTile, fill);
             Value dpt = MmaOp::create(b, l, acc(bm, bn), vTile, doTile,
@@ -555,14 +559,22 @@ void BackwardProgramBuilder::buildDkdv(bool fused) {
             Value dst = SoftmaxGradOp::create(b, l, pt.getType(), pt, dpt,
                                               delta, tanh,
                                               b.getF32FloatAttr(scale));
-            // The fused kernel keeps dS^T for its dQ GEMM, at the end of
-            // the iteration, when only dK and dV are live.
+            Value dsOperand = ConvertOp::create(b, l, operand(bm, bn), dst);
             if (fused)
               StoreSmemOp::create(b, l, dst, dsTile);
-            Value dsOperand = ConvertOp::create(b, l, operand(bm, bn), dst);
             grads.push_back(MmaOp::create(b, l, acc(bm, outCols), dsOperand,
                                           qTile, iter[0],
                                           /*transpose_b=*/false));
+            // The fused kernel's dQ GEMM reads dS^T from shared memory; it
+            // is issued before dV's GEMM, so that its drain's stage writes
+            // run under dV (FlashAttention-3 issues dQ's before dK's too:
+            // here dK's registers would spill beside the dQ block, as do
+            // ALiBi's beside dV's, which then issues first).
+            if (fused && !op.getAlibiSlopes()) {
+              pOperand = ConvertOp::create(b, l, operand(bm, bn), pt);
+              dqProduct = DqMmaOp::create(b, l, dqBlock, kTile, dsTile,
+                                          /*async=*/UnitAttr());
+            }
           }
           // Everyone is done with Q_i: start Q_{i+1} under the dV GEMM.
           BarrierOp::create(b, l, /*refill=*/true);
@@ -583,7 +595,8 @@ void BackwardProgramBuilder::buildDkdv(bool fused) {
           if (wantV) {
             if (!wantK)
               WaitOp::create(b, l, doTile, fill);
-            Value pOperand = ConvertOp::create(b, l, operand(bm, bn), pt);
+            if (!pOperand)
+              pOperand = ConvertOp::create(b, l, operand(bm, bn), pt);
             grads.push_back(MmaOp::create(b, l, acc(bm, outColsV), pOperand,
                                           doTile, iter[numGrads - 1],
                                           /*transpose_b=*/false));
@@ -607,9 +620,12 @@ void BackwardProgramBuilder::buildDkdv(bool fused) {
           }
           // dQ_i += dS_i K, added into the accumulator: S and dP are not
           // computed again (the one-kernel backward's dQ drain).
+          if (fused && !dqProduct)
+            dqProduct = DqMmaOp::create(b, l, dqBlock, kTile, dsTile,
+                                        /*async=*/UnitAttr());
           if (fused)
-            AccumulateDqOp::create(b, l, kTile, dsTile, stageTile,
-                                   op.getDqAccum(), qBatch, col, head);
+            AccumulateDqOp::create(b, l, dqProduct, stageTile, op.getDqAccum(),
+                                   qBatch, col, head);
           scf::YieldOp::create(b, l, yielded);
         });
   };

@@ -56,8 +56,8 @@ bool isConsumerOp(Operation *op) {
   if (isa<scf::ForOp, scf::IfOp, scf::YieldOp>(op))
     return false;
   return touchesRegisterTiles(op) ||
-         isa<PipeWaitOp, PipeReleaseOp, MmaOp, MmaWaitOp, StoreOp,
-             StoreRowsOp, WaitOp, CopyAsyncOp, AccumulateDqOp>(op);
+         isa<PipeWaitOp, PipeReleaseOp, MmaOp, MmaWaitOp, StoreOp, StoreRowsOp,
+             WaitOp, CopyAsyncOp, DqMmaOp, AccumulateDqOp>(op);
 }
 
 /// Rebuilds `loop` without the iteration arguments whose type is a register

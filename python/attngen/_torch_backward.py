@@ -98,7 +98,7 @@ def _runs_fused(q, k, causal, deterministic):
     """Whether the one-kernel backward runs: not asked to be deterministic
     (by the call or by torch), sm_90a kernels on q's device (ATTNGEN_ARCH=
     sm_80 runs the sm_80 ones), and head dim 128, where it measured
-    1.01-1.09x the deterministic pair on the H200 (docs/PERF.md) except
+    1.00-1.10x the deterministic pair on the H200 (docs/PERF.md) except
     causal at 1k keys (0.96x: short loops), or 64 with
     ATTNGEN_FUSED_BACKWARD=1 (there the pair is as fast); =1 also lifts the
     length rule, and ATTNGEN_FUSED_BACKWARD=0 runs the pair everywhere."""

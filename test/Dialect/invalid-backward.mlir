@@ -96,3 +96,54 @@ func.func @spread_cols_kinds(%r: !attn.regs<64xf32, lanes>) {
   %c = attn.spread_cols %r : !attn.regs<64xf32, lanes> -> !attn.regs<128xf32, col>
   return
 }
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @dq_mma_rows(%k: !attn.smem<128x128xbf16, swizzle = 128>, %ds: !attn.smem<64x64xbf16, swizzle = 128>) {
+    // expected-error @+1 {{'attn.dq_mma' op 'k' and 'ds' must have the same rows (the block's keys), 64 per consumer warpgroup; got 128 and 64}}
+    %b = attn.dq_mma %k, %ds : !attn.smem<128x128xbf16, swizzle = 128>, !attn.smem<64x64xbf16, swizzle = 128> -> !attn.regs<128x64xf32, acc>
+    return
+  }
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @dq_mma_block(%k: !attn.smem<128x128xbf16, swizzle = 128>, %ds: !attn.smem<128x64xbf16, swizzle = 128>) {
+    // expected-error @+1 {{'attn.dq_mma' op result must be an 'acc' tile of 64 rows per consumer warpgroup and at most 64 columns, got '!attn.regs<128x128xf32, acc>'}}
+    %b = attn.dq_mma %k, %ds : !attn.smem<128x128xbf16, swizzle = 128>, !attn.smem<128x64xbf16, swizzle = 128> -> !attn.regs<128x128xf32, acc>
+    return
+  }
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_80>} {
+  func.func @dq_mma_sm80(%k: !attn.smem<128x128xbf16, swizzle = 128>, %ds: !attn.smem<128x64xbf16, swizzle = 128>) {
+    // expected-error @+1 {{'attn.dq_mma' op multiplies with wgmma, which needs #attn.target<sm_90a>}}
+    %b = attn.dq_mma %k, %ds : !attn.smem<128x128xbf16, swizzle = 128>, !attn.smem<128x64xbf16, swizzle = 128> -> !attn.regs<128x64xf32, acc>
+    return
+  }
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @accumulate_dq_stage(%b: !attn.regs<128x64xf32, acc>, %stage: !attn.smem<64x64xf32, swizzle = 128>, %dst: memref<?x?x?x128xf32>, %i: index) {
+    // expected-error @+1 {{'attn.accumulate_dq' op 'stage' must be an f32 tile of 64 columns with a 128-byte swizzle (the TMA's boxes of 32) and 128 rows (the block's columns per warpgroup), got '!attn.smem<64x64xf32, swizzle = 128>'}}
+    attn.accumulate_dq %b, %stage -> %dst[%i, %i, %i] : !attn.regs<128x64xf32, acc>, !attn.smem<64x64xf32, swizzle = 128>, memref<?x?x?x128xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @mma_wait_on_sync_dq_mma(%k: !attn.smem<128x128xbf16, swizzle = 128>, %ds: !attn.smem<128x64xbf16, swizzle = 128>) {
+    %b = attn.dq_mma %k, %ds : !attn.smem<128x128xbf16, swizzle = 128>, !attn.smem<128x64xbf16, swizzle = 128> -> !attn.regs<128x64xf32, acc>
+    // expected-error @+1 {{'attn.mma_wait' op input must be the result of an asynchronous attn.mma {async} or attn.dq_mma {async}}}
+    %w = attn.mma_wait %b {pending = 0} : !attn.regs<128x64xf32, acc>
+    return
+  }
+}

@@ -35,3 +35,18 @@ func.func @tile_ops(%src: memref<?x?x?xf32>, %i: index, %s: !attn.regs<64x32xf32
   %spread = attn.spread_cols %raw {exp2_bias} : !attn.regs<64xf32, lanes> -> !attn.regs<64xf32, col>
   return
 }
+
+// The one-kernel backward's dQ product and drain.
+// CHECK-LABEL: func.func @dq_drain
+// CHECK: %[[B:.*]] = attn.dq_mma %{{.*}}, %{{.*}} {async} : !attn.smem<128x128xbf16, swizzle = 128>, !attn.smem<128x64xbf16, swizzle = 128> -> !attn.regs<128x64xf32, acc>
+// CHECK: %[[W:.*]] = attn.mma_wait %[[B]] {pending = 1 : i64}
+// CHECK: attn.accumulate_dq %[[W]], %{{.*}} -> %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] : !attn.regs<128x64xf32, acc>, !attn.smem<128x64xf32, swizzle = 128>, memref<?x?x?x128xf32>
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @dq_drain(%k: !attn.smem<128x128xbf16, swizzle = 128>, %ds: !attn.smem<128x64xbf16, swizzle = 128>,
+                      %stage: !attn.smem<128x64xf32, swizzle = 128>, %dst: memref<?x?x?x128xf32>, %i: index) {
+    %b = attn.dq_mma %k, %ds {async} : !attn.smem<128x128xbf16, swizzle = 128>, !attn.smem<128x64xbf16, swizzle = 128> -> !attn.regs<128x64xf32, acc>
+    %w = attn.mma_wait %b {pending = 1} : !attn.regs<128x64xf32, acc>
+    attn.accumulate_dq %w, %stage -> %dst[%i, %i, %i] : !attn.regs<128x64xf32, acc>, !attn.smem<128x64xf32, swizzle = 128>, memref<?x?x?x128xf32>
+    return
+  }
+}

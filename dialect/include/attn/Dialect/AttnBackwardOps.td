@@ -267,44 +267,73 @@ def Attn_RowDotOp : Attn_Op<"row_dot", [Pure, AllTypesMatch<["lhs", "rhs"]>]> {
   let hasVerifier = 1;
 }
 
-def Attn_AccumulateDqOp : Attn_Op<"accumulate_dq", [Attn_ConsumersOnly]> {
-  let summary = "dQ += dS K of a key block, reduced into an f32 accumulator";
+def Attn_DqMmaOp : Attn_Op<"dq_mma", [Attn_ConsumersOnly]> {
+  let summary = "dQ^T = K^T dS^T of a key block, one block per warpgroup";
   let description = [{
-    The one-kernel backward's dQ drain. `k` is the key block [Bk, D] and
+    The one-kernel backward's dQ product. `k` is the key block [Bk, D] and
     `ds` the transposed score gradient dS^T [Bk, Bq] (keys are rows, the
     block's queries columns), both in shared memory, written by every
-    consumer warpgroup; the op adds `(dS K)[q, :] = sum_k ds[k, q] *
-    k[k, :]` to rows `col + q` of head `head` of `dst` ([B, Nq, H, D] f32),
-    skipping queries at or past N.
+    consumer warpgroup. sm_90a: the W consumer warpgroups split dQ^T = K^T
+    dS^T (K^T read transposed from the K tile, wgmma's transposed A; dS^T
+    an MN-major B) into blocks of 64 head-dim rows and `Bq * (D / 64) / W`
+    queries, one per warpgroup, each over all Bk keys; warpgroup w's block
+    is rows `64w..64w+63` of the result (an `acc` tile of 64 W rows).
 
-    sm_90a: the consumer warpgroups split the product dQ^T = K^T dS^T (K^T
-    read transposed from the K tile, wgmma's transposed A; dS^T an MN-major
-    B) into blocks of 64 head-dim rows and `Bq * (D / 64) / W` queries, one
-    per warpgroup, each over all Bk keys. A warpgroup writes its block into
-    its rows of `stage` (f32, 128-byte swizzle: panels of 32 head-dim
-    columns) and one of its threads adds it into `dst` with the TMA
-    (`cp.reduce.async.bulk.tensor` add, one box per panel; rows past N are
-    clipped). Barriers of all consumer threads order the writes of `ds`
-    before the wgmma and its reads before the next writes. The reduction
-    is not waited for in the op: the next call's issuing thread waits for
-    it (`cp.async.bulk.wait_group.read 0`) before its first barrier, so the
-    TMA reads the stage while the step runs, and attn-warp-specialize puts
-    an `attn.tma_store_wait` after the loop for the last one.
+    A barrier of all consumer threads orders every warpgroup's writes of
+    `ds` before the wgmma; the issuing thread of each warpgroup's TMA
+    reductions first waits for the previous `attn.accumulate_dq`'s to have
+    read the stage. With `async` the product stays in flight until an
+    `attn.mma_wait` (attn-backward-overlap issues dK's and dV's GEMMs under
+    it); without, the op waits for it.
 
     ```mlir
-    attn.accumulate_dq %k, %ds, %stage -> %dqa[%b, %col, %h]
-      : !attn.smem<128x128xbf16, swizzle = 128>, !attn.smem<128x64xbf16, swizzle = 128>,
-        !attn.smem<128x64xf32, swizzle = 128>, memref<?x?x?x128xf32>
+    %block = attn.dq_mma %k, %ds {async} : !attn.smem<128x128xbf16, swizzle = 128>,
+      !attn.smem<128x64xbf16, swizzle = 128> -> !attn.regs<128x64xf32, acc>
     ```
   }];
   let arguments = (ins Arg<Attn_AnySmemTile, "", [MemRead]>:$k,
                        Arg<Attn_AnySmemTile, "", [MemRead]>:$ds,
+                       UnitAttr:$async);
+  let results = (outs Attn_AnyRegTile:$result);
+  let assemblyFormat = [{
+    $k `,` $ds attr-dict `:` qualified(type($k)) `,` qualified(type($ds)) `->`
+    qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_AccumulateDqOp : Attn_Op<"accumulate_dq", [Attn_ConsumersOnly]> {
+  let summary = "dQ += dS K of a key block, reduced into an f32 accumulator";
+  let description = [{
+    The one-kernel backward's dQ drain: adds `attn.dq_mma`'s blocks of dQ^T
+    (`block`, read only after the product is waited for) to rows `col + q`
+    of head `head` of `dst` ([B, Nq, H, D] f32), skipping queries at or
+    past N.
+
+    A barrier of all consumer threads first says every wgmma has read dS^T
+    (the next step writes it again). A warpgroup then writes its block into
+    its rows of `stage` (f32, 128-byte swizzle: panels of 32 head-dim
+    columns) and one of its threads adds it into `dst` with the TMA
+    (`cp.reduce.async.bulk.tensor` add, one box per panel; rows past N are
+    clipped). The reduction is not waited for in the op: the next
+    `attn.dq_mma`'s issuing thread waits for it (`cp.async.bulk.wait_group
+    .read 0`) before its barrier, so the TMA reads the stage while the
+    step runs, and attn-warp-specialize puts an `attn.tma_store_wait` after
+    the loop for the last one.
+
+    ```mlir
+    attn.accumulate_dq %block, %stage -> %dqa[%b, %col, %h]
+      : !attn.regs<128x64xf32, acc>, !attn.smem<128x64xf32, swizzle = 128>,
+        memref<?x?x?x128xf32>
+    ```
+  }];
+  let arguments = (ins Attn_AnyRegTile:$block,
                        Arg<Attn_AnySmemTile, "", [MemRead, MemWrite]>:$stage,
                        Arg<AnyMemRef, "", [MemRead, MemWrite]>:$dst,
                        Attn_BatchIndex:$batch, Index:$col, Index:$head);
   let assemblyFormat = [{
-    $k `,` $ds `,` $stage `->` $dst `[` $batch `,` $col `,` $head `]` attr-dict `:`
-    qualified(type($k)) `,` qualified(type($ds)) `,` qualified(type($stage)) `,`
+    $block `,` $stage `->` $dst `[` $batch `,` $col `,` $head `]` attr-dict `:`
+    qualified(type($block)) `,` qualified(type($stage)) `,`
     custom<DataTensorType>(type($dst), type($batch))
   }];
   let hasVerifier = 1;

@@ -325,7 +325,8 @@ def Attn_MmaWaitOp : Attn_Op<"mma_wait", [AllTypesMatch<["input", "result"]>,
     MemoryEffects<[MemRead, MemWrite]>, Attn_ConsumersOnly]> {
   let summary = "Wait for an asynchronous MMA, leaving `pending` later ones in flight";
   let description = [{
-    `input` is the result of an `attn.mma {async}`; the result is the same
+    `input` is the result of an `attn.mma {async}` (or of the one-kernel
+    backward's `attn.dq_mma {async}`); the result is the same
     tile, now readable. `pending` is how many MMA groups committed after it
     may still run. sm_90a: `wgmma.wait_group.sync.aligned pending`, then a
     register fence so no read of the accumulator moves above the wait.

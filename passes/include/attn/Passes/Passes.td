@@ -533,9 +533,10 @@ def AttnBackwardOverlap : Pass<"attn-backward-overlap", "ModuleOp"> {
       spills at d128 (docs/PERF.md). A GEMM never moves above a product, a
       write to a tile it reads, or an op that may write memory it reads
       (attn.accumulate_dq, barriers);
-    - makes every GEMM `async` and waits (`attn.mma_wait`) just before the
-      first op that reads its result or releases a buffer it reads, leaving
-      the GEMMs issued after it in flight;
+    - makes every GEMM `async` (the one-kernel backward's `attn.dq_mma`
+      too) and waits (`attn.mma_wait`) just before the first op that reads
+      its result or releases a buffer it reads, leaving the GEMMs issued
+      after it in flight: the dQ drain's stage writes run under dV's GEMM;
     - sinks the buffer releases to the end of the step, in the order their
       last GEMMs were issued.
 
