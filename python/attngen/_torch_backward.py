@@ -3,7 +3,7 @@ attngen.attention_backward (functional: the caller passes out and lse, so a
 ring-attention caller can pass the merged global ones), the torch custom op
 attngen::attention_backward, and the autograd of attngen::attention that
 calls it. deterministic=False (flash_attn's default) at head dim 128 on
-sm_90a (but not causal over at most 1k keys) runs the one-kernel backward, as FlashAttention-2/3's: pre (delta =
+sm_90a (but not causal over at most 1k keys or with grouped heads) runs the one-kernel backward, as FlashAttention-2/3's: pre (delta =
 rowsum(dO * O), an f32 dQ accumulator zeroed), fused (dK and dV per
 key/value head, and dQ added into the accumulator with TMA reductions, so S
 and dP are computed once) and post (dQ from the accumulator); its dQ's sums
@@ -41,8 +41,8 @@ def attention_backward(dout, q, k, v, out, lse, causal=False, scale=None, *,
     heads: grouped-query gradients are summed per key/value head.
     deterministic=False (flash_attn's default) runs the one-kernel backward
     where it is the faster (sm_90a, head dim 128, but not causal over at most
-    1k keys; ATTNGEN_FUSED_BACKWARD=1 adds those and head dim 64, =0 turns
-    it off), whose dq sums in an order that varies;
+    1k keys or with fewer k/v heads than q heads; ATTNGEN_FUSED_BACKWARD=1
+    adds those and head dim 64, =0 turns it off), whose dq sums in an order that varies;
     deterministic=True (or
     torch.use_deterministic_algorithms(True)) gives bitwise-equal results
     from run to run. alibi_slopes as the forward's. Head dims up to 256."""
@@ -99,9 +99,10 @@ def _runs_fused(q, k, causal, deterministic):
     (by the call or by torch), sm_90a kernels on q's device (ATTNGEN_ARCH=
     sm_80 runs the sm_80 ones), and head dim 128, where it measured
     1.00-1.10x the deterministic pair on the H200 (docs/PERF.md) except
-    causal at 1k keys (0.96x: short loops), or 64 with
-    ATTNGEN_FUSED_BACKWARD=1 (there the pair is as fast); =1 also lifts the
-    length rule, and ATTNGEN_FUSED_BACKWARD=0 runs the pair everywhere."""
+    causal at 1k keys (0.96x: short loops) or with grouped heads (0.94x at
+    8:1). ATTNGEN_FUSED_BACKWARD=1 also runs it in those causal cases and
+    at head dim 64 (where the pair is as fast); =0 runs the pair
+    everywhere."""
     choice = os.environ.get("ATTNGEN_FUSED_BACKWARD", "")
     if choice not in ("", "0", "1"):
         raise invalid_argument(
@@ -112,7 +113,9 @@ def _runs_fused(q, k, causal, deterministic):
         return False
     if q.shape[-1] not in ((64, 128) if choice == "1" else (128,)):
         return False
-    if choice == "" and causal and k.shape[1] <= 1024:
+    # Causal, its key-owning CTAs are few and uneven with short sequences or
+    # grouped heads (GQA 8:1 at 8k: 0.94x the pair).
+    if choice == "" and causal and (k.shape[1] <= 1024 or k.shape[2] != q.shape[2]):
         return False
     index = q.device.index
     if index not in _FUSED_ARCH:

@@ -163,9 +163,9 @@ class VarlenBackwardArgumentTest(unittest.TestCase):
 @unittest.skipIf(torch is None, "needs torch")
 class FusedBackwardChoiceTest(unittest.TestCase):
     """Which backward deterministic=False runs: the one-kernel backward at
-    head dim 128 on sm_90a, but not causal over at most 1k keys
-    (ATTNGEN_FUSED_BACKWARD=1 adds those and 64, =0 none), the deterministic
-    pair otherwise."""
+    head dim 128 on sm_90a, but not causal over at most 1k keys or with
+    grouped heads (ATTNGEN_FUSED_BACKWARD=1 adds those and 64, =0 none),
+    the deterministic pair otherwise."""
 
     def setUp(self):
         from attngen import _torch_backward
@@ -182,10 +182,10 @@ class FusedBackwardChoiceTest(unittest.TestCase):
         self.module._FUSED_ARCH.clear()
         self.module._FUSED_ARCH.update(self.saved_arch)
 
-    def runs_fused(self, d, deterministic=False, env=None, causal=False, nk=8):
+    def runs_fused(self, d, deterministic=False, env=None, causal=False, nk=8, hkv=2):
         if env is not None:
             os.environ["ATTNGEN_FUSED_BACKWARD"] = env
-        return self.module._runs_fused(torch.empty(1, 8, 2, d), torch.empty(1, nk, 2, d),
+        return self.module._runs_fused(torch.empty(1, 8, 2, d), torch.empty(1, nk, hkv, d),
                                        causal, deterministic)
 
     def test_default(self):
@@ -197,12 +197,16 @@ class FusedBackwardChoiceTest(unittest.TestCase):
         self.assertFalse(self.runs_fused(128, causal=True, nk=1024))
         self.assertTrue(self.runs_fused(128, causal=True, nk=1025))
         self.assertTrue(self.runs_fused(128, causal=False, nk=1024))
+        # Causal with grouped heads too; unmasked GQA runs it.
+        self.assertFalse(self.runs_fused(128, causal=True, nk=8192, hkv=1))
+        self.assertTrue(self.runs_fused(128, causal=False, nk=8192, hkv=1))
 
     def test_environment(self):
         self.assertTrue(self.runs_fused(64, env="1"))
         self.assertTrue(self.runs_fused(128, env="1"))
         self.assertFalse(self.runs_fused(96, env="1"))
         self.assertTrue(self.runs_fused(128, env="1", causal=True, nk=1024))
+        self.assertTrue(self.runs_fused(128, env="1", causal=True, nk=8192, hkv=1))
         self.assertFalse(self.runs_fused(128, env="0"))
         self.assertFalse(self.runs_fused(128, deterministic=True, env="1"))
         with self.assertRaises(attngen.InvalidInputError) as caught:
