@@ -222,6 +222,13 @@ mlir::attn::kernelTensorRoles(const AttentionProblem &problem) {
   return roles;
 }
 
+bool AttentionProblem::hasMonotoneBlockLengths() const {
+  bool looping = backward == BackwardPart::dq ||
+                 backward == BackwardPart::dkdv ||
+                 backward == BackwardPart::fused;
+  return looping && (causal || windowRight >= 0) && windowLeft < 0;
+}
+
 bool AttentionProblem::sameProblem(const AttentionProblem &other) const {
   bool same = true;
   spec::forEachFieldPairOf<spec::Group::PROBLEM>(

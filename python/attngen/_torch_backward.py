@@ -3,7 +3,8 @@ attngen.attention_backward (functional: the caller passes out and lse, so a
 ring-attention caller can pass the merged global ones), the torch custom op
 attngen::attention_backward, and the autograd of attngen::attention that
 calls it. deterministic=False (flash_attn's default) at head dim 128 on
-sm_90a (but not causal over at most 1k keys or with grouped heads) runs the one-kernel backward, as FlashAttention-2/3's: pre (delta =
+sm_90a (but not causal over at most 1k keys) runs the one-kernel backward,
+as FlashAttention-2/3's: pre (delta =
 rowsum(dO * O), an f32 dQ accumulator zeroed), fused (dK and dV per
 key/value head, and dQ added into the accumulator with TMA reductions, so S
 and dP are computed once) and post (dQ from the accumulator); its dQ's sums
@@ -98,11 +99,10 @@ def _runs_fused(q, k, causal, deterministic):
     """Whether the one-kernel backward runs: not asked to be deterministic
     (by the call or by torch), sm_90a kernels on q's device (ATTNGEN_ARCH=
     sm_80 runs the sm_80 ones), and head dim 128, where it measured
-    1.00-1.10x the deterministic pair on the H200 (docs/PERF.md) except
-    causal at 1k keys (0.96x: short loops) or with grouped heads (0.94x at
-    8:1). ATTNGEN_FUSED_BACKWARD=1 also runs it in those causal cases and
-    at head dim 64 (where the pair is as fast); =0 runs the pair
-    everywhere."""
+    1.00-1.10x the deterministic pair on the H200 (docs/PERF.md), grouped
+    heads included, except causal at 1k keys (0.97x: short loops).
+    ATTNGEN_FUSED_BACKWARD=1 also runs it there and at head dim 64 (where
+    the pair is about as fast); =0 runs the pair everywhere."""
     choice = os.environ.get("ATTNGEN_FUSED_BACKWARD", "")
     if choice not in ("", "0", "1"):
         raise invalid_argument(
@@ -113,9 +113,8 @@ def _runs_fused(q, k, causal, deterministic):
         return False
     if q.shape[-1] not in ((64, 128) if choice == "1" else (128,)):
         return False
-    # Causal, its key-owning CTAs are few and uneven with short sequences or
-    # grouped heads (GQA 8:1 at 8k: 0.94x the pair).
-    if choice == "" and causal and (k.shape[1] <= 1024 or k.shape[2] != q.shape[2]):
+    # Causal over short sequences its key-owning CTAs have short loops.
+    if choice == "" and causal and k.shape[1] <= 1024:
         return False
     index = q.device.index
     if index not in _FUSED_ARCH:

@@ -163,8 +163,8 @@ class VarlenBackwardArgumentTest(unittest.TestCase):
 @unittest.skipIf(torch is None, "needs torch")
 class FusedBackwardChoiceTest(unittest.TestCase):
     """Which backward deterministic=False runs: the one-kernel backward at
-    head dim 128 on sm_90a, but not causal over at most 1k keys or with
-    grouped heads (ATTNGEN_FUSED_BACKWARD=1 adds those and 64, =0 none),
+    head dim 128 on sm_90a, but not causal over at most 1k keys
+    (ATTNGEN_FUSED_BACKWARD=1 adds those and 64, =0 none),
     the deterministic pair otherwise."""
 
     def setUp(self):
@@ -197,8 +197,8 @@ class FusedBackwardChoiceTest(unittest.TestCase):
         self.assertFalse(self.runs_fused(128, causal=True, nk=1024))
         self.assertTrue(self.runs_fused(128, causal=True, nk=1025))
         self.assertTrue(self.runs_fused(128, causal=False, nk=1024))
-        # Causal with grouped heads too; unmasked GQA runs it.
-        self.assertFalse(self.runs_fused(128, causal=True, nk=8192, hkv=1))
+        # Grouped heads run it, causal or not.
+        self.assertTrue(self.runs_fused(128, causal=True, nk=8192, hkv=1))
         self.assertTrue(self.runs_fused(128, causal=False, nk=8192, hkv=1))
 
     def test_environment(self):

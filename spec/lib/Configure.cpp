@@ -64,6 +64,8 @@ KernelConfig mlir::attn::configure(const AttentionSpec &spec) {
     s.persistent = false;
     s.flushDenormals = spec.flushDenormals;
     s.boundedSoftmax = false;
+    // attn-longest-first: the causal kernels' CTAs shrink along the grid.
+    s.longestFirst = spec.longestFirst && spec.hasMonotoneBlockLengths();
     return config;
   } else if (spec.kvCache) {
     // Decoding kernels: their own tiles; their programs mask under a branch
@@ -216,6 +218,7 @@ AttentionSpec mlir::attn::specOfConfig(TargetKind target,
   spec.exp2EmulatedEighths = s.exp2EmulatedEighths;
   spec.boundedSoftmax = s.boundedSoftmax || !boundedSoftmaxApplies(spec) ||
                         isBackward(spec);
+  spec.longestFirst = s.longestFirst || !spec.hasMonotoneBlockLengths();
   // A decoding kernel's schedule has no persistent grid or TMA epilogue to
   // ask for (validateSpec refuses asking).
   if (spec.kvCache)

@@ -235,6 +235,11 @@ std::string nameBoundedSoftmax(const NameContext &c) {
                  &AttentionSpec::boundedSoftmax, "_runmax");
 }
 
+std::string nameLongestFirst(const NameContext &c) {
+  return nameOff(c, &AttentionSchedule::longestFirst,
+                 &AttentionSpec::longestFirst, "_nolpt");
+}
+
 /// A switch that is not its default's either way: `on` or `off`.
 std::string nameEither(const NameContext &c, bool AttentionSchedule::*choice,
                        std::optional<bool> AttentionSpec::*asked,

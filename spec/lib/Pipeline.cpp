@@ -23,6 +23,7 @@ void mlir::attn::buildAttnTilePipeline(OpPassManager &pm,
   pm.addPass(createAttnConfigure(tuning));
   pm.addPass(createAttnTile());
   pm.addPass(createAttnCausalBlocks());
+  pm.addPass(createAttnLongestFirst());
   pm.addPass(createAttnBoundedSoftmax());
   pm.addPass(createAttnOnlineSoftmax());
   pm.addPass(createCanonicalizerPass());

@@ -262,7 +262,8 @@ def Attn_ScheduleAttr : Attn_Attr<"Schedule", "schedule"> {
     #attn.schedule<block_skip = true, warp_specialize = true,
                    intra_wg_overlap = true, pingpong = true, tma_store = true,
                    persistent = false, flush_denormals = true,
-                   exp2_emulated_eighths = 0, bounded_softmax = true>
+                   exp2_emulated_eighths = 0, bounded_softmax = true,
+                   longest_first = false>
     ```
   }];
   let parameters = (ins

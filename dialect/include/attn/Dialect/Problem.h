@@ -52,6 +52,11 @@ struct AttentionProblem {
   int64_t tileHeadDim() const {
     return headDim > valueHeadDim() ? headDim : valueHeadDim();
   }
+  /// Whether its CTAs differ in length monotonically along the grid's block
+  /// axis: a backward kernel that loops over blocks (dq, dkdv, fused) under
+  /// a causal mask or a window bounded on the right only. attn-longest-first
+  /// starts the longest of them first.
+  bool hasMonotoneBlockLengths() const;
   /// This problem's fields, compared field by field.
   bool sameProblem(const AttentionProblem &other) const;
   bool operator==(const AttentionProblem &other) const {

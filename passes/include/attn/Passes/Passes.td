@@ -153,6 +153,59 @@ def AttnCausalBlocks : Pass<"attn-causal-blocks", "ModuleOp"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def AttnLongestFirst : Pass<"attn-longest-first", "ModuleOp"> {
+  let summary = "Number a causal backward kernel's CTAs longest first, block-major across heads";
+  let description = [{
+    Under a causal mask (or a window bounded on the right only) the CTAs of
+    the backward kernels that loop over blocks differ in length along the
+    block axis: key block j of `dkdv` and `fused` visits the query blocks
+    from j on, query block i of `dq` the key blocks up to i. The GPU starts
+    CTAs in launch order (x fastest), so in grid order the last heads' long
+    CTAs start last and run alone at the end; with few heads (a GQA
+    key-owning grid has a CTA per key block and k/v head only) that tail
+    is a large part of the kernel. This pass renumbers the CTAs from the
+    launch's linear number `x + nx (y + ny z)`: in sections of
+    `span = min(ceil(wave / nx), ny nz)` (head, batch) pairs (about a wave
+    of CTAs; the last section may be narrower), each section block-major,
+    its longest block first. Each section's short CTAs then fill in under
+    the next section's long ones, and the CTAs at work at once belong to a
+    section or two of heads, which keeps their Q, dO (and the dQ
+    accumulator) in L2 as grid order does; one section over every head
+    balances as well but loses more in L2 at short sequences.
+
+    It applies where `#attn.schedule`'s `longest_first` is on (attn-configure:
+    the causal dq, dkdv and fused kernels; `--no-longest-first` turns it off)
+    and leaves a kernel that reads `attn.num_programs` (a persistent one, or
+    one already numbered) alone.
+
+    ```mlir
+    // before (dkdv)
+    %kb = attn.program_id 0
+    %kh = attn.program_id 1
+    %b = attn.program_id 2
+    // after
+    %x = attn.program_id 0
+    ...
+    %nx = attn.num_programs 0
+    ...
+    %lin = x + nx * (y + ny * z)
+    %span = min(ceildiv(wave, nx), ny * nz)
+    %section = lin / (span * nx), %within = lin % (span * nx)
+    %width = min(span, ny * nz - section * span)
+    %kb = within / width
+    %pair = section * span + within % width
+    %kh = pair % ny, %b = pair / ny
+    ```
+    The dq kernel takes block `nx - 1 - rank` instead.
+  }];
+  let options = [
+    Option<"wave", "wave", "int64_t", "128",
+           "About the CTAs the GPU runs at once: a section spans "
+           "ceil(wave / blocks) heads">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def AttnBoundedSoftmax : Pass<"attn-bounded-softmax", "ModuleOp"> {
   let summary = "Soft-capped scores need no running max: a fixed offset, no rescale";
   let description = [{
