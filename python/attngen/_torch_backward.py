@@ -2,14 +2,14 @@
 attngen.attention_backward (functional: the caller passes out and lse, so a
 ring-attention caller can pass the merged global ones), the torch custom op
 attngen::attention_backward, and the autograd of attngen::attention that
-calls it. deterministic=False (flash_attn's default) at head dim 128 on
-sm_90a (but not causal over at most 1k keys) runs the one-kernel backward,
-as FlashAttention-2/3's: pre (delta =
+calls it. deterministic=False (flash_attn's default) on sm_90a at head dim
+128 (but not causal over at most 1k keys) and at head dim 64 causal over
+more keys runs the one-kernel backward, as FlashAttention-2/3's: pre (delta =
 rowsum(dO * O), an f32 dQ accumulator zeroed), fused (dK and dV per
 key/value head, and dQ added into the accumulator with TMA reductions, so S
 and dP are computed once) and post (dQ from the accumulator); its dQ's sums
-vary in order from run to run. ATTNGEN_FUSED_BACKWARD=1 also runs it at head
-dim 64 (where the pair is as fast), =0 never. deterministic=True (or
+vary in order from run to run. ATTNGEN_FUSED_BACKWARD=1 runs it wherever it
+applies, =0 never. deterministic=True (or
 torch.use_deterministic_algorithms(True)), and every other case, runs the
 deterministic pair: dq (delta, then dQ) and
 dkdv, each summing in registers in a fixed order."""
@@ -100,22 +100,27 @@ def _runs_fused(q, k, causal, deterministic):
     (by the call or by torch), sm_90a kernels on q's device (ATTNGEN_ARCH=
     sm_80 runs the sm_80 ones), and head dim 128, where it measured
     1.00-1.10x the deterministic pair on the H200 (docs/PERF.md), grouped
-    heads included, except causal at 1k keys (0.97x: short loops).
-    ATTNGEN_FUSED_BACKWARD=1 also runs it there and at head dim 64 (where
-    the pair is about as fast); =0 runs the pair everywhere."""
+    heads included, except causal at 1k keys (0.97x: short loops); at head
+    dim 64 causal over more keys (1.01-1.04x; unmasked the pair is faster).
+    ATTNGEN_FUSED_BACKWARD=1 runs it wherever it applies (head dims 64 and
+    128); =0 runs the pair everywhere."""
     choice = os.environ.get("ATTNGEN_FUSED_BACKWARD", "")
     if choice not in ("", "0", "1"):
         raise invalid_argument(
             f"ATTNGEN_FUSED_BACKWARD={choice!r}: use 1 (the one-kernel backward wherever it "
             "applies), 0 (the deterministic pair everywhere) or leave it unset (the "
-            "one-kernel backward at head dim 128)")
+            "one-kernel backward where it is the faster)")
     if choice == "0" or deterministic or torch.are_deterministic_algorithms_enabled():
         return False
-    if q.shape[-1] not in ((64, 128) if choice == "1" else (128,)):
+    if q.shape[-1] not in (64, 128):
         return False
-    # Causal over short sequences its key-owning CTAs have short loops.
-    if choice == "" and causal and k.shape[1] <= 1024:
-        return False
+    if choice == "":
+        # Causal over short sequences its key-owning CTAs have short loops;
+        # at head dim 64 it pays only causal.
+        if causal and k.shape[1] <= 1024:
+            return False
+        if q.shape[-1] == 64 and not causal:
+            return False
     index = q.device.index
     if index not in _FUSED_ARCH:
         with torch.cuda.device(q.device):

@@ -163,8 +163,9 @@ class VarlenBackwardArgumentTest(unittest.TestCase):
 @unittest.skipIf(torch is None, "needs torch")
 class FusedBackwardChoiceTest(unittest.TestCase):
     """Which backward deterministic=False runs: the one-kernel backward at
-    head dim 128 on sm_90a, but not causal over at most 1k keys
-    (ATTNGEN_FUSED_BACKWARD=1 adds those and 64, =0 none),
+    head dim 128 on sm_90a, but not causal over at most 1k keys, and at
+    head dim 64 causal over more (ATTNGEN_FUSED_BACKWARD=1 wherever it
+    applies, =0 nowhere),
     the deterministic pair otherwise."""
 
     def setUp(self):
@@ -191,6 +192,9 @@ class FusedBackwardChoiceTest(unittest.TestCase):
     def test_default(self):
         self.assertTrue(self.runs_fused(128))
         self.assertFalse(self.runs_fused(64))
+        self.assertTrue(self.runs_fused(64, causal=True, nk=1025))
+        self.assertTrue(self.runs_fused(64, causal=True, nk=8192, hkv=1))
+        self.assertFalse(self.runs_fused(64, causal=True, nk=1024))
         self.assertFalse(self.runs_fused(256))
         self.assertFalse(self.runs_fused(128, deterministic=True))
         # Causal over at most 1k keys the pair is the faster.
