@@ -234,6 +234,152 @@ void lowerRowDot(Lowering &l, RowDotOp op) {
   l.tiles[op] = result;
 }
 
+/// A row's 16-byte runs, dealt to the threads: run c = tid + i * threads is
+/// run c % perRow of tile row c / perRow, so consecutive threads take
+/// consecutive runs of a row and a warp whole rows. `inside`: the run
+/// exists and its row lies before `end`.
+struct RowRun {
+  Value row, run, inside;
+};
+SmallVector<RowRun> rowRuns(Lowering &l, Value row0, Value end, int64_t rows,
+                            int64_t perRow) {
+  OpBuilder &b = l.b;
+  const int64_t runs = rows * perRow, threads = l.numThreads();
+  SmallVector<RowRun> result;
+  for (int64_t first = 0; first < runs; first += threads) {
+    Value c = arith::AddIOp::create(b, l.loc, l.tid, l.i32(first));
+    RowRun r;
+    r.row = arith::AddIOp::create(
+        b, l.loc, row0, arith::DivUIOp::create(b, l.loc, c, l.i32(perRow)));
+    r.run = arith::RemUIOp::create(b, l.loc, c, l.i32(perRow));
+    r.inside =
+        arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt, r.row, end);
+    if (first + threads > runs)
+      r.inside = arith::AndIOp::create(
+          b, l.loc, r.inside,
+          arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt, c,
+                                l.i32(runs)));
+    result.push_back(r);
+  }
+  return result;
+}
+
+/// A 16-byte load of `type` at column `col` of `row` when `inside`, else of
+/// the tensor's base (so every load is issued before any is used).
+Value loadRun(Lowering &l, Tensor tensor, TileRows rows, Value head,
+              const RowRun &r, Value col, VectorType type) {
+  OpBuilder &b = l.b;
+  Value addr = arith::SelectOp::create(
+      b, l.loc, r.inside, l.globalAddress(tensor, rows.batch, r.row, head, col),
+      l.params.ptr[static_cast<int>(tensor)]);
+  auto load = LLVM::LoadOp::create(b, l.loc, type, addr, /*alignment=*/16);
+  load.setInvariant(true);
+  return load;
+}
+
+int64_t headDimOf(Value tensor) {
+  return cast<MemRefType>(tensor.getType()).getShape().back();
+}
+
+/// attn.convert_rows: runs of four f32, all loaded first, then each stored
+/// as four 16-bit values (8 bytes) where it lies inside.
+void lowerConvertRows(Lowering &l, ConvertRowsOp op) {
+  OpBuilder &b = l.b;
+  Tensor src = l.tensors.lookup(op.getSrc());
+  Tensor dst = l.tensors.lookup(op.getDst());
+  Value head = l.toI32(l.scalar(op.getHead()));
+  TileRows rows = l.tileRows(src, op.getBatch(), op.getRow());
+  TileRows outRows = l.tileRows(dst, op.getBatch(), op.getRow());
+  Type outElement = cast<MemRefType>(op.getDst().getType()).getElementType();
+  auto inType = VectorType::get({4}, b.getF32Type());
+  auto outType = VectorType::get({4}, outElement);
+  SmallVector<RowRun> runs =
+      rowRuns(l, rows.row, rows.end, op.getRows(), headDimOf(op.getSrc()) / 4);
+  SmallVector<Value> values;
+  for (const RowRun &r : runs) {
+    Value col = arith::MulIOp::create(b, l.loc, r.run, l.i32(4));
+    values.push_back(loadRun(l, src, rows, head, r, col, inType));
+  }
+  for (auto [r, value] : llvm::zip(runs, values))
+    l.emitIf(r.inside, [&] {
+      Value col = arith::MulIOp::create(b, l.loc, r.run, l.i32(4));
+      Value out = arith::TruncFOp::create(b, l.loc, outType, value);
+      LLVM::StoreOp::create(
+          b, l.loc, out, l.globalAddress(dst, outRows.batch, r.row, head, col),
+          /*alignment=*/8);
+    });
+}
+
+/// attn.clear_rows: a 16-byte store of zeros per run inside.
+void lowerClearRows(Lowering &l, ClearRowsOp op) {
+  OpBuilder &b = l.b;
+  Tensor dst = l.tensors.lookup(op.getDst());
+  Value head = l.toI32(l.scalar(op.getHead()));
+  TileRows rows = l.tileRows(dst, op.getBatch(), op.getRow());
+  auto type = VectorType::get({4}, b.getF32Type());
+  Value zeros = arith::ConstantOp::create(
+      b, l.loc, type, DenseElementsAttr::get(type, b.getF32FloatAttr(0.0f)));
+  for (const RowRun &r :
+       rowRuns(l, rows.row, rows.end, op.getRows(), headDimOf(op.getDst()) / 4))
+    l.emitIf(r.inside, [&] {
+      Value col = arith::MulIOp::create(b, l.loc, r.run, l.i32(4));
+      LLVM::StoreOp::create(b, l.loc, zeros,
+                            l.globalAddress(dst, rows.batch, r.row, head, col),
+                            /*alignment=*/16);
+    });
+}
+
+/// attn.dot_rows: runs of eight 16-bit elements of both tensors, all loaded
+/// first; each thread sums its run's products in f32, the D / 8 threads of
+/// a row (a power of two within a warp) add theirs with butterfly
+/// shuffles, and the row's first thread writes the sum.
+void lowerDotRows(Lowering &l, DotRowsOp op) {
+  OpBuilder &b = l.b;
+  Tensor lhs = l.tensors.lookup(op.getLhs());
+  Tensor rhs = l.tensors.lookup(op.getRhs());
+  Tensor dst = l.tensors.lookup(op.getDst());
+  Value head = l.toI32(l.scalar(op.getHead()));
+  TileRows rows = l.tileRows(lhs, op.getBatch(), op.getRow());
+  const int64_t perRow = headDimOf(op.getLhs()) / 8;
+  Type element = cast<MemRefType>(op.getLhs().getType()).getElementType();
+  auto type = VectorType::get({8}, element);
+  SmallVector<RowRun> runs =
+      rowRuns(l, rows.row, rows.end, op.getRows(), perRow);
+  SmallVector<std::pair<Value, Value>> values;
+  for (const RowRun &r : runs) {
+    Value col = arith::MulIOp::create(b, l.loc, r.run, l.i32(8));
+    values.push_back({loadRun(l, lhs, rows, head, r, col, type),
+                      loadRun(l, rhs, rows, head, r, col, type)});
+  }
+  auto ptrType =
+      LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
+  Value base = l.params.ptr[static_cast<int>(dst)];
+  for (auto [r, pair] : llvm::zip(runs, values)) {
+    Value sum = l.f32(0.0f);
+    for (int64_t e = 0; e < 8; ++e) {
+      auto at = [&](Value v) -> Value {
+        Value x = LLVM::ExtractElementOp::create(b, l.loc, v, l.i32(e));
+        return arith::ExtFOp::create(b, l.loc, b.getF32Type(), x);
+      };
+      sum = LLVM::FMAOp::create(b, l.loc, at(pair.first), at(pair.second), sum);
+    }
+    for (int64_t offset = perRow / 2; offset >= 1; offset /= 2)
+      sum = arith::AddFOp::create(
+          b, l.loc, sum,
+          NVVM::ShflOp::create(b, l.loc, b.getF32Type(), l.i32(-1), sum,
+                               l.i32(offset), l.i32(0x1f), NVVM::ShflKind::bfly,
+                               UnitAttr()));
+    Value first = arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::eq,
+                                        r.run, l.i32(0));
+    l.emitIf(arith::AndIOp::create(b, l.loc, r.inside, first), [&] {
+      Value addr = LLVM::GEPOp::create(
+          b, l.loc, ptrType, b.getF32Type(), base,
+          ValueRange{l.rowsOffset(rows.batch, head, r.row)});
+      LLVM::StoreOp::create(b, l.loc, sum, addr, /*alignment=*/4);
+    });
+  }
+}
+
 } // namespace
 
 void mlir::attn::populateBackwardLowerings(LoweringTable &table) {
@@ -248,4 +394,31 @@ void mlir::attn::populateBackwardLowerings(LoweringTable &table) {
   table.add<RecomputeProbsOp>(lowerRecomputeProbs);
   table.add<SoftmaxGradOp>(lowerSoftmaxGrad);
   table.add<RowDotOp>(lowerRowDot);
+  table.add<DotRowsOp>(lowerDotRows)
+      .checkedBy([](Operation *op, const KernelFacts &facts) {
+        auto dot = cast<DotRowsOp>(op);
+        for (Value tensor : {dot.getLhs(), dot.getRhs()})
+          if (failed(facts.expect(op, tensor, {Tensor::O, Tensor::Dout},
+                                  "must read the kernel's \"o\" or \"dout\" "
+                                  "argument")))
+            return failure();
+        return facts.expect(op, dot.getDst(), {Tensor::Delta},
+                            "must write the kernel's \"delta\" argument");
+      });
+  table.add<ClearRowsOp>(lowerClearRows)
+      .checkedBy([](Operation *op, const KernelFacts &facts) {
+        return facts.expect(op, cast<ClearRowsOp>(op).getDst(),
+                            {Tensor::DqAccum},
+                            "must write the kernel's \"dq_accum\" argument");
+      });
+  table.add<ConvertRowsOp>(lowerConvertRows)
+      .checkedBy([](Operation *op, const KernelFacts &facts) {
+        auto convert = cast<ConvertRowsOp>(op);
+        if (failed(facts.expect(op, convert.getSrc(), {Tensor::DqAccum},
+                                "must read the kernel's \"dq_accum\" "
+                                "argument")))
+          return failure();
+        return facts.expect(op, convert.getDst(), {Tensor::Dq},
+                            "must write the kernel's \"dq\" argument");
+      });
 }

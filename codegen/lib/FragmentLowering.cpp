@@ -189,6 +189,17 @@ Value Lowering::swizzledOffsetSplit(const SmemBuffer &buffer, Value rowVar,
   return arith::AddIOp::create(b, loc, offset, bufferOffset(buffer, constant));
 }
 
+Value Lowering::rowsOffset(Value batch, Value head, Value row) {
+  Value bh = toI64(head);
+  if (batch)
+    bh = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, toI64(batch), toI64(params.numHeads)),
+        bh);
+  return arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, bh, toI64(params.nq)), toI64(row));
+}
+
 Value Lowering::globalAddress(Tensor tensor, Value batch, Value row,
                               Value head, Value col) {
   int t = static_cast<int>(tensor);
@@ -1081,23 +1092,6 @@ void lowerLoad(Lowering &l, LoadOp op) {
   l.tiles[op] = values;
 }
 
-/// The offset of element (batch, head, row) of a contiguous [B, H, Nq]
-/// f32 tensor (LSE and the partial LSEs): (b * H + h) * Nq + row, in i64;
-/// with a null batch, of a packed batch's [H, total_q]: h * total_q + row.
-Value rowsOffset(Lowering &l, Value batch, Value head, Value row) {
-  OpBuilder &b = l.b;
-  Value bh = l.toI64(head);
-  if (batch)
-    bh = arith::AddIOp::create(
-        b, l.loc,
-        arith::MulIOp::create(b, l.loc, l.toI64(batch),
-                              l.toI64(l.params.numHeads)),
-        bh);
-  return arith::AddIOp::create(
-      b, l.loc, arith::MulIOp::create(b, l.loc, bh, l.toI64(l.params.nq)),
-      l.toI64(row));
-}
-
 /// One lane of the four that share a row writes it: lse[b, h, row], or for
 /// a packed batch lse[h, start + row] (a packed tile's rows: their head and
 /// position).
@@ -1134,7 +1128,7 @@ void lowerStoreRows(Lowering &l, StoreRowsOp op) {
           l.emitIf(r.inside, [&] {
             Value addr = LLVM::GEPOp::create(
                 b, l.loc, ptrType, b.getF32Type(), base,
-                ValueRange{rowsOffset(l, rows.batch, r.head, r.row)});
+                ValueRange{l.rowsOffset(rows.batch, r.head, r.row)});
             LLVM::StoreOp::create(b, l.loc, v[t * 2 + h], addr,
                                   /*alignment=*/4);
           });
@@ -1188,7 +1182,7 @@ void lowerLoadRows(Lowering &l, LoadRowsOp op) {
       Value addr = arith::SelectOp::create(
           b, l.loc, r.inside,
           LLVM::GEPOp::create(b, l.loc, ptrType, b.getF32Type(), base,
-                              ValueRange{rowsOffset(l, batch, r.head, r.row)}),
+                              ValueRange{l.rowsOffset(batch, r.head, r.row)}),
           base);
       auto load = LLVM::LoadOp::create(b, l.loc, b.getF32Type(), addr,
                                        /*alignment=*/4);

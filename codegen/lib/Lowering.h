@@ -254,6 +254,11 @@ public:
   /// [total, H, D] tensor.
   Value globalAddress(Tensor tensor, Value batch, Value row, Value head,
                       Value col);
+  /// The offset of element (batch, head, row) of a contiguous [B, H, Nq]
+  /// f32 tensor (LSE, delta, the partial LSEs): (b * H + h) * Nq + row, in
+  /// i64; with a null batch, of a packed batch's [H, total_q]:
+  /// h * total_q + row.
+  Value rowsOffset(Value batch, Value head, Value row);
   /// The rows a tile op with operands `batch` (an index or an `!attn.seq`)
   /// and `row` addresses in `tensor`.
   TileRows tileRows(Tensor tensor, Value batch, Value row);

@@ -294,3 +294,69 @@ LogicalResult RowDotOp::verify() {
                          << tile.getRows() << " rows, got " << result;
   return success();
 }
+
+LogicalResult ConvertRowsOp::verify() {
+  // A packed batch's (indexed by a sequence) tensors are [total, H, D].
+  bool packed = isa<SeqType>(getBatch().getType());
+  int64_t rank = packed ? 3 : 4;
+  const char *shape = packed ? "[total, H, D]" : "[B, N, H, D]";
+  auto src = dyn_cast<MemRefType>(getSrc().getType());
+  auto dst = dyn_cast<MemRefType>(getDst().getType());
+  if (!src || src.getRank() != rank || !src.getElementType().isF32())
+    return emitOpError() << "'src' must be a rank-" << rank << " " << shape
+                         << " f32 memref, got " << getSrc().getType();
+  if (!dst || dst.getRank() != rank ||
+      !(dst.getElementType().isF16() || dst.getElementType().isBF16()))
+    return emitOpError() << "'dst' must be a rank-" << rank << " " << shape
+                         << " f16 or bf16 memref, got " << getDst().getType();
+  int64_t headDim = src.getShape().back();
+  if (ShapedType::isDynamic(headDim) || headDim % 4 != 0 ||
+      dst.getShape().back() != headDim)
+    return emitOpError() << "'src' and 'dst' must have the same static head "
+                            "dim, a multiple of 4 (16-byte runs of f32), got "
+                         << getSrc().getType() << " and " << getDst().getType();
+  return success();
+}
+
+LogicalResult DotRowsOp::verify() {
+  bool packed = isa<SeqType>(getBatch().getType());
+  int64_t rank = packed ? 3 : 4;
+  const char *shape = packed ? "[total, H, D]" : "[B, N, H, D]";
+  auto lhs = dyn_cast<MemRefType>(getLhs().getType());
+  if (!lhs || lhs.getRank() != rank ||
+      !(lhs.getElementType().isF16() || lhs.getElementType().isBF16()))
+    return emitOpError() << "'lhs' must be a rank-" << rank << " " << shape
+                         << " f16 or bf16 memref, got " << getLhs().getType();
+  if (getRhs().getType() != getLhs().getType())
+    return emitOpError() << "'rhs' must have the type of 'lhs' ("
+                         << getLhs().getType() << "), got "
+                         << getRhs().getType();
+  int64_t headDim = lhs.getShape().back();
+  if (ShapedType::isDynamic(headDim) || headDim % 8 != 0 ||
+      !llvm::isPowerOf2_64(headDim / 8) || headDim / 8 > 32)
+    return emitOpError() << "the head dim must be static and 8 times a power "
+                            "of two up to 256 (a row's 16-byte runs reduce "
+                            "within a warp), got "
+                         << getLhs().getType();
+  auto dst = dyn_cast<MemRefType>(getDst().getType());
+  if (!dst || dst.getRank() != rank - 1 || !dst.getElementType().isF32())
+    return emitOpError() << "'dst' must be a rank-" << rank - 1 << " "
+                         << (packed ? "[H, total]" : "[B, H, N]")
+                         << " f32 memref, got " << getDst().getType();
+  return success();
+}
+
+LogicalResult ClearRowsOp::verify() {
+  bool packed = isa<SeqType>(getBatch().getType());
+  int64_t rank = packed ? 3 : 4;
+  auto dst = dyn_cast<MemRefType>(getDst().getType());
+  if (!dst || dst.getRank() != rank || !dst.getElementType().isF32() ||
+      ShapedType::isDynamic(dst.getShape().back()) ||
+      dst.getShape().back() % 4 != 0)
+    return emitOpError() << "'dst' must be a rank-" << rank << " "
+                         << (packed ? "[total, H, D]" : "[B, N, H, D]")
+                         << " f32 memref with a static head dim that is a "
+                            "multiple of 4 (16-byte runs), got "
+                         << getDst().getType();
+  return success();
+}

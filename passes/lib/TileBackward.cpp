@@ -276,38 +276,33 @@ void BackwardProgramBuilder::buildDq() {
 /// The one-kernel backward's first kernel: delta, and its query block's
 /// rows of the dQ accumulator zeroed (the fused kernel adds into them).
 void BackwardProgramBuilder::buildPre() {
-  const int64_t bm = config.blockM, d = op.getHeadDim();
+  const int64_t bm = config.blockM;
   Value qBlock = ProgramIdOp::create(b, loc, b.getIndexType(), 0);
   Value head = ProgramIdOp::create(b, loc, b.getIndexType(), 1);
   Value gridBatch = ProgramIdOp::create(b, loc, b.getIndexType(), 2);
   Extents e = extents(gridBatch);
   Value row = arith::MulIOp::create(b, loc, qBlock, index(bm));
   exitPastEnd(row, e.nq);
-  Value o = LoadOp::create(b, loc, acc(bm, d), op.getO(), e.qBatch, row, head,
-                           IntegerAttr());
-  Value dout = LoadOp::create(b, loc, acc(bm, d), op.getDout(), e.qBatch, row,
-                              head, IntegerAttr());
-  Value delta =
-      RowDotOp::create(b, loc, vector(bm, FragmentKind::row), dout, o);
-  StoreRowsOp::create(b, loc, delta, op.getDelta(), e.qBatch, head, row);
-  StoreOp::create(b, loc, splat(acc(bm, d), 0.0f), op.getDqAccum(), e.qBatch,
-                  row, head);
+  // Whole rows per warp access: these kernels only stream memory.
+  DotRowsOp::create(b, loc, op.getDout(), op.getO(), e.qBatch, row, head,
+                    op.getDelta(), b.getI64IntegerAttr(bm));
+  ClearRowsOp::create(b, loc, op.getDqAccum(), e.qBatch, row, head,
+                      b.getI64IntegerAttr(bm));
   op.erase();
 }
 
 /// The one-kernel backward's last kernel: dQ, converted from the f32
 /// accumulator (dS carries the softmax scale already).
 void BackwardProgramBuilder::buildPost() {
-  const int64_t bm = config.blockM, d = op.getHeadDim();
+  const int64_t bm = config.blockM;
   Value qBlock = ProgramIdOp::create(b, loc, b.getIndexType(), 0);
   Value head = ProgramIdOp::create(b, loc, b.getIndexType(), 1);
   Value gridBatch = ProgramIdOp::create(b, loc, b.getIndexType(), 2);
   Extents e = extents(gridBatch);
   Value row = arith::MulIOp::create(b, loc, qBlock, index(bm));
   exitPastEnd(row, e.nq);
-  Value dq = LoadOp::create(b, loc, acc(bm, d), op.getDqAccum(), e.qBatch, row,
-                            head, IntegerAttr());
-  StoreOp::create(b, loc, dq, op.getDq(), e.qBatch, row, head);
+  ConvertRowsOp::create(b, loc, op.getDqAccum(), e.qBatch, row, head,
+                        op.getDq(), b.getI64IntegerAttr(bm));
   op.erase();
 }
 

@@ -147,3 +147,75 @@ module attributes {attn.target = #attn.target<sm_90a>} {
     return
   }
 }
+
+// -----
+
+func.func @convert_rows_from_bf16(%acc: memref<?x?x?x128xbf16>, %dq: memref<?x?x?x128xbf16>, %i: index) {
+  // expected-error @+1 {{'attn.convert_rows' op 'src' must be a rank-4 [B, N, H, D] f32 memref, got 'memref<?x?x?x128xbf16>'}}
+  attn.convert_rows %acc[%i, %i, %i] -> %dq {rows = 64 : i64} : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @convert_rows_into_f32(%acc: memref<?x?x?x128xf32>, %dq: memref<?x?x?x128xf32>, %i: index) {
+  // expected-error @+1 {{'attn.convert_rows' op 'dst' must be a rank-4 [B, N, H, D] f16 or bf16 memref, got 'memref<?x?x?x128xf32>'}}
+  attn.convert_rows %acc[%i, %i, %i] -> %dq {rows = 64 : i64} : memref<?x?x?x128xf32>, memref<?x?x?x128xf32>
+  return
+}
+
+// -----
+
+func.func @convert_rows_head_dims(%acc: memref<?x?x?x128xf32>, %dq: memref<?x?x?x64xbf16>, %i: index) {
+  // expected-error @+1 {{'attn.convert_rows' op 'src' and 'dst' must have the same static head dim, a multiple of 4 (16-byte runs of f32), got 'memref<?x?x?x128xf32>' and 'memref<?x?x?x64xbf16>'}}
+  attn.convert_rows %acc[%i, %i, %i] -> %dq {rows = 64 : i64} : memref<?x?x?x128xf32>, memref<?x?x?x64xbf16>
+  return
+}
+
+// -----
+
+func.func @convert_rows_no_rows(%acc: memref<?x?x?x128xf32>, %dq: memref<?x?x?x128xbf16>, %i: index) {
+  // expected-error @+1 {{'attn.convert_rows' op attribute 'rows' failed to satisfy constraint: 64-bit signless integer attribute whose minimum value is 1}}
+  attn.convert_rows %acc[%i, %i, %i] -> %dq {rows = 0 : i64} : memref<?x?x?x128xf32>, memref<?x?x?x128xbf16>
+  return
+}
+
+// -----
+
+func.func @dot_rows_f32(%do: memref<?x?x?x128xf32>, %o: memref<?x?x?x128xf32>, %delta: memref<?x?x?xf32>, %i: index) {
+  // expected-error @+1 {{'attn.dot_rows' op 'lhs' must be a rank-4 [B, N, H, D] f16 or bf16 memref, got 'memref<?x?x?x128xf32>'}}
+  attn.dot_rows %do, %o[%i, %i, %i] -> %delta {rows = 64 : i64} : memref<?x?x?x128xf32>, memref<?x?x?x128xf32>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @dot_rows_mixed(%do: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xf16>, %delta: memref<?x?x?xf32>, %i: index) {
+  // expected-error @+1 {{'attn.dot_rows' op 'rhs' must have the type of 'lhs' ('memref<?x?x?x128xbf16>'), got 'memref<?x?x?x128xf16>'}}
+  attn.dot_rows %do, %o[%i, %i, %i] -> %delta {rows = 64 : i64} : memref<?x?x?x128xbf16>, memref<?x?x?x128xf16>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @dot_rows_d96(%do: memref<?x?x?x96xbf16>, %o: memref<?x?x?x96xbf16>, %delta: memref<?x?x?xf32>, %i: index) {
+  // expected-error @+1 {{'attn.dot_rows' op the head dim must be static and 8 times a power of two up to 256 (a row's 16-byte runs reduce within a warp), got 'memref<?x?x?x96xbf16>'}}
+  attn.dot_rows %do, %o[%i, %i, %i] -> %delta {rows = 64 : i64} : memref<?x?x?x96xbf16>, memref<?x?x?x96xbf16>, memref<?x?x?xf32>
+  return
+}
+
+// -----
+
+func.func @dot_rows_dst(%do: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>, %delta: memref<?x?xf32>, %i: index) {
+  // expected-error @+1 {{'attn.dot_rows' op 'dst' must be a rank-3 [B, H, N] f32 memref, got 'memref<?x?xf32>'}}
+  attn.dot_rows %do, %o[%i, %i, %i] -> %delta {rows = 64 : i64} : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?xf32>
+  return
+}
+
+// -----
+
+func.func @clear_rows_bf16(%acc: memref<?x?x?x128xbf16>, %i: index) {
+  // expected-error @+1 {{'attn.clear_rows' op 'dst' must be a rank-4 [B, N, H, D] f32 memref with a static head dim that is a multiple of 4 (16-byte runs), got 'memref<?x?x?x128xbf16>'}}
+  attn.clear_rows %acc[%i, %i, %i] {rows = 64 : i64} : memref<?x?x?x128xbf16>
+  return
+}

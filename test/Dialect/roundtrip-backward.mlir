@@ -50,3 +50,20 @@ module attributes {attn.target = #attn.target<sm_90a>} {
     return
   }
 }
+
+// CHECK-LABEL: func.func @post
+// CHECK: attn.convert_rows %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] -> %{{.*}} {rows = 64 : i64} : memref<?x?x?x128xf32>, memref<?x?x?x128xbf16>
+func.func @post(%acc: memref<?x?x?x128xf32>, %dq: memref<?x?x?x128xbf16>, %i: index) {
+  attn.convert_rows %acc[%i, %i, %i] -> %dq {rows = 64 : i64} : memref<?x?x?x128xf32>, memref<?x?x?x128xbf16>
+  return
+}
+
+// CHECK-LABEL: func.func @pre
+// CHECK: attn.dot_rows %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] -> %{{.*}} {rows = 64 : i64} : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?xf32>
+// CHECK: attn.clear_rows %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] {rows = 64 : i64} : memref<?x?x?x128xf32>
+func.func @pre(%do: memref<?x?x?x128xbf16>, %o: memref<?x?x?x128xbf16>, %delta: memref<?x?x?xf32>,
+               %acc: memref<?x?x?x128xf32>, %i: index) {
+  attn.dot_rows %do, %o[%i, %i, %i] -> %delta {rows = 64 : i64} : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?xf32>
+  attn.clear_rows %acc[%i, %i, %i] {rows = 64 : i64} : memref<?x?x?x128xf32>
+  return
+}

@@ -339,4 +339,91 @@ def Attn_AccumulateDqOp : Attn_Op<"accumulate_dq", [Attn_ConsumersOnly]> {
   let hasVerifier = 1;
 }
 
+def Attn_ConvertRowsOp : Attn_Op<"convert_rows", [Attn_ConsumersOnly]> {
+  let summary = "Copy rows of an f32 tensor into a 16-bit one, whole rows per warp access";
+  let description = [{
+    Rows `[row, row + rows)` of head `head` of batch `batch` of `src` (f32
+    [B, N, H, D]) go into the same rows of `dst` (f16 or bf16, same shape),
+    rounded to nearest; rows at or past N (or, indexed by a sequence, the
+    sequence's end) are not touched. The one-kernel backward's post kernel
+    is this op: dQ from its f32 accumulator.
+
+    It takes no register tile: each thread moves 16-byte runs of a row (four
+    f32, then eight bytes out), consecutive threads consecutive runs, so a
+    warp reads 512 contiguous bytes at a time. Through an `acc` tile
+    (attn.load, attn.store) a warp access spans eight rows with 8-byte
+    loads and 4-byte stores, and L2 rather than DRAM bounds the copy.
+
+    ```mlir
+    attn.convert_rows %dqa[%b, %row, %h] -> %dq {rows = 64 : i64}
+      : memref<?x?x?x128xf32>, memref<?x?x?x128xbf16>
+    ```
+  }];
+  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$src,
+                       Attn_BatchIndex:$batch, Index:$row, Index:$head,
+                       Arg<AnyMemRef, "", [MemWrite]>:$dst,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$rows);
+  let assemblyFormat = [{
+    $src `[` $batch `,` $row `,` $head `]` `->` $dst attr-dict `:`
+    custom<DataTensorType>(type($src), type($batch)) `,` type($dst)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_DotRowsOp : Attn_Op<"dot_rows", [Attn_ConsumersOnly]> {
+  let summary = "Per-row dot products of two 16-bit tensors into a row vector, whole rows per warp access";
+  let description = [{
+    For the rows `[row, row + rows)` of head `head` of batch `batch` of
+    `lhs` and `rhs` (f16 or bf16 [B, N, H, D]) that lie before N (or,
+    indexed by a sequence, before its end), writes the f32 dot product of
+    the row of `lhs` with the row of `rhs` into `dst[batch, head, row]`
+    ([B, H, N] f32; a packed batch's [H, total]). The one-kernel backward's
+    pre kernel computes delta = rowsum(dO * O) with it.
+
+    It takes no register tile: D / 8 consecutive threads read a row in
+    16-byte runs (eight elements), so a warp reads whole rows, and sum their
+    products with butterfly shuffles; D / 8 must be a power of two up to 32
+    (head dims 8 to 256 in powers of two).
+
+    ```mlir
+    attn.dot_rows %do, %o[%b, %row, %h] -> %delta {rows = 64 : i64}
+      : memref<?x?x?x128xbf16>, memref<?x?x?x128xbf16>, memref<?x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Arg<AnyMemRef, "", [MemRead]>:$lhs,
+                       Arg<AnyMemRef, "", [MemRead]>:$rhs,
+                       Attn_BatchIndex:$batch, Index:$row, Index:$head,
+                       Arg<AnyMemRef, "", [MemWrite]>:$dst,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$rows);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `[` $batch `,` $row `,` $head `]` `->` $dst attr-dict `:`
+    custom<DataTensorType>(type($lhs), type($batch)) `,` type($rhs) `,`
+    type($dst)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_ClearRowsOp : Attn_Op<"clear_rows", [Attn_ConsumersOnly]> {
+  let summary = "Zero rows of an f32 tensor, whole rows per warp access";
+  let description = [{
+    Writes 0 into rows `[row, row + rows)` of head `head` of batch `batch`
+    of `dst` (f32 [B, N, H, D]; indexed by a sequence, a packed
+    [total, H, D]) that lie before N (or the sequence's end), in 16-byte
+    stores, consecutive threads consecutive runs of a row. The one-kernel
+    backward's pre kernel clears its rows of the dQ accumulator with it.
+
+    ```mlir
+    attn.clear_rows %dqa[%b, %row, %h] {rows = 64 : i64} : memref<?x?x?x128xf32>
+    ```
+  }];
+  let arguments = (ins Arg<AnyMemRef, "", [MemWrite]>:$dst,
+                       Attn_BatchIndex:$batch, Index:$row, Index:$head,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$rows);
+  let assemblyFormat = [{
+    $dst `[` $batch `,` $row `,` $head `]` attr-dict `:`
+    custom<DataTensorType>(type($dst), type($batch))
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // ATTN_BACKWARD_OPS
