@@ -206,13 +206,14 @@ mlir::attn::sharedMemoryLayoutBytes(ArrayRef<SmemAllocation> allocations) {
 }
 
 int64_t mlir::attn::sharedMemoryBytes(const TileConfig &config, int64_t headDim,
-                                      bool outputTile, int64_t elementBytes) {
+                                      bool outputTile, int64_t elementBytes,
+                                      int64_t qStages) {
   int64_t cols = smemTileCols(headDim);
   int64_t q = config.blockM * cols * elementBytes;
   int64_t kv = config.blockN * cols * elementBytes;
   SmallVector<SmemAllocation> allocations;
   if (config.stages > 0)
-    allocations = {{q, 1}, {kv, config.stages}, {kv, config.stages}};
+    allocations = {{q, qStages}, {kv, config.stages}, {kv, config.stages}};
   else
     allocations = {{q, 0}, {kv, 0}, {kv, 0}};
   if (outputTile)

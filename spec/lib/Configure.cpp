@@ -25,6 +25,22 @@ namespace mlir::attn {
 using namespace mlir;
 using namespace mlir::attn;
 
+namespace {
+/// Whether attn-prefetch-q applies: a persistent kernel (its Q is loaded
+/// once per tile of its loop) with room for a second Q tile beside the K/V
+/// pipes and, with the TMA epilogue, the output tile: d64 and d128, not
+/// d256's 64 KB Q beside its K/V pipes. Dense 16-bit kernels only, so far:
+/// the varlen (dead tiles move no fill) and FP8 kernels have not yet run
+/// with the second stage on a GPU.
+bool prefetchQApplies(const AttentionSpec &spec, const TileConfig &tiling,
+                      bool persistent, bool tmaStore) {
+  return persistent && !spec.varlen && spec.dtype != DType::e4m3 &&
+         sharedMemoryBytes(tiling, spec.tileHeadDim(), tmaStore,
+                           elementBytesOf(spec.dtype), /*qStages=*/2) <=
+             maxSharedMemoryBytes(TargetKind::sm_90a);
+}
+} // namespace
+
 KernelConfig mlir::attn::configure(const AttentionSpec &spec) {
   KernelConfig config;
   AttentionSchedule &s = config.schedule;
@@ -89,6 +105,8 @@ KernelConfig mlir::attn::configure(const AttentionSpec &spec) {
     s.warpSpecialize = fa3;
     s.tmaStore = usesTmaStore(spec);
     s.persistent = fa3 && usesPersistentGrid(spec);
+    s.prefetchQ = spec.prefetchQ && prefetchQApplies(spec, config.tiling,
+                                                     s.persistent, s.tmaStore);
   }
   s.intraWgOverlap = s.warpSpecialize && spec.intraWgOverlap;
   s.pingpong = s.warpSpecialize && spec.pingpong;
@@ -219,6 +237,8 @@ AttentionSpec mlir::attn::specOfConfig(TargetKind target,
   spec.boundedSoftmax = s.boundedSoftmax || !boundedSoftmaxApplies(spec) ||
                         isBackward(spec);
   spec.longestFirst = s.longestFirst || !spec.hasMonotoneBlockLengths();
+  spec.prefetchQ =
+      s.prefetchQ || !prefetchQApplies(spec, t, s.persistent, s.tmaStore);
   // A decoding kernel's schedule has no persistent grid or TMA epilogue to
   // ask for (validateSpec refuses asking).
   if (spec.kvCache)

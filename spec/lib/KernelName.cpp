@@ -240,6 +240,11 @@ std::string nameLongestFirst(const NameContext &c) {
                  &AttentionSpec::longestFirst, "_nolpt");
 }
 
+std::string namePrefetchQ(const NameContext &c) {
+  return nameOff(c, &AttentionSchedule::prefetchQ, &AttentionSpec::prefetchQ,
+                 "_noqpf");
+}
+
 /// A switch that is not its default's either way: `on` or `off`.
 std::string nameEither(const NameContext &c, bool AttentionSchedule::*choice,
                        std::optional<bool> AttentionSpec::*asked,

@@ -39,6 +39,7 @@ void mlir::attn::buildAttnTilePipeline(OpPassManager &pm,
   pm.addPass(createAttnBackwardOverlap());
   pm.addPass(createAttnPingpong());
   pm.addPass(createAttnTmaStore());
+  pm.addPass(createAttnPrefetchQ());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

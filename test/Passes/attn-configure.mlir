@@ -7,7 +7,7 @@
 // override the tiles.
 module attributes {attn.target = #attn.target<sm_90a>} {
   // CHECK-LABEL: func.func @causal
-  // CHECK-SAME: attn.schedule = #attn.schedule<block_skip = true, warp_specialize = true, intra_wg_overlap = true, pingpong = true, tma_store = true, persistent = true, flush_denormals = true, exp2_emulated_eighths = 0, bounded_softmax = false, longest_first = false>
+  // CHECK-SAME: attn.schedule = #attn.schedule<block_skip = true, warp_specialize = true, intra_wg_overlap = true, pingpong = true, tma_store = true, persistent = true, flush_denormals = true, exp2_emulated_eighths = 0, bounded_softmax = false, longest_first = false, prefetch_q = true>
   // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 128, num_warps = 8, stages = 2, peel_masked_blocks = false>
   // CHECK-NEXT: attn.attention
   // ASKED-LABEL: func.func @causal
@@ -27,7 +27,7 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 // sm_90a's techniques; a soft cap of 30 on bf16 takes the fixed max.
 module attributes {attn.target = #attn.target<sm_80>} {
   // CHECK-LABEL: func.func @softcap
-  // CHECK-SAME: attn.schedule = #attn.schedule<block_skip = true, warp_specialize = false, intra_wg_overlap = false, pingpong = false, tma_store = false, persistent = false, flush_denormals = true, exp2_emulated_eighths = 0, bounded_softmax = true, longest_first = false>
+  // CHECK-SAME: attn.schedule = #attn.schedule<block_skip = true, warp_specialize = false, intra_wg_overlap = false, pingpong = false, tma_store = false, persistent = false, flush_denormals = true, exp2_emulated_eighths = 0, bounded_softmax = true, longest_first = false, prefetch_q = false>
   // CHECK-SAME: attn.tiling = #attn.tiling<block_m = 128, block_n = 96, num_warps = 4, stages = 2>
   func.func @softcap(%q: memref<?x?x?x64xbf16>, %k: memref<?x?x?x64xbf16>,
                      %v: memref<?x?x?x64xbf16>, %o: memref<?x?x?x64xbf16>) {

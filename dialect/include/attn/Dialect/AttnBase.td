@@ -250,7 +250,8 @@ def Attn_ScheduleAttr : Attn_Attr<"Schedule", "schedule"> {
     The SCHEDULE rows of `attnrt/spec_fields.def`, resolved for one kernel:
     block skipping (`attn-causal-blocks`), warp specialization, the
     intra-warpgroup overlap, pingpong, the TMA epilogue, the persistent
-    grid, f32 denormal flushing, software exp2 and the bounded softmax.
+    grid, f32 denormal flushing, software exp2, the bounded softmax, the
+    backward's longest-first CTA order and the persistent grid's Q prefetch.
     `attn-configure` chooses them (from the target, the problem and its
     options) and records them on the kernel function as `attn.schedule`;
     each technique's pass reads its switch there and leaves a kernel whose
@@ -263,7 +264,7 @@ def Attn_ScheduleAttr : Attn_Attr<"Schedule", "schedule"> {
                    intra_wg_overlap = true, pingpong = true, tma_store = true,
                    persistent = false, flush_denormals = true,
                    exp2_emulated_eighths = 0, bounded_softmax = true,
-                   longest_first = false>
+                   longest_first = false, prefetch_q = false>
     ```
   }];
   let parameters = (ins

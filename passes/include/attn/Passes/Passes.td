@@ -649,6 +649,38 @@ def AttnPingpong : Pass<"attn-pingpong", "ModuleOp"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def AttnPrefetchQ : Pass<"attn-prefetch-q", "ModuleOp"> {
+  let summary = "Load a persistent CTA's next Q tile while it works on this one";
+  let description = [{
+    A persistent kernel (attn-persistent) loads one Q tile per tile of its
+    loop into a one-stage pipe (attn-multibuffer), released after the
+    tile's last GEMM. The producer cannot refill it before that release, so
+    every tile starts with Q's load latency, and the next tile's first K
+    waits behind it in the producer's program order. This pass gives the
+    pipe a second stage: the producer loads the next tile's Q, then its
+    first K, as soon as it has issued this tile's last V, while the
+    consumers still run this tile's last blocks and epilogue. A tile of a
+    short sequence is a few key blocks long, so its start weighs most
+    there.
+
+    Only the pipe's stage count changes (its fills stay one per tile, its
+    release per thread). It applies where `#attn.schedule`'s `prefetch_q`
+    is on (attn-configure: dense 16-bit persistent kernels with room for
+    the second Q tile, d64 and d128; `--no-prefetch-q` turns it off). A
+    kernel whose schedule asks for it where the second stage would not fit
+    the CTA's shared memory (beside the K/V pipes and attn-tma-store's
+    output tile) is an error; a kernel without a schedule keeps its one
+    stage there.
+
+    ```mlir
+    // before
+    %qp = attn.create_pipe {per_thread_release} : !attn.pipe<1, <128x128xbf16, swizzle = 128>>
+    // after
+    %qp = attn.create_pipe {per_thread_release} : !attn.pipe<2, <128x128xbf16, swizzle = 128>>
+    ```
+  }];
+}
+
 def AttnTmaStore : Pass<"attn-tma-store", "ModuleOp"> {
   let summary = "Store the output through shared memory with the TMA";
   let description = [{

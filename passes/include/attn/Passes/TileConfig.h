@@ -156,11 +156,12 @@ llvm::SmallVector<std::pair<Value, SmemAllocation>>
 smemAllocationsOf(Operation *kernel);
 
 /// Shared memory (bytes) the kernel of `config` needs: Q, K and V tiles
-/// (with `config.stages` > 0, pipes: Q one stage, K and V `stages` each),
-/// and with `outputTile` a 16-bit O tile of Q's shape after them
-/// (attn-tma-store); Q, K and V of `elementBytes` each.
+/// (with `config.stages` > 0, pipes: Q `qStages` (attn-prefetch-q: 2), K
+/// and V `stages` each), and with `outputTile` a 16-bit O tile of Q's shape
+/// after them (attn-tma-store); Q, K and V of `elementBytes` each.
 int64_t sharedMemoryBytes(const TileConfig &config, int64_t headDim,
-                          bool outputTile = false, int64_t elementBytes = 2);
+                          bool outputTile = false, int64_t elementBytes = 2,
+                          int64_t qStages = 1);
 
 /// The most dynamic shared memory one CTA may use on the target.
 int64_t maxSharedMemoryBytes(TargetKind target);
