@@ -1006,6 +1006,35 @@ void lowerStore(Lowering &l, StoreOp op) {
     }
 }
 
+/// attn.store_smem on sm_80, which has no stmatrix: each pair of values (row
+/// l/4 + 8h of the slice, columns 8n + 2(l%4) and one more) is one 4-byte
+/// st.shared. The eight rows a store touches sit in eight different 16-byte
+/// chunks of their 128-byte lines under every swizzle: no bank conflict.
+void lowerStoreSmemSm80(Lowering &l, StoreSmemOp op) {
+  OpBuilder &b = l.b;
+  auto type = cast<RegTileType>(op.getValue().getType());
+  FragmentShape shape = l.fragmentShape(type);
+  const SmallVector<Value> &v = l.tiles[op.getValue()];
+  const SmemBuffer &buffer = l.buffers[op.getBuffer()];
+  Value rowVar = arith::AddIOp::create(
+      b, l.loc, arith::MulIOp::create(b, l.loc, l.warp, l.i32(16)),
+      arith::ShRUIOp::create(b, l.loc, l.lane, l.i32(2)));
+  Value pairBytes = arith::ShLIOp::create(
+      b, l.loc, arith::AndIOp::create(b, l.loc, l.lane, l.i32(3)), l.i32(2));
+  for (int64_t t = 0; t < shape.mTiles; ++t)
+    for (int64_t n = 0; n < shape.nBlocks; ++n)
+      for (int64_t h = 0; h < 2; ++h) {
+        int64_t index = (t * shape.nBlocks + n) * 4 + 2 * h;
+        Value offset = arith::AddIOp::create(
+            b, l.loc,
+            l.swizzledOffsetSplit(buffer, rowVar, 16 * l.numWarps() * t + 8 * h,
+                                  l.i32(8 * (n % 2)), 16 * (n / 2)),
+            pairBytes);
+        LLVM::StoreOp::create(b, l.loc, pack(l, v[index], v[index + 1]),
+                              l.smemPtr(offset), /*alignment=*/4);
+      }
+}
+
 /// attn.store_smem: per m-tile and pair of 8-column blocks, one
 /// stmatrix.x4 of the four 8x8 matrices the lane's fragments are part of
 /// (rows 0-7 and 8-15 of the slice, the two blocks); lane l gives the
@@ -1014,6 +1043,8 @@ void lowerStore(Lowering &l, StoreOp op) {
 /// a matrix sit in eight different 16-byte chunks: no bank conflict. Then a
 /// proxy fence, so that the TMA (the async proxy) reads what was written.
 void lowerStoreSmem(Lowering &l, StoreSmemOp op) {
+  if (l.target == TargetKind::sm_80)
+    return lowerStoreSmemSm80(l, op);
   OpBuilder &b = l.b;
   auto type = cast<RegTileType>(op.getValue().getType());
   FragmentShape shape = l.fragmentShape(type);

@@ -14,6 +14,8 @@
 //                      last 8-column block) + mma.sync m16n8k16, each warp
 //                      on its own 16-row slices
 //                      (FlashAttention-2's split-Q: warps never exchange data)
+//   attn.dq_mma     -> bar.sync; the same, K^T read with ldmatrix.trans
+//   attn.accumulate_dq -> bar.sync; red.global.add.f32 per value
 //
 //===----------------------------------------------------------------------===//
 #include "LoweringTable.h"
@@ -455,21 +457,31 @@ Value asMultiplicand(Lowering &l, Value packed) {
                                  packed);
 }
 
-LogicalResult lowerMma(Lowering &l, MmaOp op) {
+/// The operands of one mma.sync product: A from registers (`aRegs`) or a
+/// shared-memory tile (`aBuffer`, [M, K], or [K, M] with `transposeA`), B
+/// from a shared-memory tile ([K, N], or [N, K] with `transposeB`).
+struct MmaSyncOperands {
+  const SmallVector<Value> *aRegs = nullptr;
+  const SmemBuffer *aBuffer = nullptr;
+  bool transposeA = false;
+  const SmemBuffer *bBuffer = nullptr;
+  bool transposeB = false;
+};
+
+/// C (+)= A B with mma.sync m16n8k16, each warp on its own 16-row slices of
+/// `resultType` (rows 16 w + 16 W t), from the accumulator `acc` (empty:
+/// zeros).
+SmallVector<Value> mmaSync(Lowering &l, RegTileType resultType,
+                           const MmaSyncOperands &ops, SmallVector<Value> acc) {
   OpBuilder &b = l.b;
   MLIRContext *ctx = b.getContext();
-  auto resultType = cast<RegTileType>(op.getType());
   FragmentShape shape = l.fragmentShape(resultType);
   int64_t nBlocks = shape.nBlocks;
-  const SmemBuffer &bBuffer = l.buffers[op.getB()];
-  bool transposeB = op.getTransposeB();
+  const SmemBuffer &bBuffer = *ops.bBuffer;
+  bool transposeB = ops.transposeB;
   int64_t k = transposeB ? bBuffer.type.getCols() : bBuffer.type.getRows();
   int64_t kSteps = k / 16;
-
-  SmallVector<Value> acc;
-  if (op.getAcc())
-    acc = l.tiles[op.getAcc()];
-  else
+  if (acc.empty())
     acc.assign(shape.mTiles * nBlocks * 4, l.f32(0.0f));
 
   // Lane-dependent parts of the ldmatrix addresses.
@@ -481,12 +493,17 @@ LogicalResult lowerMma(Lowering &l, MmaOp op) {
   Value rowInStep = arith::AddIOp::create(
       b, l.loc, lane8, arith::ShLIOp::create(b, l.loc, matrixLow, l.i32(3)));
   Value colInStep = arith::ShLIOp::create(b, l.loc, matrixHigh, l.i32(3));
-  // Rows l%8 + 8*(l/16), columns 8*((l/8)%2): B stored [N, K].
+  // Rows l%8 + 8*(l/16), columns 8*((l/8)%2): B stored [N, K], and A
+  // stored [K, M] (matrix j of an A fragment is its m-half j % 2 and
+  // k-half j / 2, read transposed).
   Value rowInPair = arith::AddIOp::create(
       b, l.loc, lane8, arith::ShLIOp::create(b, l.loc, matrixHigh, l.i32(3)));
   Value colInPair = arith::ShLIOp::create(b, l.loc, matrixLow, l.i32(3));
   Value warpRow = arith::MulIOp::create(b, l.loc, l.warp, l.i32(16));
   Value aRow = arith::AddIOp::create(b, l.loc, warpRow, rowInStep);
+  // A stored [K, M]: the warp's 16 columns of a slice sit in one swizzle
+  // panel (the caller checks it), so they join the per-thread part.
+  Value aCol = arith::AddIOp::create(b, l.loc, warpRow, colInPair);
 
   Type f32 = b.getF32Type();
   auto accStruct = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
@@ -496,12 +513,15 @@ LogicalResult lowerMma(Lowering &l, MmaOp op) {
     // A fragments of every m-tile for this k step.
     SmallVector<SmallVector<Value>> aFrags;
     for (int64_t t = 0; t < shape.mTiles; ++t) {
-      if (isa<SmemTileType>(op.getA().getType())) {
-        aFrags.push_back(loadMatrices(l, l.buffers[op.getA()], aRow,
-                                      16 * l.numWarps() * t, colInStep, 16 * ks,
-                                      false));
+      int64_t sliceRow = 16 * l.numWarps() * t;
+      if (ops.aBuffer && ops.transposeA) {
+        aFrags.push_back(loadMatrices(l, *ops.aBuffer, rowInPair, 16 * ks, aCol,
+                                      sliceRow, true));
+      } else if (ops.aBuffer) {
+        aFrags.push_back(loadMatrices(l, *ops.aBuffer, aRow, sliceRow,
+                                      colInStep, 16 * ks, false));
       } else {
-        const SmallVector<Value> &regs = l.tiles[op.getA()];
+        const SmallVector<Value> &regs = *ops.aRegs;
         int64_t base = (t * kSteps + ks) * 4;
         aFrags.push_back({regs[base], regs[base + 1], regs[base + 2],
                           regs[base + 3]});
@@ -539,7 +559,98 @@ LogicalResult lowerMma(Lowering &l, MmaOp op) {
         }
     }
   }
-  l.tiles[op] = acc;
+  return acc;
+}
+
+LogicalResult lowerMma(Lowering &l, MmaOp op) {
+  MmaSyncOperands ops;
+  if (isa<SmemTileType>(op.getA().getType()))
+    ops.aBuffer = &l.buffers[op.getA()];
+  else
+    ops.aRegs = &l.tiles[op.getA()];
+  ops.bBuffer = &l.buffers[op.getB()];
+  ops.transposeB = op.getTransposeB();
+  SmallVector<Value> acc;
+  if (op.getAcc())
+    acc = l.tiles[op.getAcc()];
+  l.tiles[op] = mmaSync(l, cast<RegTileType>(op.getType()), ops, acc);
+  return success();
+}
+
+/// attn.dq_mma: a barrier (every warp wrote its rows of dS^T), then
+/// dQ^T = K^T dS^T, K^T read transposed from the K tile, and dS^T [keys x
+/// queries] a B stored [K, N].
+LogicalResult lowerDqMma(Lowering &l, DqMmaOp op) {
+  const SmemBuffer &kBuffer = l.buffers[op.getK()];
+  SwizzleGeometry g(kBuffer.type);
+  int64_t sliceCols = 16 * l.numWarps();
+  if (sliceCols > g.panelCols)
+    return op.emitOpError()
+           << "needs the " << sliceCols << " head-dim columns of a slice of "
+           << l.numWarps() << " warps in one swizzle panel of 'k', whose "
+           << "panels have " << g.panelCols << " columns";
+  NVVM::Barrier0Op::create(l.b, l.loc);
+  MmaSyncOperands ops;
+  ops.aBuffer = &kBuffer;
+  ops.transposeA = true;
+  ops.bBuffer = &l.buffers[op.getDs()];
+  l.tiles[op] = mmaSync(l, cast<RegTileType>(op.getType()), ops, {});
+  return success();
+}
+
+/// attn.accumulate_dq: a barrier (every warp has read dS^T; the next step
+/// writes it again), then one red.global.add.f32 per value of the dQ^T
+/// block: value (head-dim row r, query c) goes to row col + c, column r of
+/// head `head` of dq_accum, queries at or past N skipped. A warp's
+/// reduction covers 8 consecutive head-dim columns (32 bytes) of 4 rows.
+LogicalResult lowerAccumulateDq(Lowering &l, AccumulateDqOp op) {
+  OpBuilder &b = l.b;
+  NVVM::Barrier0Op::create(b, l.loc);
+  auto type = cast<RegTileType>(op.getBlock().getType());
+  FragmentShape shape = l.fragmentShape(type);
+  const SmallVector<Value> &v = l.tiles[op.getBlock()];
+  Tensor tensor = Tensor::DqAccum;
+  TileRows rows = l.tileRows(tensor, op.getBatch(), op.getCol());
+  Value head = l.toI32(l.scalar(op.getHead()));
+  // The thread's first value (query 2(l%4), head-dim row 16w + l/4); the
+  // others are whole rows (8n + e) and head-dim columns (16Wt + 8h) away.
+  Value firstQuery =
+      arith::AddIOp::create(b, l.loc, rows.row, l.fragmentCol(0, 0));
+  Value first = l.globalAddress(tensor, rows.batch, firstQuery, head,
+                                l.fragmentRow(0, 0));
+  Value rowStride = l.params.stride[static_cast<int>(tensor)][1];
+  auto ptrType =
+      LLVM::LLVMPointerType::get(b.getContext(), kGlobalAddressSpace);
+  auto advance = [&](Value ptr, Value elements) -> Value {
+    return LLVM::GEPOp::create(b, l.loc, ptrType, b.getF32Type(), ptr,
+                               ValueRange{elements});
+  };
+  Value oddQuery = advance(first, rowStride);
+  Value blockStride = arith::MulIOp::create(b, l.loc, rowStride, l.i64(8));
+  for (int64_t n = 0; n < shape.nBlocks; ++n)
+    for (int64_t e = 0; e < 2; ++e) {
+      Value query =
+          arith::AddIOp::create(b, l.loc, firstQuery, l.i32(8 * n + e));
+      Value inside = arith::ExtUIOp::create(
+          b, l.loc, b.getI32Type(),
+          arith::CmpIOp::create(b, l.loc, arith::CmpIPredicate::slt, query,
+                                rows.end));
+      Value row =
+          advance(e ? oddQuery : first,
+                  arith::MulIOp::create(b, l.loc, blockStride, l.i64(n)));
+      for (int64_t t = 0; t < shape.mTiles; ++t)
+        for (int64_t h = 0; h < 2; ++h) {
+          Value addr = advance(row, l.i64(16 * l.numWarps() * t + 8 * h));
+          LLVM::InlineAsmOp::create(
+              b, l.loc, TypeRange(),
+              ValueRange{inside, addr,
+                         v[(t * shape.nBlocks + n) * 4 + 2 * h + e]},
+              "{\n.reg .pred p;\nsetp.ne.b32 p, $0, 0;\n"
+              "@p red.global.add.f32 [$1], $2;\n}",
+              "r,l,f", /*has_side_effects=*/true, /*is_align_stack=*/false,
+              LLVM::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr());
+        }
+    }
   return success();
 }
 
@@ -556,6 +667,14 @@ void mlir::attn::populateSm80Lowerings(LoweringTable &table) {
       });
   table.add<WaitOp>(lowerWait);
   table.add<MmaOp>(lowerMma);
+  table.add<DqMmaOp>(lowerDqMma);
+  table.add<AccumulateDqOp>(lowerAccumulateDq)
+      .checkedBy([](Operation *op, const KernelFacts &facts) {
+        return facts.expect(op, cast<AccumulateDqOp>(op).getDst(),
+                            {Tensor::DqAccum},
+                            "must add into the kernel's \"dq_accum\" "
+                            "argument");
+      });
   // mma.sync is synchronous: the verifiers already refuse asynchronous
   // MMAs on sm_80.
   table.add<MmaWaitOp>([](Lowering &, MmaWaitOp op) -> LogicalResult {

@@ -218,9 +218,10 @@ LogicalResult SoftmaxGradOp::verify() {
 }
 
 LogicalResult DqMmaOp::verify() {
-  if (getTarget(*this) != TargetKind::sm_90a)
-    return emitOpError("multiplies with wgmma, which needs "
-                       "#attn.target<sm_90a>");
+  bool wgmma = getTarget(*this) == TargetKind::sm_90a;
+  if (!wgmma && getAsync())
+    return emitOpError("is asynchronous only on sm_90a (wgmma); sm_80's "
+                       "mma.sync is synchronous: drop 'async'");
   SmemTileType k = getK().getType(), ds = getDs().getType();
   for (auto [tile, name] : {std::pair(k, "k"), std::pair(ds, "ds")})
     if (tile.getElementType().getIntOrFloatBitWidth() != 16 ||
@@ -231,11 +232,25 @@ LogicalResult DqMmaOp::verify() {
   if (k.getElementType() != ds.getElementType())
     return emitOpError() << "'k' and 'ds' must hold one element type, got "
                          << k << " and " << ds;
-  if (k.getRows() != ds.getRows() || k.getRows() % 64 != 0)
+  if (k.getRows() != ds.getRows() || k.getRows() % (wgmma ? 64 : 16) != 0)
     return emitOpError() << "'k' and 'ds' must have the same rows (the "
-                            "block's keys), 64 per consumer warpgroup; got "
-                         << k.getRows() << " and " << ds.getRows();
+                            "block's keys), "
+                         << (wgmma ? "64 per consumer warpgroup"
+                                   : "a multiple of 16 (mma.sync's k)")
+                         << "; got " << k.getRows() << " and " << ds.getRows();
   int64_t queries = ds.getCols();
+  if (!wgmma) {
+    // The whole dQ^T [D x Bq]: D rows in 16-row slices of every warp.
+    auto block = cast<RegTileType>(getResult().getType());
+    if (block.getFragment() != FragmentKind::acc ||
+        block.getRows() != k.getCols() || block.getShape()[1] != queries ||
+        queries % 16 != 0)
+      return emitOpError() << "result must be the 'acc' tile dQ^T of "
+                           << k.getCols() << " rows (the head dim) and "
+                           << queries << " columns (a multiple of 16), got "
+                           << block;
+    return success();
+  }
   if (queries % 16 != 0 || queries > 256)
     return emitOpError() << "'ds' must have 16 to 256 columns (queries, a "
                             "multiple of 16: the wgmma's N), got "
@@ -250,10 +265,30 @@ LogicalResult DqMmaOp::verify() {
 }
 
 LogicalResult AccumulateDqOp::verify() {
-  if (getTarget(*this) != TargetKind::sm_90a)
-    return emitOpError("drains with the TMA, which needs "
-                       "#attn.target<sm_90a>");
+  bool tma = getTarget(*this) == TargetKind::sm_90a;
+  if (tma != static_cast<bool>(getStage()))
+    return emitOpError() << (tma ? "drains through an f32 'stage' tile on "
+                                   "sm_90a (the TMA reduces from shared "
+                                   "memory); give one"
+                                 : "adds from registers on sm_80 (no TMA): "
+                                   "drop the 'stage' tile");
   auto block = cast<RegTileType>(getBlock().getType());
+  // Dense only: the TMA clips boxes at the tensor's rows, so a packed
+  // batch's next sequence would get this one's sums.
+  auto dst = dyn_cast<MemRefType>(getDst().getType());
+  if (isa<SeqType>(getBatch().getType()) || !dst || dst.getRank() != 4 ||
+      !dst.getElementType().isF32())
+    return emitOpError() << "'dst' must be a dense [B, N, H, D] f32 memref "
+                            "addressed by a batch index, got "
+                         << getDst().getType();
+  if (!tma) {
+    if (block.getFragment() != FragmentKind::acc ||
+        block.getRows() != dst.getShape().back())
+      return emitOpError() << "'block' must be attn.dq_mma's 'acc' tile of "
+                           << dst.getShape().back()
+                           << " rows (dQ^T: the head dim), got " << block;
+    return success();
+  }
   if (block.getFragment() != FragmentKind::acc || block.getRows() % 64 != 0)
     return emitOpError() << "'block' must be attn.dq_mma's 'acc' tile of 64 "
                             "rows per consumer warpgroup, got "
@@ -268,14 +303,6 @@ LogicalResult AccumulateDqOp::verify() {
                          << warpgroups * block.getShape()[1]
                          << " rows (the block's columns per warpgroup), got "
                          << stage;
-  // The TMA clips boxes at the tensor's rows only: a packed batch's next
-  // sequence would get this one's sums.
-  auto dst = dyn_cast<MemRefType>(getDst().getType());
-  if (isa<SeqType>(getBatch().getType()) || !dst || dst.getRank() != 4 ||
-      !dst.getElementType().isF32())
-    return emitOpError() << "'dst' must be a dense [B, N, H, D] f32 memref "
-                            "addressed by a batch index, got "
-                         << getDst().getType();
   int64_t headDim = dst.getShape().back();
   if (ShapedType::isDynamic(headDim) || headDim % 64 != 0)
     return emitOpError() << "'dst' must have a static head dim that is a "

@@ -160,9 +160,6 @@ LogicalResult WarpgroupIdOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult StoreSmemOp::verify() {
-  if (getTarget(*this) != TargetKind::sm_90a)
-    return emitOpError(
-        "writes with stmatrix, which needs #attn.target<sm_90a>");
   auto value = cast<RegTileType>(getValue().getType());
   SmemTileType buffer = getBuffer().getType();
   if (value.getFragment() != FragmentKind::acc ||

@@ -385,22 +385,29 @@ void BackwardProgramBuilder::buildDkdv(bool fused) {
   // 64 head-dim rows by `width` queries over all the keys (d128: one
   // half of the head dim each; d64: half of the queries), so the dS^T
   // panels are `width` columns wide.
+  // sm_80 (four warps, mma.sync) multiplies the whole dQ^T [D x step] in
+  // 16-row slices of the head dim and adds it from registers: no stage.
   Value dsTile, stageTile;
   RegTileType dqBlock;
+  bool tmaDrain = target == TargetKind::sm_90a;
   if (fused) {
     int64_t warpgroups = config.numWarps / kWarpgroupWarps;
     int64_t chunks = op.getHeadDim() / kWarpgroupRows;
-    int64_t width = bn / std::max<int64_t>(warpgroups / chunks, 1);
-    // attn.dq_mma's blocks: 64 head-dim rows by `width` queries each.
-    dqBlock = acc(warpgroups * kWarpgroupRows, width);
+    int64_t width =
+        tmaDrain ? bn / std::max<int64_t>(warpgroups / chunks, 1) : bn;
+    // attn.dq_mma's blocks: 64 head-dim rows by `width` queries each
+    // (sm_80: one block of every head-dim row).
+    dqBlock = tmaDrain ? acc(warpgroups * kWarpgroupRows, width)
+                       : acc(op.getHeadDim(), bn);
     dsTile = AllocSmemOp::create(
         b, loc,
         SmemTileType::get(b.getContext(), {bm, bn}, op.getElementType(),
                           smemTileSwizzle(width)));
-    stageTile = AllocSmemOp::create(
-        b, loc,
-        SmemTileType::get(b.getContext(), {warpgroups * width, 64},
-                          b.getF32Type(), 128));
+    if (tmaDrain)
+      stageTile = AllocSmemOp::create(
+          b, loc,
+          SmemTileType::get(b.getContext(), {warpgroups * width, 64},
+                            b.getF32Type(), 128));
   }
   exitPastEnd(row, nk);
   // ALiBi on the transposed tiles: the offset negated (Nq - Nk).
@@ -565,7 +572,7 @@ void BackwardProgramBuilder::buildDkdv(bool fused) {
             // run under dV (FlashAttention-3 issues dQ's before dK's too:
             // here dK's registers would spill beside the dQ block, as do
             // ALiBi's beside dV's, which then issues first).
-            if (fused && !op.getAlibiSlopes()) {
+            if (fused && tmaDrain && !op.getAlibiSlopes()) {
               pOperand = ConvertOp::create(b, l, operand(bm, bn), pt);
               dqProduct = DqMmaOp::create(b, l, dqBlock, kTile, dsTile,
                                           /*async=*/UnitAttr());

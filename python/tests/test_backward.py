@@ -59,9 +59,17 @@ class BackwardKernelTest(unittest.TestCase):
         self.assertNotIn("dq_accum", {p.get("tensor") for p in
                                       attngen.compile(head_dim=64, backward="dkdv")
                                       .metadata["params"]})
-        # The fused kernel needs sm_90a, a dense batch, head dims 64 or 128.
-        for fields, needle in ((dict(arch="sm_80", head_dim=64), "needs sm_90a"),
-                               (dict(head_dim=64, varlen=True), "variable-length"),
+        # sm_80's adds from registers (red.global.add), with mma.sync, and
+        # takes no descriptor.
+        sm80 = attngen.compile(arch="sm_80", head_dim=128, causal=True, backward="fused")
+        self.assertEqual(sm80.kernel_name, "attn_bwd_fused_sm80_bf16_d128_causal")
+        self.assertIn("red.global.add.f32", sm80.ptx)
+        self.assertNotIn("cp.reduce.async.bulk", sm80.ptx)
+        self.assertNotIn("tensor_map", {p["kind"] for p in sm80.metadata["params"]})
+        self.assertIn("dq_accum", {p.get("tensor") for p in sm80.metadata["params"]})
+        # The fused kernel needs a dense batch and head dims 64 or 128.
+        for fields, needle in ((dict(head_dim=64, varlen=True), "variable-length"),
+                               (dict(arch="sm_80", head_dim=96), "head dims 64 and 128"),
                                (dict(head_dim=96), "head dims 64 and 128")):
             with self.assertRaisesRegex(attngen.InvalidInputError, needle):
                 attngen.compile(backward="fused", **fields)
@@ -174,7 +182,7 @@ class FusedBackwardChoiceTest(unittest.TestCase):
         self.saved_env = os.environ.pop("ATTNGEN_FUSED_BACKWARD", None)
         self.saved_arch = dict(_torch_backward._FUSED_ARCH)
         # CPU tensors have device index None: say it is an sm_90a device.
-        _torch_backward._FUSED_ARCH[None] = True
+        _torch_backward._FUSED_ARCH[None] = "sm_90a"
 
     def tearDown(self):
         os.environ.pop("ATTNGEN_FUSED_BACKWARD", None)
@@ -217,9 +225,16 @@ class FusedBackwardChoiceTest(unittest.TestCase):
             self.runs_fused(128, env="yes")
         self.assertIn("use 1", str(caught.exception))
 
-    def test_not_sm90a(self):
-        self.module._FUSED_ARCH[None] = False
+    def test_sm80(self):
+        # sm_80's one-kernel backward runs only when asked for (not measured
+        # against the pair yet).
+        self.module._FUSED_ARCH[None] = "sm_80"
         self.assertFalse(self.runs_fused(128))
+        self.assertFalse(self.runs_fused(64, causal=True, nk=8192))
+        self.assertTrue(self.runs_fused(128, env="1"))
+        self.assertTrue(self.runs_fused(64, env="1"))
+        self.assertFalse(self.runs_fused(96, env="1"))
+        self.assertFalse(self.runs_fused(128, deterministic=True, env="1"))
 
     def test_torch_deterministic_algorithms(self):
         torch.use_deterministic_algorithms(True)

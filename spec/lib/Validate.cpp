@@ -155,14 +155,16 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
       return specError("--tma-store and --persistent are forward schedules; "
                        "leave them out of a --backward kernel");
     if (spec.backward == BackwardPart::fused) {
-      // Its dQ GEMM is a wgmma on the warpgroups' key rows, 64 head-dim
-      // rows at a time; a packed batch's key tails would need masking.
+      // Its dQ GEMM splits the head dim into 64-row blocks (a wgmma per
+      // consumer warpgroup on sm_90a; mma.sync's 16-row slices of four
+      // warps on sm_80); a packed batch's key tails would need masking.
       const char *instead = "; use the deterministic pair --backward=dq "
                             "and --backward=dkdv instead";
-      if (spec.target != TargetKind::sm_90a || !spec.warpSpecialize)
-        return specError(std::string("--backward=fused needs sm_90a's "
+      if (spec.target == TargetKind::sm_90a && !spec.warpSpecialize)
+        return specError(std::string("--backward=fused on sm_90a needs the "
                                      "warp-specialized schedule (its dQ "
-                                     "GEMM is a wgmma)") +
+                                     "drain is a TMA reduction): drop "
+                                     "--no-warp-specialize") +
                          instead);
       if (spec.varlen)
         return specError(std::string("--backward=fused does not support "
@@ -177,6 +179,16 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
     if (llvm::Error error =
             checkTileConfig(config, spec.target, spec.headDim))
       return error;
+    // sm_80's dQ GEMM gives each warp 16-row slices of the head dim, the
+    // warps' 16 columns of K^T side by side in one 64-column panel of K.
+    if (spec.backward == BackwardPart::fused &&
+        spec.target == TargetKind::sm_80 &&
+        (config.numWarps > 4 || spec.headDim % (16 * config.numWarps) != 0))
+      return specError(fmt::format(
+          "--backward=fused on sm_80 splits the head dim ({}) into 16-row "
+          "slices of 1, 2 or 4 warps, not {}: use --num-warps=4 "
+          "--block-m=64 (the default)",
+          spec.headDim, config.numWarps));
     int64_t bytes = backwardSharedMemoryBytes(spec, config);
     bool copies = spec.backward == BackwardPart::dq ||
                   spec.backward == BackwardPart::dkdv;

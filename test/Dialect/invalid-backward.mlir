@@ -120,9 +120,49 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 // -----
 
 module attributes {attn.target = #attn.target<sm_80>} {
-  func.func @dq_mma_sm80(%k: !attn.smem<128x128xbf16, swizzle = 128>, %ds: !attn.smem<128x64xbf16, swizzle = 128>) {
-    // expected-error @+1 {{'attn.dq_mma' op multiplies with wgmma, which needs #attn.target<sm_90a>}}
-    %b = attn.dq_mma %k, %ds : !attn.smem<128x128xbf16, swizzle = 128>, !attn.smem<128x64xbf16, swizzle = 128> -> !attn.regs<128x64xf32, acc>
+  func.func @dq_mma_sm80_async(%k: !attn.smem<64x128xbf16, swizzle = 128>, %ds: !attn.smem<64x32xbf16, swizzle = 64>) {
+    // expected-error @+1 {{'attn.dq_mma' op is asynchronous only on sm_90a (wgmma); sm_80's mma.sync is synchronous: drop 'async'}}
+    %b = attn.dq_mma %k, %ds {async} : !attn.smem<64x128xbf16, swizzle = 128>, !attn.smem<64x32xbf16, swizzle = 64> -> !attn.regs<128x32xf32, acc>
+    return
+  }
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_80>} {
+  func.func @dq_mma_sm80_block(%k: !attn.smem<64x128xbf16, swizzle = 128>, %ds: !attn.smem<64x32xbf16, swizzle = 64>) {
+    // expected-error @+1 {{'attn.dq_mma' op result must be the 'acc' tile dQ^T of 128 rows (the head dim) and 32 columns (a multiple of 16), got '!attn.regs<64x32xf32, acc>'}}
+    %b = attn.dq_mma %k, %ds : !attn.smem<64x128xbf16, swizzle = 128>, !attn.smem<64x32xbf16, swizzle = 64> -> !attn.regs<64x32xf32, acc>
+    return
+  }
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_80>} {
+  func.func @accumulate_dq_sm80_stage(%b: !attn.regs<128x32xf32, acc>, %stage: !attn.smem<32x64xf32, swizzle = 128>, %dst: memref<?x?x?x128xf32>, %i: index) {
+    // expected-error @+1 {{'attn.accumulate_dq' op adds from registers on sm_80 (no TMA): drop the 'stage' tile}}
+    attn.accumulate_dq %b, %stage -> %dst[%i, %i, %i] : !attn.regs<128x32xf32, acc>, memref<?x?x?x128xf32>, !attn.smem<32x64xf32, swizzle = 128>
+    return
+  }
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_90a>} {
+  func.func @accumulate_dq_no_stage(%b: !attn.regs<128x64xf32, acc>, %dst: memref<?x?x?x128xf32>, %i: index) {
+    // expected-error @+1 {{'attn.accumulate_dq' op drains through an f32 'stage' tile on sm_90a (the TMA reduces from shared memory); give one}}
+    attn.accumulate_dq %b -> %dst[%i, %i, %i] : !attn.regs<128x64xf32, acc>, memref<?x?x?x128xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {attn.target = #attn.target<sm_80>} {
+  func.func @accumulate_dq_sm80_block(%b: !attn.regs<64x32xf32, acc>, %dst: memref<?x?x?x128xf32>, %i: index) {
+    // expected-error @+1 {{'attn.accumulate_dq' op 'block' must be attn.dq_mma's 'acc' tile of 128 rows (dQ^T: the head dim), got '!attn.regs<64x32xf32, acc>'}}
+    attn.accumulate_dq %b -> %dst[%i, %i, %i] : !attn.regs<64x32xf32, acc>, memref<?x?x?x128xf32>
     return
   }
 }
@@ -132,7 +172,7 @@ module attributes {attn.target = #attn.target<sm_80>} {
 module attributes {attn.target = #attn.target<sm_90a>} {
   func.func @accumulate_dq_stage(%b: !attn.regs<128x64xf32, acc>, %stage: !attn.smem<64x64xf32, swizzle = 128>, %dst: memref<?x?x?x128xf32>, %i: index) {
     // expected-error @+1 {{'attn.accumulate_dq' op 'stage' must be an f32 tile of 64 columns with a 128-byte swizzle (the TMA's boxes of 32) and 128 rows (the block's columns per warpgroup), got '!attn.smem<64x64xf32, swizzle = 128>'}}
-    attn.accumulate_dq %b, %stage -> %dst[%i, %i, %i] : !attn.regs<128x64xf32, acc>, !attn.smem<64x64xf32, swizzle = 128>, memref<?x?x?x128xf32>
+    attn.accumulate_dq %b, %stage -> %dst[%i, %i, %i] : !attn.regs<128x64xf32, acc>, memref<?x?x?x128xf32>, !attn.smem<64x64xf32, swizzle = 128>
     return
   }
 }

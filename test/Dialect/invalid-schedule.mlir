@@ -318,10 +318,10 @@ module attributes {attn.target = #attn.target<sm_90a>} {
 // -----
 
 module attributes {attn.target = #attn.target<sm_80>} {
-  func.func @store_smem_sm80(%acc: !attn.regs<128x128xf32, acc>) {
-    %b = attn.alloc_smem : !attn.smem<128x128xbf16, swizzle = 128>
-    // expected-error @+1 {{'attn.store_smem' op writes with stmatrix, which needs #attn.target<sm_90a>}}
-    attn.store_smem %acc -> %b : !attn.regs<128x128xf32, acc>, !attn.smem<128x128xbf16, swizzle = 128>
+  func.func @store_smem_rows(%acc: !attn.regs<64x32xf32, acc>) {
+    %b = attn.alloc_smem : !attn.smem<32x32xbf16, swizzle = 64>
+    // expected-error @+1 {{'attn.store_smem' op a 64x32 tile needs a buffer of 64 rows and its columns (a multiple of 16) rounded up to whole swizzle panels, got '!attn.smem<32x32xbf16, swizzle = 64>'}}
+    attn.store_smem %acc -> %b : !attn.regs<64x32xf32, acc>, !attn.smem<32x32xbf16, swizzle = 64>
     return
   }
 }

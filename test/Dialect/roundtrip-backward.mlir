@@ -40,13 +40,28 @@ func.func @tile_ops(%src: memref<?x?x?xf32>, %i: index, %s: !attn.regs<64x32xf32
 // CHECK-LABEL: func.func @dq_drain
 // CHECK: %[[B:.*]] = attn.dq_mma %{{.*}}, %{{.*}} {async} : !attn.smem<128x128xbf16, swizzle = 128>, !attn.smem<128x64xbf16, swizzle = 128> -> !attn.regs<128x64xf32, acc>
 // CHECK: %[[W:.*]] = attn.mma_wait %[[B]] {pending = 1 : i64}
-// CHECK: attn.accumulate_dq %[[W]], %{{.*}} -> %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] : !attn.regs<128x64xf32, acc>, !attn.smem<128x64xf32, swizzle = 128>, memref<?x?x?x128xf32>
+// CHECK: attn.accumulate_dq %[[W]], %{{.*}} -> %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] : !attn.regs<128x64xf32, acc>, memref<?x?x?x128xf32>, !attn.smem<128x64xf32, swizzle = 128>
 module attributes {attn.target = #attn.target<sm_90a>} {
   func.func @dq_drain(%k: !attn.smem<128x128xbf16, swizzle = 128>, %ds: !attn.smem<128x64xbf16, swizzle = 128>,
                       %stage: !attn.smem<128x64xf32, swizzle = 128>, %dst: memref<?x?x?x128xf32>, %i: index) {
     %b = attn.dq_mma %k, %ds {async} : !attn.smem<128x128xbf16, swizzle = 128>, !attn.smem<128x64xbf16, swizzle = 128> -> !attn.regs<128x64xf32, acc>
     %w = attn.mma_wait %b {pending = 1} : !attn.regs<128x64xf32, acc>
-    attn.accumulate_dq %w, %stage -> %dst[%i, %i, %i] : !attn.regs<128x64xf32, acc>, !attn.smem<128x64xf32, swizzle = 128>, memref<?x?x?x128xf32>
+    attn.accumulate_dq %w, %stage -> %dst[%i, %i, %i] : !attn.regs<128x64xf32, acc>, memref<?x?x?x128xf32>, !attn.smem<128x64xf32, swizzle = 128>
+    return
+  }
+}
+
+// sm_80: the whole dQ^T, synchronous, added from registers (no stage).
+// CHECK-LABEL: func.func @dq_drain_sm80
+// CHECK: attn.store_smem %{{.*}} -> %{{.*}} : !attn.regs<64x32xf32, acc>, !attn.smem<64x32xbf16, swizzle = 64>
+// CHECK: %[[B:.*]] = attn.dq_mma %{{.*}}, %{{.*}} : !attn.smem<64x128xbf16, swizzle = 128>, !attn.smem<64x32xbf16, swizzle = 64> -> !attn.regs<128x32xf32, acc>
+// CHECK: attn.accumulate_dq %[[B]] -> %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] : !attn.regs<128x32xf32, acc>, memref<?x?x?x128xf32>
+module attributes {attn.target = #attn.target<sm_80>} {
+  func.func @dq_drain_sm80(%k: !attn.smem<64x128xbf16, swizzle = 128>, %ds: !attn.smem<64x32xbf16, swizzle = 64>,
+                           %dst: !attn.regs<64x32xf32, acc>, %acc: memref<?x?x?x128xf32>, %i: index) {
+    attn.store_smem %dst -> %ds : !attn.regs<64x32xf32, acc>, !attn.smem<64x32xbf16, swizzle = 64>
+    %b = attn.dq_mma %k, %ds : !attn.smem<64x128xbf16, swizzle = 128>, !attn.smem<64x32xbf16, swizzle = 64> -> !attn.regs<128x32xf32, acc>
+    attn.accumulate_dq %b -> %acc[%i, %i, %i] : !attn.regs<128x32xf32, acc>, memref<?x?x?x128xf32>
     return
   }
 }

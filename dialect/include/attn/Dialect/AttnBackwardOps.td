@@ -278,6 +278,10 @@ def Attn_DqMmaOp : Attn_Op<"dq_mma", [Attn_ConsumersOnly]> {
     an MN-major B) into blocks of 64 head-dim rows and `Bq * (D / 64) / W`
     queries, one per warpgroup, each over all Bk keys; warpgroup w's block
     is rows `64w..64w+63` of the result (an `acc` tile of 64 W rows).
+    sm_80: the CTA's warps multiply the whole dQ^T [D, Bq] with mma.sync
+    (K^T and dS^T both through ldmatrix.trans), warp w on the head-dim rows
+    `16w + 16Wt` as every sm_80 product; the result is an `acc` tile of D
+    rows, and the barrier is a `bar.sync` of the CTA.
 
     A barrier of all consumer threads orders every warpgroup's writes of
     `ds` before the wgmma; the issuing thread of each warpgroup's TMA
@@ -310,8 +314,13 @@ def Attn_AccumulateDqOp : Attn_Op<"accumulate_dq", [Attn_ConsumersOnly]> {
     of head `head` of `dst` ([B, Nq, H, D] f32), skipping queries at or
     past N.
 
-    A barrier of all consumer threads first says every wgmma has read dS^T
-    (the next step writes it again). A warpgroup then writes its block into
+    sm_80 (no `stage`): a barrier of the CTA's warps first says every
+    mma.sync has read dS^T (the next step writes it again); then each thread
+    adds its block values into `dst` with `red.global.add.f32`, one per
+    value.
+
+    sm_90a (with `stage`): a barrier of all consumer threads first says
+    every wgmma has read dS^T. A warpgroup then writes its block into
     its rows of `stage` (f32, 128-byte swizzle: panels of 32 head-dim
     columns) and one of its threads adds it into `dst` with the TMA
     (`cp.reduce.async.bulk.tensor` add, one box per panel; rows past N are
@@ -322,19 +331,25 @@ def Attn_AccumulateDqOp : Attn_Op<"accumulate_dq", [Attn_ConsumersOnly]> {
     the loop for the last one.
 
     ```mlir
+    // sm_90a
     attn.accumulate_dq %block, %stage -> %dqa[%b, %col, %h]
-      : !attn.regs<128x64xf32, acc>, !attn.smem<128x64xf32, swizzle = 128>,
-        memref<?x?x?x128xf32>
+      : !attn.regs<128x64xf32, acc>, memref<?x?x?x128xf32>,
+        !attn.smem<128x64xf32, swizzle = 128>
+    // sm_80
+    attn.accumulate_dq %block -> %dqa[%b, %col, %h]
+      : !attn.regs<128x32xf32, acc>, memref<?x?x?x128xf32>
     ```
   }];
   let arguments = (ins Attn_AnyRegTile:$block,
-                       Arg<Attn_AnySmemTile, "", [MemRead, MemWrite]>:$stage,
+                       Arg<Optional<Attn_AnySmemTile>, "",
+                           [MemRead, MemWrite]>:$stage,
                        Arg<AnyMemRef, "", [MemRead, MemWrite]>:$dst,
                        Attn_BatchIndex:$batch, Index:$col, Index:$head);
   let assemblyFormat = [{
-    $block `,` $stage `->` $dst `[` $batch `,` $col `,` $head `]` attr-dict `:`
-    qualified(type($block)) `,` qualified(type($stage)) `,`
+    $block (`,` $stage^)? `->` $dst `[` $batch `,` $col `,` $head `]`
+    attr-dict `:` qualified(type($block)) `,`
     custom<DataTensorType>(type($dst), type($batch))
+    (`,` qualified(type($stage))^)?
   }];
   let hasVerifier = 1;
 }

@@ -444,11 +444,13 @@ def Attn_StoreSmemOp : Attn_Op<"store_smem"> {
   let summary = "Write an accumulator tile into a shared-memory tile";
   let description = [{
     Converts the f32 accumulator `value` to the buffer's 16-bit element type
-    and writes it into the swizzled tile `buffer` (stmatrix, four 8x8
-    matrices per instruction), then makes the writes visible to the async
-    proxy (`fence.proxy.async.shared::cta`) so that a TMA store issued after
-    a barrier reads them. Inside the `consumers` region of
-    `attn.warp_specialize` each warpgroup writes the rows it holds. sm_90a.
+    and writes it into the swizzled tile `buffer`. sm_90a: stmatrix, four
+    8x8 matrices per instruction, then a fence that makes the writes visible
+    to the async proxy (`fence.proxy.async.shared::cta`) so that a TMA store
+    issued after a barrier reads them; inside the `consumers` region of
+    `attn.warp_specialize` each warpgroup writes the rows it holds. sm_80
+    (no stmatrix): a 4-byte `st.shared` per pair of values, each warp its
+    own 16-row slices.
 
     ```mlir
     attn.store_smem %o -> %ob : !attn.regs<128x128xf32, acc>, !attn.smem<128x128xbf16, swizzle = 128>
