@@ -30,6 +30,12 @@ LogicalResult KernelFacts::expect(Operation *op, Value tensor,
   return op->emitOpError() << what;
 }
 
+LogicalResult mlir::attn::checkAccumulateDq(Operation *op,
+                                            const KernelFacts &facts) {
+  return facts.expect(op, cast<AccumulateDqOp>(op).getDst(), {Tensor::DqAccum},
+                      "must add into the kernel's \"dq_accum\" argument");
+}
+
 LogicalResult mlir::attn::checkCopySource(Operation *op, Value src,
                                           Value pages, const KernelFacts &facts,
                                           StringRef what) {

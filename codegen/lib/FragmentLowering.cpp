@@ -1006,16 +1006,13 @@ void lowerStore(Lowering &l, StoreOp op) {
     }
 }
 
-/// attn.store_smem on sm_80, which has no stmatrix: each pair of values (row
-/// l/4 + 8h of the slice, columns 8n + 2(l%4) and one more) is one 4-byte
+/// sm_80's attn.store_smem (no stmatrix): each pair of values (row l/4 + 8h
+/// of the slice, columns 8n + 2(l%4) and one more) is one 4-byte
 /// st.shared. The eight rows a store touches sit in eight different 16-byte
 /// chunks of their 128-byte lines under every swizzle: no bank conflict.
-void lowerStoreSmemSm80(Lowering &l, StoreSmemOp op) {
+void storeSmemPairs(Lowering &l, FragmentShape shape, ArrayRef<Value> v,
+                    const SmemBuffer &buffer) {
   OpBuilder &b = l.b;
-  auto type = cast<RegTileType>(op.getValue().getType());
-  FragmentShape shape = l.fragmentShape(type);
-  const SmallVector<Value> &v = l.tiles[op.getValue()];
-  const SmemBuffer &buffer = l.buffers[op.getBuffer()];
   Value rowVar = arith::AddIOp::create(
       b, l.loc, arith::MulIOp::create(b, l.loc, l.warp, l.i32(16)),
       arith::ShRUIOp::create(b, l.loc, l.lane, l.i32(2)));
@@ -1035,21 +1032,16 @@ void lowerStoreSmemSm80(Lowering &l, StoreSmemOp op) {
       }
 }
 
-/// attn.store_smem: per m-tile and pair of 8-column blocks, one
+/// sm_90a's attn.store_smem: per m-tile and pair of 8-column blocks, one
 /// stmatrix.x4 of the four 8x8 matrices the lane's fragments are part of
 /// (rows 0-7 and 8-15 of the slice, the two blocks); lane l gives the
 /// address of row l % 8 of matrix l / 8: slice row (l & 7) + (l & 8),
 /// column 8 * (l >> 4) of the pair. In a 128-byte swizzle the eight rows of
 /// a matrix sit in eight different 16-byte chunks: no bank conflict. Then a
 /// proxy fence, so that the TMA (the async proxy) reads what was written.
-void lowerStoreSmem(Lowering &l, StoreSmemOp op) {
-  if (l.target == TargetKind::sm_80)
-    return lowerStoreSmemSm80(l, op);
+void storeSmemMatrices(Lowering &l, FragmentShape shape, ArrayRef<Value> v,
+                       const SmemBuffer &buffer) {
   OpBuilder &b = l.b;
-  auto type = cast<RegTileType>(op.getValue().getType());
-  FragmentShape shape = l.fragmentShape(type);
-  const SmallVector<Value> &v = l.tiles[op.getValue()];
-  const SmemBuffer &buffer = l.buffers[op.getBuffer()];
   Value rowVar = arith::AddIOp::create(
       b, l.loc, arith::MulIOp::create(b, l.loc, l.warp, l.i32(16)),
       arith::AndIOp::create(b, l.loc, l.lane, l.i32(15)));
@@ -1076,6 +1068,19 @@ void lowerStoreSmem(Lowering &l, StoreSmemOp op) {
       NVVM::ProxyKindAttr::get(b.getContext(), NVVM::ProxyKind::async_shared),
       NVVM::SharedSpaceAttr::get(b.getContext(),
                                  NVVM::SharedSpace::shared_cta));
+}
+
+/// attn.store_smem: the accumulator tile, converted, into its swizzled
+/// shared-memory tile.
+void lowerStoreSmem(Lowering &l, StoreSmemOp op) {
+  FragmentShape shape =
+      l.fragmentShape(cast<RegTileType>(op.getValue().getType()));
+  const SmallVector<Value> &v = l.tiles[op.getValue()];
+  const SmemBuffer &buffer = l.buffers[op.getBuffer()];
+  if (l.target == TargetKind::sm_80)
+    storeSmemPairs(l, shape, v, buffer);
+  else
+    storeSmemMatrices(l, shape, v, buffer);
 }
 
 /// attn.load: each thread loads its column pairs as 8-byte words (f32) or

@@ -116,6 +116,9 @@ LogicalResult checkLowerable(func::FuncOp func, const KernelFacts &facts,
 LogicalResult checkCopySource(Operation *op, Value src, Value pages,
                               const KernelFacts &facts, StringRef what);
 
+/// Both targets' check of attn.accumulate_dq: it adds into dq_accum.
+LogicalResult checkAccumulateDq(Operation *op, const KernelFacts &facts);
+
 /// The size parameter `kind` of the kernel (null if it takes none).
 Value sizeParam(const KernelParams &params, SizeKind kind);
 

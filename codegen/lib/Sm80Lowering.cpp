@@ -430,11 +430,14 @@ LogicalResult lowerWait(Lowering &l, WaitOp op) {
 SmallVector<Value> loadMatrices(Lowering &l, const SmemBuffer &buffer,
                                 Value rowVar, int64_t rowConst, Value colVar,
                                 int64_t colConst, bool transpose,
-                                int64_t count = 4) {
+                                int64_t count = 4, Value extraBytes = {}) {
   OpBuilder &b = l.b;
   MLIRContext *ctx = b.getContext();
-  Value ptr = l.smemPtr(
-      l.swizzledOffsetSplit(buffer, rowVar, rowConst, colVar, colConst));
+  Value offset =
+      l.swizzledOffsetSplit(buffer, rowVar, rowConst, colVar, colConst);
+  if (extraBytes)
+    offset = arith::AddIOp::create(b, l.loc, offset, extraBytes);
+  Value ptr = l.smemPtr(offset);
   Type i32 = b.getI32Type();
   auto structType =
       LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(count, i32));
@@ -501,9 +504,25 @@ SmallVector<Value> mmaSync(Lowering &l, RegTileType resultType,
   Value colInPair = arith::ShLIOp::create(b, l.loc, matrixLow, l.i32(3));
   Value warpRow = arith::MulIOp::create(b, l.loc, l.warp, l.i32(16));
   Value aRow = arith::AddIOp::create(b, l.loc, warpRow, rowInStep);
-  // A stored [K, M]: the warp's 16 columns of a slice sit in one swizzle
-  // panel (the caller checks it), so they join the per-thread part.
-  Value aCol = arith::AddIOp::create(b, l.loc, warpRow, colInPair);
+  // A stored [K, M]: the warp's 16 columns of a slice join the per-thread
+  // part. Where a slice spans several swizzle panels (16 W > panel
+  // columns; both powers of two), the warp's panel is a per-warp byte
+  // offset and its columns within the panel the per-thread part.
+  Value aCol, aPanelBytes;
+  if (ops.aBuffer && ops.transposeA) {
+    SwizzleGeometry g(ops.aBuffer->type);
+    Value warpCol = warpRow;
+    if (16 * l.numWarps() > g.panelCols) {
+      warpCol =
+          arith::AndIOp::create(b, l.loc, warpRow, l.i32(g.panelCols - 1));
+      aPanelBytes = arith::MulIOp::create(
+          b, l.loc,
+          arith::ShRUIOp::create(b, l.loc, warpRow,
+                                 l.i32(llvm::Log2_64(g.panelCols))),
+          l.i32(g.panelBytes));
+    }
+    aCol = arith::AddIOp::create(b, l.loc, warpCol, colInPair);
+  }
 
   Type f32 = b.getF32Type();
   auto accStruct = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
@@ -516,7 +535,7 @@ SmallVector<Value> mmaSync(Lowering &l, RegTileType resultType,
       int64_t sliceRow = 16 * l.numWarps() * t;
       if (ops.aBuffer && ops.transposeA) {
         aFrags.push_back(loadMatrices(l, *ops.aBuffer, rowInPair, 16 * ks, aCol,
-                                      sliceRow, true));
+                                      sliceRow, true, 4, aPanelBytes));
       } else if (ops.aBuffer) {
         aFrags.push_back(loadMatrices(l, *ops.aBuffer, aRow, sliceRow,
                                       colInStep, 16 * ks, false));
@@ -584,11 +603,11 @@ LogicalResult lowerDqMma(Lowering &l, DqMmaOp op) {
   const SmemBuffer &kBuffer = l.buffers[op.getK()];
   SwizzleGeometry g(kBuffer.type);
   int64_t sliceCols = 16 * l.numWarps();
-  if (sliceCols > g.panelCols)
+  if (!llvm::isPowerOf2_64(l.numWarps()) || sliceCols > 16 * 8)
     return op.emitOpError()
-           << "needs the " << sliceCols << " head-dim columns of a slice of "
-           << l.numWarps() << " warps in one swizzle panel of 'k', whose "
-           << "panels have " << g.panelCols << " columns";
+           << "splits the head dim into 16-row slices of 1, 2, 4 or 8 "
+              "warps, not "
+           << l.numWarps();
   NVVM::Barrier0Op::create(l.b, l.loc);
   MmaSyncOperands ops;
   ops.aBuffer = &kBuffer;
@@ -668,13 +687,7 @@ void mlir::attn::populateSm80Lowerings(LoweringTable &table) {
   table.add<WaitOp>(lowerWait);
   table.add<MmaOp>(lowerMma);
   table.add<DqMmaOp>(lowerDqMma);
-  table.add<AccumulateDqOp>(lowerAccumulateDq)
-      .checkedBy([](Operation *op, const KernelFacts &facts) {
-        return facts.expect(op, cast<AccumulateDqOp>(op).getDst(),
-                            {Tensor::DqAccum},
-                            "must add into the kernel's \"dq_accum\" "
-                            "argument");
-      });
+  table.add<AccumulateDqOp>(lowerAccumulateDq).checkedBy(checkAccumulateDq);
   // mma.sync is synchronous: the verifiers already refuse asynchronous
   // MMAs on sm_80.
   table.add<MmaWaitOp>([](Lowering &, MmaWaitOp op) -> LogicalResult {

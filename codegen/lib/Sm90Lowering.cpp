@@ -1140,13 +1140,7 @@ void mlir::attn::populateSm90Lowerings(LoweringTable &table) {
   table.add<WaitOp>(lowerWait);
   table.add<MmaOp>(lowerMma);
   table.add<DqMmaOp>(lowerDqMma);
-  table.add<AccumulateDqOp>(lowerAccumulateDq)
-      .checkedBy([](Operation *op, const KernelFacts &facts) {
-        return facts.expect(op, cast<AccumulateDqOp>(op).getDst(),
-                            {Tensor::DqAccum},
-                            "must add into the kernel's \"dq_accum\" "
-                            "argument");
-      });
+  table.add<AccumulateDqOp>(lowerAccumulateDq).checkedBy(checkAccumulateDq);
   table.add<MmaWaitOp>(lowerMmaWait);
   table.add<PipeAcquireOp>(lowerPipeAcquire);
   table.add<PipeLoadOp>(lowerPipeLoad).checkedBy(

@@ -8,6 +8,8 @@
 #include "KvCacheSpec.h"
 #include "attn/Spec/Spec.h"
 
+#include "llvm/Support/MathExtras.h"
+
 #include <fmt/format.h>
 
 
@@ -179,16 +181,16 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
     if (llvm::Error error =
             checkTileConfig(config, spec.target, spec.headDim))
       return error;
-    // sm_80's dQ GEMM gives each warp 16-row slices of the head dim, the
-    // warps' 16 columns of K^T side by side in one 64-column panel of K.
+    // sm_80's dQ GEMM gives each warp 16-row slices of the head dim.
     if (spec.backward == BackwardPart::fused &&
         spec.target == TargetKind::sm_80 &&
-        (config.numWarps > 4 || spec.headDim % (16 * config.numWarps) != 0))
+        (!llvm::isPowerOf2_64(config.numWarps) || config.numWarps > 8 ||
+         spec.headDim % (16 * config.numWarps) != 0))
       return specError(fmt::format(
           "--backward=fused on sm_80 splits the head dim ({}) into 16-row "
-          "slices of 1, 2 or 4 warps, not {}: use --num-warps=4 "
-          "--block-m=64 (the default)",
-          spec.headDim, config.numWarps));
+          "slices of its warps, a power of two that divides {}; got {} "
+          "warps: use --num-warps=4 --block-m=64 (the default)",
+          spec.headDim, spec.headDim / 16, config.numWarps));
     int64_t bytes = backwardSharedMemoryBytes(spec, config);
     bool copies = spec.backward == BackwardPart::dq ||
                   spec.backward == BackwardPart::dkdv;
