@@ -14,22 +14,25 @@ real=$(ls .gpu-jit/prefix/lib/libattngen.so.*.*.* | head -1); ln -sf $(basename 
 export ATTNGEN_LIBRARY=$PWD/.gpu-jit/prefix/lib/libattngen.so PYTHONPATH=$PWD/python:$PWD/gpu ATTNGEN_CACHE_DIR=$(mktemp -d)
 export ATTNGEN_ARCH=sm_80 ATTNGEN_FUSED_BACKWARD=1
 step() { [[ " $STEPS " == *" $1 "* ]]; }
+status=0
+check() { local rc=$?; echo "rc=$rc"; [ $rc -eq 0 ] || status=1; }
 if step correct; then
   echo "== correctness d64,d128 (one-kernel default + det pair), sm_80 kernels"
   timeout 240 python3 gpu/backward_check.py --only correct --head-dims 64,128 > $OUT/correct.log 2>&1
-  echo "rc=$?"; grep -E "FAIL|correctness:|Error|error" $OUT/correct.log | head -20
+  check; grep -E "FAIL|correctness:|Error|error" $OUT/correct.log | head -20
 fi
 if step sanitize; then
   for tool in memcheck racecheck synccheck; do
     echo "== $tool"
     timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 --kernel-name kns=attn_bwd_fused \
       python3 gpu/backward_check.py --only correct --head-dims 64,128 --cases 3 > $OUT/san-$tool.log 2>&1
-    echo "rc=$?"; grep -E "SUMMARY|FAIL" $OUT/san-$tool.log | tail -3
+    check; grep -E "SUMMARY|FAIL" $OUT/san-$tool.log | tail -3
   done
 fi
 if step autograd; then
   echo "== autograd"
-  timeout 150 python3 gpu/backward_check.py --only autograd 2>&1 | tail -6
+  timeout 150 python3 gpu/backward_check.py --only autograd > $OUT/autograd.log 2>&1
+  check; tail -6 $OUT/autograd.log
 fi
 if step bench; then
   echo "== bench (sm_80 kernels on this GPU)"
@@ -39,3 +42,4 @@ if step variants; then
   echo "== tile variants (sm_80 kernels)"
   timeout 240 python3 gpu/sm80_fused_variants.py 2>&1 | tail -8
 fi
+exit $status

@@ -13,7 +13,8 @@
 # There (carry .gpu and .gpu-jit):
 #   bash gpu/check_all.sh
 #
-# Environment: STEPS (default "sanitize kernels python"), SANITIZE (kernel
+# Environment: STEPS (default "sanitize kernels python"; also "sm80fused":
+# gpu/backward_fused_sm80.sh's gradients and sanitizers), SANITIZE (kernel
 # names under .gpu/kernels), BENCH_N (default 1024,8192), QUICK=1 for the
 # quick correctness sweeps. Logs and JSON go to $OUT.
 set -uo pipefail
@@ -55,6 +56,11 @@ for step in ${STEPS:-sanitize kernels python}; do
   python)
     run_step python env OUT="$OUT/python" bash gpu/run_python.sh .gpu-jit/prefix $QUICK_FLAG
     grep -E "TFLOPS|FAILED|passed" "$OUT/python.log" | tail -n 30 ;;
+  sm80fused)
+    # sm_80's one-kernel backward through the JIT: gradients and sanitizers.
+    run_step sm80fused env OUT="$OUT/sm80fused" STEPS="correct sanitize" \
+      bash gpu/backward_fused_sm80.sh
+    grep -E "^==|rc=|SUMMARY|FAIL" "$OUT/sm80fused.log" | tail -n 20 ;;
   esac
 done
 
