@@ -199,6 +199,17 @@ int64_t mlir::attn::backwardSharedMemoryBytes(const AttentionSpec &spec,
       {config.blockM * rowDv, resident},
       {config.blockN * rowD, streamed},
       {config.blockN * rowDv, streamed}};
+  if (spec.backward == BackwardPart::fused) {
+    // dS^T [keys x queries], and sm_90a's f32 stage of the dQ blocks: 64
+    // head-dim columns by the queries of every warpgroup's block.
+    allocations.push_back({config.blockM * config.blockN * bytes, 0});
+    if (pipes) {
+      int64_t warpgroups = config.numWarps / kWarpgroupWarps;
+      int64_t chunks = std::max<int64_t>(spec.headDim / kWarpgroupRows, 1);
+      int64_t width = config.blockN / std::max<int64_t>(warpgroups / chunks, 1);
+      allocations.push_back({warpgroups * width * 64 * 4, 0});
+    }
+  }
   return sharedMemoryLayoutBytes(allocations);
 }
 

@@ -192,9 +192,11 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
           "warps: use --num-warps=4 --block-m=64 (the default)",
           spec.headDim, spec.headDim / 16, config.numWarps));
     int64_t bytes = backwardSharedMemoryBytes(spec, config);
-    bool copies = spec.backward == BackwardPart::dq ||
-                  spec.backward == BackwardPart::dkdv;
-    if (copies && spec.maxSmem > 0 && bytes > spec.maxSmem)
+    // pre and post hold no tile.
+    bool tiles = spec.backward == BackwardPart::dq ||
+                 spec.backward == BackwardPart::dkdv ||
+                 spec.backward == BackwardPart::fused;
+    if (tiles && spec.maxSmem > 0 && bytes > spec.maxSmem)
       return specError(fmt::format(
           "the backward's tiles need {} bytes of shared memory, more than "
           "--max-smem={}; use a smaller block-n (or block-m)",

@@ -91,9 +91,10 @@ inline bool usesFa3Schedule(const AttentionSpec &spec) {
 /// its loop's blocks: the other side), with the spec's overrides.
 TileConfig backwardTileConfig(const AttentionSpec &spec);
 
-/// Dynamic shared memory (bytes) of a dq or dkdv kernel with tiles
-/// `config`: its resident pair (Q and dO, or K and V: block_m rows) and the
-/// streamed pair (block_n rows, `stages` deep on sm_90a, one on sm_80).
+/// Dynamic shared memory (bytes) of a dq, dkdv or fused kernel with tiles
+/// `config`: its resident pair (Q and dO, or K and V: block_m rows), the
+/// streamed pair (block_n rows, `stages` deep on sm_90a, one on sm_80) and
+/// the fused kernel's dS^T tile (and its f32 dQ stage on sm_90a).
 int64_t backwardSharedMemoryBytes(const AttentionSpec &spec,
                                   const TileConfig &config);
 
