@@ -157,9 +157,9 @@ llvm::Error mlir::attn::validateSpec(const AttentionSpec &spec) {
       return specError("--tma-store and --persistent are forward schedules; "
                        "leave them out of a --backward kernel");
     if (spec.backward == BackwardPart::fused) {
-      // Its dQ GEMM splits the head dim into 64-row blocks (a wgmma per
-      // consumer warpgroup on sm_90a; mma.sync's 16-row slices of four
-      // warps on sm_80); a packed batch's key tails would need masking.
+      // Its dQ GEMM splits the head dim into blocks (a wgmma of 64 rows per
+      // consumer warpgroup on sm_90a; mma.sync's 16-row slices of every
+      // warp on sm_80); a packed batch's key tails would need masking.
       const char *instead = "; use the deterministic pair --backward=dq "
                             "and --backward=dkdv instead";
       if (spec.target == TargetKind::sm_90a && !spec.warpSpecialize)
