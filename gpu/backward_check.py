@@ -26,6 +26,7 @@ Exit status 0 when every check passed.
 
 import argparse
 import math
+import os
 import random
 import sys
 
@@ -34,6 +35,9 @@ import torch
 import harness
 
 attngen = None
+#: ATTNGEN_FUSED_BACKWARD=1: the varlen cases call attention_varlen_backward
+#: with deterministic=False (the one-kernel backward where it applies).
+FUNCTIONAL_VARLEN = os.environ.get("ATTNGEN_FUSED_BACKWARD") == "1"
 
 
 def reference_grads(q, k, v, dout, scale, causal, bottom_right, window, softcap, upcast,
@@ -298,12 +302,25 @@ def run_varlen(cases, results):
         opts = dict(causal=c["causal"], window_size=c["window"], softcap=c["softcap"],
                     causal_align=align, alibi_slopes=slopes)
         qq, kk, vv = (t.clone().requires_grad_() for t in (q, k, v))
-        out = attngen.attention_varlen(qq, kk, vv, cu_q, cu_k, max(c["lengths_q"]),
-                                       max(c["lengths_k"]), **opts)
-        addresses = harness.poison_next_allocations([(q.shape, dtype), (k.shape, dtype),
-                                                     (v.shape, dtype)])
-        out.backward(dout)
-        poisoned = harness.reused_poisoned_blocks((qq.grad, kk.grad, vv.grad), addresses)
+        max_q, max_k = max(c["lengths_q"]), max(c["lengths_k"])
+        if FUNCTIONAL_VARLEN:
+            # The functional backward with deterministic=False: with
+            # ATTNGEN_FUSED_BACKWARD=1 on sm_80 kernels the one-kernel
+            # backward (autograd runs the deterministic pair).
+            out, lse = attngen.attention_varlen(q, k, v, cu_q, cu_k, max_q, max_k,
+                                                return_lse=True, **opts)
+            addresses = harness.poison_next_allocations([(q.shape, dtype), (k.shape, dtype),
+                                                         (v.shape, dtype)])
+            grads = attngen.attention_varlen_backward(dout, q, k, v, out, lse, cu_q, cu_k,
+                                                      max_q, max_k, deterministic=False,
+                                                      **opts)
+        else:
+            out = attngen.attention_varlen(qq, kk, vv, cu_q, cu_k, max_q, max_k, **opts)
+            addresses = harness.poison_next_allocations([(q.shape, dtype), (k.shape, dtype),
+                                                         (v.shape, dtype)])
+            out.backward(dout)
+            grads = (qq.grad, kk.grad, vv.grad)
+        poisoned = harness.reused_poisoned_blocks(grads, addresses)
         torch.cuda.synchronize()
         scale = 1.0 / math.sqrt(c["d"])
         want = [torch.zeros(t.shape, device="cuda") for t in (q, k, v)]
@@ -324,8 +341,7 @@ def run_varlen(cases, results):
             oq, ok_ = oq + nq, ok_ + nk
         row = dict(c)
         ok = True
-        for name, got, w, t in zip(("dq", "dk", "dv"), (qq.grad, kk.grad, vv.grad), want,
-                                   theirs):
+        for name, got, w, t in zip(("dq", "dk", "dv"), grads, want, theirs):
             err = (got.float() - w).abs().max().item() if got.numel() else 0.0
             bound = 2 * ((t - w).abs().max().item() if got.numel() else 0.0) + 1e-5
             row[f"{name}_err"] = err

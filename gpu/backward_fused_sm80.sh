@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # sm_80's one-kernel backward (ATTNGEN_ARCH=sm_80 ATTNGEN_FUSED_BACKWARD=1)
 # on the GPU machine: gradients at d64 and d128 beside the deterministic
-# pair, memcheck, racecheck (dS^T is written to shared memory and read by
-# every warp) and synccheck, autograd, the bench (one-kernel vs the pair vs
+# pair, packed (varlen) batches through attention_varlen_backward,
+# memcheck, racecheck (dS^T is written to shared memory and read by every
+# warp) and synccheck, autograd, the bench (one-kernel vs the pair vs
 # SDPA's flash and cuDNN) and the tile variants (4 or 8 warps). Carry
 # .gpu-jit (see backward.sh). STEPS picks the parts (default all: about 10
 # minutes; split it over two calls: STEPS="correct sanitize" then
@@ -20,6 +21,9 @@ if step correct; then
   echo "== correctness d64,d128 (one-kernel default + det pair), sm_80 kernels"
   timeout 240 python3 gpu/backward_check.py --only correct --head-dims 64,128 > $OUT/correct.log 2>&1
   check; grep -E "FAIL|correctness:|Error|error" $OUT/correct.log | head -20
+  echo "== varlen (attention_varlen_backward, deterministic=False: the one-kernel backward)"
+  timeout 240 python3 gpu/backward_check.py --only varlen > $OUT/varlen.log 2>&1
+  check; grep -E "FAIL|varlen:|Error|error" $OUT/varlen.log | head -20
 fi
 if step sanitize; then
   for tool in memcheck racecheck synccheck; do

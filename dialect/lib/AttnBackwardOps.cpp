@@ -273,14 +273,26 @@ LogicalResult AccumulateDqOp::verify() {
                                  : "adds from registers on sm_80 (no TMA): "
                                    "drop the 'stage' tile");
   auto block = cast<RegTileType>(getBlock().getType());
-  // Dense only: the TMA clips boxes at the tensor's rows, so a packed
-  // batch's next sequence would get this one's sums.
   auto dst = dyn_cast<MemRefType>(getDst().getType());
-  if (isa<SeqType>(getBatch().getType()) || !dst || dst.getRank() != 4 ||
-      !dst.getElementType().isF32())
+  bool packed = isa<SeqType>(getBatch().getType());
+  if (!tma) {
+    // sm_80 stops each sequence's reductions at its end: a packed
+    // [total, H, D] accumulator addressed by a sequence works too.
+    if (!dst || dst.getRank() != (packed ? 3 : 4) ||
+        !dst.getElementType().isF32() ||
+        ShapedType::isDynamic(dst.getShape().back()))
+      return emitOpError() << "'dst' must be an f32 memref with a static head "
+                              "dim: [B, N, H, D] addressed by a batch index, "
+                              "or a packed [total, H, D] by a sequence; got "
+                           << getDst().getType();
+  } else if (packed || !dst || dst.getRank() != 4 ||
+             !dst.getElementType().isF32()) {
+    // Dense only: the TMA clips boxes at the tensor's rows, so a packed
+    // batch's next sequence would get this one's sums.
     return emitOpError() << "'dst' must be a dense [B, N, H, D] f32 memref "
                             "addressed by a batch index, got "
                          << getDst().getType();
+  }
   if (!tma) {
     if (block.getFragment() != FragmentKind::acc ||
         block.getRows() != dst.getShape().back())

@@ -105,12 +105,7 @@ def _runs_fused(q, k, causal, deterministic):
     ATTNGEN_FUSED_BACKWARD=1 runs it wherever it applies (head dims 64 and
     128, sm_80 kernels included, whose one-kernel backward has not been
     measured yet); =0 runs the pair everywhere."""
-    choice = os.environ.get("ATTNGEN_FUSED_BACKWARD", "")
-    if choice not in ("", "0", "1"):
-        raise invalid_argument(
-            f"ATTNGEN_FUSED_BACKWARD={choice!r}: use 1 (the one-kernel backward wherever it "
-            "applies), 0 (the deterministic pair everywhere) or leave it unset (the "
-            "one-kernel backward where it is the faster)")
+    choice = _fused_choice()
     if choice == "0" or deterministic or torch.are_deterministic_algorithms_enabled():
         return False
     if q.shape[-1] not in (64, 128):
@@ -122,11 +117,40 @@ def _runs_fused(q, k, causal, deterministic):
             return False
         if q.shape[-1] == 64 and not causal:
             return False
+    return _fused_arch(q) == "sm_90a" or choice == "1"
+
+
+def _runs_fused_varlen(q, v, deterministic):
+    """Whether a packed batch's backward runs the one-kernel backward: only
+    sm_80 kernels build it (sm_90a's TMA would load the next sequence's keys
+    into its dQ), and only with ATTNGEN_FUSED_BACKWARD=1 until it has been
+    measured; head dims 64 and 128, one head dim, not deterministic."""
+    if (_fused_choice() != "1" or deterministic
+            or torch.are_deterministic_algorithms_enabled()):
+        return False
+    if q.shape[-1] not in (64, 128) or v.shape[-1] != q.shape[-1]:
+        return False
+    return _fused_arch(q) == "sm_80"
+
+
+def _fused_choice():
+    """ATTNGEN_FUSED_BACKWARD: "" (unset), "0" or "1"."""
+    choice = os.environ.get("ATTNGEN_FUSED_BACKWARD", "")
+    if choice not in ("", "0", "1"):
+        raise invalid_argument(
+            f"ATTNGEN_FUSED_BACKWARD={choice!r}: use 1 (the one-kernel backward wherever it "
+            "applies), 0 (the deterministic pair everywhere) or leave it unset (the "
+            "one-kernel backward where it is the faster)")
+    return choice
+
+
+def _fused_arch(q):
+    """The arch attngen compiles for on q's device (cached per device)."""
     index = q.device.index
     if index not in _FUSED_ARCH:
         with torch.cuda.device(q.device):
             _FUSED_ARCH[index] = device_arch()
-    return _FUSED_ARCH[index] == "sm_90a" or choice == "1"
+    return _FUSED_ARCH[index]
 
 
 def _backward(dout, q, k, v, out, lse, causal, scale, causal_align, softcap, window_left,

@@ -22,6 +22,7 @@ from ._errors import check_status
 from ._fp8_args import is_fp8_call
 from ._varlen_seqlens import check_seqlen_values
 from ._torch_varlen_fp8 import attention_varlen_fp8, check_fp8_pages, check_fp8_varlen
+from ._torch_backward import _runs_fused_varlen
 
 _LAYOUT = TensorLayout(
     function="attention_varlen", names=("q", "k", "v"), rank=3,
@@ -343,8 +344,9 @@ def attention_varlen_backward(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_
     and its lse ((heads, total_q) float32, as attention_varlen(...,
     return_lse=True) returns it); the other arguments are the forward's. As
     attention_backward: out and lse may come from elsewhere, dk and dv are
-    summed per key/value head, and the result is deterministic. Head dims up
-    to 256."""
+    summed per key/value head, and the result is deterministic (but with
+    ATTNGEN_FUSED_BACKWARD=1 on sm_80 kernels, where deterministic=False runs
+    the one-kernel backward at head dims 64 and 128). Head dims up to 256."""
     require_torch("attention_varlen_backward")
     if not isinstance(deterministic, bool):
         raise TypeError("attngen.attention_varlen_backward: deterministic must be a bool")
@@ -355,7 +357,7 @@ def attention_varlen_backward(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_
     return tuple(torch.ops.attngen.attention_varlen_backward(
         dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, options.causal, options.scale,
         options.causal_align, options.softcap, options.window_left, options.window_right,
-        alibi_slopes))
+        alibi_slopes, deterministic))
 
 
 def _check_gradient_inputs(dout, out, lse, q, v):
@@ -379,8 +381,9 @@ def _check_gradient_inputs(dout, out, lse, q, v):
 
 
 def _backward(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, causal, scale, causal_align,
-              softcap, window_left, window_right, alibi_slopes=None):
-    """Runs the two backward kernels: the op's CUDA implementation."""
+              softcap, window_left, window_right, alibi_slopes=None, deterministic=True):
+    """Runs the backward kernels (the deterministic pair, or the one-kernel
+    backward where _runs_fused_varlen says): the op's CUDA implementation."""
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     total_q, total_k, batch = q.shape[0], k.shape[0], cu_q.numel() - 1
     if batch == 0 or total_q == 0 or total_k == 0:
@@ -392,8 +395,9 @@ def _backward(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, causal, scale, 
     fields = dict(causal=causal, causal_align=causal_align, softcap=softcap,
                   window_size=(window_left, window_right), varlen=True,
                   alibi=alibi_slopes is not None, head_dim_v=head_dim_v_of(q, v))
-    dq_kernel = kernel_for(q, scale, backward="dq", **fields)
-    dkdv_kernel = kernel_for(q, scale, backward="dkdv", **fields)
+    fused = _runs_fused_varlen(q, v, deterministic)
+    parts = ("pre", "fused", "post") if fused else ("dq", "dkdv")
+    kernels = [kernel_for(q, scale, backward=part, **fields) for part in parts]
     args = forward_args(q, k, v, out, lse, batch, total_k)
     set_alibi_args(args, alibi_slopes)
     args.cu_seqlens_q, args.cu_seqlens_k = cu_q.data_ptr(), cu_k.data_ptr()
@@ -404,8 +408,14 @@ def _backward(dout, q, k, v, out, lse, cu_q, cu_k, max_q, max_k, causal, scale, 
     args.dq_strides[:] = _strides_4d(dq)
     args.dk_strides[:] = _strides_4d(dk)
     args.dv_strides[:] = _strides_4d(dv)
-    check_status(lib.attngen_kernel_backward(dq_kernel, dkdv_kernel, ctypes.byref(args),
-                                             current_stream(q.device)))
+    stream = current_stream(q.device)
+    if fused:
+        # The f32 dQ accumulator, packed as q: the pre kernel zeroes it.
+        dq_accum = torch.empty(q.shape, dtype=torch.float32, device=q.device)
+        args.dq_accum = dq_accum.data_ptr()
+        check_status(lib.attngen_kernel_backward_fused(*kernels, ctypes.byref(args), stream))
+    else:
+        check_status(lib.attngen_kernel_backward(*kernels, ctypes.byref(args), stream))
     return dq, dk, dv
 
 
@@ -417,18 +427,19 @@ if torch is not None:
             out: torch.Tensor, lse: torch.Tensor, cu_seqlens_q: torch.Tensor,
             cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, causal: bool,
             scale: float, causal_align: str, softcap: float, window_left: int,
-            window_right: int, alibi_slopes: Optional[torch.Tensor] = None
+            window_right: int, alibi_slopes: Optional[torch.Tensor] = None,
+            deterministic: bool = True
             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The gradients of attngen::attention_varlen (eager, traced, CUDA graphs)."""
         return _backward(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                          max_seqlen_k, causal, scale, causal_align, softcap, window_left,
-                         window_right, alibi_slopes)
+                         window_right, alibi_slopes, deterministic)
 
     @_attention_varlen_backward_op.register_fake
     def _attention_varlen_backward_fake(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k,
                                         max_seqlen_q, max_seqlen_k, causal, scale,
                                         causal_align, softcap, window_left, window_right,
-                                        alibi_slopes=None):
+                                        alibi_slopes=None, deterministic=True):
         return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
     def _setup_context(ctx, inputs, output):

@@ -67,8 +67,13 @@ class BackwardKernelTest(unittest.TestCase):
         self.assertNotIn("cp.reduce.async.bulk", sm80.ptx)
         self.assertNotIn("tensor_map", {p["kind"] for p in sm80.metadata["params"]})
         self.assertIn("dq_accum", {p.get("tensor") for p in sm80.metadata["params"]})
+        # sm_80's copies zero-fill past each sequence, so a packed batch
+        # takes it too (sm_90a's TMA would read the next sequence's keys).
+        packed = attngen.compile(arch="sm_80", head_dim=64, varlen=True, backward="fused")
+        self.assertEqual(packed.metadata["grid"]["tiles"][0]["size"], "max_seqlen_k")
         # The fused kernel needs a dense batch and head dims 64 or 128.
-        for fields, needle in ((dict(head_dim=64, varlen=True), "variable-length"),
+        for fields, needle in ((dict(head_dim=64, varlen=True), "on sm_90a does not support "
+                                "variable-length"),
                                (dict(arch="sm_80", head_dim=96), "head dims 64 and 128"),
                                (dict(head_dim=96), "head dims 64 and 128")):
             with self.assertRaisesRegex(attngen.InvalidInputError, needle):
@@ -235,6 +240,27 @@ class FusedBackwardChoiceTest(unittest.TestCase):
         self.assertTrue(self.runs_fused(64, env="1"))
         self.assertFalse(self.runs_fused(96, env="1"))
         self.assertFalse(self.runs_fused(128, deterministic=True, env="1"))
+
+    def test_varlen(self):
+        # A packed batch: sm_80 kernels, ATTNGEN_FUSED_BACKWARD=1, head dims
+        # 64 and 128 with one head dim, not deterministic.
+        def runs(d=128, dv=None, env="1", deterministic=False):
+            if env is not None:
+                os.environ["ATTNGEN_FUSED_BACKWARD"] = env
+            else:
+                os.environ.pop("ATTNGEN_FUSED_BACKWARD", None)
+            return self.module._runs_fused_varlen(torch.empty(8, 2, d),
+                                                  torch.empty(8, 2, dv or d), deterministic)
+        self.module._FUSED_ARCH[None] = "sm_80"
+        self.assertTrue(runs())
+        self.assertTrue(runs(d=64))
+        self.assertFalse(runs(env=None))
+        self.assertFalse(runs(env="0"))
+        self.assertFalse(runs(d=96))
+        self.assertFalse(runs(d=128, dv=64))
+        self.assertFalse(runs(deterministic=True))
+        self.module._FUSED_ARCH[None] = "sm_90a"
+        self.assertFalse(runs())
 
     def test_torch_deterministic_algorithms(self):
         torch.use_deterministic_algorithms(True)
