@@ -31,6 +31,10 @@ if step sanitize; then
     timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 --kernel-name kns=attn_bwd_fused \
       python3 gpu/backward_check.py --only correct --head-dims 64,128 --cases 3 > $OUT/san-$tool.log 2>&1
     check; grep -E "SUMMARY|FAIL" $OUT/san-$tool.log | tail -3
+    echo "== $tool, packed batches"
+    timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 --kernel-name kns=attn_bwd_fused \
+      python3 gpu/backward_check.py --only varlen --cases 3 > $OUT/san-varlen-$tool.log 2>&1
+    check; grep -E "SUMMARY|FAIL" $OUT/san-varlen-$tool.log | tail -3
   done
 fi
 if step autograd; then
